@@ -1,0 +1,70 @@
+/** Small helpers shared by the benchmarks: a seeded generator, timing, a table printer. */
+
+/** mulberry32: a tiny seeded PRNG, so every benchmark run measures the same data. */
+export function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const WORDS = ["alpha", "beta", "gamma", "delta", "loom", "frame", "turn", "tool", "journal", "digest", "lean", "full"];
+
+/** A tool-output-like object (search hits with text) whose JSON is close to `targetBytes`. */
+export function toolOutput(next: () => number, targetBytes: number): Record<string, unknown> {
+  const hits: Record<string, unknown>[] = [];
+  const out = { query: WORDS[Math.floor(next() * WORDS.length)], total: 0, hits, tookMs: Math.round(next() * 100) };
+  let size = JSON.stringify(out).length;
+  while (size < targetBytes) {
+    const words = Array.from({ length: 6 + Math.floor(next() * 10) }, () => WORDS[Math.floor(next() * WORDS.length)]);
+    const hit = {
+      id: `doc-${hits.length}`,
+      score: Math.round(next() * 1e6) / 1e6,
+      title: words.slice(0, 3).join(" "),
+      text: words.join(" "),
+      tags: words.slice(0, 2),
+    };
+    hits.push(hit);
+    size += JSON.stringify(hit).length + 1;
+  }
+  out.total = hits.length;
+  return out;
+}
+
+/** Runs `fn` repeatedly for about `ms` milliseconds (after a warm-up) and returns ops per second. */
+export function opsPerSecond(fn: () => void, ms = 400): number {
+  const warm = performance.now();
+  while (performance.now() - warm < ms / 4) fn();
+  let n = 0;
+  const start = performance.now();
+  let now = start;
+  while (now - start < ms) {
+    fn();
+    n++;
+    now = performance.now();
+  }
+  return (n * 1000) / (now - start);
+}
+
+/** Prints rows as an aligned Markdown table. */
+export function printTable(title: string, rows: Record<string, string | number>[]): void {
+  const first = rows[0];
+  if (!first) return;
+  const cols = Object.keys(first);
+  const cell = (v: string | number | undefined) => (typeof v === "number" ? fmt(v) : (v ?? ""));
+  const widths = cols.map((c) => Math.max(c.length, ...rows.map((r) => cell(r[c]).length)));
+  const line = (vals: string[]) => `| ${vals.map((v, i) => v.padEnd(widths[i] ?? 0)).join(" | ")} |`;
+  console.log(`\n${title}\n`);
+  console.log(line(cols));
+  console.log(line(widths.map((w) => "-".repeat(w))));
+  for (const r of rows) console.log(line(cols.map((c) => cell(r[c]))));
+}
+
+function fmt(n: number): string {
+  if (Number.isInteger(n)) return n.toLocaleString("en-US");
+  return n >= 100 ? n.toFixed(0) : n >= 1 ? n.toFixed(2) : n.toFixed(3);
+}

@@ -1,0 +1,54 @@
+import { createHash } from "node:crypto";
+import { canonicalJson } from "./canonicalJson.ts";
+
+/**
+ * SHA-256 of a string (as UTF-8) or of bytes, as lowercase hex.
+ *
+ * @example
+ * sha256Hex("abc"); // "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+ */
+export function sha256Hex(input: string | Uint8Array): string {
+  // A long string built by concatenation is a rope; encoding it to a Buffer first flattens it
+  // faster than Hash#update walks it (measured in bench/digest.ts: about 1.3× on 1 MB).
+  const data = typeof input === "string" && input.length > 65_536 ? Buffer.from(input, "utf8") : input;
+  return createHash("sha256").update(data).digest("hex");
+}
+
+/** The digest of a value's recorded (JSON) form, and the UTF-8 size of its canonical text. */
+export interface Digest {
+  readonly digest: string | null;
+  readonly bytes: number;
+}
+
+const NO_JSON_FORM: Digest = Object.freeze({ digest: null, bytes: 0 });
+
+/**
+ * Digests a value as a JSON event store records it: `sha256Hex(canonicalJson(JSON.parse(JSON.stringify(value))))`
+ * and the UTF-8 byte length of that canonical text. The JSON round trip makes the live value and
+ * its recorded copy digest the same (a Date is its ISO string, a Map is `{}`). A value with no
+ * JSON form (undefined, a function, a BigInt, a cycle, too deep, a lone surrogate, a throwing
+ * `toJSON` or getter…) gives `{ digest: null, bytes: 0 }`. Never throws.
+ *
+ * @example
+ * digestOf({ when: new Date(0) }).digest === digestOf({ when: "1970-01-01T00:00:00.000Z" }).digest; // true
+ * digestOf(undefined); // { digest: null, bytes: 0 }
+ */
+export function digestOf(value: unknown): Digest {
+  try {
+    const text = JSON.stringify(value);
+    if (text === undefined) return NO_JSON_FORM;
+    const canonical = canonicalJson(JSON.parse(text));
+    return { digest: sha256Hex(canonical), bytes: Buffer.byteLength(canonical, "utf8") };
+  } catch {
+    return NO_JSON_FORM;
+  }
+}
+
+/**
+ * The digest of a value that is already in its recorded form (parsed from JSON): skips the round
+ * trip. Throws `CanonicalJsonError` where `canonicalJson` does.
+ */
+export function digestOfRecorded(value: unknown): { digest: string; bytes: number } {
+  const canonical = canonicalJson(value);
+  return { digest: sha256Hex(canonical), bytes: Buffer.byteLength(canonical, "utf8") };
+}

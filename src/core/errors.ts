@@ -1,0 +1,104 @@
+/**
+ * Every error Loom throws on purpose is a `LoomError`: a named class with a string `code`
+ * (stable, for programs) and a message that says which run, step or decision is involved and
+ * what to do about it (for people).
+ */
+export class LoomError extends Error {
+  readonly code: string;
+  constructor(code: string, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+    this.code = code;
+  }
+}
+
+/** Why a value has no canonical JSON form. */
+export type CanonicalJsonErrorCode =
+  | "non-finite-number"
+  | "bigint"
+  | "cycle"
+  | "lone-surrogate"
+  | "too-deep"
+  | "no-json-form"
+  | "to-json-threw"
+  | "read-threw";
+
+/** A value that cannot be written as RFC 8785 canonical JSON. `path` locates the culprit. */
+export class CanonicalJsonError extends LoomError {
+  declare readonly code: CanonicalJsonErrorCode;
+  readonly path: string;
+  constructor(code: CanonicalJsonErrorCode, path: string, message: string, options?: { cause?: unknown }) {
+    super(code, `canonicalJson: ${message} at ${path}`, options);
+    this.path = path;
+  }
+}
+
+/** A run's configuration is invalid, or contradicts what the run's journal recorded. */
+export class AgentLoopConfigError extends LoomError {
+  constructor(message: string, code = "agentLoopConfig") {
+    super(code, message);
+  }
+}
+
+/** The journal holds a frame that the code would not produce now (renamed tool, other input…). */
+export class ReplayDivergenceError extends LoomError {
+  readonly runId: string;
+  readonly frameId: string;
+  constructor(runId: string, frameId: string, message: string) {
+    super("replayDivergence", message);
+    this.runId = runId;
+    this.frameId = frameId;
+  }
+}
+
+/** An append's `expectedVersion` did not match the stream: another writer got there first. */
+export class ConcurrencyError extends LoomError {
+  readonly runId: string;
+  readonly expected: number;
+  readonly actual: number;
+  constructor(runId: string, expected: number, actual: number) {
+    super(
+      "concurrency",
+      `run ${runId}: append expected version ${expected} but the stream is at ${actual}; another writer appended first. Re-read the journal and retry, or let the other writer finish the run.`,
+    );
+    this.runId = runId;
+    this.expected = expected;
+    this.actual = actual;
+  }
+}
+
+/** Stored bytes do not match the digest that vouches for them (blob, archived frame). */
+export class IntegrityError extends LoomError {
+  constructor(message: string, code = "integrity") {
+    super(code, message);
+  }
+}
+
+/** An entry read from a store is not a valid journal entry. A damaged journal is never folded. */
+export class JournalFormatError extends LoomError {
+  readonly runId: string;
+  readonly seq: number | undefined;
+  readonly field: string | undefined;
+  constructor(runId: string, seq: number | undefined, field: string | undefined, message: string) {
+    super(
+      "journalFormat",
+      `run ${runId}${seq === undefined ? "" : ` seq ${seq}`}${field === undefined ? "" : ` (${field})`}: ${message}`,
+    );
+    this.runId = runId;
+    this.seq = seq;
+    this.field = field;
+  }
+}
+
+const guard =
+  <T extends LoomError>(cls: abstract new (...args: never[]) => T) =>
+  (e: unknown): e is T =>
+    e instanceof cls;
+
+export const isLoomError = guard(LoomError);
+export const isCanonicalJsonError = guard(CanonicalJsonError);
+export const isAgentLoopConfigError = guard(AgentLoopConfigError);
+export const isReplayDivergenceError = guard(ReplayDivergenceError);
+export const isConcurrencyError = guard(ConcurrencyError);
+export const isIntegrityError = guard(IntegrityError);
+export const isJournalFormatError = guard(JournalFormatError);
