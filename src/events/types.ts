@@ -1,0 +1,160 @@
+/**
+ * The journal's schema: every entry type, as one discriminated union on `type`. Entries are
+ * past-tense facts. Callers append `{ type, data }`; the store gives each entry its `runId`,
+ * `seq` (1-based, no gaps except where compaction removed entries) and `meta`.
+ */
+
+/** The schema version written in every entry's `meta.v`. Readers refuse newer versions. */
+export const SCHEMA_VERSION = 1;
+
+export interface EntryMeta {
+  /** Schema version of the entry. */
+  readonly v: number;
+  /** Wall clock at append (ISO 8601). Never enters a digest or a projection's decision. */
+  readonly at: string;
+}
+
+/** A message of the conversation (the Model SPI's shape; see src/models/types.ts). */
+export type Message =
+  | { readonly role: "system" | "user"; readonly content: string }
+  | { readonly role: "assistant"; readonly content?: string; readonly toolCalls: readonly ToolCall[] }
+  | {
+      readonly role: "tool";
+      readonly toolCallId: string;
+      readonly toolName: string;
+      readonly output: unknown;
+      readonly isError: boolean;
+    };
+
+export interface ToolCall {
+  readonly id: string;
+  readonly name: string;
+  readonly input: unknown;
+}
+
+/** What a model frame records: the model's response (never its prompt). */
+export interface ModelResponse {
+  readonly content?: string;
+  readonly toolCalls: readonly ToolCall[];
+  readonly usage?: { readonly inputTokens?: number; readonly outputTokens?: number };
+}
+
+/** Why a tool call was settled without running its tool. */
+export type SettledReason =
+  | "unknown-tool"
+  | "input-too-large"
+  | "invalid-input"
+  | "approval-declined"
+  | "search-tools"
+  | "skill-activation";
+
+/** Why a run stopped before its answer. */
+export type InterruptReason = "aborted" | "max-iterations" | "approval-pending";
+
+export interface RunStartedData {
+  readonly loopId: string;
+  /** A prompt string or a list of messages. */
+  readonly input: string | readonly Message[];
+  readonly tools: readonly string[];
+}
+
+export interface DecisionRecordedData {
+  /** `<loop>#toolCallLog`, `<stepId>:outcome`, `<stepId>:approval`. */
+  readonly decisionId: string;
+  /** `agent-tool-call-log`, `tool-outcome`, `approval`. */
+  readonly source: string;
+  readonly choice: unknown;
+}
+
+export interface FrameStartedData {
+  /** `<loop>#turn:<i>:model` or `<loop>#turn:<i>:tool:<j>`. */
+  readonly frameId: string;
+  /** `model`, or `tool:<name>`. */
+  readonly effect: string;
+  /** sha256 hex: of the tool input, or the chained digest of the prompt for a model frame. */
+  readonly inputDigest: string;
+}
+
+export type FrameCompletedData =
+  | { readonly frameId: string; readonly output: unknown; readonly failed?: undefined }
+  /** The effect failed: no output. What the model was fed is the `<frameId>:outcome` decision. */
+  | { readonly frameId: string; readonly failed: true; readonly output?: undefined };
+
+export interface CallSettledData {
+  /** The tool step id `<loop>#turn:<i>:tool:<j>` the call would have had. */
+  readonly stepId: string;
+  readonly status: "ok" | "error";
+  readonly reason: SettledReason;
+  /** What the model was fed. */
+  readonly result: unknown;
+}
+
+export interface ArchivedFrameDigest {
+  readonly digest: string | null;
+  readonly bytes: number;
+}
+
+export interface FramesArchivedData {
+  readonly frameIds: readonly string[];
+  /** Where the archive keeps them (an archive-store key). */
+  readonly archiveRef: string;
+  /** digestOf each archived frame's output (null, 0 for a failed frame), by frame id. */
+  readonly digests: Readonly<Record<string, ArchivedFrameDigest>>;
+}
+
+export interface RunCompletedData {
+  /** The loop's value: `{ content, toolCallLog, iterations }`. */
+  readonly output: unknown;
+}
+
+export interface RunInterruptedData {
+  readonly reason: InterruptReason;
+  readonly detail: unknown;
+}
+
+export interface RunFailedData {
+  readonly error: { readonly name: string; readonly code?: string; readonly message: string };
+}
+
+/** Maps each entry type to its data. The one place the schema is written down. */
+export interface EntryDataByType {
+  "run.started": RunStartedData;
+  "decision.recorded": DecisionRecordedData;
+  "frame.started": FrameStartedData;
+  "frame.completed": FrameCompletedData;
+  "call.settled": CallSettledData;
+  "frames.archived": FramesArchivedData;
+  "run.completed": RunCompletedData;
+  "run.interrupted": RunInterruptedData;
+  "run.failed": RunFailedData;
+}
+
+export type EntryType = keyof EntryDataByType;
+
+export const ENTRY_TYPES: readonly EntryType[] = [
+  "run.started",
+  "decision.recorded",
+  "frame.started",
+  "frame.completed",
+  "call.settled",
+  "frames.archived",
+  "run.completed",
+  "run.interrupted",
+  "run.failed",
+];
+
+/** What a caller appends. */
+export type NewEntry = { [T in EntryType]: { readonly type: T; readonly data: EntryDataByType[T] } }[EntryType];
+
+/** What a store hands back. */
+export type JournalEntry = {
+  [T in EntryType]: {
+    readonly runId: string;
+    readonly seq: number;
+    readonly type: T;
+    readonly data: EntryDataByType[T];
+    readonly meta: EntryMeta;
+  };
+}[EntryType];
+
+export type EntryOf<T extends EntryType> = Extract<JournalEntry, { type: T }>;
