@@ -92,6 +92,11 @@ export interface CallSettledData {
 export interface ArchivedFrameDigest {
   readonly digest: string | null;
   readonly bytes: number;
+  /** The frame's effect and input digest, so the replay guard still judges an archived frame. */
+  readonly effect?: string;
+  readonly inputDigest?: string;
+  /** The frame completed as failed (no output; its outcome decision stays in the hot journal). */
+  readonly failed?: boolean;
 }
 
 export interface FramesArchivedData {

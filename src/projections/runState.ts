@@ -1,0 +1,157 @@
+import type {
+  CallSettledData,
+  DecisionRecordedData,
+  JournalEntry,
+  Message,
+  ModelResponse,
+  RunFailedData,
+  RunInterruptedData,
+} from "../events/types.ts";
+import { parseFrameId } from "./ids.ts";
+import type { Projection } from "./projection.ts";
+
+export interface FrameState {
+  readonly frameId: string;
+  readonly effect: string;
+  readonly inputDigest: string;
+  /** started: outcome unknown (crash or abort mid-effect); completed: output recorded; failed: no output. */
+  status: "started" | "completed" | "failed";
+  /** The recorded output (JSON as written), for a completed frame still in the hot journal. */
+  output?: unknown;
+  /** Set when compaction moved the frame: its output lives in the archive under `ref`. */
+  archived?: { readonly ref: string; readonly digest: string | null; readonly bytes: number };
+}
+
+export type RunStatus = "new" | "running" | "interrupted" | "completed" | "failed";
+
+/** A run's folded state: what a resume reads, and what every other projection starts from. */
+export interface RunState {
+  runId: string | undefined;
+  status: RunStatus;
+  loopId: string | undefined;
+  input: string | readonly Message[] | undefined;
+  tools: readonly string[];
+  /** Frames by id, model and tool alike. */
+  frames: Record<string, FrameState>;
+  decisions: Record<string, DecisionRecordedData>;
+  /** Calls settled without running, by step id. */
+  settled: Record<string, CallSettledData>;
+  /** Model responses by turn (the model frames' outputs), the backbone of the conversation and the log. */
+  responses: ModelResponse[];
+  /** The last interruption, while the run is interrupted. */
+  interruption: RunInterruptedData | undefined;
+  error: RunFailedData["error"] | undefined;
+  /** The loop's value of a completed run (`run.completed`'s output). */
+  _output: unknown;
+  /** Seq of the last entry folded (the version to append after). */
+  version: number;
+}
+
+/**
+ * Folds a run's journal into its state. `evolve` updates the state it is given in place: the
+ * fold creates that state (`initial()`) and nobody else holds it, and copy-on-write of the frame
+ * table on every entry would make folding n entries O(n²).
+ *
+ * @example
+ * const state = foldEntries(entries); // state.status, state.frames, state._output …
+ */
+export const runStateProjection: Projection<RunState> = {
+  initial: () => ({
+    runId: undefined,
+    status: "new",
+    loopId: undefined,
+    input: undefined,
+    tools: [],
+    frames: {},
+    decisions: {},
+    settled: {},
+    responses: [],
+    interruption: undefined,
+    error: undefined,
+    _output: undefined,
+    version: 0,
+  }),
+  evolve(state, entry) {
+    state.runId = entry.runId;
+    state.version = entry.seq;
+    switch (entry.type) {
+      case "run.started":
+        state.status = "running";
+        state.loopId = entry.data.loopId;
+        state.input = entry.data.input;
+        state.tools = entry.data.tools;
+        break;
+      case "decision.recorded":
+        state.decisions[entry.data.decisionId] = entry.data;
+        break;
+      case "frame.started":
+        if (state.status === "interrupted") state.status = "running";
+        state.interruption = undefined;
+        state.frames[entry.data.frameId] = {
+          frameId: entry.data.frameId,
+          effect: entry.data.effect,
+          inputDigest: entry.data.inputDigest,
+          status: "started",
+        };
+        break;
+      case "frame.completed": {
+        const frame = state.frames[entry.data.frameId];
+        if (!frame) break; // the validator refuses a completion without a start; nothing to fold here
+        if (entry.data.failed) frame.status = "failed";
+        else {
+          frame.status = "completed";
+          frame.output = entry.data.output;
+          const parsed = parseFrameId(frame.frameId);
+          if (parsed?.kind === "model") state.responses[parsed.turn] = entry.data.output as ModelResponse;
+        }
+        break;
+      }
+      case "call.settled":
+        state.settled[entry.data.stepId] = entry.data;
+        break;
+      case "frames.archived":
+        // The frames' own entries were removed from the hot journal; the marker stands for them.
+        for (const frameId of entry.data.frameIds) {
+          const d = entry.data.digests[frameId];
+          const known = state.frames[frameId];
+          state.frames[frameId] = {
+            frameId,
+            effect: d?.effect ?? known?.effect ?? "",
+            inputDigest: d?.inputDigest ?? known?.inputDigest ?? "",
+            status: d?.failed || known?.status === "failed" ? "failed" : "completed",
+            archived: { ref: entry.data.archiveRef, digest: d?.digest ?? null, bytes: d?.bytes ?? 0 },
+          };
+        }
+        break;
+      case "run.completed":
+        state.status = "completed";
+        state._output = entry.data.output;
+        break;
+      case "run.interrupted":
+        state.status = "interrupted";
+        state.interruption = entry.data;
+        break;
+      case "run.failed":
+        state.status = "failed";
+        state.error = entry.data.error;
+        break;
+      default: {
+        const never: never = entry;
+        throw new Error(`unhandled entry ${JSON.stringify(never)}`);
+      }
+    }
+    return state;
+  },
+};
+
+/** Folds entries (validated, in seq order) into a fresh RunState. */
+export function foldEntries(entries: Iterable<JournalEntry>): RunState {
+  return fold(runStateProjection, entries);
+}
+
+/** Runs a projection over entries. */
+export function fold<S>(projection: Projection<S>, entries: Iterable<JournalEntry>): S {
+  let state = projection.initial();
+  for (const entry of entries) state = projection.evolve(state, entry);
+  return state;
+}
