@@ -37,6 +37,8 @@ export interface ModelResponse {
   readonly content?: string;
   readonly toolCalls: readonly ToolCall[];
   readonly usage?: { readonly inputTokens?: number; readonly outputTokens?: number };
+  /** Why the model stopped (`stop`, `tool-calls`, `length`…), when the model says. */
+  readonly finishReason?: string;
 }
 
 /** Why a tool call was settled without running its tool. */

@@ -1,0 +1,127 @@
+/**
+ * `fromAiSdk`: any AI SDK LanguageModel (specification v2, v3 or v4) as Loom's Model.
+ * Structural: nothing here loads `ai` or `@ai-sdk/provider` (both optional peers).
+ */
+import { type AiSdkSpecificationVersion, toAiSdkPrompt, toAiSdkTools } from "./aiSdkPrompt.ts";
+import { fromAiSdkResult } from "./aiSdkResponse.ts";
+import { ModelAdapterError } from "./errors.ts";
+import type { GenerateRequest, Model, ModelResponse } from "./types.ts";
+
+export type { AiSdkSpecificationVersion } from "./aiSdkPrompt.ts";
+export { type InvalidToolInput, isInvalidToolInput } from "./aiSdkResponse.ts";
+
+const VERSIONS: readonly string[] = ["v2", "v3", "v4"] satisfies AiSdkSpecificationVersion[];
+
+/**
+ * The shape of an AI SDK LanguageModel that `fromAiSdk` takes: `LanguageModelV2`,
+ * `LanguageModelV3` or `LanguageModelV4` from `@ai-sdk/provider`, e.g. `openai("gpt-4o")` or
+ * `MockLanguageModelV3` from `ai/test`.
+ */
+export interface AiSdkLanguageModel {
+  readonly specificationVersion: AiSdkSpecificationVersion;
+  readonly provider?: string;
+  readonly modelId?: string;
+  /** Typed loosely on purpose: each specification has its own call options. */
+  doGenerate(options: never): PromiseLike<unknown>;
+}
+
+/** Call settings passed to every `doGenerate` call. The adapter sets `prompt`, `tools` and `abortSignal`. */
+export interface FromAiSdkOptions {
+  readonly maxOutputTokens?: number;
+  readonly temperature?: number;
+  readonly topP?: number;
+  readonly topK?: number;
+  readonly presencePenalty?: number;
+  readonly frequencyPenalty?: number;
+  readonly stopSequences?: readonly string[];
+  readonly seed?: number;
+  readonly toolChoice?:
+    | { readonly type: "auto" | "none" | "required" }
+    | { readonly type: "tool"; readonly toolName: string };
+  readonly headers?: Readonly<Record<string, string | undefined>>;
+  /** Provider-specific options, by provider name (`{ openai: { … } }`). */
+  readonly providerOptions?: Readonly<Record<string, Readonly<Record<string, unknown>>>>;
+}
+
+/**
+ * Turns an AI SDK LanguageModel (specification v2, v3 or v4) into Loom's Model.
+ *
+ * The conversation becomes the prompt (system; user text; assistant text and tool-call parts;
+ * tool results: `json` for an output, `error-text`/`error-json` for a failure or a refusal
+ * (`isError`), `execution-denied` for a declined approval, i.e. an output
+ * `{ error: "approval-declined", … }` — `error-json` on v2, which has no such output), the tools
+ * become function tools, the request's signal is passed as `abortSignal`. The response's text
+ * parts are joined into `content`; its tool-call parts become `toolCalls` with their JSON text
+ * parsed (malformed text gives an `InvalidToolInput`, never a throw); `usage` and
+ * `finishReason` are read from either specification's shape.
+ *
+ * @throws ModelAdapterError `unsupportedModel` when `model` is not such a model.
+ * @example
+ * ```ts
+ * import { openai } from "@ai-sdk/openai";
+ * import { agentLoop$ } from "loom";
+ * import { fromAiSdk, fromAiSdkTools } from "loom/ai-sdk";
+ *
+ * const loop = agentLoop$({
+ *   id: "support",
+ *   model: fromAiSdk(openai("gpt-4o"), { temperature: 0 }),
+ *   tools: fromAiSdkTools({ weather }),
+ * });
+ * ```
+ */
+export function fromAiSdk(model: AiSdkLanguageModel, options: FromAiSdkOptions = {}): Model {
+  const version = checkModel(model);
+  const name = modelName(model);
+  return {
+    async generate({ messages, tools, signal }: GenerateRequest): Promise<ModelResponse> {
+      const functionTools = await toAiSdkTools(tools);
+      const callOptions = {
+        ...options,
+        prompt: toAiSdkPrompt(messages, version),
+        ...(functionTools.length > 0 ? { tools: functionTools } : {}),
+        abortSignal: signal,
+      };
+      return fromAiSdkResult(await model.doGenerate(callOptions as never), name);
+    },
+  };
+}
+
+function checkModel(model: unknown): AiSdkSpecificationVersion {
+  if (typeof model === "string") {
+    throw new ModelAdapterError(
+      "unsupportedModel",
+      `fromAiSdk: got the model id "${model}", not a model. Pass a LanguageModel object, e.g. openai("gpt-4o") or gateway("${model}").`,
+    );
+  }
+  if (typeof model !== "object" || model === null) {
+    throw new ModelAdapterError(
+      "unsupportedModel",
+      `fromAiSdk: got ${model === null ? "null" : typeof model}; pass an AI SDK LanguageModel (specificationVersion "v2", "v3" or "v4", with doGenerate).`,
+    );
+  }
+  const { specificationVersion, doGenerate } = model as { specificationVersion?: unknown; doGenerate?: unknown };
+  if (typeof specificationVersion !== "string" || !VERSIONS.includes(specificationVersion)) {
+    const fix =
+      specificationVersion === "v1"
+        ? "upgrade the provider package to one made for AI SDK 5 or later"
+        : 'pass an AI SDK LanguageModel of specification "v2", "v3" or "v4"';
+    throw new ModelAdapterError(
+      "unsupportedModel",
+      `fromAiSdk: ${modelName(model)} has specificationVersion ${JSON.stringify(specificationVersion)}; ${fix}.`,
+    );
+  }
+  if (typeof doGenerate !== "function") {
+    throw new ModelAdapterError(
+      "unsupportedModel",
+      `fromAiSdk: ${modelName(model)} (specification ${specificationVersion}) has no doGenerate method; pass the model itself, not a provider or a wrapper.`,
+    );
+  }
+  return specificationVersion as AiSdkSpecificationVersion;
+}
+
+function modelName(model: object): string {
+  const { provider, modelId } = model as { provider?: unknown; modelId?: unknown };
+  if (typeof provider === "string" && typeof modelId === "string") return `model ${provider}/${modelId}`;
+  if (typeof modelId === "string") return `model ${modelId}`;
+  return "the model";
+}
