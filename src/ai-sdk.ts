@@ -1,0 +1,19 @@
+/**
+ * `loom/ai-sdk`: take the models and tools an agent runtime already has from the AI SDK.
+ * `ai` and `@ai-sdk/provider` are optional peers; nothing here loads them.
+ */
+export {
+  type AiSdkLanguageModel,
+  type AiSdkSpecificationVersion,
+  type FromAiSdkOptions,
+  fromAiSdk,
+} from "./models/aiSdk.ts";
+export { type InvalidToolInput, isInvalidToolInput } from "./models/aiSdkResponse.ts";
+export {
+  type AiSdkTool,
+  type AiSdkToolExecutionOptions,
+  type FromAiSdkToolOptions,
+  fromAiSdkTool,
+  fromAiSdkTools,
+} from "./models/aiSdkTools.ts";
+export { isModelAdapterError, ModelAdapterError, type ModelAdapterErrorCode } from "./models/errors.ts";
