@@ -23,3 +23,15 @@ export {
   ReplayDivergenceError,
   sha256Hex,
 } from "./core/index.ts";
+export {
+  type ModePinContext,
+  type ModePinEvent,
+  type ModePinInput,
+  type ModePinResolution,
+  type ModePinState,
+  modePinMachine,
+  type PinDecision,
+  type ResolveModePinRequest,
+  resolveModePin,
+  validateToolCallLogMode,
+} from "./machines/modePin.machine.ts";
