@@ -35,3 +35,18 @@ export {
   resolveModePin,
   validateToolCallLogMode,
 } from "./machines/modePin.machine.ts";
+export {
+  ArchivedOutputError,
+  type EndedToolCall,
+  endedToolCalls,
+  isArchivedOutputError,
+  isFullToolCallLog,
+  isLeanAgentStep,
+  projectToolCallLog,
+  recordedModePin,
+  type ToolCallResult,
+  type ToolCallSource,
+  toLeanStep,
+  toolCallResult,
+} from "./projections/toolCallLog.ts";
+export type { AgentStep, LeanAgentStep, ToolCallLog, ToolCallLogMode } from "./projections/types.ts";

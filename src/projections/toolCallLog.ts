@@ -1,0 +1,235 @@
+import { digestOf } from "../core/digest.ts";
+import { JournalFormatError, LoomError } from "../core/errors.ts";
+import type { ModelResponse, ToolCall } from "../events/types.ts";
+import { modelFrameId, modePinId, outcomeId, parseFrameId, toolStepId } from "./ids.ts";
+import type { RunState } from "./runState.ts";
+import type { AgentStep, LeanAgentStep, ToolCallLogMode } from "./types.ts";
+
+/**
+ * The tool-call log (ADR 0142 D1, D2): a pure projection of a run's folded state, in the full or
+ * the lean shape, at any point of the run's life. A call is in the log once it has ended: its
+ * frame completed, its tool failed (the `<stepId>:outcome` decision), or it was settled without
+ * running (`call.settled`). Calls still in flight or awaiting approval are not. Order: by
+ * iteration, then by the call's index in the model response.
+ */
+
+/**
+ * An archived frame's output is needed but was not read back from the archive (the full shape,
+ * or a model frame moved by compaction). Hydrate the state first: `hydrateArchived(journal,
+ * state)`, or use `rebuildToolCallLog(journal, runId, mode)`, which does it.
+ */
+export class ArchivedOutputError extends LoomError {
+  readonly runId: string | undefined;
+  readonly frameId: string;
+  constructor(runId: string | undefined, frameId: string) {
+    super(
+      "archivedOutputNotHydrated",
+      `run ${runId}: frame ${frameId} was moved to the archive by compaction and its output is not in this state; read it back with hydrateArchived(journal, state) first, or call rebuildToolCallLog(journal, runId, mode) (the lean shape needs no tool output).`,
+    );
+    this.runId = runId;
+    this.frameId = frameId;
+  }
+}
+
+export const isArchivedOutputError = (e: unknown): e is ArchivedOutputError => e instanceof ArchivedOutputError;
+
+/** Where an ended tool call's result is recorded. */
+export type ToolCallSource = "frame" | "outcome" | "settled";
+
+/** How a tool call ended, as the journal records it. */
+export interface ToolCallResult {
+  readonly stepId: string;
+  readonly source: ToolCallSource;
+  /** The isError flag the model was fed. */
+  readonly status: "ok" | "error";
+  /** Whether `output` holds what the model was fed; false for an archived frame not hydrated. */
+  readonly hasOutput: boolean;
+  /** What the model was fed: the frame output (or claim-check envelope), `choice.failed`, or the settled result. */
+  readonly output: unknown;
+  /** Set for a frame compaction moved to the archive: its ref and the output's digest and bytes. */
+  readonly archived?: { readonly ref: string; readonly digest: string | null; readonly bytes: number };
+}
+
+/** A call of the log: where the model asked for it, and how it ended. */
+export interface EndedToolCall {
+  readonly iteration: number;
+  readonly index: number;
+  readonly call: ToolCall;
+  readonly result: ToolCallResult;
+}
+
+/**
+ * How the tool call `stepId` ended, or undefined while it has not (in flight, awaiting approval)
+ * or when the run has no such call.
+ *
+ * @example
+ * toolCallResult(state, "support#turn:0:tool:0"); // { source: "frame", status: "ok", output: {...}, ... }
+ */
+export function toolCallResult(state: RunState, stepId: string): ToolCallResult | undefined {
+  const frame = state.frames[stepId];
+  if (frame?.status === "completed") {
+    const hasOutput = !frame.archived || "output" in frame;
+    return {
+      stepId,
+      source: "frame",
+      status: "ok",
+      hasOutput,
+      output: frame.output,
+      ...(frame.archived ? { archived: frame.archived } : {}),
+    };
+  }
+  // A failed frame ends the call once its outcome decision says what the model was fed.
+  const outcome = frame?.status === "failed" ? state.decisions[outcomeId(stepId)] : undefined;
+  if (outcome) {
+    const choice = outcome.choice as { readonly failed?: unknown } | null | undefined;
+    return { stepId, source: "outcome", status: "error", hasOutput: true, output: choice?.failed };
+  }
+  const settled = state.settled[stepId];
+  if (settled) return { stepId, source: "settled", status: settled.status, hasOutput: true, output: settled.result };
+  return undefined;
+}
+
+/**
+ * The ended tool calls of a run, by iteration then index. Throws {@link ArchivedOutputError} when a
+ * model frame (which names the calls) was archived and not hydrated.
+ */
+export function* endedToolCalls(state: RunState): Generator<EndedToolCall> {
+  const loopId = state.loopId;
+  if (loopId === undefined) return;
+  const turns = turnCount(state);
+  for (let iteration = 0; iteration < turns; iteration++) {
+    const response = modelResponse(state, loopId, iteration);
+    if (!response) continue;
+    const calls = Array.isArray(response.toolCalls) ? response.toolCalls : [];
+    for (let index = 0; index < calls.length; index++) {
+      const result = toolCallResult(state, toolStepId(loopId, iteration, index));
+      if (result) yield { iteration, index, call: calls[index] as ToolCall, result };
+    }
+  }
+}
+
+// Compaction removes model frames' entries, so `responses` can have holes (and be short) where
+// archived model frames stand; their markers still count as turns.
+function turnCount(state: RunState): number {
+  let turns = state.responses.length;
+  for (const frame of Object.values(state.frames)) {
+    if (!frame.archived) continue;
+    const parsed = parseFrameId(frame.frameId);
+    if (parsed?.kind === "model" && parsed.turn >= turns) turns = parsed.turn + 1;
+  }
+  return turns;
+}
+
+function modelResponse(state: RunState, loopId: string, turn: number): ModelResponse | undefined {
+  const recorded = state.responses[turn];
+  if (recorded) return recorded;
+  const frame = state.frames[modelFrameId(loopId, turn)];
+  if (!frame?.archived || frame.status !== "completed") return undefined; // not answered yet
+  if (!("output" in frame)) throw new ArchivedOutputError(state.runId, frame.frameId);
+  return frame.output as ModelResponse;
+}
+
+/**
+ * The run's tool-call log in `mode`'s shape: full `{ iteration, toolName, toolInput, toolOutput }`
+ * or lean `{ iteration, toolName, toolInput, status, bytes, digest, stepId }`. Pure; never throws
+ * for an odd output (no JSON form: `digest: null, bytes: 0`). The full shape of an archived frame
+ * needs its output: it throws {@link ArchivedOutputError} unless the state was hydrated.
+ *
+ * @example
+ * const state = foldEntries(await readJournal(journal, "run-1"));
+ * projectToolCallLog(state, "lean"); // [{ iteration: 0, toolName: "search", toolInput, status: "ok", bytes, digest, stepId }]
+ */
+export function projectToolCallLog(state: RunState, mode: "full"): AgentStep[];
+export function projectToolCallLog(state: RunState, mode: "lean"): LeanAgentStep[];
+export function projectToolCallLog(state: RunState, mode: ToolCallLogMode): AgentStep[] | LeanAgentStep[];
+export function projectToolCallLog(state: RunState, mode: ToolCallLogMode): AgentStep[] | LeanAgentStep[] {
+  if (mode === "lean") {
+    const lean: LeanAgentStep[] = [];
+    for (const ended of endedToolCalls(state)) lean.push(leanEntry(ended));
+    return lean;
+  }
+  const full: AgentStep[] = [];
+  for (const ended of endedToolCalls(state)) full.push(fullEntry(state, ended));
+  return full;
+}
+
+function fullEntry(state: RunState, { iteration, call, result }: EndedToolCall): AgentStep {
+  if (!result.hasOutput) throw new ArchivedOutputError(state.runId, result.stepId);
+  return { iteration, toolName: call.name, toolInput: call.input, toolOutput: result.output };
+}
+
+function leanEntry({ iteration, call, result }: EndedToolCall): LeanAgentStep {
+  // An archived frame's marker carries digestOf(output), so the lean shape reads no archive.
+  const { digest, bytes } = result.hasOutput || !result.archived ? digestOf(result.output) : result.archived;
+  return {
+    iteration,
+    toolName: call.name,
+    toolInput: call.input,
+    status: result.status,
+    bytes,
+    digest,
+    stepId: result.stepId,
+  };
+}
+
+/**
+ * Turns a full entry lean: its output replaced by `digestOf(toolOutput)` (D2), the status the
+ * model was fed, and the step id that resolves the output. Never throws.
+ *
+ * @example
+ * toLeanStep({ iteration: 0, toolName: "search", toolInput: { q: "x" }, toolOutput: { hits: [] } }, "support#turn:0:tool:0", "ok");
+ * // { iteration: 0, toolName: "search", toolInput: { q: "x" }, status: "ok", bytes: 11, digest: "…", stepId: "support#turn:0:tool:0" }
+ */
+export function toLeanStep(full: AgentStep, stepId: string, status: "ok" | "error"): LeanAgentStep {
+  const { digest, bytes } = digestOf(full.toolOutput);
+  return {
+    iteration: full.iteration,
+    toolName: full.toolName,
+    toolInput: full.toolInput,
+    status,
+    bytes,
+    digest,
+    stepId,
+  };
+}
+
+/**
+ * Narrows a log entry to the lean shape (D5).
+ *
+ * @example
+ * const outputs = output.toolCallLog.map((s) => (isLeanAgentStep(s) ? s.digest : s.toolOutput));
+ */
+export function isLeanAgentStep(step: AgentStep | LeanAgentStep): step is LeanAgentStep {
+  return typeof (step as Partial<LeanAgentStep>).stepId === "string" && "status" in step && "digest" in step;
+}
+
+/**
+ * Narrows a whole log to the full shape (D5): true for a full log and for an empty one.
+ *
+ * @example
+ * if (isFullToolCallLog(output.toolCallLog)) takesAgentSteps(output.toolCallLog);
+ */
+export function isFullToolCallLog(log: AgentStep[] | LeanAgentStep[]): log is AgentStep[] {
+  return log.every((step) => !isLeanAgentStep(step));
+}
+
+/**
+ * The mode pin the run's journal recorded (`<loop>#toolCallLog`), if any. A pin that is not
+ * `{ mode: "full" | "lean" }` raises `JournalFormatError`.
+ *
+ * @example
+ * resolveModePin({ loopId, runId, recorded: recordedModePin(state), configured, runCompleted: state.status === "completed" });
+ */
+export function recordedModePin(state: RunState): ToolCallLogMode | undefined {
+  if (state.loopId === undefined) return undefined;
+  const pin = state.decisions[modePinId(state.loopId)];
+  if (!pin) return undefined;
+  const mode = (pin.choice as { readonly mode?: unknown } | null | undefined)?.mode;
+  if (mode === "full" || mode === "lean") return mode;
+  throw new JournalFormatError(
+    state.runId ?? "?",
+    undefined,
+    "decision.recorded choice.mode",
+    `the mode pin ${pin.decisionId} holds ${JSON.stringify(pin.choice)}, not { mode: "full" | "lean" }; the journal was altered or written by another program`,
+  );
+}
