@@ -36,6 +36,13 @@ export {
   validateToolCallLogMode,
 } from "./machines/modePin.machine.ts";
 export {
+  type AgentLoopEvalSubject,
+  agentLoopEvalSubject,
+  type EvalToolCall,
+  looksLikeError,
+  toolNamesByIteration,
+} from "./projections/readers.ts";
+export {
   ArchivedOutputError,
   type EndedToolCall,
   endedToolCalls,

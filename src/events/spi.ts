@@ -29,6 +29,8 @@ export interface ArchivedFrame {
   readonly frameId: string;
   readonly started: EntryOf<"frame.started">;
   readonly completed: EntryOf<"frame.completed">;
+  /** Earlier `frame.started` entries of the same frame (attempts before a retry), oldest first. */
+  readonly attempts?: readonly EntryOf<"frame.started">[];
 }
 
 /**

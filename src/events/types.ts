@@ -107,6 +107,11 @@ export interface FramesArchivedData {
   readonly archiveRef: string;
   /** digestOf each archived frame's output (null, 0 for a failed frame), by frame id. */
   readonly digests: Readonly<Record<string, ArchivedFrameDigest>>;
+  /**
+   * The seqs of the entries compaction removed (both entries of each frame, and any earlier
+   * start of a retried frame): the validator accepts a seq gap only where a marker lists it.
+   */
+  readonly seqs?: readonly number[];
 }
 
 export interface RunCompletedData {

@@ -1,0 +1,140 @@
+import { ConcurrencyError, JournalFormatError } from "../core/errors.ts";
+import type { AppendOptions, CompactRequest, EventStore, RunSummary } from "./store.ts";
+import { type EntryMeta, type JournalEntry, type NewEntry, SCHEMA_VERSION } from "./types.ts";
+import { checkNewEntries, dataText } from "./validate.ts";
+
+export interface MemoryStoreOptions {
+  /**
+   * Keep each entry as JSON text and parse a fresh copy on every read, exactly as a JSON store
+   * does (a Date comes back as its string, a Map as `{}`, and the copies are yours to change).
+   * Default false: entries are parsed once at append and handed out deeply frozen, which reads
+   * faster and gives back the same JSON form, but shared and read-only.
+   */
+  readonly json?: boolean;
+}
+
+/** What the store keeps per entry: the text (json mode) or the frozen parsed entry. */
+interface Kept {
+  readonly seq: number;
+  readonly type: string;
+  readonly text?: { readonly data: string; readonly meta: string };
+  readonly entry?: JournalEntry;
+}
+
+/**
+ * An in-process `EventStore`, for tests and short-lived runs. Every append goes through
+ * `JSON.stringify`, so what comes back is the JSON form of what went in in both modes (see
+ * {@link MemoryStoreOptions.json}), and data with no JSON form is refused as a SQL store would.
+ *
+ * @example
+ * const store = memoryStore({ json: true });
+ * await store.append("run-1", [{ type: "run.started", data: { loopId: "demo", input: "hi", tools: [] } }], { expectedVersion: 0 });
+ * (await store.read("run-1"))[0]?.seq; // 1
+ */
+export function memoryStore(options: MemoryStoreOptions = {}): EventStore {
+  const json = options.json === true;
+  const streams = new Map<string, Kept[]>();
+
+  const version = (kept: Kept[] | undefined) =>
+    kept === undefined || kept.length === 0 ? 0 : kept[kept.length - 1]!.seq;
+
+  const check = (runId: string, kept: Kept[] | undefined, expected: number) => {
+    const actual = version(kept);
+    if (actual !== expected) throw new ConcurrencyError(runId, expected, actual);
+  };
+
+  // Builds everything before touching the stream, so a failure appends nothing.
+  const keep = (runId: string, entries: readonly NewEntry[], after: number): Kept[] => {
+    const metaText = JSON.stringify({ v: SCHEMA_VERSION, at: new Date().toISOString() } satisfies EntryMeta);
+    return entries.map((e, i) => {
+      const seq = after + i + 1;
+      const data = dataText(runId, e, seq);
+      if (json) return { seq, type: e.type, text: { data, meta: metaText } };
+      const entry = { runId, seq, type: e.type, data: JSON.parse(data), meta: JSON.parse(metaText) } as JournalEntry;
+      return { seq, type: e.type, entry: deepFreeze(entry) };
+    });
+  };
+
+  const entryOf = (runId: string, k: Kept): JournalEntry => {
+    if (k.entry !== undefined) return k.entry;
+    const t = k.text!;
+    return { runId, seq: k.seq, type: k.type, data: JSON.parse(t.data), meta: JSON.parse(t.meta) } as JournalEntry;
+  };
+
+  return {
+    async append(runId: string, entries: readonly NewEntry[], { expectedVersion }: AppendOptions) {
+      checkNewEntries(runId, entries, expectedVersion);
+      const kept = streams.get(runId);
+      check(runId, kept, expectedVersion);
+      const added = keep(runId, entries, expectedVersion);
+      if (kept === undefined) {
+        if (added.length > 0) streams.set(runId, added);
+      } else {
+        for (const k of added) kept.push(k);
+      }
+      return { version: expectedVersion + added.length };
+    },
+
+    async read(runId: string, readOptions?: { from?: number }) {
+      const kept = streams.get(runId);
+      if (kept === undefined) return [];
+      const from = readOptions?.from ?? 1;
+      const out: JournalEntry[] = [];
+      for (let i = firstAtOrAfter(kept, from); i < kept.length; i++) out.push(entryOf(runId, kept[i]!));
+      return out;
+    },
+
+    async listRuns() {
+      const runs: RunSummary[] = [];
+      for (const [runId, kept] of streams) {
+        const last = kept[kept.length - 1]!;
+        runs.push({ runId, version: last.seq, lastType: last.type, entries: kept.length });
+      }
+      return runs.sort((a, b) => (a.runId < b.runId ? -1 : a.runId > b.runId ? 1 : 0));
+    },
+
+    async compact(runId: string, request: CompactRequest) {
+      checkNewEntries(runId, [request.marker], request.expectedVersion);
+      const kept = streams.get(runId);
+      check(runId, kept, request.expectedVersion);
+      const remove = new Set(request.removeSeqs);
+      const present = kept?.filter((k) => remove.has(k.seq)).length ?? 0;
+      if (present !== remove.size) {
+        const missing = request.removeSeqs.find((s) => !kept?.some((k) => k.seq === s));
+        throw new JournalFormatError(
+          runId,
+          missing,
+          "removeSeqs",
+          "no entry at this seq to remove; re-read the run and compact again",
+        );
+      }
+      const [marker] = keep(runId, [request.marker], request.expectedVersion);
+      const next = (kept ?? []).filter((k) => !remove.has(k.seq));
+      next.push(marker!);
+      streams.set(runId, next);
+      return { version: request.expectedVersion + 1 };
+    },
+
+    async close() {},
+  };
+}
+
+/** Index of the first entry with seq ≥ from (entries are in seq order, with gaps after compaction). */
+function firstAtOrAfter(kept: readonly Kept[], from: number): number {
+  let lo = 0;
+  let hi = kept.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (kept[mid]!.seq < from) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const k of Object.keys(value)) deepFreeze((value as Record<string, unknown>)[k]);
+  }
+  return value;
+}

@@ -1,0 +1,140 @@
+import type Database from "better-sqlite3";
+import { ConcurrencyError, JournalFormatError } from "../core/errors.ts";
+import { openSqliteFile, type SqliteFile, type SqliteOptions, sqliteFileOf } from "./sqliteFile.ts";
+import type { AppendOptions, CompactRequest, EventStore, RunSummary } from "./store.ts";
+import { type EntryMeta, type JournalEntry, type NewEntry, SCHEMA_VERSION } from "./types.ts";
+import { checkNewEntries, dataText } from "./validate.ts";
+
+/** A SQLite store also tells which file it lives in, and compacts synchronously inside a caller's transaction. */
+export interface SqliteEventStore extends EventStore {
+  readonly [sqliteFileOf]: SqliteFile;
+  /** `compact` without its own transaction boundary: a savepoint inside the caller's transaction. */
+  compactSync(runId: string, request: CompactRequest): { version: number };
+}
+
+type Row = [seq: number, type: string, data: string, meta: string];
+
+/**
+ * The embedded `EventStore`: one SQLite file (better-sqlite3, WAL). Each append is one
+ * `BEGIN IMMEDIATE` transaction that checks `expectedVersion` inside it, so appends from several
+ * processes on the same file are serialized and a stale writer gets `ConcurrencyError`; the
+ * `UNIQUE (run_id, seq)` key backs that up. Data is stored as the text `JSON.stringify` wrote
+ * and handed back parsed, key order included. Pass an open `Database` to share it (Loom will not
+ * close it), or use `openSqliteJournal` for store, blobs and archive in one file.
+ *
+ * @example
+ * const store = sqliteStore("./loom.db");
+ * const { version } = await store.append("run-1", entries, { expectedVersion: 0 });
+ * await store.close();
+ */
+export function sqliteStore(target: string | Database.Database, options?: SqliteOptions): SqliteEventStore {
+  return sqliteStoreOn(openSqliteFile(target, options));
+}
+
+/** The store on an already opened file (shared with blobs and archive by `openSqliteJournal`). */
+export function sqliteStoreOn(shared: SqliteFile): SqliteEventStore {
+  const file = shared.acquire();
+  const { db } = file;
+  const insert = db.prepare("INSERT INTO loom_entries (run_id, seq, type, data, meta) VALUES (?, ?, ?, ?, ?)");
+  const versionOf = db.prepare("SELECT max(seq) FROM loom_entries WHERE run_id = ?").pluck();
+  const select = db
+    .prepare("SELECT seq, type, data, meta FROM loom_entries WHERE run_id = ? AND seq >= ? ORDER BY seq")
+    .raw();
+  const remove = db.prepare("DELETE FROM loom_entries WHERE run_id = ? AND seq = ?");
+  const runs = db.prepare(
+    `SELECT e.run_id AS runId, e.seq AS version, e.type AS lastType, c.n AS entries
+       FROM (SELECT run_id, max(seq) AS v, count(*) AS n FROM loom_entries GROUP BY run_id) c
+       JOIN loom_entries e ON e.run_id = c.run_id AND e.seq = c.v
+      ORDER BY e.run_id`,
+  );
+
+  const check = (runId: string, expected: number) => {
+    const actual = (versionOf.get(runId) as number | null) ?? 0;
+    if (actual !== expected) throw new ConcurrencyError(runId, expected, actual);
+  };
+
+  const write = db.transaction((runId: string, types: string[], texts: string[], meta: string, after: number) => {
+    check(runId, after);
+    for (let i = 0; i < texts.length; i++) insert.run(runId, after + i + 1, types[i], texts[i], meta);
+  });
+
+  const compactTx = db.transaction((runId: string, request: CompactRequest, text: string, meta: string) => {
+    check(runId, request.expectedVersion);
+    for (const seq of request.removeSeqs) {
+      if (remove.run(runId, seq).changes !== 1) {
+        throw new JournalFormatError(
+          runId,
+          seq,
+          "removeSeqs",
+          "no entry at this seq to remove; re-read the run and compact again",
+        );
+      }
+    }
+    insert.run(runId, request.expectedVersion + 1, request.marker.type, text, meta);
+  });
+
+  const metaText = () => JSON.stringify({ v: SCHEMA_VERSION, at: new Date().toISOString() } satisfies EntryMeta);
+
+  const compactSync = (runId: string, request: CompactRequest) => {
+    checkNewEntries(runId, [request.marker], request.expectedVersion);
+    const text = dataText(runId, request.marker, request.expectedVersion + 1);
+    compactTx.immediate(runId, request, text, metaText());
+    return { version: request.expectedVersion + 1 };
+  };
+
+  return {
+    [sqliteFileOf]: file,
+
+    async append(runId: string, entries: readonly NewEntry[], { expectedVersion }: AppendOptions) {
+      checkNewEntries(runId, entries, expectedVersion);
+      // Serialized before the transaction: a value with no JSON form fails with nothing written.
+      const types: string[] = new Array(entries.length);
+      const texts: string[] = new Array(entries.length);
+      for (let i = 0; i < entries.length; i++) {
+        const e = entries[i]!;
+        types[i] = e.type;
+        texts[i] = dataText(runId, e, expectedVersion + i + 1);
+      }
+      write.immediate(runId, types, texts, metaText(), expectedVersion);
+      return { version: expectedVersion + entries.length };
+    },
+
+    async read(runId: string, options?: { from?: number }) {
+      const rows = select.all(runId, options?.from ?? 1) as Row[];
+      const out: JournalEntry[] = new Array(rows.length);
+      let i = 0;
+      let field = "data";
+      try {
+        for (; i < rows.length; i++) {
+          const r = rows[i]!;
+          field = "data";
+          const data = JSON.parse(r[2]);
+          field = "meta";
+          out[i] = { runId, seq: r[0], type: r[1], data, meta: JSON.parse(r[3]) } as JournalEntry;
+        }
+      } catch (cause) {
+        throw new JournalFormatError(
+          runId,
+          rows[i]?.[0],
+          field,
+          `the stored text is not JSON (${String(cause)}); the file is damaged: restore it from a backup or remove the run`,
+        );
+      }
+      return out;
+    },
+
+    async listRuns() {
+      return runs.all() as RunSummary[];
+    },
+
+    async compact(runId: string, request: CompactRequest) {
+      return compactSync(runId, request);
+    },
+
+    compactSync,
+
+    async close() {
+      file.release();
+    },
+  };
+}

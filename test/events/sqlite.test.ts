@@ -1,0 +1,115 @@
+import Database from "better-sqlite3";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { isJournalFormatError, type JournalFormatError } from "../../src/core/errors.ts";
+import { createJournal, readJournal } from "../../src/events/journal.ts";
+import { sqliteStore } from "../../src/events/sqlite.ts";
+import { SQLITE_SCHEMA_VERSION } from "../../src/events/sqliteFile.ts";
+import { decision, frameCompleted, frameStarted, runStarted } from "./entries.ts";
+import { storeContract } from "./storeContract.ts";
+import { tempDir } from "./tmp.ts";
+
+storeContract("sqlite", async () => {
+  const tmp = tempDir();
+  return { store: sqliteStore(tmp.file("journal.db")), cleanup: async () => tmp.remove() };
+});
+
+describe("sqliteStore", () => {
+  let tmp: ReturnType<typeof tempDir>;
+  let path: string;
+  beforeEach(() => {
+    tmp = tempDir();
+    path = tmp.file("journal.db");
+  });
+  afterEach(() => tmp.remove());
+
+  it("creates its tables on open, in WAL mode, and records the schema version in loom_meta", async () => {
+    await sqliteStore(path).close();
+    const db = new Database(path);
+    expect(db.pragma("journal_mode", { simple: true })).toBe("wal");
+    expect(db.prepare("SELECT value FROM loom_meta WHERE key = 'schema_version'").pluck().get()).toBe(
+      String(SQLITE_SCHEMA_VERSION),
+    );
+    db.close();
+  });
+
+  it("refuses to open a file whose Loom tables are newer than this Loom", async () => {
+    await sqliteStore(path).close();
+    const db = new Database(path);
+    db.prepare("UPDATE loom_meta SET value = '99' WHERE key = 'schema_version'").run();
+    db.close();
+    expect(() => sqliteStore(path)).toThrow(/schema version 99, newer than this Loom knows/);
+  });
+
+  it("stores each entry's data as the exact text JSON.stringify wrote", async () => {
+    const store = sqliteStore(path);
+    const output = { z: 1, a: [true, null], s: "é\u2028🎉", d: new Date(0) };
+    await store.append("r", [frameStarted("f"), frameCompleted("f", output)], { expectedVersion: 0 });
+    await store.close();
+    const db = new Database(path, { readonly: true });
+    const text = db.prepare("SELECT data FROM loom_entries WHERE run_id = 'r' AND seq = 2").pluck().get();
+    db.close();
+    expect(text).toBe(JSON.stringify({ frameId: "f", output }));
+  });
+
+  it("shares one file between two connections: each sees the other's appends and version", async () => {
+    const a = sqliteStore(path);
+    const b = sqliteStore(path);
+    await a.append("r", [runStarted()], { expectedVersion: 0 });
+    await expect(b.append("r", [decision("d", 1)], { expectedVersion: 0 })).rejects.toMatchObject({ actual: 1 });
+    await b.append("r", [decision("d", 1)], { expectedVersion: 1 });
+    expect((await a.read("r")).map((e) => e.seq)).toEqual([1, 2]);
+    await a.close();
+    await b.close();
+  });
+
+  describe("a hand-damaged row is reported by readJournal with run, seq and field", () => {
+    const damage = async (sql: string): Promise<JournalFormatError> => {
+      const store = sqliteStore(path);
+      await store.append(
+        "r",
+        [runStarted(), frameStarted("l#turn:0:tool:0"), frameCompleted("l#turn:0:tool:0", { n: 1 }), decision("d", 1)],
+        { expectedVersion: 0 },
+      );
+      const db = new Database(path);
+      db.exec(sql);
+      db.close();
+      try {
+        await readJournal(createJournal({ store }), "r");
+      } catch (e) {
+        if (isJournalFormatError(e)) return e;
+        throw e;
+      } finally {
+        await store.close();
+      }
+      throw new Error("expected a JournalFormatError");
+    };
+
+    it("truncated JSON", async () => {
+      const e = await damage("UPDATE loom_entries SET data = substr(data, 1, length(data) - 4) WHERE seq = 3");
+      expect(e).toMatchObject({ code: "journalFormat", runId: "r", seq: 3, field: "data" });
+      expect(e.message).toMatch(/^run r seq 3 \(data\): the stored text is not JSON/);
+    });
+
+    it("an unknown type", async () => {
+      const e = await damage("UPDATE loom_entries SET type = 'frame.exploded' WHERE seq = 2");
+      expect(e).toMatchObject({ runId: "r", seq: 2, field: "type" });
+      expect(e.message).toMatch(/unknown entry type "frame.exploded"/);
+    });
+
+    it("a future schema version", async () => {
+      const e = await damage(`UPDATE loom_entries SET meta = replace(meta, '"v":1', '"v":2') WHERE seq = 4`);
+      expect(e).toMatchObject({ runId: "r", seq: 4, field: "meta.v" });
+      expect(e.message).toMatch(/schema version 2 is newer than this Loom reads \(1\)/);
+    });
+
+    it("a seq gap that no frames.archived marker explains", async () => {
+      const e = await damage("DELETE FROM loom_entries WHERE seq = 2");
+      expect(e).toMatchObject({ runId: "r", seq: 2, field: "seq" });
+    });
+
+    it("a field of the wrong kind", async () => {
+      const e = await damage(`UPDATE loom_entries SET data = '{"frameId":42}' WHERE seq = 2`);
+      expect(e).toMatchObject({ runId: "r", seq: 2, field: "data.frameId" });
+    });
+  });
+});
