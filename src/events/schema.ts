@@ -1,0 +1,139 @@
+import type { EntryType } from "./types.ts";
+
+/**
+ * The schema of each entry's `data`, as checks: one field test per field, no allocation on the
+ * happy path. `validate.ts` applies them to entries read from a store and to entries appended.
+ */
+
+// Keyed by the union: tsc fails here when the schema gains an entry type. Reasons (settled,
+// interrupted) are checked as strings only: their lists grow with the runtime, not the schema.
+export const TYPES: Record<EntryType, true> = {
+  "run.started": true,
+  "decision.recorded": true,
+  "frame.started": true,
+  "frame.completed": true,
+  "call.settled": true,
+  "frames.archived": true,
+  "run.completed": true,
+  "run.interrupted": true,
+  "run.failed": true,
+};
+
+/** Thrown inside the checks; the caller adds the run and the seq. Cheap: only built on failure. */
+export class Bad {
+  constructor(
+    readonly field: string,
+    readonly message: string,
+  ) {}
+}
+
+export function kind(v: unknown): string {
+  if (v === null) return "null";
+  if (Array.isArray(v)) return "an array";
+  return typeof v === "object" ? "an object" : typeof v === "undefined" ? "nothing" : `a ${typeof v}`;
+}
+
+export type Data = Record<string, unknown>;
+
+function str(d: Data, k: string): void {
+  if (typeof d[k] !== "string") throw new Bad(`data.${k}`, `must be a string, found ${kind(d[k])}`);
+}
+
+function present(d: Data, k: string): void {
+  if (d[k] === undefined) throw new Bad(`data.${k}`, "is missing");
+}
+
+function strings(d: Data, k: string): readonly string[] {
+  const v = d[k];
+  if (!Array.isArray(v)) throw new Bad(`data.${k}`, `must be an array of strings, found ${kind(v)}`);
+  for (let i = 0; i < v.length; i++) {
+    if (typeof v[i] !== "string") throw new Bad(`data.${k}[${i}]`, `must be a string, found ${kind(v[i])}`);
+  }
+  return v;
+}
+
+function checkArchived(d: Data, seq: number | undefined): void {
+  const ids = strings(d, "frameIds");
+  str(d, "archiveRef");
+  const digests = d.digests;
+  if (typeof digests !== "object" || digests === null || Array.isArray(digests)) {
+    throw new Bad("data.digests", `must be an object, found ${kind(digests)}`);
+  }
+  for (const id of ids) {
+    const x = (digests as Data)[id] as Data | undefined;
+    const field = `data.digests[${JSON.stringify(id)}]`;
+    if (typeof x !== "object" || x === null) throw new Bad(field, `must be an object, found ${kind(x)}`);
+    if (x.digest !== null && typeof x.digest !== "string") throw new Bad(`${field}.digest`, "must be a string or null");
+    if (typeof x.bytes !== "number") throw new Bad(`${field}.bytes`, `must be a number, found ${kind(x.bytes)}`);
+  }
+  const seqs = d.seqs;
+  if (seqs === undefined) return;
+  if (!Array.isArray(seqs)) throw new Bad("data.seqs", `must be an array of seqs, found ${kind(seqs)}`);
+  for (let i = 0; i < seqs.length; i++) {
+    const s = seqs[i];
+    if (!Number.isInteger(s) || s < 1 || (seq !== undefined && s >= seq)) {
+      throw new Bad(`data.seqs[${i}]`, `must be the seq of an earlier entry, found ${JSON.stringify(s)}`);
+    }
+  }
+}
+
+/** Checks `data` against the schema of `type` (known to be a valid type). */
+export function checkData(type: EntryType, data: unknown, seq: number | undefined): void {
+  if (typeof data !== "object" || data === null || Array.isArray(data)) {
+    throw new Bad("data", `must be an object, found ${kind(data)}`);
+  }
+  const d = data as Data;
+  switch (type) {
+    case "run.started": {
+      str(d, "loopId");
+      const input = d.input;
+      if (typeof input !== "string" && !Array.isArray(input)) {
+        throw new Bad("data.input", `must be a string or an array of messages, found ${kind(input)}`);
+      }
+      strings(d, "tools");
+      return;
+    }
+    case "decision.recorded":
+      str(d, "decisionId");
+      str(d, "source");
+      present(d, "choice");
+      return;
+    case "frame.started":
+      str(d, "frameId");
+      str(d, "effect");
+      str(d, "inputDigest");
+      return;
+    case "frame.completed":
+      // `output` may be absent: a tool that returned undefined has no JSON output.
+      str(d, "frameId");
+      if (d.failed !== undefined && d.failed !== true) throw new Bad("data.failed", "must be true when present");
+      if (d.failed === true && d.output !== undefined) throw new Bad("data.output", "a failed frame has no output");
+      return;
+    case "call.settled":
+      str(d, "stepId");
+      if (d.status !== "ok" && d.status !== "error") throw new Bad("data.status", 'must be "ok" or "error"');
+      str(d, "reason");
+      return;
+    case "frames.archived":
+      checkArchived(d, seq);
+      return;
+    case "run.completed":
+      present(d, "output");
+      return;
+    case "run.interrupted":
+      str(d, "reason");
+      return;
+    case "run.failed": {
+      const e = d.error as Data | undefined;
+      if (typeof e !== "object" || e === null) throw new Bad("data.error", `must be an object, found ${kind(e)}`);
+      if (typeof e.name !== "string") throw new Bad("data.error.name", "must be a string");
+      if (typeof e.message !== "string") throw new Bad("data.error.message", "must be a string");
+      if (e.code !== undefined && typeof e.code !== "string") throw new Bad("data.error.code", "must be a string");
+      return;
+    }
+    default: {
+      const never: never = type;
+      throw new Bad("type", `unknown entry type ${JSON.stringify(never)}`);
+    }
+  }
+}
