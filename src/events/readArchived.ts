@@ -1,0 +1,88 @@
+import { digestOf } from "../core/digest.ts";
+import { IntegrityError, LoomError } from "../core/errors.ts";
+import { readJournal } from "./journal.ts";
+import type { ArchivedFrame, Journal } from "./spi.ts";
+import type { EntryOf, JournalEntry } from "./types.ts";
+
+export interface ReadArchivedOptions {
+  /** The run the step belongs to. Without it every run is searched (step ids repeat across runs). */
+  readonly runId?: string;
+  /** The run's entries, already read with `readJournal`: saves reading them again. */
+  readonly entries?: readonly JournalEntry[];
+}
+
+/**
+ * Returns a frame that compaction moved to the archive, verified: the archive batch must hash to
+ * its ref, hold the frame, and the frame's output must have the digest (and the effect and input
+ * digest) that the `frames.archived` marker in the hot journal recorded. Any mismatch raises
+ * `IntegrityError` naming the run, the step and the marker's seq. Resolves to `undefined` when no
+ * marker names the step (it is still in the hot journal, or was never run).
+ *
+ * @example
+ * const frame = await readArchived(journal, "support#turn:0:tool:1", { runId: "run-1" });
+ * frame?.completed.data.output; // the tool's output, as recorded
+ */
+export async function readArchived(
+  journal: Journal,
+  stepId: string,
+  options: ReadArchivedOptions = {},
+): Promise<ArchivedFrame | undefined> {
+  const found: { runId: string; marker: EntryOf<"frames.archived"> }[] = [];
+  if (options.entries !== undefined || options.runId !== undefined) {
+    const runId = options.runId ?? options.entries?.[0]?.runId ?? "";
+    const entries = options.entries ?? (await readJournal(journal, runId));
+    const marker = markerFor(entries, stepId);
+    if (marker !== undefined) found.push({ runId, marker });
+  } else {
+    for (const { runId } of await journal.store.listRuns()) {
+      const marker = markerFor(await readJournal(journal, runId), stepId);
+      if (marker !== undefined) found.push({ runId, marker });
+    }
+  }
+  if (found.length === 0) return undefined;
+  if (found.length > 1) {
+    throw new LoomError(
+      "ambiguousStep",
+      `step ${stepId} was archived in several runs (${found.map((f) => f.runId).join(", ")}); pass { runId } to readArchived`,
+    );
+  }
+  const { runId, marker } = found[0]!;
+  if (journal.archive === undefined) {
+    throw new IntegrityError(
+      `run ${runId}: step ${stepId} was archived (marker at seq ${marker.seq}) but the journal has no archive store; open it with the archive it was compacted into`,
+      "archiveMissing",
+    );
+  }
+  const ref = marker.data.archiveRef;
+  const frame = (await journal.archive.get(ref)).find((f) => f.frameId === stepId);
+  const where = `run ${runId} step ${stepId} (frames.archived at seq ${marker.seq}, archive ${ref})`;
+  if (frame === undefined)
+    throw new IntegrityError(`${where}: the archive batch does not hold the frame`, "archiveIncomplete");
+  const expected = marker.data.digests[stepId];
+  const failed = frame.completed.data.failed === true;
+  const actual = failed ? { digest: null, bytes: 0 } : digestOf(frame.completed.data.output);
+  const matches =
+    frame.started.data.frameId === stepId &&
+    frame.completed.data.frameId === stepId &&
+    expected !== undefined &&
+    actual.digest === expected.digest &&
+    actual.bytes === expected.bytes &&
+    (expected.failed === undefined || expected.failed === failed) &&
+    (expected.effect === undefined || expected.effect === frame.started.data.effect) &&
+    (expected.inputDigest === undefined || expected.inputDigest === frame.started.data.inputDigest);
+  if (!matches) {
+    throw new IntegrityError(
+      `${where}: the archived frame does not match its marker (output digest ${actual.digest}, recorded ${expected?.digest}); the archive was altered: restore it from a backup`,
+    );
+  }
+  return frame;
+}
+
+/** The last marker that names the step (a frame is archived once; the last one wins if not). */
+function markerFor(entries: readonly JournalEntry[], stepId: string): EntryOf<"frames.archived"> | undefined {
+  for (let i = entries.length - 1; i >= 0; i--) {
+    const e = entries[i]!;
+    if (e.type === "frames.archived" && e.data.frameIds.includes(stepId)) return e;
+  }
+  return undefined;
+}
