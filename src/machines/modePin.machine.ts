@@ -40,7 +40,7 @@ export type ModePinState = "unset" | "pinned-full" | "pinned-lean" | "mismatch-e
 /** The `journalPin` action's params: the `decision.recorded` data to append. */
 export type PinDecision = DecisionRecordedData & { readonly choice: { readonly mode: ToolCallLogMode } };
 
-const configuredMode = (event: ModePinEvent): ToolCallLogMode | undefined =>
+const eventMode = (event: ModePinEvent): ToolCallLogMode | undefined =>
   event.type === "CONFIGURED" || event.type === "PIN_RECORDED" ? event.mode : undefined;
 
 /**
@@ -63,16 +63,16 @@ export const modePinMachine = setup({
   actions: {
     // Executed by the runtime (an append), never by the machine: `transition()` returns it as an object.
     journalPin: (_, _params: PinDecision) => {},
-    adoptPin: assign({ pin: ({ event }) => configuredMode(event) }),
+    adoptPin: assign({ pin: ({ event }) => eventMode(event) }),
     markCompleted: assign({ runCompleted: true }),
-    rejectConfigured: assign({ rejected: ({ event }) => configuredMode(event) }),
+    rejectConfigured: assign({ rejected: ({ event }) => eventMode(event) }),
   },
   guards: {
-    eventIsFull: ({ event }) => configuredMode(event) === "full",
-    eventIsLean: ({ event }) => configuredMode(event) === "lean",
+    eventIsFull: ({ event }) => eventMode(event) === "full",
+    eventIsLean: ({ event }) => eventMode(event) === "lean",
     configuredUnset: ({ event }) => event.type === "CONFIGURED" && event.mode === undefined,
     // A completed run's recorded shape is full when it recorded no pin.
-    contradictsCompletedRun: ({ context, event }) => context.runCompleted && configuredMode(event) !== "full",
+    contradictsCompletedRun: ({ context, event }) => context.runCompleted && eventMode(event) !== "full",
     runCompleted: ({ context }) => context.runCompleted,
   },
 }).createMachine({
