@@ -89,3 +89,13 @@ export {
   toolCallResult,
 } from "./projections/toolCallLog.ts";
 export type { AgentStep, LeanAgentStep, ToolCallLog, ToolCallLogMode } from "./projections/types.ts";
+export {
+  foldRun,
+  type HydrateOptions,
+  hydrateArchived,
+  isStepResolutionError,
+  type ResolvedStep,
+  rebuildToolCallLog,
+  resolveStep,
+  StepResolutionError,
+} from "./runtime/readers.ts";
