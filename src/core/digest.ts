@@ -45,10 +45,18 @@ export function digestOf(value: unknown): Digest {
 }
 
 /**
- * The digest of a value that is already in its recorded form (parsed from JSON): skips the round
- * trip. Throws `CanonicalJsonError` where `canonicalJson` does.
+ * The digest of a value already in its recorded form (parsed from JSON, or built of plain JSON
+ * data): {@link digestOf} without the JSON round trip. Like it, `{ digest: null, bytes: 0 }` for
+ * a value with no canonical form, and never throws.
+ *
+ * @example
+ * digestOfRecorded(JSON.parse(text)).digest === digestOf(JSON.parse(text)).digest; // true
  */
-export function digestOfRecorded(value: unknown): { digest: string; bytes: number } {
-  const canonical = canonicalJson(value);
-  return { digest: sha256Hex(canonical), bytes: Buffer.byteLength(canonical, "utf8") };
+export function digestOfRecorded(value: unknown): Digest {
+  try {
+    const canonical = canonicalJson(value);
+    return { digest: sha256Hex(canonical), bytes: Buffer.byteLength(canonical, "utf8") };
+  } catch {
+    return NO_JSON_FORM;
+  }
 }

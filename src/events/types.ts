@@ -51,7 +51,7 @@ export type SettledReason =
   | "skill-activation";
 
 /** Why a run stopped before its answer. */
-export type InterruptReason = "aborted" | "max-iterations" | "approval-pending";
+export type InterruptReason = "aborted" | "max-iterations" | "approval-pending" | "model-error";
 
 export interface RunStartedData {
   readonly loopId: string;

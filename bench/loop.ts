@@ -1,0 +1,146 @@
+/**
+ * The loop's own cost: a 200-turn run with an instant model and instant tools, per turn, with a
+ * journal that keeps nothing, the memory journal, the SQLite journal, and raw better-sqlite3
+ * inserts of the very rows the SQLite run wrote, in the same transactions (the storage floor);
+ * plus the time to resume a completed 200-turn run. Target: SQLite within 2× of the floor.
+ *
+ *   node --import tsx bench/loop.ts
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import { createJournal, openSqliteJournal } from "../src/events/journal.ts";
+import { memoryStore } from "../src/events/memory.ts";
+import type { EventStore } from "../src/events/store.ts";
+import { type NewEntry, SCHEMA_VERSION } from "../src/events/types.ts";
+import { scriptedModel } from "../src/models/scripted.ts";
+import { agentLoop$ } from "../src/runtime/agentLoop.ts";
+import type { Tool } from "../src/runtime/config.ts";
+import { printTable, rng, toolOutput } from "./support.ts";
+
+const TURNS = 200;
+const REPEATS = 5;
+const next = rng(7);
+const outputs = Array.from({ length: TURNS }, () => toolOutput(next, 1500 + Math.floor(next() * 2500)));
+const lookup: Tool = { description: "looks things up", execute: (input) => outputs[(input as { n: number }).n] };
+const model = scriptedModel(({ turn }) =>
+  turn < TURNS
+    ? { toolCalls: [{ id: `c${turn}`, name: "lookup", input: { n: turn } }] }
+    : { content: "done", toolCalls: [] },
+);
+const loop = agentLoop$({ id: "bench", model, tools: { lookup }, maxIterations: TURNS + 1 });
+
+/** A store that keeps nothing: the loop's cost alone. */
+function nullStore(): EventStore {
+  const versions = new Map<string, number>();
+  return {
+    async append(runId, entries) {
+      const v = (versions.get(runId) ?? 0) + entries.length;
+      versions.set(runId, v);
+      return { version: v };
+    },
+    async read() {
+      return [];
+    },
+    async listRuns() {
+      return [];
+    },
+    async compact(_, request) {
+      return { version: request.expectedVersion + 1 };
+    },
+    async close() {},
+  };
+}
+
+/** Wraps a store to keep every batch appended, to replay them as raw inserts. */
+function recording(
+  inner: EventStore,
+  batches: { runId: string; from: number; entries: readonly NewEntry[] }[],
+): EventStore {
+  return {
+    ...inner,
+    async append(runId, entries, options) {
+      batches.push({ runId, from: options.expectedVersion + 1, entries });
+      return inner.append(runId, entries, options);
+    },
+  };
+}
+
+async function timeRuns(
+  make: (i: number) => { journal: Parameters<typeof loop.run>[0]["journal"]; done?: () => Promise<void> },
+) {
+  let best = Number.POSITIVE_INFINITY;
+  for (let i = 0; i < REPEATS; i++) {
+    const { journal, done } = make(i);
+    const t = performance.now();
+    await loop.run({ runId: `run-${i}`, input: "go", journal });
+    best = Math.min(best, performance.now() - t);
+    await done?.();
+  }
+  return best;
+}
+
+const dir = mkdtempSync(join(tmpdir(), "loom-bench-loop-"));
+try {
+  const none = await timeRuns(() => ({ journal: createJournal({ store: nullStore() }) }));
+  const memory = await timeRuns(() => ({ journal: createJournal({ store: memoryStore() }) }));
+  const batches: { runId: string; from: number; entries: readonly NewEntry[] }[] = [];
+  let lastDb = "";
+  const sqlite = await timeRuns((i) => {
+    batches.length = 0;
+    lastDb = join(dir, `loop-${i}.db`);
+    const j = openSqliteJournal(lastDb);
+    return { journal: { ...j, store: recording(j.store, batches) }, done: () => j.close() };
+  });
+
+  // The storage floor: the same rows, the same transactions, straight into better-sqlite3.
+  let floor = Number.POSITIVE_INFINITY;
+  for (let i = 0; i < REPEATS; i++) {
+    const db = new Database(join(dir, `raw-${i}.db`));
+    db.pragma("journal_mode = WAL");
+    db.pragma("synchronous = NORMAL");
+    db.exec(
+      "CREATE TABLE entries (run_id TEXT NOT NULL, seq INTEGER NOT NULL, type TEXT NOT NULL, data TEXT NOT NULL, meta TEXT NOT NULL, PRIMARY KEY (run_id, seq))",
+    );
+    const insert = db.prepare("INSERT INTO entries (run_id, seq, type, data, meta) VALUES (?, ?, ?, ?, ?)");
+    const write = db.transaction((b: (typeof batches)[number]) => {
+      b.entries.forEach((e, k) => {
+        insert.run(
+          b.runId,
+          b.from + k,
+          e.type,
+          JSON.stringify(e.data),
+          JSON.stringify({ v: SCHEMA_VERSION, at: new Date().toISOString() }),
+        );
+      });
+    });
+    const t = performance.now();
+    for (const b of batches) write(b);
+    floor = Math.min(floor, performance.now() - t);
+    db.close();
+  }
+
+  // Resume of a completed run: read, validate, fold, and return the recorded output.
+  let resume = Number.POSITIVE_INFINITY;
+  for (let i = 0; i < REPEATS; i++) {
+    const j = openSqliteJournal(lastDb);
+    const t = performance.now();
+    await loop.run({ runId: `run-${REPEATS - 1}`, journal: j });
+    resume = Math.min(resume, performance.now() - t);
+    await j.close();
+  }
+
+  const perTurn = (ms: number) => (ms / TURNS) * 1000;
+  printTable(`Loop cost, ${TURNS} turns, one 1.5–4 kB tool output a turn (best of ${REPEATS}; µs per turn)`, [
+    { journal: "none (loop only)", "µs/turn": perTurn(none), "× floor": none / floor },
+    { journal: "memory", "µs/turn": perTurn(memory), "× floor": memory / floor },
+    { journal: "sqlite (embedded default)", "µs/turn": perTurn(sqlite), "× floor": sqlite / floor },
+    { journal: "raw better-sqlite3 inserts (floor)", "µs/turn": perTurn(floor), "× floor": 1 },
+  ]);
+  printTable("Resume of a completed 200-turn run (sqlite)", [
+    { "resume ms": resume, "appends per run": batches.length },
+  ]);
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+}

@@ -1,0 +1,261 @@
+import { assign, enqueueActions, fromPromise, setup } from "xstate";
+import type { InterruptReason, ModelResponse } from "../events/types.ts";
+import { toolStepId } from "../projections/ids.ts";
+import { type ToolCallParentEvent, toolCallMachine } from "./toolCall.machine.ts";
+
+export interface AgentLoopInput {
+  readonly runId: string;
+  readonly loopId: string;
+  readonly maxIterations: number;
+}
+
+/**
+ * `prepare`: the journal folded, the config checked against it, the mode pinned, the run
+ * started. `replay`: the recorded turns restored (conversation, fed outputs), and where to go on.
+ */
+export type PrepareOutput = { readonly kind: "completed" } | { readonly kind: "ready" };
+
+export type ReplayOutput =
+  /** Go on at `turn`: call the model (no response recorded for it yet). */
+  | { readonly kind: "next-turn"; readonly turn: number }
+  /** The response of `turn` is recorded but some of its calls are not settled: dispatch them. */
+  | { readonly kind: "dispatch"; readonly turn: number; readonly response: ModelResponse }
+  /** The final answer is recorded (turn's response has no tool calls); the run only needs completing. */
+  | { readonly kind: "answered"; readonly turn: number; readonly response: ModelResponse };
+
+export type CallModelOutput =
+  | { readonly ok: true; readonly response: ModelResponse }
+  | { readonly ok: false; readonly reason: InterruptReason; readonly detail: unknown };
+
+export interface AgentLoopContext {
+  readonly runId: string;
+  readonly loopId: string;
+  readonly maxIterations: number;
+  /** The turn being worked on: the index of its model call. */
+  turn: number;
+  response: ModelResponse | undefined;
+  /** Calls of the current response still running. */
+  open: number;
+  /** Step ids of calls waiting for an approval. */
+  pending: string[];
+  interrupt: { readonly reason: InterruptReason; readonly detail: unknown } | undefined;
+  error: unknown;
+}
+
+export type AgentLoopEvent = ToolCallParentEvent | { readonly type: "ABORT"; readonly reason?: unknown };
+
+const hasCalls = (r: ModelResponse | undefined) => (r?.toolCalls.length ?? 0) > 0;
+
+/**
+ * The agent loop: model → tool calls (one child actor each, run concurrently) → results back →
+ * repeat. It decides; the runtime's actors (`prepare`, `replay`, `callModel`, `toolCall`'s
+ * actors, `complete`, `interrupt`) do the journaled work. Recovering a run never uses xstate's
+ * persisted snapshots: `prepare` and `replay` rebuild everything from the journal.
+ */
+export const agentLoopMachine = setup({
+  types: {
+    context: {} as AgentLoopContext,
+    input: {} as AgentLoopInput,
+    events: {} as AgentLoopEvent,
+  },
+  actors: {
+    prepare: fromPromise<PrepareOutput, { runId: string }>(async () => ({ kind: "ready" })),
+    replay: fromPromise<ReplayOutput, { runId: string }>(async () => ({ kind: "next-turn", turn: 0 })),
+    callModel: fromPromise<CallModelOutput, { turn: number }>(async () => ({
+      ok: true,
+      response: { toolCalls: [] },
+    })),
+    toolCall: toolCallMachine,
+    complete: fromPromise<void, { turn: number; content: string }>(async () => {}),
+    interrupt: fromPromise<void, { turn: number; reason: InterruptReason; detail: unknown; pending: string[] }>(
+      async () => {},
+    ),
+  },
+  guards: {
+    withinLimit: ({ context }) => context.turn < context.maxIterations,
+    allSettled: ({ context }) => context.open === 0,
+  },
+  actions: {
+    dispatchCalls: enqueueActions(({ context, enqueue }) => {
+      const calls = context.response?.toolCalls ?? [];
+      calls.forEach((call, index) => {
+        const stepId = toolStepId(context.loopId, context.turn, index);
+        enqueue.spawnChild("toolCall", {
+          id: `call:${index}`,
+          input: { runId: context.runId, turn: context.turn, index, stepId, call },
+        });
+      });
+    }),
+    // Leaving a turn early (an abort) stops its calls: their actors' signals abort and they append nothing more.
+    stopCalls: enqueueActions(({ context, enqueue }) => {
+      const calls = context.response?.toolCalls ?? [];
+      calls.forEach((_, index) => {
+        enqueue.stopChild(`call:${index}`);
+      });
+    }),
+    nextTurn: assign({ turn: ({ context }) => context.turn + 1, response: undefined, open: 0, pending: [] }),
+  },
+}).createMachine({
+  id: "agentLoop",
+  context: ({ input }) => ({
+    runId: input.runId,
+    loopId: input.loopId,
+    maxIterations: input.maxIterations,
+    turn: 0,
+    response: undefined,
+    open: 0,
+    pending: [],
+    interrupt: undefined,
+    error: undefined,
+  }),
+  initial: "starting",
+  states: {
+    starting: {
+      invoke: {
+        id: "prepare",
+        src: "prepare",
+        input: ({ context }) => ({ runId: context.runId }),
+        onDone: [
+          { guard: ({ event }) => event.output.kind === "completed", target: "completed" },
+          { target: "replaying" },
+        ],
+        onError: { target: "failed", actions: assign({ error: ({ event }) => event.error }) },
+      },
+    },
+    replaying: {
+      invoke: {
+        id: "replay",
+        src: "replay",
+        input: ({ context }) => ({ runId: context.runId }),
+        onDone: [
+          {
+            guard: ({ event }) => event.output.kind === "dispatch",
+            target: "running.dispatching",
+            actions: assign({
+              turn: ({ event }) => event.output.turn,
+              response: ({ event }) => (event.output.kind === "dispatch" ? event.output.response : undefined),
+            }),
+          },
+          {
+            guard: ({ event }) => event.output.kind === "answered",
+            target: "finishing",
+            actions: assign({
+              turn: ({ event }) => event.output.turn,
+              response: ({ event }) => (event.output.kind === "answered" ? event.output.response : undefined),
+            }),
+          },
+          { target: "running.deciding", actions: assign({ turn: ({ event }) => event.output.turn }) },
+        ],
+        onError: { target: "failed", actions: assign({ error: ({ event }) => event.error }) },
+      },
+    },
+    running: {
+      initial: "deciding",
+      on: {
+        ABORT: {
+          target: "interrupting",
+          actions: assign({ interrupt: ({ event }) => ({ reason: "aborted" as const, detail: event.reason ?? null }) }),
+        },
+      },
+      states: {
+        deciding: {
+          always: [
+            { guard: "withinLimit", target: "callingModel" },
+            {
+              target: "#agentLoop.interrupting",
+              actions: assign({
+                interrupt: ({ context }) => ({
+                  reason: "max-iterations" as const,
+                  detail: { maxIterations: context.maxIterations },
+                }),
+              }),
+            },
+          ],
+        },
+        callingModel: {
+          invoke: {
+            id: "callModel",
+            src: "callModel",
+            input: ({ context }) => ({ turn: context.turn }),
+            onDone: [
+              {
+                guard: ({ event }) => !event.output.ok,
+                target: "#agentLoop.interrupting",
+                actions: assign({
+                  interrupt: ({ event }) =>
+                    event.output.ok ? undefined : { reason: event.output.reason, detail: event.output.detail },
+                }),
+              },
+              {
+                guard: ({ event }) => event.output.ok && hasCalls(event.output.response),
+                target: "dispatching",
+                actions: assign({ response: ({ event }) => (event.output.ok ? event.output.response : undefined) }),
+              },
+              {
+                target: "#agentLoop.finishing",
+                actions: assign({ response: ({ event }) => (event.output.ok ? event.output.response : undefined) }),
+              },
+            ],
+            onError: { target: "#agentLoop.failed", actions: assign({ error: ({ event }) => event.error }) },
+          },
+        },
+        dispatching: {
+          entry: [
+            assign({ open: ({ context }) => context.response?.toolCalls.length ?? 0, pending: [] }),
+            "dispatchCalls",
+          ],
+          exit: "stopCalls",
+          on: {
+            "CALL.SETTLED": { actions: assign({ open: ({ context }) => context.open - 1 }) },
+            "CALL.PENDING": {
+              actions: assign({
+                open: ({ context }) => context.open - 1,
+                pending: ({ context, event }) => [...context.pending, event.stepId],
+              }),
+            },
+            "CALL.FAILED": { target: "#agentLoop.failed", actions: assign({ error: ({ event }) => event.error }) },
+          },
+          always: [
+            {
+              guard: ({ context }) => context.open === 0 && context.pending.length > 0,
+              target: "#agentLoop.interrupting",
+              actions: assign({
+                interrupt: ({ context }) => ({
+                  reason: "approval-pending" as const,
+                  detail: { stepIds: context.pending },
+                }),
+              }),
+            },
+            { guard: "allSettled", target: "deciding", actions: "nextTurn" },
+          ],
+        },
+      },
+    },
+    finishing: {
+      invoke: {
+        id: "complete",
+        src: "complete",
+        input: ({ context }) => ({ turn: context.turn, content: context.response?.content ?? "" }),
+        onDone: { target: "completed" },
+        onError: { target: "failed", actions: assign({ error: ({ event }) => event.error }) },
+      },
+    },
+    interrupting: {
+      invoke: {
+        id: "interrupt",
+        src: "interrupt",
+        input: ({ context }) => ({
+          turn: context.turn,
+          reason: context.interrupt?.reason ?? "aborted",
+          detail: context.interrupt?.detail ?? null,
+          pending: context.pending,
+        }),
+        onDone: { target: "interrupted" },
+        onError: { target: "failed", actions: assign({ error: ({ event }) => event.error }) },
+      },
+    },
+    completed: { type: "final" },
+    interrupted: { type: "final" },
+    failed: { type: "final" },
+  },
+});

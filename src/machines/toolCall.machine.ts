@@ -1,0 +1,129 @@
+import { assign, fromPromise, sendParent, setup } from "xstate";
+import type { ToolCall } from "../events/types.ts";
+
+/** What one tool call settles to, as far as the statechart cares: the fed value stays in the runtime. */
+export interface CallOutcome {
+  readonly index: number;
+  readonly status: "ok" | "error";
+}
+
+export interface ToolCallInput {
+  readonly runId: string;
+  readonly turn: number;
+  readonly index: number;
+  readonly stepId: string;
+  readonly call: ToolCall;
+}
+
+/** `checkCall`: served from the journal, refused (journaled as call.settled), or cleared to run. */
+export type CheckOutput =
+  | { readonly kind: "settled"; readonly status: "ok" | "error" }
+  | { readonly kind: "needs-approval" }
+  | { readonly kind: "run" };
+
+/** `askApproval`: the decision, journaled by the actor (a decline also settles the call). */
+export type ApprovalOutput =
+  | { readonly kind: "approved" }
+  | { readonly kind: "declined" }
+  | { readonly kind: "pending" };
+
+export interface ToolCallContext extends ToolCallInput {
+  status: "ok" | "error" | undefined;
+}
+
+/** Events a call sends its parent loop. */
+export type ToolCallParentEvent =
+  | { readonly type: "CALL.SETTLED"; readonly index: number; readonly status: "ok" | "error" }
+  | { readonly type: "CALL.PENDING"; readonly index: number; readonly stepId: string }
+  | { readonly type: "CALL.FAILED"; readonly index: number; readonly error: unknown };
+
+/**
+ * One tool call of a model response: validating → awaiting approval → running → settled.
+ * Every effect (journal reads and appends, the approval callback, the tool) is an invoked
+ * actor the runtime provides; the machine only decides. The actors named here are
+ * placeholders that the runtime replaces with `machine.provide({ actors })`.
+ */
+export const toolCallMachine = setup({
+  types: {
+    context: {} as ToolCallContext,
+    input: {} as ToolCallInput,
+  },
+  actors: {
+    checkCall: fromPromise<CheckOutput, ToolCallInput>(async () => ({ kind: "run" })),
+    askApproval: fromPromise<ApprovalOutput, ToolCallInput>(async () => ({ kind: "pending" })),
+    runTool: fromPromise<{ status: "ok" | "error" }, ToolCallInput>(async () => ({ status: "ok" })),
+  },
+  actions: {
+    reportSettled: sendParent(
+      ({ context }): ToolCallParentEvent => ({
+        type: "CALL.SETTLED",
+        index: context.index,
+        status: context.status ?? "error",
+      }),
+    ),
+    reportPending: sendParent(
+      ({ context }): ToolCallParentEvent => ({ type: "CALL.PENDING", index: context.index, stepId: context.stepId }),
+    ),
+    reportFailed: sendParent(
+      ({ context, event }): ToolCallParentEvent => ({
+        type: "CALL.FAILED",
+        index: context.index,
+        error: (event as { error?: unknown }).error,
+      }),
+    ),
+  },
+}).createMachine({
+  id: "toolCall",
+  context: ({ input }) => ({ ...input, status: undefined }),
+  initial: "validating",
+  states: {
+    validating: {
+      invoke: {
+        id: "checkCall",
+        src: "checkCall",
+        input: ({ context }) => context,
+        onDone: [
+          {
+            guard: ({ event }) => event.output.kind === "settled",
+            target: "settled",
+            actions: assign({
+              status: ({ event }) => (event.output.kind === "settled" ? event.output.status : undefined),
+            }),
+          },
+          { guard: ({ event }) => event.output.kind === "needs-approval", target: "awaitingApproval" },
+          { target: "running" },
+        ],
+        onError: { target: "failed" },
+      },
+    },
+    awaitingApproval: {
+      invoke: {
+        id: "askApproval",
+        src: "askApproval",
+        input: ({ context }) => context,
+        onDone: [
+          { guard: ({ event }) => event.output.kind === "approved", target: "running" },
+          {
+            guard: ({ event }) => event.output.kind === "declined",
+            target: "settled",
+            actions: assign({ status: "error" }),
+          },
+          { target: "pending" },
+        ],
+        onError: { target: "failed" },
+      },
+    },
+    running: {
+      invoke: {
+        id: "runTool",
+        src: "runTool",
+        input: ({ context }) => context,
+        onDone: { target: "settled", actions: assign({ status: ({ event }) => event.output.status }) },
+        onError: { target: "failed" },
+      },
+    },
+    settled: { type: "final", entry: "reportSettled" },
+    pending: { type: "final", entry: "reportPending" },
+    failed: { type: "final", entry: "reportFailed" },
+  },
+});

@@ -1,0 +1,200 @@
+import { fromPromise } from "xstate";
+import { digestOf, digestOfRecorded } from "../core/digest.ts";
+import { AgentLoopConfigError, ReplayDivergenceError } from "../core/errors.ts";
+import { readJournal } from "../events/journal.ts";
+import type { InterruptReason, ModelResponse, NewEntry, ToolCall } from "../events/types.ts";
+import type { CallModelOutput, PrepareOutput, ReplayOutput } from "../machines/agentLoop.machine.ts";
+import { resolveModePin } from "../machines/modePin.machine.ts";
+import { modelFrameId, modePinId, toolStepId } from "../projections/ids.ts";
+import { foldEntries } from "../projections/runState.ts";
+import { projectToolCallLog } from "../projections/toolCallLog.ts";
+import type { AgentOutput } from "../projections/types.ts";
+import { Appender } from "./appender.ts";
+import { hydrateArchivedFrames } from "./archive.ts";
+import type { RunSession } from "./session.ts";
+
+/**
+ * The loop machine's actors for one run: each does the journaled work the statechart asks for
+ * (read and fold, call the model as a durable step, complete or interrupt the run).
+ */
+export function loopActors(session: RunSession) {
+  const { config, options } = session;
+  const runId = options.runId;
+
+  const divergence = (frameId: string, what: string) => session.divergence(frameId, `a model frame ${what}`);
+
+  const prepare = fromPromise<PrepareOutput, { runId: string }>(async () => {
+    const entries = await readJournal(options.journal, runId);
+    const state = foldEntries(entries);
+    session.appender = new Appender(options.journal.store, runId, state);
+    const recorded = (state.decisions[modePinId(config.id)]?.choice as { mode?: "full" | "lean" } | undefined)?.mode;
+    const pin = resolveModePin({
+      loopId: config.id,
+      runId,
+      recorded,
+      configured: config.toolCallLog,
+      runCompleted: state.status === "completed",
+    });
+    if (pin.error) throw pin.error;
+    session.mode = pin.mode;
+    const pinEntry: NewEntry[] = pin.appendPin && pin.pin ? [{ type: "decision.recorded", data: pin.pin }] : [];
+    if (state.status === "new") {
+      if (options.input === undefined) {
+        throw new AgentLoopConfigError(
+          `run ${runId} has no journal yet, so it needs an input: call loop.run({ runId: "${runId}", input, journal })`,
+          "missingInput",
+        );
+      }
+      const tools = Object.keys(config.tools ?? {});
+      await session.appender.append(
+        { type: "run.started", data: { loopId: config.id, input: jsonForm(options.input) as string, tools } },
+        ...pinEntry,
+      );
+      return { kind: "ready" };
+    }
+    if (state.loopId !== config.id) {
+      throw new ReplayDivergenceError(
+        runId,
+        modelFrameId(state.loopId ?? "?", 0),
+        `run ${runId} was recorded by loop "${state.loopId}" but this loop is "${config.id}": its frame ids would not match; run it with the loop that recorded it.`,
+      );
+    }
+    if (options.input !== undefined && digestOf(options.input).digest !== digestOfRecorded(state.input).digest) {
+      throw new AgentLoopConfigError(
+        `run ${runId} was started with another input; resume it without input (the recorded one is used) or start a new run.`,
+        "inputMismatch",
+      );
+    }
+    if (state.status === "completed") return { kind: "completed" };
+    if (pinEntry.length > 0) await session.appender.append(...pinEntry); // a late pin (ADR 0142 D3)
+    return { kind: "ready" };
+  });
+
+  const replay = fromPromise<ReplayOutput, { runId: string }>(async () => {
+    const state = session.state;
+    await hydrateArchivedFrames(options.journal, state);
+    session.startConversation(state.input ?? "");
+    for (let turn = 0; turn < state.responses.length; turn++) {
+      const response = state.responses[turn] as ModelResponse;
+      const frameId = modelFrameId(config.id, turn);
+      const digest = session.nextPromptDigest();
+      if (state.frames[frameId]?.inputDigest !== digest) {
+        throw divergence(
+          frameId,
+          "with a prompt digest this run does not produce (the system prompt, input or a tool result differs)",
+        );
+      }
+      session.modelAnswered(digest, response);
+      if (response.toolCalls.length === 0) return { kind: "answered", turn, response };
+      let open = false;
+      for (let index = 0; index < response.toolCalls.length; index++) {
+        const stepId = toolStepId(config.id, turn, index);
+        session.judgeToolFrame(stepId, response.toolCalls[index] as ToolCall);
+        const fed = await session.fedFromJournal(stepId);
+        if (fed) session.setFed(stepId, fed);
+        else open = true;
+      }
+      if (open) return { kind: "dispatch", turn, response };
+      session.pushToolResults(turn, response);
+    }
+    return { kind: "next-turn", turn: state.responses.length };
+  });
+
+  const callModel = fromPromise<CallModelOutput, { turn: number }>(async ({ input, signal }) => {
+    const { turn } = input;
+    if (turn > 0) session.pushToolResults(turn - 1, session.state.responses[turn - 1] as ModelResponse);
+    const frameId = modelFrameId(config.id, turn);
+    const digest = session.nextPromptDigest();
+    const existing = session.state.frames[frameId];
+    if (existing && (existing.effect !== "model" || existing.inputDigest !== digest)) {
+      throw divergence(frameId, `for effect ${existing.effect} with another prompt digest`);
+    }
+    if (existing?.status === "completed") {
+      const response = existing.output as ModelResponse;
+      session.modelAnswered(digest, response);
+      return { ok: true, response };
+    }
+    const runSignal = options.signal;
+    if (runSignal?.aborted) return { ok: false, reason: "aborted", detail: null };
+    if (!existing)
+      await session.appender.append({ type: "frame.started", data: { frameId, effect: "model", inputDigest: digest } });
+    let raw: ModelResponse;
+    try {
+      raw = await config.model.generate({
+        messages: session.messages,
+        tools: session.toolDescriptors,
+        signal: runSignal ? AbortSignal.any([runSignal, signal]) : signal,
+      });
+    } catch (e) {
+      if (runSignal?.aborted || signal.aborted) return { ok: false, reason: "aborted", detail: null };
+      const error = e as Error;
+      return {
+        ok: false,
+        reason: "model-error",
+        detail: { frameId, name: error?.name, message: String(error?.message ?? e) },
+      };
+    }
+    if (signal.aborted) return { ok: false, reason: "aborted", detail: null };
+    const response = normalizeResponse(raw);
+    await session.appender.append({ type: "frame.completed", data: { frameId, output: response } });
+    const recorded = session.state.responses[turn] as ModelResponse;
+    session.modelAnswered(digest, recorded);
+    return { ok: true, response: recorded };
+  });
+
+  const complete = fromPromise<void, { turn: number; content: string }>(async ({ input }) => {
+    const output: AgentOutput = {
+      content: input.content,
+      toolCallLog: projectToolCallLog(session.state, session.mode),
+      iterations: input.turn + 1,
+    };
+    await session.appender.append({ type: "run.completed", data: { output } });
+  });
+
+  const interrupt = fromPromise<void, { turn: number; reason: InterruptReason; detail: unknown; pending: string[] }>(
+    async ({ input }) => {
+      session.appender.close(input.reason);
+      await session.appender.appendFinal({
+        type: "run.interrupted",
+        data: { reason: input.reason, detail: input.detail },
+      });
+    },
+  );
+
+  return { prepare, replay, callModel, complete, interrupt };
+}
+
+/**
+ * A model response as the journal records it (its JSON form): `toolCalls` always an array, each call with a
+ * distinct string id and a name (a missing name is kept as "" and settled as an unknown tool).
+ */
+function normalizeResponse(live: ModelResponse | undefined): ModelResponse {
+  const raw = jsonForm(live) as ModelResponse | undefined;
+  const calls: unknown[] = Array.isArray(raw?.toolCalls) ? raw.toolCalls : [];
+  const seen = new Set<string>();
+  const toolCalls: ToolCall[] = calls.map((c, index) => {
+    const call = (typeof c === "object" && c !== null ? c : {}) as Partial<ToolCall>;
+    let id = typeof call.id === "string" && call.id !== "" ? call.id : `call_${index}`;
+    if (seen.has(id)) id = `${id}#${index}`; // two calls with one id: results must stay distinguishable
+    seen.add(id);
+    return {
+      id,
+      name: typeof call.name === "string" ? call.name : "",
+      input: call.input ?? {},
+    };
+  });
+  const out: { content?: string; toolCalls: ToolCall[]; usage?: ModelResponse["usage"] } = { toolCalls };
+  if (typeof raw?.content === "string") out.content = raw.content;
+  if (raw?.usage) out.usage = raw.usage;
+  return out;
+}
+
+/** A value as a JSON store hands it back; a value with no JSON form becomes null. */
+export function jsonForm(value: unknown): unknown {
+  try {
+    const text = JSON.stringify(value);
+    return text === undefined ? null : JSON.parse(text);
+  } catch {
+    return null;
+  }
+}

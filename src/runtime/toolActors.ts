@@ -1,0 +1,180 @@
+import { fromPromise } from "xstate";
+import { digestOfRecorded } from "../core/digest.ts";
+import type { CallSettledData, SettledReason } from "../events/types.ts";
+import type { ApprovalOutput, CheckOutput, ToolCallInput } from "../machines/toolCall.machine.ts";
+import { approvalId, DECISION_SOURCES, outcomeId } from "../projections/ids.ts";
+import { AppendAfterCloseError } from "./appender.ts";
+import { SEARCH_TOOLS, SKILL_ACTIVATION, searchTools } from "./builtins.ts";
+import type { Tool } from "./config.ts";
+import type { RunSession } from "./session.ts";
+
+/** The marker an adapter puts in place of a tool-call input that was not valid JSON. */
+const invalidInputMessage = (input: unknown): string | undefined => {
+  if (typeof input !== "object" || input === null || !("__loomInvalidInput" in input)) return undefined;
+  const error = (input as { error?: unknown }).error;
+  return `the tool-call input is not valid JSON${typeof error === "string" ? ` (${error})` : ""}`;
+};
+
+/**
+ * The tool-call machine's actors for one run. Each first serves what the journal already says
+ * about the call (settled, completed, failed, decided) and only then does new work.
+ */
+export function toolCallActors(session: RunSession) {
+  const { config, options } = session;
+  const runId = options.runId;
+  const tools = config.tools ?? {};
+  const maxInputBytes = config.maxToolInputBytes ?? 64 * 1024;
+  // Inputs that passed validateInput, possibly transformed by it: what the tool runs with.
+  const validated = new Map<string, unknown>();
+
+  async function settle(stepId: string, reason: SettledReason, status: "ok" | "error", result: unknown) {
+    const data: CallSettledData = { stepId, status, reason, result };
+    await session.appender.append({ type: "call.settled", data });
+    const recorded = session.state.settled[stepId];
+    session.setFed(stepId, { output: recorded?.result, isError: status === "error" });
+    return { kind: "settled", status } as const;
+  }
+
+  const checkCall = fromPromise<CheckOutput, ToolCallInput>(async ({ input }) => {
+    const { stepId, call } = input;
+    const tool: Tool | undefined = Object.hasOwn(tools, call.name) ? tools[call.name] : undefined;
+    session.judgeToolFrame(stepId, call);
+    const recorded = await session.fedFromJournal(stepId);
+    if (recorded) {
+      session.setFed(stepId, recorded);
+      return { kind: "settled", status: recorded.isError ? "error" : "ok" };
+    }
+    if (!tool) {
+      if (call.name === SEARCH_TOOLS && config.searchTools !== false) {
+        return settle(stepId, "search-tools", "ok", searchTools(tools, call.input));
+      }
+      if (call.name === SKILL_ACTIVATION && config.skills) {
+        const name = (call.input as { name?: unknown } | null)?.name;
+        const skill = typeof name === "string" && Object.hasOwn(config.skills, name) ? config.skills[name] : undefined;
+        return skill
+          ? settle(stepId, "skill-activation", "ok", { skill: name, instructions: skill.instructions })
+          : settle(stepId, "skill-activation", "error", {
+              error: "unknown-skill",
+              message: `no skill named ${JSON.stringify(name)}; available: ${Object.keys(config.skills).join(", ")}`,
+            });
+      }
+      return settle(stepId, "unknown-tool", "error", {
+        error: "unknown-tool",
+        message: `no tool named ${JSON.stringify(call.name)}; available: ${Object.keys(tools).join(", ") || "none"}`,
+      });
+    }
+    const invalid = invalidInputMessage(call.input);
+    if (invalid) return settle(stepId, "invalid-input", "error", { error: "invalid-input", message: invalid });
+    const size = digestOfRecorded(call.input).bytes;
+    if (size > maxInputBytes) {
+      return settle(stepId, "input-too-large", "error", {
+        error: "input-too-large",
+        message: `the input is ${size} bytes; ${call.name} takes at most ${maxInputBytes}`,
+      });
+    }
+    let value: unknown = call.input;
+    if (tool.validateInput) {
+      const check = await tool.validateInput(call.input);
+      if (!check.ok)
+        return settle(stepId, "invalid-input", "error", { error: "invalid-input", message: check.message });
+      value = check.value;
+    }
+    validated.set(stepId, value);
+    return tool.requiresApproval ? { kind: "needs-approval" } : { kind: "run" };
+  });
+
+  const askApproval = fromPromise<ApprovalOutput, ToolCallInput>(async ({ input }) => {
+    const { stepId, call } = input;
+    const inputDigest = digestOfRecorded(call.input).digest;
+    const decisionId = approvalId(stepId);
+    const recorded = session.state.decisions[decisionId]?.choice as
+      | { approved?: boolean; inputDigest?: string }
+      | undefined;
+    if (recorded) {
+      if (recorded.inputDigest !== inputDigest)
+        throw session.divergence(decisionId, "an approval given for another input");
+      return recorded.approved ? { kind: "approved" } : { kind: "declined" };
+    }
+    const given = options.approvals?.[stepId];
+    const answer =
+      given ??
+      (config.approve ? await config.approve({ runId, stepId, toolName: call.name, input: call.input }) : "pending");
+    if (answer === "pending") return { kind: "pending" };
+    const decision = {
+      type: "decision.recorded",
+      data: { decisionId, source: DECISION_SOURCES.approval, choice: { approved: answer === true, inputDigest } },
+    } as const;
+    if (answer === true) {
+      await session.appender.append(decision);
+      return { kind: "approved" };
+    }
+    const result = { error: "approval-declined", message: `the call to ${call.name} was declined` };
+    await session.appender.append(decision, {
+      type: "call.settled",
+      data: { stepId, status: "error", reason: "approval-declined", result },
+    });
+    session.setFed(stepId, { output: session.state.settled[stepId]?.result, isError: true });
+    return { kind: "declined" };
+  });
+
+  async function fail(stepId: string, failed: unknown, started: boolean, inputDigest: string, effect: string) {
+    await session.appender.append(
+      ...(started ? [] : [{ type: "frame.started", data: { frameId: stepId, effect, inputDigest } } as const]),
+      { type: "frame.completed", data: { frameId: stepId, failed: true } },
+      {
+        type: "decision.recorded",
+        data: { decisionId: outcomeId(stepId), source: DECISION_SOURCES.outcome, choice: { failed } },
+      },
+    );
+    const choice = session.state.decisions[outcomeId(stepId)]?.choice as { failed?: unknown } | undefined;
+    session.setFed(stepId, { output: choice?.failed, isError: true });
+    return { status: "error" } as const;
+  }
+
+  const runTool = fromPromise<{ status: "ok" | "error" }, ToolCallInput>(async ({ input, signal }) => {
+    const { stepId, call } = input;
+    const tool = tools[call.name] as Tool;
+    const effect = `tool:${call.name}`;
+    const inputDigest = digestOfRecorded(call.input).digest ?? "";
+    const frame = session.state.frames[stepId];
+    const unknownOutcome = frame?.status === "started";
+    if (unknownOutcome && tool.onUnknownOutcome === "fail") {
+      return fail(
+        stepId,
+        {
+          error: "outcome-unknown",
+          message: `${call.name} was started (step ${stepId}) but its outcome was never recorded; it is not run twice`,
+        },
+        true,
+        inputDigest,
+        effect,
+      );
+    }
+    const runSignal = options.signal;
+    const toolSignal = runSignal ? AbortSignal.any([runSignal, signal]) : signal;
+    if (toolSignal.aborted) throw new AppendAfterCloseError(runId, "aborted");
+    if (!unknownOutcome)
+      await session.appender.append({ type: "frame.started", data: { frameId: stepId, effect, inputDigest } });
+    let output: unknown;
+    try {
+      output = await tool.execute(validated.has(stepId) ? validated.get(stepId) : call.input, {
+        stepId,
+        signal: toolSignal,
+      });
+    } catch (e) {
+      // Stopped by the abort: the outcome is unknown, so nothing is journaled (onUnknownOutcome decides on resume).
+      if (toolSignal.aborted) throw new AppendAfterCloseError(runId, "aborted");
+      const error = e instanceof Error ? { error: e.name, message: e.message } : { error: "Error", message: String(e) };
+      return fail(stepId, error, true, inputDigest, effect);
+    }
+    if (toolSignal.aborted) throw new AppendAfterCloseError(runId, "aborted");
+    const prepared = await session.recordOutput(output);
+    if (!prepared.ok)
+      return fail(stepId, { error: "output-not-json", message: prepared.message }, true, inputDigest, effect);
+    await session.appender.append({ type: "frame.completed", data: { frameId: stepId, output: prepared.recorded } });
+    session.setFed(stepId, { output: prepared.fed, isError: false });
+    return { status: "ok" };
+  });
+
+  return { checkCall, askApproval, runTool };
+}

@@ -1,0 +1,49 @@
+import { AgentLoopConfigError } from "../core/errors.ts";
+import { validateToolCallLogMode } from "../machines/modePin.machine.ts";
+import type { AgentLoopConfig } from "./config.ts";
+
+const LOOP_ID = /^[A-Za-z0-9_.:-]+$/;
+
+const fail = (loop: string, what: string) =>
+  new AgentLoopConfigError(`loop ${loop}: ${what}; fix the loop's configuration.`, "invalidConfig");
+
+const positiveInteger = (v: unknown) => typeof v === "number" && Number.isInteger(v) && v > 0;
+
+/** Checks a loop's configuration before anything runs; throws `AgentLoopConfigError` naming the field. */
+export function validateConfig(config: AgentLoopConfig): void {
+  if (typeof config !== "object" || config === null) throw fail("?", "the configuration must be an object");
+  const id = config.id;
+  if (typeof id !== "string" || !LOOP_ID.test(id)) {
+    throw fail(
+      String(id),
+      `id must be a non-empty string of letters, digits, "_", ".", ":" or "-" (it prefixes every frame id), not ${JSON.stringify(id)}`,
+    );
+  }
+  if (typeof config.model?.generate !== "function")
+    throw fail(id, "model must have a generate({ messages, tools, signal }) method");
+  for (const [name, tool] of Object.entries(config.tools ?? {})) {
+    if (typeof tool?.execute !== "function")
+      throw fail(id, `tool "${name}" must have an execute(input, { stepId, signal }) function`);
+    if (typeof tool.description !== "string") throw fail(id, `tool "${name}" must have a description string`);
+    if (tool.onUnknownOutcome !== undefined && tool.onUnknownOutcome !== "retry" && tool.onUnknownOutcome !== "fail") {
+      throw fail(
+        id,
+        `tool "${name}": onUnknownOutcome must be "retry" or "fail", not ${JSON.stringify(tool.onUnknownOutcome)}`,
+      );
+    }
+  }
+  if (config.maxIterations !== undefined && !positiveInteger(config.maxIterations)) {
+    throw fail(id, `maxIterations must be a positive integer, not ${String(config.maxIterations)}`);
+  }
+  if (config.maxToolInputBytes !== undefined && !positiveInteger(config.maxToolInputBytes)) {
+    throw fail(id, `maxToolInputBytes must be a positive integer, not ${String(config.maxToolInputBytes)}`);
+  }
+  if (config.approve !== undefined && typeof config.approve !== "function")
+    throw fail(id, "approve must be a function");
+  if (config.claimCheck !== undefined) {
+    if (typeof config.claimCheck.blobs?.put !== "function") throw fail(id, "claimCheck.blobs must be a BlobStore");
+    if (!positiveInteger(config.claimCheck.thresholdBytes))
+      throw fail(id, "claimCheck.thresholdBytes must be a positive integer");
+  }
+  validateToolCallLogMode(config.toolCallLog, id);
+}
