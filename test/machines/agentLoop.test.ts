@@ -1,0 +1,472 @@
+import { describe, expect, it } from "vitest";
+import {
+  type AnyEventObject,
+  type AnyStateMachine,
+  type AnyStateNode,
+  type AnyTransitionDefinition,
+  getMicrosteps,
+  getNextTransitions,
+  getStateNodes,
+  initialTransition,
+  type SnapshotFrom,
+  transition,
+} from "xstate";
+import { adjacencyMapToArray, getAdjacencyMap, getShortestPaths } from "xstate/graph";
+import type { ModelResponse } from "../../src/events/types.ts";
+import {
+  type AgentLoopEvent,
+  type AgentLoopInput,
+  agentLoopMachine,
+  type CallModelOutput,
+  type PrepareOutput,
+  type ReplayOutput,
+} from "../../src/machines/agentLoop.machine.ts";
+import type { ToolCallParentEvent } from "../../src/machines/toolCall.machine.ts";
+import { toolStepId } from "../../src/projections/ids.ts";
+
+const machine = agentLoopMachine;
+type Snapshot = SnapshotFrom<typeof machine>;
+const input: AgentLoopInput = { runId: "run-1", loopId: "support", maxIterations: 2 };
+
+const twoCalls: ModelResponse = {
+  toolCalls: [
+    { id: "a", name: "lookup", input: { order: 7 } },
+    { id: "b", name: "refund", input: { order: 7 } },
+  ],
+};
+const answer: ModelResponse = { content: "Your order ships today.", toolCalls: [] };
+const step0 = toolStepId(input.loopId, 0, 0);
+const step1 = toolStepId(input.loopId, 0, 1);
+
+const done = (id: string, output: unknown) => ({ type: `xstate.done.actor.${id}`, output });
+const error = (id: string, e: unknown) => ({ type: `xstate.error.actor.${id}`, error: e });
+
+const EVENTS = {
+  "prepare ready": done("prepare", { kind: "ready" } satisfies PrepareOutput),
+  "prepare completed": done("prepare", { kind: "completed" } satisfies PrepareOutput),
+  "prepare throws": error("prepare", "divergence"),
+  "replay next-turn 0": done("replay", { kind: "next-turn", turn: 0 } satisfies ReplayOutput),
+  "replay next-turn 1": done("replay", { kind: "next-turn", turn: 1 } satisfies ReplayOutput),
+  "replay next-turn 2 (the limit)": done("replay", { kind: "next-turn", turn: 2 } satisfies ReplayOutput),
+  "replay dispatch": done("replay", { kind: "dispatch", turn: 0, response: twoCalls } satisfies ReplayOutput),
+  "replay answered": done("replay", { kind: "answered", turn: 1, response: answer } satisfies ReplayOutput),
+  "replay throws": error("replay", "divergence"),
+  "model calls 2 tools": done("callModel", { ok: true, response: twoCalls } satisfies CallModelOutput),
+  "model answers": done("callModel", { ok: true, response: answer } satisfies CallModelOutput),
+  "model fails": done("callModel", {
+    ok: false,
+    reason: "model-error",
+    detail: { message: "rate limited" },
+  } satisfies CallModelOutput),
+  "callModel throws": error("callModel", "append failed"),
+  "CALL.SETTLED 0": { type: "CALL.SETTLED", index: 0, status: "ok" },
+  "CALL.SETTLED 1": { type: "CALL.SETTLED", index: 1, status: "error" },
+  "CALL.PENDING 0": { type: "CALL.PENDING", index: 0, stepId: step0 },
+  "CALL.PENDING 1": { type: "CALL.PENDING", index: 1, stepId: step1 },
+  "CALL.FAILED 1": { type: "CALL.FAILED", index: 1, error: "append failed" },
+  ABORT: { type: "ABORT", reason: "user pressed stop" },
+  "complete done": done("complete", undefined),
+  "complete throws": error("complete", "append failed"),
+  "interrupt done": done("interrupt", undefined),
+  "interrupt throws": error("interrupt", "append failed"),
+} as const satisfies Record<string, AnyEventObject | ToolCallParentEvent>;
+type EventName = keyof typeof EVENTS;
+
+// xstate makes the done and error events of invoked actors; AgentLoopEvent lists only the others.
+const asEvent = (event: AnyEventObject) => event as unknown as AgentLoopEvent;
+const step = (snapshot: Snapshot, name: EventName) => transition(machine, snapshot, asEvent(EVENTS[name]));
+
+const toCallingModel = ["prepare ready", "replay next-turn 0"] as const satisfies readonly EventName[];
+const toDispatching = [...toCallingModel, "model calls 2 tools"] as const satisfies readonly EventName[];
+
+/** The snapshots the loop can rest in, each reached from the initial one by these events. */
+const START = {
+  starting: [],
+  replaying: ["prepare ready"],
+  callingModel: toCallingModel,
+  "dispatching, 2 open": toDispatching,
+  "dispatching, 1 open": [...toDispatching, "CALL.SETTLED 0"],
+  "dispatching, 1 open, 1 pending": [...toDispatching, "CALL.PENDING 0"],
+  "dispatching the last turn, 1 open": ["prepare ready", "replay next-turn 1", "model calls 2 tools", "CALL.SETTLED 0"],
+  finishing: [...toCallingModel, "model answers"],
+  interrupting: [...toCallingModel, "ABORT"],
+  completed: ["prepare completed"],
+  interrupted: [...toCallingModel, "ABORT", "interrupt done"],
+  failed: ["prepare throws"],
+} as const satisfies Record<string, readonly EventName[]>;
+type Start = keyof typeof START;
+
+function reach(events: readonly EventName[]): Snapshot {
+  let [snapshot] = initialTransition(machine, input);
+  for (const name of events) [snapshot] = step(snapshot, name);
+  return snapshot;
+}
+
+/** A snapshot's value as a dotted path: `running.dispatching`. */
+const stateOf = (snapshot: Snapshot) =>
+  typeof snapshot.value === "string"
+    ? snapshot.value
+    : Object.entries(snapshot.value)
+        .map(([parent, child]) => `${parent}.${child}`)
+        .join();
+
+/** What a returned action does, in one word and an id: `spawn callModel`, `stop call:0`. */
+function effects(actions: readonly { type: string; params?: unknown }[]): string[] {
+  return actions.map((a) => {
+    const id = (a.params as { id?: string } | undefined)?.id;
+    if (a.type === "xstate.spawnChild") return `spawn ${id}`;
+    if (a.type === "xstate.stopChild") return `stop ${id}`;
+    return a.type;
+  });
+}
+
+const STOP_CALLS = ["stop call:0", "stop call:1"];
+
+/** `[next state, ...effects]`; an event missing from a row is ignored: same snapshot, no actions. */
+const TABLE: Record<Start, Partial<Record<EventName, readonly string[]>>> = {
+  starting: {
+    "prepare ready": ["replaying", "stop prepare", "spawn replay"],
+    "prepare completed": ["completed", "stop prepare"],
+    "prepare throws": ["failed", "stop prepare"],
+  },
+  replaying: {
+    "replay next-turn 0": ["running.callingModel", "stop replay", "spawn callModel"],
+    "replay next-turn 1": ["running.callingModel", "stop replay", "spawn callModel"],
+    "replay next-turn 2 (the limit)": ["interrupting", "stop replay", "spawn interrupt"],
+    "replay dispatch": ["running.dispatching", "stop replay", "spawn call:0", "spawn call:1"],
+    "replay answered": ["finishing", "stop replay", "spawn complete"],
+    "replay throws": ["failed", "stop replay"],
+  },
+  callingModel: {
+    "model calls 2 tools": ["running.dispatching", "stop callModel", "spawn call:0", "spawn call:1"],
+    "model answers": ["finishing", "stop callModel", "spawn complete"],
+    "model fails": ["interrupting", "stop callModel", "spawn interrupt"],
+    "callModel throws": ["failed", "stop callModel"],
+    ABORT: ["interrupting", "stop callModel", "spawn interrupt"],
+  },
+  "dispatching, 2 open": {
+    "CALL.SETTLED 0": ["running.dispatching"],
+    "CALL.SETTLED 1": ["running.dispatching"],
+    "CALL.PENDING 0": ["running.dispatching"],
+    "CALL.PENDING 1": ["running.dispatching"],
+    "CALL.FAILED 1": ["failed", ...STOP_CALLS],
+    ABORT: ["interrupting", ...STOP_CALLS, "spawn interrupt"],
+  },
+  "dispatching, 1 open": {
+    "CALL.SETTLED 1": ["running.callingModel", ...STOP_CALLS, "spawn callModel"],
+    "CALL.SETTLED 0": ["running.callingModel", ...STOP_CALLS, "spawn callModel"],
+    "CALL.PENDING 1": ["interrupting", ...STOP_CALLS, "spawn interrupt"],
+    "CALL.PENDING 0": ["interrupting", ...STOP_CALLS, "spawn interrupt"],
+    "CALL.FAILED 1": ["failed", ...STOP_CALLS],
+    ABORT: ["interrupting", ...STOP_CALLS, "spawn interrupt"],
+  },
+  "dispatching, 1 open, 1 pending": {
+    "CALL.SETTLED 1": ["interrupting", ...STOP_CALLS, "spawn interrupt"],
+    "CALL.SETTLED 0": ["interrupting", ...STOP_CALLS, "spawn interrupt"],
+    "CALL.PENDING 1": ["interrupting", ...STOP_CALLS, "spawn interrupt"],
+    "CALL.PENDING 0": ["interrupting", ...STOP_CALLS, "spawn interrupt"],
+    "CALL.FAILED 1": ["failed", ...STOP_CALLS],
+    ABORT: ["interrupting", ...STOP_CALLS, "spawn interrupt"],
+  },
+  "dispatching the last turn, 1 open": {
+    "CALL.SETTLED 1": ["interrupting", ...STOP_CALLS, "spawn interrupt"],
+    "CALL.SETTLED 0": ["interrupting", ...STOP_CALLS, "spawn interrupt"],
+    "CALL.PENDING 1": ["interrupting", ...STOP_CALLS, "spawn interrupt"],
+    "CALL.PENDING 0": ["interrupting", ...STOP_CALLS, "spawn interrupt"],
+    "CALL.FAILED 1": ["failed", ...STOP_CALLS],
+    ABORT: ["interrupting", ...STOP_CALLS, "spawn interrupt"],
+  },
+  finishing: {
+    "complete done": ["completed", "stop complete"],
+    "complete throws": ["failed", "stop complete"],
+  },
+  interrupting: {
+    "interrupt done": ["interrupted", "stop interrupt"],
+    "interrupt throws": ["failed", "stop interrupt"],
+  },
+  completed: {},
+  interrupted: {},
+  failed: {},
+};
+
+describe("agentLoopMachine transitions (pure)", () => {
+  it("starts in starting, asking prepare to fold the journal of the run", () => {
+    const [snapshot, actions] = initialTransition(machine, input);
+    expect(snapshot.value).toBe("starting");
+    expect(snapshot.context).toEqual({
+      ...input,
+      turn: 0,
+      response: undefined,
+      open: 0,
+      pending: [],
+      interrupt: undefined,
+      error: undefined,
+    });
+    expect(effects(actions)).toEqual(["spawn prepare"]);
+    expect(actions[0]?.params).toMatchObject({ src: "prepare", input: { runId: "run-1" } });
+  });
+
+  for (const [start, row] of Object.entries(TABLE) as [Start, (typeof TABLE)[Start]][]) {
+    for (const [name, expected] of Object.entries(row) as [EventName, readonly string[]][]) {
+      const [state, ...actions] = expected;
+      it(`${start} --${name}--> ${state}${actions.length ? ` (${actions.join(", ")})` : ""}`, () => {
+        const [next, returned] = step(reach(START[start]), name);
+        expect(stateOf(next)).toBe(state);
+        expect(effects(returned)).toEqual(actions);
+      });
+    }
+    // An error from an actor the loop is not running cannot arrive (only the current state's actor runs).
+    const ignored = (Object.keys(EVENTS) as EventName[]).filter(
+      (name) => !(name in row) && !EVENTS[name].type.startsWith("xstate.error."),
+    );
+    it(`${start} ignores the ${ignored.length} other events it has no transition for`, () => {
+      const snapshot = reach(START[start]);
+      for (const name of ignored) {
+        const [next, returned] = step(snapshot, name);
+        expect(next, name).toBe(snapshot);
+        expect(returned, name).toEqual([]);
+      }
+    });
+  }
+
+  it("ignores ABORT before running and while finishing or interrupting (callModel checks the signal itself)", () => {
+    for (const start of ["starting", "replaying", "finishing", "interrupting"] as const) {
+      const snapshot = reach(START[start]);
+      expect(step(snapshot, "ABORT"), start).toEqual([snapshot, []]);
+    }
+  });
+});
+
+describe("agentLoopMachine context and actor inputs (pure)", () => {
+  it("goes on at the replayed turn", () => {
+    const [next, actions] = step(reach(START.replaying), "replay next-turn 1");
+    expect(next.context.turn).toBe(1);
+    expect(actions[1]?.params).toMatchObject({ src: "callModel", input: { turn: 1 } });
+  });
+
+  it("dispatches a replayed response with open calls: one toolCall child a call, with its step id", () => {
+    const [next, actions] = step(reach(START.replaying), "replay dispatch");
+    expect(next.context).toMatchObject({ turn: 0, response: twoCalls, open: 2, pending: [] });
+    const spawned = actions.filter((a) => a.type === "xstate.spawnChild").map((a) => a.params);
+    expect(spawned).toMatchObject([
+      {
+        id: "call:0",
+        src: "toolCall",
+        input: { runId: "run-1", turn: 0, index: 0, stepId: step0, call: twoCalls.toolCalls[0] },
+      },
+      {
+        id: "call:1",
+        src: "toolCall",
+        input: { runId: "run-1", turn: 0, index: 1, stepId: step1, call: twoCalls.toolCalls[1] },
+      },
+    ]);
+    expect(Object.keys(next.children).sort()).toEqual(["call:0", "call:1"]);
+  });
+
+  it("completes a replayed answer with its recorded content", () => {
+    const [next, actions] = step(reach(START.replaying), "replay answered");
+    expect(next.context).toMatchObject({ turn: 1, response: answer });
+    expect(actions[1]?.params).toMatchObject({ src: "complete", input: { turn: 1, content: answer.content } });
+  });
+
+  it("completes an answer without content with an empty string", () => {
+    const [, actions] = step(reach(START.callingModel), "model answers");
+    expect(actions[1]?.params).toMatchObject({ input: { turn: 0, content: "Your order ships today." } });
+    const bare = done("callModel", { ok: true, response: { toolCalls: [] } } satisfies CallModelOutput);
+    const [, bareActions] = transition(machine, reach(START.callingModel), asEvent(bare));
+    expect(bareActions[1]?.params).toMatchObject({ src: "complete", input: { turn: 0, content: "" } });
+  });
+
+  it("keeps the model's response and opens one call per tool call", () => {
+    const next = reach(START["dispatching, 2 open"]);
+    expect(next.context).toMatchObject({ turn: 0, response: twoCalls, open: 2, pending: [] });
+  });
+
+  it("counts a settled call down, and a pending one down and into pending", () => {
+    expect(reach([...toDispatching, "CALL.SETTLED 1"]).context).toMatchObject({ open: 1, pending: [] });
+    expect(reach([...toDispatching, "CALL.PENDING 1"]).context).toMatchObject({ open: 1, pending: [step1] });
+  });
+
+  it("starts the next turn when every call settled: turn + 1, response, open and pending cleared", () => {
+    const [next, actions] = step(reach(START["dispatching, 1 open"]), "CALL.SETTLED 1");
+    expect(next.context).toMatchObject({ turn: 1, response: undefined, open: 0, pending: [], interrupt: undefined });
+    expect(actions.at(-1)?.params).toMatchObject({ src: "callModel", input: { turn: 1 } });
+  });
+
+  it("interrupts with max-iterations when the turn reaches maxIterations", () => {
+    const [next, actions] = step(reach(START["dispatching the last turn, 1 open"]), "CALL.SETTLED 1");
+    expect(next.context.turn).toBe(2);
+    expect(next.context.interrupt).toEqual({ reason: "max-iterations", detail: { maxIterations: 2 } });
+    expect(actions.at(-1)?.params).toMatchObject({
+      src: "interrupt",
+      input: { turn: 2, reason: "max-iterations", detail: { maxIterations: 2 }, pending: [] },
+    });
+  });
+
+  it("interrupts with max-iterations when a resumed run is already at the limit", () => {
+    const [next] = step(reach(START.replaying), "replay next-turn 2 (the limit)");
+    expect(next.context.interrupt).toEqual({ reason: "max-iterations", detail: { maxIterations: 2 } });
+  });
+
+  it("never calls the model with maxIterations 0", () => {
+    let [snapshot] = initialTransition(machine, { ...input, maxIterations: 0 });
+    [snapshot] = transition(machine, snapshot, asEvent(EVENTS["prepare ready"]));
+    const [next, actions] = transition(machine, snapshot, asEvent(EVENTS["replay next-turn 0"]));
+    expect(next.value).toBe("interrupting");
+    expect(effects(actions)).not.toContain("spawn callModel");
+  });
+
+  it("interrupts with approval-pending, naming the pending step ids, once no call is open", () => {
+    const [next, actions] = step(reach(START["dispatching, 1 open, 1 pending"]), "CALL.SETTLED 1");
+    expect(next.context.interrupt).toEqual({ reason: "approval-pending", detail: { stepIds: [step0] } });
+    expect(actions.at(-1)?.params).toMatchObject({
+      src: "interrupt",
+      input: { turn: 0, reason: "approval-pending", detail: { stepIds: [step0] }, pending: [step0] },
+    });
+    const [both] = step(reach(START["dispatching, 1 open, 1 pending"]), "CALL.PENDING 1");
+    expect(both.context.interrupt?.detail).toEqual({ stepIds: [step0, step1] });
+  });
+
+  it("waits for the open calls before interrupting for a pending approval", () => {
+    const next = reach([...toDispatching, "CALL.PENDING 0"]);
+    expect(stateOf(next)).toBe("running.dispatching");
+    expect(next.context.interrupt).toBeUndefined();
+  });
+
+  it("interrupts with aborted on ABORT, its reason as the detail", () => {
+    const [next, actions] = step(reach(START["dispatching, 2 open"]), "ABORT");
+    expect(next.context.interrupt).toEqual({ reason: "aborted", detail: "user pressed stop" });
+    expect(actions.at(-1)?.params).toMatchObject({ input: { reason: "aborted", detail: "user pressed stop" } });
+    const [bare] = transition(machine, reach(START.callingModel), { type: "ABORT" });
+    expect(bare.context.interrupt).toEqual({ reason: "aborted", detail: null });
+  });
+
+  it("interrupts with the reason of a model call that failed (model-error)", () => {
+    const [next, actions] = step(reach(START.callingModel), "model fails");
+    expect(next.context.interrupt).toEqual({ reason: "model-error", detail: { message: "rate limited" } });
+    expect(actions.at(-1)?.params).toMatchObject({ src: "interrupt", input: { reason: "model-error" } });
+  });
+
+  it("stops the calls of the turn it leaves, and no longer has them as children", () => {
+    const [next] = step(reach(START["dispatching, 2 open"]), "ABORT");
+    expect(Object.keys(next.children)).toEqual(["interrupt"]);
+  });
+
+  it("keeps the error of a failed call or a rejected actor", () => {
+    expect(reach([...toDispatching, "CALL.FAILED 1"]).context.error).toBe("append failed");
+    expect(reach(["prepare throws"]).context.error).toBe("divergence");
+    expect(reach(["prepare ready", "replay throws"]).context.error).toBe("divergence");
+    expect(reach([...toCallingModel, "callModel throws"]).context.error).toBe("append failed");
+    expect(reach([...START.finishing, "complete throws"]).context.error).toBe("append failed");
+    expect(reach([...START.interrupting, "interrupt throws"]).context.error).toBe("append failed");
+  });
+
+  it("is done in completed, interrupted and failed, and only there", () => {
+    for (const [start, events] of Object.entries(START)) {
+      const final = start === "completed" || start === "interrupted" || start === "failed";
+      expect(reach(events).status, start).toBe(final ? "done" : "active");
+    }
+  });
+});
+
+// ---- coverage of the statechart by xstate/graph ----------------------------------------------
+
+/** Every transition the machine defines (`on`, invoke onDone/onError, `always`), labelled. */
+function definedTransitions(m: AnyStateMachine): Map<AnyTransitionDefinition, string> {
+  const labels = new Map<AnyTransitionDefinition, string>();
+  const label = (t: AnyTransitionDefinition, i: number) =>
+    `${t.source.id} --${t.eventType || "always"}[${i}]--> ${t.target?.map((n) => n.id).join(",") ?? "(stays)"}`;
+  const visit = (node: AnyStateNode) => {
+    for (const list of [...node.transitions.values(), node.always ?? []]) {
+      for (const [i, t] of list.entries()) labels.set(t, label(t, i));
+    }
+    for (const child of Object.values(node.states)) visit(child);
+  };
+  visit(m.root);
+  return labels;
+}
+
+/** Every state node id below the root. */
+function definedStates(m: AnyStateMachine): Set<string> {
+  const ids = new Set<string>();
+  const visit = (node: AnyStateNode) => {
+    if (node !== m.root) ids.add(node.id);
+    for (const child of Object.values(node.states)) visit(child);
+  };
+  visit(m.root);
+  return ids;
+}
+
+const activeIds = (m: AnyStateMachine, snapshot: SnapshotFrom<AnyStateMachine>) =>
+  new Set(
+    getStateNodes(m.root, snapshot.value)
+      .filter((n) => n !== m.root)
+      .map((n) => n.id),
+  );
+
+/**
+ * The transitions one event takes from `from`, microstep by microstep (eventless ones included),
+ * and the states it passes through on the way (running.deciding is only ever passed through).
+ */
+function walk(m: AnyStateMachine, from: SnapshotFrom<AnyStateMachine>, event: AnyEventObject) {
+  const taken: AnyTransitionDefinition[] = [];
+  const visited: string[] = [];
+  let previous = from;
+  getMicrosteps(m, from, event).forEach(([next], i) => {
+    const active = activeIds(m, next);
+    if (i === 0) taken.push(...m.getTransitionData(previous, event));
+    else {
+      const eventless = getNextTransitions(previous).filter(
+        (t) => t.eventType === "" && (t.target ?? []).every((n) => active.has(n.id)),
+      );
+      expect(eventless).toHaveLength(1);
+      taken.push(...eventless);
+    }
+    visited.push(...active);
+    previous = next;
+  });
+  return { taken, visited };
+}
+
+describe("agentLoopMachine paths (xstate/graph)", () => {
+  const events = Object.values(EVENTS).map(asEvent);
+  const options = { input, events };
+
+  it("reaches every state it can rest in by a shortest path, replayable with transition()", () => {
+    const paths = getShortestPaths(machine, options);
+    const reached = new Set(paths.map((p) => stateOf(p.state)));
+    expect([...reached].sort()).toEqual([
+      "completed",
+      "failed",
+      "finishing",
+      "interrupted",
+      "interrupting",
+      "replaying",
+      "running.callingModel",
+      "running.dispatching",
+      "starting",
+    ]);
+    for (const path of paths) {
+      let replayed = reach([]);
+      for (const { event } of path.steps) [replayed] = transition(machine, replayed, event);
+      expect(replayed.value).toEqual(path.state.value);
+    }
+  });
+
+  it("visits every state (deciding in passing) and takes every transition of the machine", () => {
+    const defined = definedTransitions(machine);
+    const taken = new Set<AnyTransitionDefinition>();
+    const visited = new Set<string>(activeIds(machine, reach([])));
+    const edges = adjacencyMapToArray(getAdjacencyMap(machine, options));
+    for (const edge of edges) {
+      const result = walk(machine, edge.state, edge.event);
+      for (const t of result.taken) taken.add(t);
+      for (const id of result.visited) visited.add(id);
+    }
+    expect([...visited].sort()).toEqual([...definedStates(machine)].sort());
+    const label = (t: AnyTransitionDefinition) => defined.get(t) ?? `not defined: ${t.eventType}`;
+    expect([...taken].map(label).sort()).toEqual([...defined.values()].sort());
+    // starting 3, replaying 4, running (ABORT) 1, deciding 2, callingModel 4, dispatching 3 + 2, finishing 2, interrupting 2
+    expect(defined.size).toBe(23);
+  });
+});
