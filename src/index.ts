@@ -56,6 +56,11 @@ export {
   validateEntries,
 } from "./events/index.ts";
 export {
+  type AgentLoopContext,
+  type AgentLoopInput,
+  agentLoopMachine,
+} from "./machines/agentLoop.machine.ts";
+export {
   type ModePinContext,
   type ModePinEvent,
   type ModePinInput,
@@ -67,6 +72,10 @@ export {
   resolveModePin,
   validateToolCallLogMode,
 } from "./machines/modePin.machine.ts";
+export { type ToolCallInput, toolCallMachine } from "./machines/toolCall.machine.ts";
+export { type Script, type ScriptContext, ScriptExhaustedError, scriptedModel } from "./models/scripted.ts";
+export type { GenerateRequest, Message, Model, ModelResponse, ToolCall, ToolDescriptor } from "./models/types.ts";
+export { approvalId, modelFrameId, modePinId, outcomeId, parseFrameId, toolStepId } from "./projections/ids.ts";
 export {
   type AgentLoopEvalSubject,
   agentLoopEvalSubject,
@@ -74,6 +83,7 @@ export {
   looksLikeError,
   toolNamesByIteration,
 } from "./projections/readers.ts";
+export { type FrameState, foldEntries, type RunState, type RunStatus } from "./projections/runState.ts";
 export {
   ArchivedOutputError,
   type EndedToolCall,
@@ -88,7 +98,25 @@ export {
   toLeanStep,
   toolCallResult,
 } from "./projections/toolCallLog.ts";
-export type { AgentStep, LeanAgentStep, ToolCallLog, ToolCallLogMode } from "./projections/types.ts";
+export type {
+  AgentOutput,
+  AgentStep,
+  InterruptedAgentRun,
+  LeanAgentStep,
+  ToolCallLog,
+  ToolCallLogMode,
+} from "./projections/types.ts";
+export { type AgentLoop, agentLoop$, type RunRequest } from "./runtime/agentLoop.ts";
+export type {
+  AgentLoopConfig,
+  ApprovalAnswer,
+  ApprovalRequest,
+  InputCheck,
+  Skill,
+  Tool,
+  ToolContext,
+} from "./runtime/config.ts";
+export { AgentInterruptedError, isAgentInterruptedError } from "./runtime/errors.ts";
 export {
   foldRun,
   type HydrateOptions,
@@ -99,3 +127,4 @@ export {
   resolveStep,
   StepResolutionError,
 } from "./runtime/readers.ts";
+export { type ClaimCheckEnvelope, isClaimCheckEnvelope } from "./runtime/session.ts";
