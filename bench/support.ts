@@ -14,12 +14,22 @@ export function rng(seed: number): () => number {
 
 const WORDS = ["alpha", "beta", "gamma", "delta", "loom", "frame", "turn", "tool", "journal", "digest", "lean", "full"];
 
-/** A tool-output-like object (search hits with text) whose JSON is close to `targetBytes`. */
+/**
+ * A tool-output-like object (search hits with text) whose JSON is exactly `targetBytes` long (for
+ * targets above ~100 bytes): hits are added while they fit, then a `note` pads to the size, so
+ * a workload's total output bytes are the sum of its targets and no output overshoots its range.
+ */
 export function toolOutput(next: () => number, targetBytes: number): Record<string, unknown> {
   const hits: Record<string, unknown>[] = [];
-  const out = { query: WORDS[Math.floor(next() * WORDS.length)], total: 0, hits, tookMs: Math.round(next() * 100) };
+  const out: Record<string, unknown> = {
+    query: WORDS[Math.floor(next() * WORDS.length)],
+    total: 0,
+    hits,
+    tookMs: Math.round(next() * 100),
+    note: "",
+  };
   let size = JSON.stringify(out).length;
-  while (size < targetBytes) {
+  for (;;) {
     const words = Array.from({ length: 6 + Math.floor(next() * 10) }, () => WORDS[Math.floor(next() * WORDS.length)]);
     const hit = {
       id: `doc-${hits.length}`,
@@ -28,10 +38,14 @@ export function toolOutput(next: () => number, targetBytes: number): Record<stri
       text: words.join(" "),
       tags: words.slice(0, 2),
     };
+    const grow = JSON.stringify(hit).length + (hits.length > 0 ? 1 : 0);
+    if (size + grow > targetBytes) break;
     hits.push(hit);
-    size += JSON.stringify(hit).length + 1;
+    size += grow;
   }
   out.total = hits.length;
+  const left = targetBytes - JSON.stringify(out).length;
+  if (left > 0) out.note = "n".repeat(left);
   return out;
 }
 

@@ -7,7 +7,7 @@ import type {
   RunFailedData,
   RunInterruptedData,
 } from "../events/types.ts";
-import { parseFrameId } from "./ids.ts";
+import { modelFrameId, parseFrameId } from "./ids.ts";
 import type { Projection } from "./projection.ts";
 
 export interface FrameState {
@@ -36,8 +36,11 @@ export interface RunState {
   decisions: Record<string, DecisionRecordedData>;
   /** Calls settled without running, by step id. */
   settled: Record<string, CallSettledData>;
-  /** Model responses by turn (the model frames' outputs), the backbone of the conversation and the log. */
-  responses: ModelResponse[];
+  /**
+   * Model calls recorded: one past the highest turn with a completed model frame (archived ones
+   * included). The responses themselves are the model frames' outputs: see {@link responseAt}.
+   */
+  turns: number;
   /** The last interruption, while the run is interrupted. */
   interruption: RunInterruptedData | undefined;
   error: RunFailedData["error"] | undefined;
@@ -65,7 +68,7 @@ export const runStateProjection: Projection<RunState> = {
     frames: {},
     decisions: {},
     settled: {},
-    responses: [],
+    turns: 0,
     interruption: undefined,
     error: undefined,
     _output: undefined,
@@ -101,8 +104,7 @@ export const runStateProjection: Projection<RunState> = {
         else {
           frame.status = "completed";
           frame.output = entry.data.output;
-          const parsed = parseFrameId(frame.frameId);
-          if (parsed?.kind === "model") state.responses[parsed.turn] = entry.data.output as ModelResponse;
+          countTurn(state, frame.frameId);
         }
         break;
       }
@@ -121,6 +123,7 @@ export const runStateProjection: Projection<RunState> = {
             status: d?.failed || known?.status === "failed" ? "failed" : "completed",
             archived: { ref: entry.data.archiveRef, digest: d?.digest ?? null, bytes: d?.bytes ?? 0 },
           };
+          if (!d?.failed) countTurn(state, frameId);
         }
         break;
       case "run.completed":
@@ -143,6 +146,24 @@ export const runStateProjection: Projection<RunState> = {
     return state;
   },
 };
+
+function countTurn(state: RunState, frameId: string): void {
+  const parsed = parseFrameId(frameId);
+  if (parsed?.kind === "model" && parsed.turn >= state.turns) state.turns = parsed.turn + 1;
+}
+
+/**
+ * The model's response at `turn` (its model frame's recorded output), or undefined while the
+ * frame is not completed, or archived and not hydrated.
+ *
+ * @example
+ * responseAt(state, 0)?.toolCalls; // the calls of the first model call
+ */
+export function responseAt(state: RunState, turn: number): ModelResponse | undefined {
+  if (state.loopId === undefined) return undefined;
+  const frame = state.frames[modelFrameId(state.loopId, turn)];
+  return frame?.status === "completed" ? (frame.output as ModelResponse | undefined) : undefined;
+}
 
 /** Folds entries (validated, in seq order) into a fresh RunState. */
 export function foldEntries(entries: Iterable<JournalEntry>): RunState {

@@ -1,7 +1,7 @@
 import { digestOf } from "../core/digest.ts";
 import { JournalFormatError, LoomError } from "../core/errors.ts";
 import type { ModelResponse, ToolCall } from "../events/types.ts";
-import { modelFrameId, modePinId, outcomeId, parseFrameId, toolStepId } from "./ids.ts";
+import { modelFrameId, modePinId, outcomeId, toolStepId } from "./ids.ts";
 import type { RunState } from "./runState.ts";
 import type { AgentStep, LeanAgentStep, ToolCallLogMode } from "./types.ts";
 
@@ -96,7 +96,7 @@ export function toolCallResult(state: RunState, stepId: string): ToolCallResult 
 export function* endedToolCalls(state: RunState): Generator<EndedToolCall> {
   const loopId = state.loopId;
   if (loopId === undefined) return;
-  const turns = turnCount(state);
+  const turns = state.turns;
   for (let iteration = 0; iteration < turns; iteration++) {
     const response = modelResponse(state, loopId, iteration);
     if (!response) continue;
@@ -108,22 +108,9 @@ export function* endedToolCalls(state: RunState): Generator<EndedToolCall> {
   }
 }
 
-// Compaction removes model frames' entries, so `responses` can have holes (and be short) where
-// archived model frames stand; their markers still count as turns.
-function turnCount(state: RunState): number {
-  let turns = state.responses.length;
-  for (const frame of Object.values(state.frames)) {
-    if (!frame.archived) continue;
-    const parsed = parseFrameId(frame.frameId);
-    if (parsed?.kind === "model" && parsed.turn >= turns) turns = parsed.turn + 1;
-  }
-  return turns;
-}
-
 function modelResponse(state: RunState, loopId: string, turn: number): ModelResponse | undefined {
-  const recorded = state.responses[turn];
-  if (recorded) return recorded;
   const frame = state.frames[modelFrameId(loopId, turn)];
+  if (frame?.status === "completed" && !frame.archived) return frame.output as ModelResponse;
   if (!frame?.archived || frame.status !== "completed") return undefined; // not answered yet
   if (!("output" in frame)) throw new ArchivedOutputError(state.runId, frame.frameId);
   return frame.output as ModelResponse;

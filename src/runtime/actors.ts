@@ -6,11 +6,11 @@ import type { InterruptReason, ModelResponse, NewEntry, ToolCall } from "../even
 import type { CallModelOutput, PrepareOutput, ReplayOutput } from "../machines/agentLoop.machine.ts";
 import { resolveModePin } from "../machines/modePin.machine.ts";
 import { modelFrameId, modePinId, toolStepId } from "../projections/ids.ts";
-import { foldEntries } from "../projections/runState.ts";
+import { foldEntries, responseAt } from "../projections/runState.ts";
 import { projectToolCallLog } from "../projections/toolCallLog.ts";
 import type { AgentOutput } from "../projections/types.ts";
 import { Appender } from "./appender.ts";
-import { hydrateArchivedFrames } from "./archive.ts";
+import { hydrateArchived } from "./readers.ts";
 import type { RunSession } from "./session.ts";
 
 /**
@@ -72,10 +72,10 @@ export function loopActors(session: RunSession) {
 
   const replay = fromPromise<ReplayOutput, { runId: string }>(async () => {
     const state = session.state;
-    await hydrateArchivedFrames(options.journal, state);
+    await hydrateArchived(options.journal, state);
     session.startConversation(state.input ?? "");
-    for (let turn = 0; turn < state.responses.length; turn++) {
-      const response = state.responses[turn] as ModelResponse;
+    for (let turn = 0; turn < state.turns; turn++) {
+      const response = responseAt(state, turn) as ModelResponse;
       const frameId = modelFrameId(config.id, turn);
       const digest = session.nextPromptDigest();
       if (state.frames[frameId]?.inputDigest !== digest) {
@@ -97,12 +97,12 @@ export function loopActors(session: RunSession) {
       if (open) return { kind: "dispatch", turn, response };
       session.pushToolResults(turn, response);
     }
-    return { kind: "next-turn", turn: state.responses.length };
+    return { kind: "next-turn", turn: state.turns };
   });
 
   const callModel = fromPromise<CallModelOutput, { turn: number }>(async ({ input, signal }) => {
     const { turn } = input;
-    if (turn > 0) session.pushToolResults(turn - 1, session.state.responses[turn - 1] as ModelResponse);
+    if (turn > 0) session.pushToolResults(turn - 1, responseAt(session.state, turn - 1) as ModelResponse);
     const frameId = modelFrameId(config.id, turn);
     const digest = session.nextPromptDigest();
     const existing = session.state.frames[frameId];
@@ -137,7 +137,7 @@ export function loopActors(session: RunSession) {
     if (signal.aborted) return { ok: false, reason: "aborted", detail: null };
     const response = normalizeResponse(raw);
     await session.appender.append({ type: "frame.completed", data: { frameId, output: response } });
-    const recorded = session.state.responses[turn] as ModelResponse;
+    const recorded = responseAt(session.state, turn) as ModelResponse;
     session.modelAnswered(digest, recorded);
     return { ok: true, response: recorded };
   });

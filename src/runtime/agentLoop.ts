@@ -2,6 +2,7 @@ import { createActor, type InspectionEvent, type Observer } from "xstate";
 import { agentLoopMachine } from "../machines/agentLoop.machine.ts";
 import { toolCallMachine } from "../machines/toolCall.machine.ts";
 import { toolStepId } from "../projections/ids.ts";
+import { responseAt } from "../projections/runState.ts";
 import { projectToolCallLog } from "../projections/toolCallLog.ts";
 import type { AgentOutput, InterruptedAgentRun } from "../projections/types.ts";
 import { loopActors } from "./actors.ts";
@@ -75,13 +76,13 @@ async function runLoop(config: AgentLoopConfig, request: RunRequest): Promise<Ag
 
 function interruptedRun(session: RunSession, pending: readonly string[]): InterruptedAgentRun {
   const state = session.state;
-  const turn = state.responses.length - 1;
-  const calls = state.responses[turn]?.toolCalls ?? [];
+  const turn = state.turns - 1;
+  const calls = responseAt(state, turn)?.toolCalls ?? [];
   return {
     runId: session.options.runId,
     reason: state.interruption?.reason ?? "aborted",
     toolCallLog: projectToolCallLog(state, session.mode),
-    iterations: state.responses.length,
+    iterations: state.turns,
     pendingApprovals: calls.flatMap((call, index) => {
       const stepId = toolStepId(session.loopId, turn, index);
       return pending.includes(stepId) ? [{ stepId, toolName: call.name, input: call.input }] : [];

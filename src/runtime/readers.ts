@@ -3,7 +3,6 @@ import { IntegrityError, LoomError } from "../core/errors.ts";
 import { readJournal } from "../events/journal.ts";
 import { readArchived } from "../events/readArchived.ts";
 import type { ArchivedFrame, Journal } from "../events/spi.ts";
-import type { ModelResponse } from "../events/types.ts";
 import { validateToolCallLogMode } from "../machines/modePin.machine.ts";
 import { parseFrameId } from "../projections/ids.ts";
 import { foldEntries, type RunState } from "../projections/runState.ts";
@@ -48,8 +47,7 @@ export interface HydrateOptions {
 /**
  * Reads the outputs of archived frames back into `state` (one archive read per batch), each
  * verified against the digest in its `frames.archived` marker (`IntegrityError` on a mismatch).
- * A model frame's response is put back in `state.responses`, so the state equals the fold of
- * the uncompacted journal. Needed for the full log and for a resume; the lean log only needs
+ * Then the state equals the fold of the uncompacted journal. Needed for the full log and for a resume; the lean log only needs
  * archived model frames. Returns `state`.
  *
  * @example
@@ -72,8 +70,6 @@ export async function hydrateArchived(journal: Journal, state: RunState, options
       const frame = state.frames[id];
       if (!frame) continue;
       frame.output = output;
-      const parsed = parseFrameId(id);
-      if (parsed?.kind === "model") state.responses[parsed.turn] = output as ModelResponse;
     }
   }
   return state;
