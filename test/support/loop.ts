@@ -1,7 +1,10 @@
 import { createJournal } from "../../src/events/journal.ts";
 import { memoryStore } from "../../src/events/memory.ts";
+import type { Journal } from "../../src/events/spi.ts";
 import type { EventStore } from "../../src/events/store.ts";
+import type { JournalEntry } from "../../src/events/types.ts";
 import type { Tool } from "../../src/runtime/config.ts";
+import { rebuildToolCallLog } from "../../src/runtime/readers.ts";
 
 /** A journal on a memory store that keeps JSON text, as a JSON store would. */
 export const jsonJournal = (store: EventStore = memoryStore({ json: true })) => createJournal({ store });
@@ -50,4 +53,31 @@ export function countingTools() {
     },
   };
   return { tools, executions };
+}
+
+/** Both shapes of a run's log rebuilt from its journal, as JSON text (byte-identical means equal text). */
+export async function logsOf(journal: Journal, runId: string): Promise<{ full: string; lean: string }> {
+  const full = JSON.stringify(await rebuildToolCallLog(journal, runId, "full"));
+  const lean = JSON.stringify(await rebuildToolCallLog(journal, runId, "lean"));
+  return { full, lean };
+}
+
+/** The frames of a journal by how far they got: completed (output or failed), or only started. */
+export function frameProgress(entries: readonly JournalEntry[]): { completed: Set<string>; open: Set<string> } {
+  const completed = new Set<string>();
+  const open = new Set<string>();
+  for (const e of entries) {
+    if (e.type === "frame.started") open.add(e.data.frameId);
+    if (e.type === "frame.completed") {
+      open.delete(e.data.frameId);
+      completed.add(e.data.frameId);
+    }
+  }
+  return { completed, open };
+}
+
+/** Adds each count of `more` to `into` (executions of a crashed attempt and of its resume). */
+export function addCounts(into: Map<string, number>, more: ReadonlyMap<string, number>): Map<string, number> {
+  for (const [k, n] of more) into.set(k, (into.get(k) ?? 0) + n);
+  return into;
 }
