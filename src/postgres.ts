@@ -1,0 +1,16 @@
+/**
+ * `loom/postgres`: the journal in PostgreSQL and workers that share its runs across processes
+ * and machines. `pg` is an optional peer dependency; only this subpath loads it.
+ */
+export { postgresArchive } from "./postgres/archive.ts";
+export { postgresBlobStore } from "./postgres/blobs.ts";
+export type { PostgresOptions } from "./postgres/database.ts";
+export {
+  isNotPostgresJournalError,
+  isPostgresSchemaError,
+  NotPostgresJournalError,
+  PostgresSchemaError,
+} from "./postgres/errors.ts";
+export { openPostgresJournal } from "./postgres/journal.ts";
+export { POSTGRES_SCHEMA_VERSION } from "./postgres/schema.ts";
+export { type PostgresEventStore, postgresStore } from "./postgres/store.ts";

@@ -1,0 +1,67 @@
+import type pg from "pg";
+import { sha256Hex } from "../core/digest.ts";
+import { IntegrityError } from "../core/errors.ts";
+import { refDigest } from "../events/blobs.ts";
+import type { BlobRef, BlobStore } from "../events/spi.ts";
+import { openPgDatabase, type PgDatabase, type PostgresOptions } from "./database.ts";
+
+/**
+ * Blobs (claim-checked tool outputs) in the `loom_blobs` table of a PostgreSQL database: the
+ * journal's own with `openPostgresJournal`. Content-addressed (`put` of the same bytes stores them
+ * once); `get` verifies the bytes against the ref and throws `IntegrityError` on a mismatch.
+ *
+ * @example
+ * const blobs = postgresBlobStore(process.env.DATABASE_URL!);
+ * const { ref } = await blobs.put(new TextEncoder().encode("big output"));
+ */
+export function postgresBlobStore(target: string | pg.Pool, options?: PostgresOptions): BlobStore {
+  return postgresBlobStoreOn(openPgDatabase(target, options));
+}
+
+/** The blob store on an already opened database. */
+export function postgresBlobStoreOn(shared: PgDatabase): BlobStore {
+  const db = shared.acquire();
+  const { pool, tables } = db;
+  const where = `the blobs of ${db.label}`;
+  return {
+    async put(bytes) {
+      const digest = sha256Hex(bytes);
+      await db.ready;
+      await pool.query(
+        `INSERT INTO ${tables.blobs} (digest, size, bytes) VALUES ($1, $2, $3) ON CONFLICT (digest) DO NOTHING`,
+        [digest, bytes.byteLength, Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)],
+      );
+      return { ref: `sha256:${digest}` as BlobRef, size: bytes.byteLength, digest };
+    },
+    async get(ref) {
+      const digest = refDigest(ref);
+      await db.ready;
+      const { rows } = await pool.query<{ bytes: Buffer }>(`SELECT bytes FROM ${tables.blobs} WHERE digest = $1`, [
+        digest,
+      ]);
+      const bytes = rows[0]?.bytes;
+      if (bytes === undefined) {
+        throw new IntegrityError(
+          `blob ${ref} is not in ${where}; the journal refers to bytes that were lost`,
+          "blobMissing",
+        );
+      }
+      const actual = sha256Hex(bytes);
+      if (actual !== digest) {
+        throw new IntegrityError(
+          `blob ${ref} in ${where} does not match its digest (the bytes hash to sha256:${actual}); it was altered or swapped: restore it from a backup`,
+        );
+      }
+      return bytes;
+    },
+    async has(ref) {
+      const digest = refDigest(ref);
+      await db.ready;
+      const { rowCount } = await pool.query(`SELECT 1 FROM ${tables.blobs} WHERE digest = $1`, [digest]);
+      return rowCount === 1;
+    },
+    async close() {
+      await db.release();
+    },
+  };
+}

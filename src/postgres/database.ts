@@ -1,0 +1,80 @@
+import pg from "pg";
+import { ensureSchema, type Tables, tablesIn } from "./schema.ts";
+
+/**
+ * The PostgreSQL database a journal lives in: one pool shared by the store, the blobs, the
+ * archive and the workers' leases. Each holder acquires it; the last release ends the pool when
+ * Loom created it (a pool passed in is the caller's and is never ended).
+ */
+
+export interface PostgresOptions {
+  /**
+   * The schema that holds Loom's tables (created if absent). Default: none, so the tables go
+   * where the connection's `search_path` puts them (usually `public`). Letters, digits and `_`.
+   */
+  readonly schema?: string;
+  /** Settings for the pool Loom creates from a URL (ignored when a pool is passed). */
+  readonly pool?: Omit<pg.PoolConfig, "connectionString">;
+}
+
+export interface PgDatabase {
+  readonly pool: pg.Pool;
+  readonly tables: Tables;
+  /** Where it is, for messages: host, database and schema, never a password. */
+  readonly label: string;
+  /** Settles once the schema is created and its version checked; every operation awaits it. */
+  readonly ready: Promise<void>;
+  /** Counts one more holder. */
+  acquire(): PgDatabase;
+  /** One holder is done; the last one ends the pool (unless the caller passed it). */
+  release(): Promise<void>;
+}
+
+/** Where a postgres store says which database it lives in (workers and submitRun use it). */
+export const pgDatabaseOf: unique symbol = Symbol("loom.pgDatabase");
+
+/**
+ * Opens (or adopts) a pool and starts creating the schema at once. The factory stays synchronous
+ * like its SQLite siblings: a failure (server down, newer schema) rejects `ready`, hence the
+ * first operation.
+ */
+export function openPgDatabase(target: string | pg.Pool, options: PostgresOptions = {}): PgDatabase {
+  const tables = tablesIn(options.schema);
+  const external = typeof target !== "string";
+  const pool = external ? target : new pg.Pool({ ...options.pool, connectionString: target });
+  // An idle client's error (a server restart) must not crash the process: the pool replaces it.
+  if (!external) pool.on("error", () => {});
+  const label = `${external ? "the given pool" : where(target)}${options.schema ? ` schema ${options.schema}` : ""}`;
+  const ready = ensureSchema(pool, tables, label, options.schema);
+  ready.catch(() => {}); // surfaced by the first operation that awaits it
+  let holders = 0;
+  let ended = false;
+  const db: PgDatabase = {
+    pool,
+    tables,
+    label,
+    ready,
+    acquire() {
+      holders++;
+      return db;
+    },
+    async release() {
+      holders--;
+      if (holders === 0 && !external && !ended) {
+        ended = true;
+        await ready.catch(() => {});
+        await pool.end();
+      }
+    },
+  };
+  return db;
+}
+
+function where(url: string): string {
+  try {
+    const u = new URL(url);
+    return `postgres ${u.host}${u.pathname}`;
+  } catch {
+    return "postgres (unparsable URL)";
+  }
+}
