@@ -14,6 +14,9 @@ export interface SqliteEventStore extends EventStore {
 
 type Row = [seq: number, type: string, data: string, meta: string];
 
+/** Rows fetched per statement when reading a run. */
+const PAGE = 256;
+
 /**
  * The embedded `EventStore`: one SQLite file (better-sqlite3, WAL). Each append is one
  * `BEGIN IMMEDIATE` transaction that checks `expectedVersion` inside it, so appends from several
@@ -37,8 +40,8 @@ export function sqliteStoreOn(shared: SqliteFile): SqliteEventStore {
   const { db } = file;
   const insert = db.prepare("INSERT INTO loom_entries (run_id, seq, type, data, meta) VALUES (?, ?, ?, ?, ?)");
   const versionOf = db.prepare("SELECT max(seq) FROM loom_entries WHERE run_id = ?").pluck();
-  const select = db
-    .prepare("SELECT seq, type, data, meta FROM loom_entries WHERE run_id = ? AND seq >= ? ORDER BY seq")
+  const page = db
+    .prepare(`SELECT seq, type, data, meta FROM loom_entries WHERE run_id = ? AND seq >= ? ORDER BY seq LIMIT ${PAGE}`)
     .raw();
   const remove = db.prepare("DELETE FROM loom_entries WHERE run_id = ? AND seq = ?");
   const runs = db.prepare(
@@ -73,6 +76,43 @@ export function sqliteStoreOn(shared: SqliteFile): SqliteEventStore {
     insert.run(runId, request.expectedVersion + 1, request.marker.type, text, meta);
   });
 
+  // Pages, not one all(): a page's row texts die young once parsed, instead of every row's text
+  // staying alive until the last is parsed (GC-bound on long runs). One read transaction, so
+  // the pages are one snapshot even while another process appends or compacts.
+  const readTx = db.transaction((runId: string, from: number): JournalEntry[] => {
+    const out: JournalEntry[] = [];
+    // The entries of one append share one meta text: parse it once, share it frozen.
+    let metaText = "";
+    let meta: EntryMeta | undefined;
+    for (;;) {
+      const rows = page.all(runId, from) as Row[];
+      let i = 0;
+      let field = "data";
+      try {
+        for (; i < rows.length; i++) {
+          const row = rows[i]!;
+          field = "data";
+          const data = JSON.parse(row[2]);
+          if (row[3] !== metaText) {
+            field = "meta";
+            meta = Object.freeze(JSON.parse(row[3]));
+            metaText = row[3];
+          }
+          out.push({ runId, seq: row[0], type: row[1], data, meta } as JournalEntry);
+        }
+      } catch (cause) {
+        throw new JournalFormatError(
+          runId,
+          rows[i]?.[0],
+          field,
+          `the stored text is not JSON (${String(cause)}); the file is damaged: restore it from a backup or remove the run`,
+        );
+      }
+      if (rows.length < PAGE) return out;
+      from = rows[rows.length - 1]![0] + 1;
+    }
+  });
+
   const metaText = () => JSON.stringify({ v: SCHEMA_VERSION, at: new Date().toISOString() } satisfies EntryMeta);
 
   const compactSync = (runId: string, request: CompactRequest) => {
@@ -100,27 +140,7 @@ export function sqliteStoreOn(shared: SqliteFile): SqliteEventStore {
     },
 
     async read(runId: string, options?: { from?: number }) {
-      const rows = select.all(runId, options?.from ?? 1) as Row[];
-      const out: JournalEntry[] = new Array(rows.length);
-      let i = 0;
-      let field = "data";
-      try {
-        for (; i < rows.length; i++) {
-          const r = rows[i]!;
-          field = "data";
-          const data = JSON.parse(r[2]);
-          field = "meta";
-          out[i] = { runId, seq: r[0], type: r[1], data, meta: JSON.parse(r[3]) } as JournalEntry;
-        }
-      } catch (cause) {
-        throw new JournalFormatError(
-          runId,
-          rows[i]?.[0],
-          field,
-          `the stored text is not JSON (${String(cause)}); the file is damaged: restore it from a backup or remove the run`,
-        );
-      }
-      return out;
+      return readTx(runId, options?.from ?? 1);
     },
 
     async listRuns() {

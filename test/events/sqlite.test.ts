@@ -62,6 +62,20 @@ describe("sqliteStore", () => {
     await b.close();
   });
 
+  it("reads a run longer than one page, and names the seq of a damaged row on a later page", async () => {
+    const store = sqliteStore(path);
+    const entries = [runStarted(), ...Array.from({ length: 599 }, (_, i) => decision(`d${i}`, i))];
+    await store.append("r", entries, { expectedVersion: 0 });
+    expect((await readJournal(createJournal({ store }), "r", { from: 2 })).map((e) => e.seq)).toEqual(
+      Array.from({ length: 599 }, (_, i) => i + 2),
+    );
+    const db = new Database(path);
+    db.exec("UPDATE loom_entries SET data = '{' WHERE seq = 555");
+    db.close();
+    await expect(store.read("r")).rejects.toMatchObject({ code: "journalFormat", seq: 555, field: "data" });
+    await store.close();
+  });
+
   describe("a hand-damaged row is reported by readJournal with run, seq and field", () => {
     const damage = async (sql: string): Promise<JournalFormatError> => {
       const store = sqliteStore(path);
