@@ -169,7 +169,7 @@ export function loopActors(session: RunSession) {
  * distinct string id and a name (a missing name is kept as "" and settled as an unknown tool).
  */
 function normalizeResponse(live: ModelResponse | undefined): ModelResponse {
-  const raw = jsonForm(live) as ModelResponse | undefined;
+  const raw = (jsonForm(live) ?? partsInJsonForm(live)) as ModelResponse | undefined;
   const calls: unknown[] = Array.isArray(raw?.toolCalls) ? raw.toolCalls : [];
   const seen = new Set<string>();
   const toolCalls: ToolCall[] = calls.map((c, index) => {
@@ -187,6 +187,35 @@ function normalizeResponse(live: ModelResponse | undefined): ModelResponse {
   if (typeof raw?.content === "string") out.content = raw.content;
   if (raw?.usage) out.usage = raw.usage;
   return out;
+}
+
+/**
+ * A response with no JSON form as a whole (a BigInt or a cycle in one call's input, from a buggy
+ * adapter), part by part: an input with no JSON form becomes the adapters' invalid-input marker,
+ * so that call is fed back as an error instead of the whole response reading as an empty answer.
+ */
+function partsInJsonForm(live: unknown): unknown {
+  if (typeof live !== "object" || live === null) return null;
+  try {
+    const { content, toolCalls, usage } = live as { content?: unknown; toolCalls?: unknown; usage?: unknown };
+    const calls = Array.isArray(toolCalls)
+      ? toolCalls.map((c: unknown) => {
+          if (typeof c !== "object" || c === null) return jsonForm(c);
+          const { id, name, input } = c as { id?: unknown; name?: unknown; input?: unknown };
+          let recorded: unknown;
+          try {
+            const text = JSON.stringify(input);
+            recorded = text === undefined ? undefined : JSON.parse(text);
+          } catch (e) {
+            recorded = { __loomInvalidInput: "(no JSON form)", error: String((e as Error)?.message ?? e) };
+          }
+          return { id: jsonForm(id), name: jsonForm(name), input: recorded };
+        })
+      : [];
+    return { content: jsonForm(content), toolCalls: calls, usage: jsonForm(usage) };
+  } catch {
+    return null; // a getter that throws: nothing of the response can be trusted
+  }
 }
 
 /** A value as a JSON store hands it back; a value with no JSON form becomes null. */

@@ -387,7 +387,7 @@ describe("defective model responses", () => {
         {
           id: "c1",
           name: "echo",
-          input: { __loomInvalidInput: true, error: "Unexpected token } in JSON at position 7" },
+          input: { __loomInvalidInput: '{"q": 1,}', error: "Unexpected token } in JSON at position 7" },
         },
       ],
     }));
@@ -408,6 +408,44 @@ describe("defective model responses", () => {
     expect(out.toolCallLog[0]).toMatchObject({ status: "error", toolName: "echo" });
     const settled = (await readJournal(journal, "r")).find((e) => e.type === "call.settled");
     expect(settled?.data).toMatchObject({ reason: "invalid-input", status: "error" });
+    await nothingHalfJournaled(journal, "r");
+  });
+
+  it("a tool-call input with no JSON form (a BigInt, a cycle: a buggy adapter) is fed back as invalid input; the rest of the response stands", async () => {
+    const executed: string[] = [];
+    const cycle: Record<string, unknown> = {};
+    cycle.self = cycle;
+    const { model, fed } = oneDefect(() => ({
+      content: "calling",
+      toolCalls: [
+        { id: "c1", name: "echo", input: { n: 1n } },
+        { id: "c2", name: "echo", input: { fine: true } },
+        { id: "c3", name: "echo", input: cycle },
+      ],
+    }));
+    const journal = jsonJournal();
+    const out = await agentLoop$({ id: "m", model, tools: { echo: echo(executed) } }).run({
+      runId: "r",
+      input: "go",
+      journal,
+    });
+    expect(out.iterations).toBe(2);
+    expect(executed).toEqual(["m#turn:0:tool:1"]);
+    expect(fed().map((m) => [m.toolCallId, m.isError])).toEqual([
+      ["c1", true],
+      ["c2", false],
+      ["c3", true],
+    ]);
+    expect(fed()[0]?.output).toEqual({
+      error: "invalid-input",
+      message: expect.stringMatching(/^the tool-call input is not valid JSON \(.*BigInt.*\)$/),
+    });
+    expect(fed()[2]?.output).toEqual({
+      error: "invalid-input",
+      message: expect.stringMatching(/^the tool-call input is not valid JSON \(.*circular.*\)$/is),
+    });
+    const response = (await readJournal(journal, "r")).find((e) => e.type === "frame.completed");
+    expect(response?.data).toMatchObject({ output: { content: "calling" } });
     await nothingHalfJournaled(journal, "r");
   });
 
