@@ -1,0 +1,152 @@
+import { createServer } from "node:net";
+import { createInterface } from "node:readline";
+import type { Command } from "commander";
+import type { InspectionEvent } from "xstate";
+import { foldEntries, hydrateArchived, rebuildToolCallLog } from "../../index.ts";
+import { dbPath, readRun, withJournal } from "../db.ts";
+import { int } from "../format.ts";
+import { CliError, type CliIo, println } from "../io.ts";
+import { type CommonOptions, integerOption, withCommon } from "../program.ts";
+import { replayRun } from "../replay.ts";
+
+interface InspectOptions extends CommonOptions {
+  readonly port: number;
+  readonly once?: boolean;
+  readonly wait?: boolean;
+  readonly pace: number;
+  readonly open?: boolean;
+}
+
+/** The inspection events @statelyai/inspect forwards (it drops the others). */
+const FORWARDED = new Set(["@xstate.actor", "@xstate.event", "@xstate.snapshot"]);
+
+/** `loom inspect <runId>`: the recorded run replayed through the statecharts, served to the Stately inspector. */
+export function registerInspect(program: Command, io: CliIo): void {
+  withCommon(program.command("inspect"))
+    .description(
+      "replay a recorded run through the loop's statecharts (served from its journal: nothing is re-executed) and stream it to the Stately inspector on localhost",
+    )
+    .argument("<runId>", "the run (see `loom runs`)")
+    .option("--port <n>", "port of the local inspector server (http page + websocket)", integerOption(1), 8080)
+    .option("--once", "replay once, deliver the events, and exit")
+    .option("--wait", "wait for Enter before each replay (the default on a terminal): open the page first")
+    .option("--no-wait", "replay at once")
+    .option(
+      "--pace <ms>",
+      "pause before each recorded model response, to watch the run step by step",
+      integerOption(0),
+      0,
+    )
+    .option("--open", "open the inspector page in the default browser")
+    .action(async (runId: string, options: InspectOptions) => {
+      const path = dbPath(io, options.db);
+      const { state, lean } = await withJournal(path, async (journal) => {
+        const state = foldEntries(await readRun(journal, runId, path));
+        await hydrateArchived(journal, state);
+        return { state, lean: await rebuildToolCallLog(journal, runId, "lean") };
+      });
+      const { createWebSocketInspector, createInspectorServer, WebSocket } = await loadInspect();
+      await ensurePortFree(options.port);
+      const server = createInspectorServer({ port: options.port, autoOpen: options.open === true });
+      const url = `ws://127.0.0.1:${options.port}`;
+      const inspector = createWebSocketInspector({ url, maxDeferredEvents: Number.MAX_SAFE_INTEGER });
+      // A client of our own counts what the server relays: the replay's events have reached it when the counts match.
+      const probe = new WebSocket(url);
+      let relayed = 0;
+      probe.on("message", () => relayed++);
+      try {
+        await new Promise((resolve, reject) => probe.once("open", resolve).once("error", reject));
+        println(
+          io.stdout,
+          `inspector: http://localhost:${options.port} (the Stately inspector, fed by ws://localhost:${options.port})`,
+        );
+        const replay = async () => {
+          const before = relayed;
+          let sent = 0;
+          const result = await replayRun(state, lean, {
+            paceMs: options.pace,
+            inspect: (event: InspectionEvent) => {
+              if (FORWARDED.has(event.type)) sent++;
+              inspector.inspect.next?.(event);
+            },
+          });
+          const reached = await delivered(() => relayed - before, sent);
+          println(
+            io.stdout,
+            `replayed run ${runId}: ${int(result.turns)} model responses, ended ${result.ended}; ${int(reached)}/${int(sent)} inspection events delivered; ${int(result.matching)}/${int(result.of)} tool results match the journal (lean digest)`,
+          );
+        };
+        const wait = options.wait ?? io.stdin?.isTTY === true;
+        if (!wait) await replay();
+        if (options.once && !wait) return;
+        await serve(io, { wait, once: options.once === true, replay });
+      } finally {
+        probe.close();
+        inspector.stop();
+        server.stop();
+      }
+    });
+}
+
+/** Until Ctrl-C (or after one replay with --once): Enter replays the run when `wait` is on. */
+async function serve(io: CliIo, options: { wait: boolean; once: boolean; replay: () => Promise<void> }) {
+  const lines = options.wait && io.stdin ? createInterface({ input: io.stdin }) : undefined;
+  println(
+    io.stdout,
+    options.wait
+      ? `press Enter to replay the run${options.once ? "" : " (again and again)"}; Ctrl-C to stop`
+      : "serving; Ctrl-C to stop",
+  );
+  try {
+    await new Promise<void>((resolve, reject) => {
+      if (io.signal?.aborted) return resolve();
+      io.signal?.addEventListener("abort", () => resolve(), { once: true });
+      let busy = Promise.resolve();
+      lines?.on("line", () => {
+        busy = busy.then(options.replay).then(() => (options.once ? resolve() : undefined), reject);
+      });
+      lines?.once("close", () => void busy.then(() => options.once && resolve()));
+    });
+  } finally {
+    lines?.close();
+  }
+}
+
+/** Waits until `count()` reaches `expected` (10 s at most); returns what it reached. */
+async function delivered(count: () => number, expected: number): Promise<number> {
+  const until = Date.now() + 10_000;
+  while (count() < expected && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 20));
+  return count();
+}
+
+/** @statelyai/inspect and ws, loaded only by this command. */
+async function loadInspect() {
+  try {
+    const [{ createWebSocketInspector }, { createInspectorServer }, { WebSocket }] = await Promise.all([
+      import("@statelyai/inspect"),
+      import("@statelyai/inspect/server"),
+      import("ws"),
+    ]);
+    return { createWebSocketInspector, createInspectorServer, WebSocket };
+  } catch (e) {
+    throw new CliError(
+      "inspectMissing",
+      `loom inspect needs the packages @statelyai/inspect and ws (${(e as Error).message.split("\n")[0]}); install them: npm install @statelyai/inspect ws`,
+    );
+  }
+}
+
+/** The inspector server crashes the process on a taken port: check first, with a clear error. */
+async function ensurePortFree(port: number): Promise<void> {
+  await new Promise<void>((resolve, reject) => {
+    const probe = createServer();
+    probe.once("error", (e: NodeJS.ErrnoException) =>
+      reject(
+        e.code === "EADDRINUSE"
+          ? new CliError("portInUse", `port ${port} is in use (another \`loom inspect\`?); pass --port <n>`)
+          : e,
+      ),
+    );
+    probe.listen(port, () => probe.close(() => resolve()));
+  });
+}

@@ -1,0 +1,71 @@
+import { type Command, Option } from "commander";
+import {
+  type AgentStep,
+  isFullToolCallLog,
+  type LeanAgentStep,
+  rebuildToolCallLog,
+  type ToolCallLogMode,
+} from "../../index.ts";
+import { dbPath, readRun, runInfo, withJournal } from "../db.ts";
+import { clip, int, oneLine, shortDigest, table } from "../format.ts";
+import { type CliIo, println } from "../io.ts";
+import { type CommonOptions, withCommon } from "../program.ts";
+
+interface LogOptions extends CommonOptions {
+  readonly mode?: ToolCallLogMode;
+  readonly json?: boolean;
+}
+
+/** `loom log <runId>`: the run's tool-call log, rebuilt from the journal in either shape. */
+export function registerLog(program: Command, io: CliIo): void {
+  withCommon(program.command("log"))
+    .description("print a run's tool-call log, rebuilt from its journal (any point of the run, compacted or not)")
+    .argument("<runId>", "the run (see `loom runs`)")
+    .addOption(
+      new Option("--mode <mode>", "the log's shape (default: the run's recorded shape)").choices(["full", "lean"]),
+    )
+    .option("--json", "print the log as a JSON array")
+    .action(async (runId: string, options: LogOptions) => {
+      const path = dbPath(io, options.db);
+      const { info, log } = await withJournal(path, async (journal) => {
+        const entries = await readRun(journal, runId, path);
+        const info = runInfo(runId, entries);
+        const log = await rebuildToolCallLog(journal, runId, options.mode ?? info.mode);
+        return { info, log };
+      });
+      if (options.json) return println(io.stdout, JSON.stringify(log, null, 2));
+      const mode = options.mode ?? info.mode;
+      println(
+        io.stdout,
+        `run ${runId} · loop ${info.loopId} · ${info.status} · ${int(info.iterations)} model calls · ${int(log.length)} tool calls · ${mode} log (recorded shape: ${info.mode})`,
+      );
+      if (log.length === 0) return println(io.stdout, "no tool call has ended yet");
+      println(
+        io.stdout,
+        isFullToolCallLog(log) && mode === "full" ? fullTable(log, io) : leanTable(log as LeanAgentStep[]),
+      );
+    });
+}
+
+function leanTable(log: readonly LeanAgentStep[]): string {
+  const rows = log.map((e) => [
+    String(e.iteration),
+    e.toolName,
+    e.status,
+    int(e.bytes),
+    shortDigest(e.digest),
+    e.stepId,
+  ]);
+  return table(["iter", "tool", "status", "bytes", "digest", "stepId"], rows, [0, 3]);
+}
+
+function fullTable(log: readonly AgentStep[], io: CliIo): string {
+  const width = Math.max(40, (io.stdout.columns ?? 120) - 60);
+  const rows = log.map((e) => [
+    String(e.iteration),
+    e.toolName,
+    clip(oneLine(e.toolInput), 36),
+    clip(oneLine(e.toolOutput), width),
+  ]);
+  return table(["iter", "tool", "input", "output"], rows, [0]);
+}

@@ -1,0 +1,66 @@
+import type { Command } from "commander";
+import { type AgentOutput, foldEntries } from "../../index.ts";
+import { dbPath, modelCalls, readRun, withJournal } from "../db.ts";
+import { int } from "../format.ts";
+import { CliError, type CliIo, println } from "../io.ts";
+import { KNOWN_LOOPS } from "../loops.ts";
+import { packageRoot } from "../packageRoot.ts";
+import { type CommonOptions, withCommon } from "../program.ts";
+import { progressBar } from "../progress.ts";
+
+/** `loom resume <runId>`: goes on with a stopped or crashed run of a loop this command defines. */
+export function registerResume(program: Command, io: CliIo): void {
+  withCommon(program.command("resume"))
+    .description("resume a stopped or crashed run from its journal (runs of the loops this command defines: loom-demo)")
+    .argument("<runId>", "the run (see `loom runs`)")
+    .option("--json", "print the run's output as JSON")
+    .action(async (runId: string, options: CommonOptions & { json?: boolean }) => {
+      const path = dbPath(io, options.db);
+      const result = await withJournal(path, async (journal) => {
+        const state = foldEntries(await readRun(journal, runId, path));
+        const known = state.loopId === undefined ? undefined : KNOWN_LOOPS[state.loopId];
+        if (!known && state.status === "completed") {
+          // A completed run is never appended to: its answer is in the journal, no loop is needed.
+          const output = state._output as AgentOutput;
+          return {
+            before: { status: state.status, iterations: output.iterations },
+            output,
+            modelCalls: 0,
+            toolCalls: 0,
+          };
+        }
+        if (!known) {
+          throw new CliError(
+            "unknownLoop",
+            `run ${runId} was recorded by loop "${state.loopId}", which this command does not define (it resumes ${Object.keys(KNOWN_LOOPS).join(", ")}); resume it from the program that defines that loop: loop.run({ runId: "${runId}", journal })`,
+          );
+        }
+        const before = { status: state.status, iterations: modelCalls(state) };
+        const bar = progressBar(io.stderr, known.turns(state));
+        if (state.status !== "completed")
+          bar.note(`resuming run ${runId} (${state.status}, ${before.iterations} model calls recorded)`);
+        const resumed = await known.resume({ journal, runId, root: packageRoot(), onProgress: bar.update });
+        if (state.status !== "completed") bar.done();
+        return { before, ...resumed };
+      });
+      const { output, before, modelCalls: ran, toolCalls } = result;
+      if (options.json)
+        return println(
+          io.stdout,
+          JSON.stringify({ runId, before, ran: { modelCalls: ran, toolCalls }, output }, null, 2),
+        );
+      if (before.status === "completed") {
+        println(io.stdout, `run ${runId} had already completed; nothing was run. Its answer:`);
+      } else {
+        println(
+          io.stdout,
+          `run ${runId} completed: this resume ran ${int(ran)} model calls and ${int(toolCalls)} tool calls, the rest was served from the journal.`,
+        );
+      }
+      println(io.stdout, `  ${output.content}`);
+      println(
+        io.stdout,
+        `  ${int(output.iterations)} model calls, ${int(output.toolCallLog.length)} tool calls in all`,
+      );
+    });
+}

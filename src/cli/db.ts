@@ -1,0 +1,91 @@
+import { existsSync } from "node:fs";
+import { resolve } from "node:path";
+import {
+  foldEntries,
+  type JournalEntry,
+  type OpenJournal,
+  openSqliteJournal,
+  parseFrameId,
+  type RunState,
+  readJournal,
+  recordedModePin,
+  type ToolCallLogMode,
+} from "../index.ts";
+import { CliError, type CliIo } from "./io.ts";
+
+/** The journal file every command reads: `--db`, relative to the working directory. */
+export const DEFAULT_DB = "./loom.db";
+
+export const dbPath = (io: CliIo, db: string | undefined): string => resolve(io.cwd, db ?? DEFAULT_DB);
+
+/**
+ * Opens an existing journal file, runs `fn`, closes it. A missing file is an error here (opening
+ * would create an empty one): only `loom demo` makes a journal.
+ */
+export async function withJournal<T>(path: string, fn: (journal: OpenJournal) => Promise<T>): Promise<T> {
+  if (!existsSync(path)) {
+    throw new CliError(
+      "noJournal",
+      `no journal at ${path}: run \`npm run demo\` to make one, or pass --db <file> (the SQLite file your program journals to)`,
+    );
+  }
+  const journal = openSqliteJournal(path);
+  try {
+    return await fn(journal);
+  } finally {
+    await journal.close();
+  }
+}
+
+/** A run's entries (validated); an unknown run id is an error that says how to list them. */
+export async function readRun(journal: OpenJournal, runId: string, path: string): Promise<JournalEntry[]> {
+  const entries = await readJournal(journal, runId);
+  if (entries.length === 0) {
+    throw new CliError("unknownRun", `no run "${runId}" in ${path}; \`loom runs\` lists the runs it holds`);
+  }
+  return entries;
+}
+
+/** The bytes an entry takes in the journal: its type, data and meta as stored (UTF-8 JSON text). */
+export const entryBytes = (entry: Pick<JournalEntry, "type" | "data" | "meta">): number =>
+  Buffer.byteLength(entry.type) +
+  Buffer.byteLength(JSON.stringify(entry.data)) +
+  Buffer.byteLength(JSON.stringify(entry.meta));
+
+export interface RunInfo {
+  readonly runId: string;
+  readonly loopId: string | undefined;
+  readonly status: RunState["status"];
+  /** Model calls recorded (completed model frames). */
+  readonly iterations: number;
+  /** The log's recorded shape: the mode pin, or "full" when none was journaled. */
+  readonly mode: ToolCallLogMode;
+  readonly entries: number;
+  /** The last seq (more than `entries` after a compaction). */
+  readonly version: number;
+  readonly bytes: number;
+  readonly startedAt: string | undefined;
+  readonly updatedAt: string | undefined;
+}
+
+/** What `loom runs` shows of a run, from its entries. */
+export function runInfo(runId: string, entries: readonly JournalEntry[]): RunInfo {
+  const state = foldEntries(entries);
+  return {
+    runId,
+    loopId: state.loopId,
+    status: state.status,
+    iterations: modelCalls(state),
+    mode: recordedModePin(state) ?? "full",
+    entries: entries.length,
+    version: state.version,
+    bytes: entries.reduce((sum, e) => sum + entryBytes(e), 0),
+    startedAt: entries[0]?.meta.at,
+    updatedAt: entries.at(-1)?.meta.at,
+  };
+}
+
+/** Completed model frames: the model calls a run made. */
+export const modelCalls = (state: RunState): number =>
+  Object.values(state.frames).filter((f) => f.status === "completed" && parseFrameId(f.frameId)?.kind === "model")
+    .length;

@@ -1,0 +1,219 @@
+import { copyFileSync } from "node:fs";
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import { beforeAll, describe, expect, it } from "vitest";
+import {
+  type AgentOutput,
+  foldRun,
+  openSqliteJournal,
+  readJournal,
+  rebuildToolCallLog,
+  resolveStep,
+} from "../../src/index.ts";
+import { demoJournal, loom, tempDir } from "./support.ts";
+
+const dir = tempDir();
+let fixture = "";
+let copies = 0;
+/** A fresh copy of the fixture journal, for a test that changes it. */
+const copy = () => {
+  const db = join(dir, `copy-${copies++}.db`);
+  copyFileSync(fixture, db);
+  return db;
+};
+const withJournal = async <T>(db: string, fn: (j: ReturnType<typeof openSqliteJournal>) => Promise<T>) => {
+  const journal = openSqliteJournal(db);
+  try {
+    return await fn(journal);
+  } finally {
+    await journal.close();
+  }
+};
+
+beforeAll(async () => {
+  fixture = await demoJournal(dir, 6, 3);
+});
+
+describe("loom runs", () => {
+  it("lists every run with its loop, status, model calls and log shape", async () => {
+    const { code, stdout } = await loom(dir, ["runs", "--db", fixture]);
+    expect(code).toBe(0);
+    expect(stdout).toMatch(/^run\s+loop\s+status\s+model calls\s+entries\s+journal\s+log\s+started/);
+    expect(stdout).toMatch(/done-1\s+loom-demo\s+completed\s+7\s/);
+    expect(stdout).toMatch(/crashed-1\s+loom-demo\s+running\s+4\s/);
+  });
+
+  it("prints JSON for scripts", async () => {
+    const runs = JSON.parse((await loom(dir, ["runs", "--db", fixture, "--json"])).stdout);
+    expect(runs.map((r: { runId: string }) => r.runId).sort()).toEqual(["crashed-1", "done-1"]);
+    expect(runs.find((r: { runId: string }) => r.runId === "done-1")).toMatchObject({
+      loopId: "loom-demo",
+      status: "completed",
+      iterations: 7,
+      mode: "lean",
+    });
+  });
+
+  it("fails in one line when the journal file does not exist, and creates nothing", async () => {
+    const { code, stderr } = await loom(dir, ["runs", "--db", "nowhere.db"]);
+    expect(code).toBe(1);
+    expect(stderr).toBe(
+      `loom: no journal at ${join(dir, "nowhere.db")}: run \`npm run demo\` to make one, or pass --db <file> (the SQLite file your program journals to)\n`,
+    );
+  });
+});
+
+describe("loom log", () => {
+  it("prints the log in the run's recorded shape (lean) by default", async () => {
+    const { code, stdout } = await loom(dir, ["log", "done-1", "--db", fixture]);
+    expect(code).toBe(0);
+    const lines = stdout.trim().split("\n");
+    expect(lines[0]).toBe(
+      "run done-1 · loop loom-demo · completed · 7 model calls · 6 tool calls · lean log (recorded shape: lean)",
+    );
+    expect(lines[1]).toMatch(/^iter\s+tool\s+status\s+bytes\s+digest\s+stepId$/);
+    expect(lines).toHaveLength(2 + 6);
+    expect(lines[2]).toMatch(/^\s+0\s+read_file\s+ok\s+[\d,]+\s+[0-9a-f]{12}…\s+loom-demo#turn:0:tool:0$/);
+  });
+
+  it("--json gives the log the run returned; --mode full --json the full shape rebuilt from the journal", async () => {
+    const lean = JSON.parse((await loom(dir, ["log", "done-1", "--db", fixture, "--json"])).stdout);
+    const full = JSON.parse((await loom(dir, ["log", "done-1", "--db", fixture, "--mode", "full", "--json"])).stdout);
+    await withJournal(fixture, async (journal) => {
+      expect(lean).toEqual(((await foldRun(journal, "done-1"))._output as AgentOutput).toolCallLog);
+      expect(full).toEqual(await rebuildToolCallLog(journal, "done-1", "full"));
+    });
+    expect(full[0]).toHaveProperty("toolOutput.path");
+  });
+
+  it("shows only the calls that ended in a crashed run", async () => {
+    const { stdout } = await loom(dir, ["log", "crashed-1", "--db", fixture]);
+    expect(stdout.split("\n")[0]).toBe(
+      "run crashed-1 · loop loom-demo · running · 4 model calls · 3 tool calls · lean log (recorded shape: lean)",
+    );
+  });
+
+  it("fails in one line for an unknown run, exits 2 for a bad --mode", async () => {
+    expect(await loom(dir, ["log", "nope", "--db", fixture])).toMatchObject({
+      code: 1,
+      stderr: `loom: no run "nope" in ${fixture}; \`loom runs\` lists the runs it holds\n`,
+    });
+    const bad = await loom(dir, ["log", "done-1", "--db", fixture, "--mode", "compact"]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(
+      /^loom: option '--mode <mode>' argument 'compact' is invalid\. Allowed choices are full, lean\./,
+    );
+  });
+});
+
+describe("loom show", () => {
+  const step = "loom-demo#turn:2:tool:0";
+
+  it("prints the step's output with its digest verified against the run's recorded lean log", async () => {
+    const { code, stdout } = await loom(dir, ["show", step, "--run", "done-1", "--db", fixture]);
+    expect(code).toBe(0);
+    const resolved = await withJournal(fixture, (j) => resolveStep(j, step, { runId: "done-1" }));
+    expect(stdout).toContain(`digest  ${resolved.digest} (`);
+    expect(stdout).toContain("verified: equals the run's recorded lean log digest");
+    expect(stdout).toContain(`tool    checksum_tree (iteration 2), status ok, read from the frame`);
+    expect(JSON.parse(stdout.slice(stdout.indexOf("output:\n") + 8))).toEqual(resolved.output);
+  });
+
+  it("--json holds the resolved step", async () => {
+    const shown = JSON.parse((await loom(dir, ["show", step, "--run", "done-1", "--db", fixture, "--json"])).stdout);
+    const resolved = await withJournal(fixture, (j) => resolveStep(j, step, { runId: "done-1" }));
+    expect(shown).toMatchObject({ ...resolved, toolName: "checksum_tree", iteration: 2 });
+  });
+
+  it("asks for --run when several runs hold the step", async () => {
+    const { code, stderr } = await loom(dir, ["show", "loom-demo#turn:0:tool:0", "--db", fixture]);
+    expect(code).toBe(1);
+    expect(stderr).toMatch(/^loom: step loom-demo#turn:0:tool:0 exists in runs .*; pass --run <runId>\n$/);
+  });
+
+  it("fails when the output no longer hashes to the digest the run recorded", async () => {
+    const db = copy();
+    const digest = await withJournal(db, async (j) => (await rebuildToolCallLog(j, "done-1", "lean"))[2]?.digest);
+    const sql = new Database(db);
+    sql
+      .prepare("UPDATE loom_entries SET data = replace(data, ?, ?) WHERE run_id = 'done-1' AND type = 'run.completed'")
+      .run(digest, "0".repeat(64));
+    sql.close();
+    const { code, stderr } = await loom(dir, ["show", step, "--run", "done-1", "--db", db]);
+    expect(code).toBe(1);
+    expect(stderr).toMatch(
+      /^loom: run done-1: step .* hashes to [0-9a-f]{64}, but the run's recorded tool-call log says 0{64}; the journal was altered/,
+    );
+  });
+});
+
+describe("loom compact", () => {
+  it("moves old tool frames to the archive; log and show still read them, verified", async () => {
+    const db = copy();
+    const before = await withJournal(db, (j) => rebuildToolCallLog(j, "done-1", "full"));
+    const { code, stdout } = await loom(dir, ["compact", "done-1", "--keep-turns", "2", "--db", db]);
+    expect(code).toBe(0);
+    expect(stdout).toMatch(
+      /^run done-1: moved 5 tool frames to archive sha256:[0-9a-f]{64}, kept the last 2 turns in the journal\n {2}journal: 29 → 20 entries, /,
+    );
+    const full = JSON.parse((await loom(dir, ["log", "done-1", "--mode", "full", "--json", "--db", db])).stdout);
+    expect(full).toEqual(before);
+    const shown = await loom(dir, ["show", "loom-demo#turn:0:tool:0", "--run", "done-1", "--db", db]);
+    expect(shown.stdout).toContain("read from the archive");
+    expect(shown.stdout).toContain(
+      "verified: the digest in the compaction's frames.archived marker; equals the run's recorded lean log digest",
+    );
+    expect((await loom(dir, ["compact", "done-1", "--keep-turns", "2", "--db", db])).stdout).toMatch(
+      /nothing to compact/,
+    );
+  });
+
+  it("exits 2 without --keep-turns or with a bad value", async () => {
+    for (const args of [[], ["--keep-turns", "-1"], ["--keep-turns", "two"]]) {
+      const { code, stderr } = await loom(dir, ["compact", "done-1", "--db", fixture, ...args]);
+      expect(code).toBe(2);
+      expect(stderr.trim().split("\n")).toHaveLength(1);
+    }
+  });
+});
+
+describe("loom resume", () => {
+  it("finishes a crashed run of the demo's loop, running the unknown-outcome step again", async () => {
+    const db = copy();
+    const { code, stdout } = await loom(dir, ["resume", "crashed-1", "--db", db]);
+    expect(code).toBe(0);
+    expect(stdout).toMatch(
+      /^run crashed-1 completed: this resume ran 3 model calls and 3 tool calls, the rest was served from the journal\.\n/,
+    );
+    await withJournal(db, async (journal) => {
+      const entries = await readJournal(journal, "crashed-1");
+      // The frame started before the crash is completed by the resume (its tool ran again: 3 tool calls above).
+      const frame = entries.filter((e) => "frameId" in e.data && e.data.frameId === "loom-demo#turn:3:tool:0");
+      expect(frame.map((e) => e.type)).toEqual(["frame.started", "frame.completed"]);
+      expect((await foldRun(journal, "crashed-1")).status).toBe("completed");
+      expect(await rebuildToolCallLog(journal, "crashed-1", "lean")).toHaveLength(6);
+    });
+  });
+
+  it("runs nothing for a completed run", async () => {
+    const { code, stdout } = await loom(dir, ["resume", "done-1", "--db", fixture]);
+    expect(code).toBe(0);
+    expect(stdout).toMatch(
+      /^run done-1 had already completed; nothing was run\. Its answer:\n {2}Surveyed the package in 6 tool calls/,
+    );
+  });
+
+  it("says so clearly for a run of a loop it does not define", async () => {
+    const db = copy();
+    await withJournal(db, (j) =>
+      j.store.append("other-1", [{ type: "run.started", data: { loopId: "support", input: "hi", tools: [] } }], {
+        expectedVersion: 0,
+      }),
+    );
+    const { code, stderr } = await loom(dir, ["resume", "other-1", "--db", db]);
+    expect(code).toBe(1);
+    expect(stderr).toBe(
+      'loom: run other-1 was recorded by loop "support", which this command does not define (it resumes loom-demo); resume it from the program that defines that loop: loop.run({ runId: "other-1", journal })\n',
+    );
+  });
+});
