@@ -90,6 +90,8 @@ export interface KitchenSinkOptions {
   /** Called as each tool starts (after counting it) and as the model is called. */
   readonly onEffect?: (what: string) => void;
   readonly id?: string;
+  /** Stop after this many model calls (`max-iterations`); default: enough to finish. */
+  readonly maxIterations?: number;
 }
 
 /**
@@ -166,7 +168,7 @@ export function kitchenSink(options: KitchenSinkOptions) {
     id: options.id ?? "sink",
     model,
     tools,
-    maxIterations: turns + 1,
+    maxIterations: options.maxIterations ?? turns + 1,
     maxToolInputBytes: MAX_TOOL_INPUT_BYTES,
     approve: ({ input }) => (input as { amount: number }).amount <= 100,
     claimCheck: { blobs, thresholdBytes: CLAIM_CHECK_THRESHOLD },
