@@ -23,6 +23,7 @@ export {
   ReplayDivergenceError,
   sha256Hex,
 } from "./core/index.ts";
+export { isMissingDependencyError, MissingDependencyError } from "./core/optional.ts";
 export {
   type ArchivedFrame,
   type ArchiveStore,

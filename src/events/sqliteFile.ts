@@ -1,5 +1,6 @@
-import Database from "better-sqlite3";
+import type Database from "better-sqlite3";
 import { LoomError } from "../core/errors.ts";
+import { loadOptional } from "../core/optional.ts";
 
 /**
  * The SQLite file the embedded journal lives in: one file holds the entries, the blobs and the
@@ -54,7 +55,7 @@ CREATE INDEX IF NOT EXISTS loom_archive_run ON loom_archive (run_id);
  */
 export function openSqliteFile(target: string | Database.Database, options: SqliteOptions = {}): SqliteFile {
   const external = typeof target !== "string";
-  const db = external ? target : new Database(target, { timeout: options.busyTimeoutMs ?? 10_000 });
+  const db = external ? target : new (sqliteDriver())(target, { timeout: options.busyTimeoutMs ?? 10_000 });
   try {
     if (!external) {
       db.pragma("journal_mode = WAL");
@@ -98,4 +99,9 @@ function ensureSchema(db: Database.Database): void {
       );
     }
   }).immediate();
+}
+
+/** better-sqlite3, loaded on first use: it is an optional dependency (the embedded default). */
+function sqliteDriver(): typeof Database {
+  return loadOptional<typeof Database>("better-sqlite3", "The SQLite journal (openSqliteJournal, sqliteStore)");
 }
