@@ -14,3 +14,5 @@ export {
 export { openPostgresJournal } from "./postgres/journal.ts";
 export { POSTGRES_SCHEMA_VERSION } from "./postgres/schema.ts";
 export { type PostgresEventStore, postgresStore } from "./postgres/store.ts";
+export { type SubmitRequest, submitRun } from "./postgres/submit.ts";
+export { startWorker, type Worker, type WorkerOptions } from "./postgres/worker.ts";

@@ -1,0 +1,93 @@
+import type { PgDatabase } from "./database.ts";
+
+/**
+ * The workers' queue and leases, one row per submitted run in `loom_leases`: a run is due when
+ * its `expires_at` has passed (just submitted, released, or its owner's lease ran out). Times are
+ * the database's clock (`now()`), so machines with skewed clocks still agree on who holds a run.
+ */
+
+export interface Claim {
+  readonly runId: string;
+  readonly loopId: string;
+  /** Failed attempts so far (the backoff grows with them). */
+  readonly failures: number;
+}
+
+const msInterval = (param: string) => `make_interval(secs => ${param}::double precision / 1000)`;
+
+/** The lease operations, on one database. Every statement is one round trip and one transaction. */
+export function leases(db: PgDatabase) {
+  const { pool, tables: t } = db;
+
+  // The run's journal says no worker can take it further: completed or failed, or waiting for an
+  // approval or a higher iteration limit (those need the caller). `s`: its stream, `e`: its last entry.
+  const settled = `(s.last_type IN ('run.completed', 'run.failed') OR CASE WHEN s.last_type = 'run.interrupted'
+    THEN (e.data::json ->> 'reason') IN ('approval-pending', 'max-iterations') ELSE false END)`;
+  const lastEntry = `JOIN ${t.entries} e ON e.run_id = s.run_id AND e.seq = s.version`;
+
+  // A due run of one of our loops that may go on. SKIP LOCKED: concurrent claimers never wait on,
+  // nor take, the same row.
+  const claimSql = `
+    UPDATE ${t.leases} AS l SET owner = $1, expires_at = now() + ${msInterval("$2")}
+     WHERE l.run_id = (
+       SELECT q.run_id FROM ${t.leases} q JOIN ${t.streams} s ON s.run_id = q.run_id ${lastEntry}
+        WHERE q.expires_at <= now() AND q.loop_id = ANY($3::text[]) AND NOT ${settled}
+        ORDER BY q.expires_at
+        LIMIT 1
+        FOR UPDATE OF q SKIP LOCKED)
+    RETURNING l.run_id, l.loop_id, l.failures`;
+
+  const changed = async (text: string, values: unknown[]) => {
+    await db.ready;
+    return (await pool.query(text, values)).rowCount === 1;
+  };
+
+  return {
+    /** Takes one due run for `owner` until `leaseMs` from now, or undefined when none is due. */
+    async claim(owner: string, loopIds: readonly string[], leaseMs: number): Promise<Claim | undefined> {
+      await db.ready;
+      const { rows } = await pool.query<{ run_id: string; loop_id: string; failures: number }>(claimSql, [
+        owner,
+        leaseMs,
+        loopIds,
+      ]);
+      const row = rows[0];
+      return row && { runId: row.run_id, loopId: row.loop_id, failures: row.failures };
+    },
+    /**
+     * Removes due rows of runs that need no worker: a worker killed after its run's last append
+     * but before `finish` leaves one behind.
+     */
+    async sweep(): Promise<number> {
+      await db.ready;
+      const { rowCount } = await pool.query(
+        `DELETE FROM ${t.leases} l USING ${t.streams} s ${lastEntry}
+          WHERE s.run_id = l.run_id AND l.expires_at <= now() AND ${settled}`,
+      );
+      return rowCount ?? 0;
+    },
+    /** Extends the lease; false when `owner` no longer holds it (it expired and was taken over). */
+    renew: (runId: string, owner: string, leaseMs: number) =>
+      changed(`UPDATE ${t.leases} SET expires_at = now() + ${msInterval("$3")} WHERE run_id = $1 AND owner = $2`, [
+        runId,
+        owner,
+        leaseMs,
+      ]),
+    /** The run needs no worker any more (completed, or waiting for its caller): off the queue. */
+    finish: (runId: string, owner: string) =>
+      changed(`DELETE FROM ${t.leases} WHERE run_id = $1 AND owner = $2`, [runId, owner]),
+    /** The attempt failed: due again after `delayMs`, with the error kept for operators. */
+    retryLater: (runId: string, owner: string, delayMs: number, error: string) =>
+      changed(
+        `UPDATE ${t.leases} SET owner = NULL, expires_at = now() + ${msInterval("$3")}, failures = failures + 1,
+                last_error = $4 WHERE run_id = $1 AND owner = $2`,
+        [runId, owner, delayMs, error],
+      ),
+    /** Hands the run back, due at once (a worker stopping). */
+    releaseNow: (runId: string, owner: string) =>
+      changed(`UPDATE ${t.leases} SET owner = NULL, expires_at = now() WHERE run_id = $1 AND owner = $2`, [
+        runId,
+        owner,
+      ]),
+  };
+}

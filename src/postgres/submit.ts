@@ -1,0 +1,122 @@
+import { digestOf, digestOfRecorded } from "../core/digest.ts";
+import { AgentLoopConfigError, ReplayDivergenceError } from "../core/errors.ts";
+import type { Journal } from "../events/spi.ts";
+import type { EntryMeta, Message, NewEntry, RunStartedData } from "../events/types.ts";
+import { SCHEMA_VERSION } from "../events/types.ts";
+import { checkNewEntries, dataText } from "../events/validate.ts";
+import { modelFrameId } from "../projections/ids.ts";
+import { jsonForm } from "../runtime/actors.ts";
+import type { AgentLoop } from "../runtime/agentLoop.ts";
+import { type PgDatabase, pgDatabaseOf } from "./database.ts";
+import { NotPostgresJournalError } from "./errors.ts";
+import type { PostgresEventStore } from "./store.ts";
+
+export interface SubmitRequest {
+  readonly runId: string;
+  /** The loop that will run it: its id picks the workers' loop, its tool names go in `run.started`. */
+  readonly loop: AgentLoop;
+  /** Required for a new run; for a run already in the journal, omitted or equal to the recorded one. */
+  readonly input?: string | readonly Message[];
+}
+
+/** The database a journal's store lives in, or `NotPostgresJournalError`. */
+export function databaseOf(journal: Journal, what: string): PgDatabase {
+  const db = (journal.store as Partial<PostgresEventStore>)[pgDatabaseOf];
+  if (db === undefined) throw new NotPostgresJournalError(what);
+  return db;
+}
+
+/**
+ * Hands a run to the workers (`startWorker`). A new run gets its `run.started` entry (exactly what
+ * `loop.run` writes for a new run, so a worker resumes it from the journal without its input) and
+ * its queue row in one transaction. Submitting a run that is already in the journal (interrupted,
+ * or started in-process) only queues it; submitting twice is harmless. Resolves to whether this
+ * call started the run.
+ *
+ * @example
+ * import { openPostgresJournal, submitRun } from "loom/postgres";
+ * const journal = openPostgresJournal(process.env.DATABASE_URL!);
+ * await submitRun(journal, { runId: "r-1", loop, input: "Where is my order?" });
+ */
+export async function submitRun(journal: Journal, request: SubmitRequest): Promise<{ started: boolean }> {
+  const db = databaseOf(journal, "submitRun");
+  await db.ready;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await submitOnce(db, request);
+    } catch (e) {
+      // Two first submissions of one run raced: the loser finds the run started and just queues it.
+      if ((e as { code?: unknown }).code !== "23505" || attempt > 0) throw e;
+    }
+  }
+}
+
+async function submitOnce(db: PgDatabase, request: SubmitRequest): Promise<{ started: boolean }> {
+  const { runId, loop, input } = request;
+  const loopId = loop.config.id;
+  const t = db.tables;
+  const client = await db.pool.connect();
+  try {
+    await client.query("BEGIN");
+    const head = await client.query(`SELECT version FROM ${t.streams} WHERE run_id = $1 FOR UPDATE`, [runId]);
+    const started = head.rowCount === 0;
+    if (started) {
+      if (input === undefined) {
+        throw new AgentLoopConfigError(
+          `run ${runId} has no journal yet, so it needs an input: call submitRun(journal, { runId: "${runId}", loop, input })`,
+          "missingInput",
+        );
+      }
+      const data: RunStartedData = {
+        loopId,
+        input: jsonForm(input) as string,
+        tools: Object.keys(loop.config.tools ?? {}),
+      };
+      const entry: NewEntry = { type: "run.started", data };
+      checkNewEntries(runId, [entry], 0);
+      const meta = JSON.stringify({ v: SCHEMA_VERSION, at: new Date().toISOString() } satisfies EntryMeta);
+      await client.query(`INSERT INTO ${t.entries} (run_id, seq, type, data, meta) VALUES ($1, 1, $2, $3, $4)`, [
+        runId,
+        entry.type,
+        dataText(runId, entry, 1),
+        meta,
+      ]);
+      await client.query(`INSERT INTO ${t.streams} (run_id, version, entries, last_type) VALUES ($1, 1, 1, $2)`, [
+        runId,
+        entry.type,
+      ]);
+    } else {
+      const first = await client.query<{ data: string }>(
+        `SELECT data FROM ${t.entries} WHERE run_id = $1 AND seq = 1 AND type = 'run.started'`,
+        [runId],
+      );
+      const recorded = first.rows[0] && (JSON.parse(first.rows[0].data) as RunStartedData);
+      if (recorded !== undefined && recorded.loopId !== loopId) {
+        throw new ReplayDivergenceError(
+          runId,
+          modelFrameId(recorded.loopId, 0),
+          `run ${runId} was recorded by loop "${recorded.loopId}" but was submitted for loop "${loopId}"; submit it with the loop that recorded it.`,
+        );
+      }
+      if (input !== undefined && digestOf(input).digest !== digestOfRecorded(recorded?.input).digest) {
+        throw new AgentLoopConfigError(
+          `run ${runId} was started with another input; submit it without input (the recorded one is used) or start a new run.`,
+          "inputMismatch",
+        );
+      }
+    }
+    // A run already queued keeps its row; one waiting out a backoff is due again at once.
+    await client.query(
+      `INSERT INTO ${t.leases} AS l (run_id, loop_id) VALUES ($1, $2)
+       ON CONFLICT (run_id) DO UPDATE SET expires_at = now(), failures = 0 WHERE l.owner IS NULL`,
+      [runId, loopId],
+    );
+    await client.query("COMMIT");
+    return { started };
+  } catch (e) {
+    await client.query("ROLLBACK").catch(() => {});
+    throw e;
+  } finally {
+    client.release();
+  }
+}

@@ -1,0 +1,173 @@
+import { randomBytes } from "node:crypto";
+import { hostname } from "node:os";
+import { AgentLoopConfigError } from "../core/errors.ts";
+import type { Journal } from "../events/spi.ts";
+import type { AgentLoop } from "../runtime/agentLoop.ts";
+import { isAgentInterruptedError } from "../runtime/errors.ts";
+import { type Claim, leases } from "./leases.ts";
+import { databaseOf } from "./submit.ts";
+
+export interface WorkerOptions {
+  /** A journal on PostgreSQL (`openPostgresJournal`): its database holds the runs and their leases. */
+  readonly journal: Journal;
+  /** The loops this worker can run, by loop id; it claims only runs of these loops. */
+  readonly loops: Readonly<Record<string, AgentLoop>>;
+  /** Names this worker in the lease rows (default: host, pid and a random suffix). */
+  readonly owner?: string;
+  /** How long a claim lasts without renewal (default 30 s); renewed every third of it while working. */
+  readonly leaseMs?: number;
+  /** How long to wait before looking again when no run is due (default 250 ms). */
+  readonly pollMs?: number;
+  /** Runs worked on at once by this worker (default 1). */
+  readonly concurrency?: number;
+  /** Told of each run that failed an attempt (it is retried later) and of database errors. */
+  readonly onError?: (error: unknown, runId: string | undefined) => void;
+}
+
+export interface Worker {
+  readonly owner: string;
+  /** The runs being worked on now. */
+  readonly active: readonly string[];
+  /**
+   * Stops claiming and resolves once the runs in hand are done (drained). With `abort: true`
+   * they are aborted instead (each journals `run.interrupted` and is handed back, due at once).
+   */
+  stop(options?: { readonly abort?: boolean }): Promise<void>;
+}
+
+/** A failed attempt waits 1 s, doubling with each failure, at most 5 minutes. */
+const backoffMs = (failures: number) => Math.min(1000 * 2 ** failures, 300_000);
+
+/**
+ * Starts a worker: it claims runs submitted with `submitRun` (or handed back by another worker)
+ * through a lease row in the database, resumes each with `loops[loopId].run({ runId, journal })`,
+ * renews the lease while it works and takes the run off the queue when it completes or waits for
+ * its caller (an approval, the iteration limit). A lease that runs out (its worker was killed or
+ * stalled) lets another worker take the run over: the journal makes the resume exact, and a tool
+ * cut off mid-call runs again with the same `stepId`. A run that fails an attempt (a model error,
+ * an exception) is handed back with a growing delay. Any number of workers, in any number of
+ * processes on any number of machines, can share one database.
+ *
+ * @example
+ * import { openPostgresJournal, startWorker } from "loom/postgres";
+ * const journal = openPostgresJournal(process.env.DATABASE_URL!);
+ * const worker = startWorker({ journal, loops: { support: supportLoop } });
+ * process.on("SIGTERM", () => worker.stop().then(() => journal.close()));
+ */
+export function startWorker(options: WorkerOptions): Worker {
+  const { journal, loops, onError } = options;
+  const lease = leases(databaseOf(journal, "startWorker"));
+  const owner = options.owner ?? `${hostname()}:${process.pid}:${randomBytes(3).toString("hex")}`;
+  const leaseMs = options.leaseMs ?? 30_000;
+  const pollMs = options.pollMs ?? 250;
+  const concurrency = options.concurrency ?? 1;
+  for (const [id, loop] of Object.entries(loops)) {
+    if (loop.config.id !== id) {
+      throw new AgentLoopConfigError(
+        `startWorker: loops["${id}"] is the loop "${loop.config.id}"; key each loop by its id`,
+        "workerLoops",
+      );
+    }
+  }
+  const loopIds = Object.keys(loops);
+  const active = new Map<string, { controller: AbortController; done: Promise<void> }>();
+  let stopping = false;
+  let wake: () => void = () => {};
+  const nap = (ms: number) =>
+    new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+  const report = (e: unknown, runId: string | undefined) => {
+    try {
+      onError?.(e, runId);
+    } catch {
+      // a throwing reporter must not stop the worker
+    }
+  };
+
+  async function work(claim: Claim, controller: AbortController): Promise<void> {
+    const { runId } = claim;
+    let lost = false;
+    const renewal = setInterval(() => {
+      lease.renew(runId, owner, leaseMs).then(
+        (held) => {
+          if (held || lost) return;
+          lost = true;
+          controller.abort(new Error(`worker ${owner} lost its lease on run ${runId}`));
+        },
+        (e) => report(e, runId),
+      );
+    }, leaseMs / 3);
+    try {
+      await loops[claim.loopId]!.run({ runId, journal, signal: controller.signal });
+      await lease.finish(runId, owner);
+    } catch (e) {
+      if (lost) return; // another worker holds the run now
+      const reason = isAgentInterruptedError(e) ? e.run.reason : undefined;
+      if (reason === "approval-pending" || reason === "max-iterations") await lease.finish(runId, owner);
+      else if (reason === "aborted" && controller.signal.aborted) await lease.releaseNow(runId, owner);
+      else {
+        report(e, runId);
+        await lease.retryLater(runId, owner, backoffMs(claim.failures), String(e));
+      }
+    } finally {
+      clearInterval(renewal);
+    }
+  }
+
+  let swept = 0; // when the queue was last swept of runs that need no worker (at most once a lease)
+  const polling = (async () => {
+    while (!stopping) {
+      if (active.size >= concurrency) {
+        await nap(pollMs);
+        continue;
+      }
+      let claim: Claim | undefined;
+      try {
+        claim = await lease.claim(owner, loopIds, leaseMs);
+      } catch (e) {
+        report(e, undefined);
+      }
+      if (claim === undefined) {
+        if (Date.now() - swept >= leaseMs) {
+          swept = Date.now();
+          await lease.sweep().catch((e) => report(e, undefined));
+        }
+        await nap(pollMs);
+        continue;
+      }
+      const { runId } = claim;
+      const controller = new AbortController();
+      const done = work(claim, controller)
+        .catch((e) => report(e, runId)) // the lease could not be released: it runs out instead
+        .finally(() => {
+          active.delete(runId);
+          wake();
+        });
+      active.set(runId, { controller, done });
+    }
+  })();
+
+  let stopped: Promise<void> | undefined;
+  return {
+    owner,
+    get active() {
+      return [...active.keys()];
+    },
+    stop(stopOptions) {
+      if (stopOptions?.abort)
+        for (const { controller } of active.values()) controller.abort(new Error("worker stopping"));
+      stopping = true;
+      wake();
+      stopped ??= (async () => {
+        await polling;
+        while (active.size > 0) await Promise.all([...active.values()].map((a) => a.done));
+      })();
+      return stopped;
+    },
+  };
+}
