@@ -22,7 +22,7 @@ interface Transition {
  * A mermaid `stateDiagram-v2` of an xstate machine: every state node (compound ones as
  * composite states), every transition with its event, `always` transitions, and the
  * `onDone`/`onError` of invoked actors (`<actor> done`/`<actor> error`), each with its guard:
- * a named guard by name, an inline one by its condition. Targetless transitions are self-loops.
+ * a named guard by name, an inline one by its condition. Targetless transitions are self-loops; the transitions between two states share one edge.
  *
  * @example
  * mermaid(modePinMachine).split("\n")[0]; // "stateDiagram-v2"
@@ -58,18 +58,24 @@ function writeChildren(parent: Node, lines: string[], outer: string[], indent: s
   }
   const initial = parent.initial?.target[0];
   if (initial) lines.push(`${indent}[*] --> ${mermaidId(initial)}`);
+  // Edges between the same two states become one edge, its labels one per line: mermaid draws
+  // parallel self-loops on top of each other.
+  const inner = new Map<string, string[]>();
+  const across = new Map<string, string[]>();
   for (const child of children) {
     for (const t of transitionsOf(child)) {
       const targets = t.target && t.target.length > 0 ? t.target : [child];
       for (const target of targets) {
-        const line = `${mermaidId(child)} --> ${mermaidId(target)} : ${label(t)}`;
         // A transition inside this composite is drawn in it; one that leaves it, at the top level.
-        if (target.parent === parent || target === child) lines.push(`${indent}${line}`);
-        else outer.push(line);
+        const edges = target.parent === parent || target === child ? inner : across;
+        const key = `${mermaidId(child)} --> ${mermaidId(target)}`;
+        edges.set(key, [...(edges.get(key) ?? []), label(t)]);
       }
     }
-    if (child.type === "final") lines.push(`${indent}${mermaidId(child)} --> [*]`);
   }
+  for (const [key, labels] of inner) lines.push(`${indent}${key} : ${labels.join("<br>")}`);
+  for (const [key, labels] of across) outer.push(`${key} : ${labels.join("<br>")}`);
+  for (const child of children) if (child.type === "final") lines.push(`${indent}${mermaidId(child)} --> [*]`);
 }
 
 function transitionsOf(node: Node): Transition[] {
