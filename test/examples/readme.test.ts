@@ -1,0 +1,43 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { main } from "../../src/cli/main.ts";
+import { packageRoot } from "../../src/cli/packageRoot.ts";
+
+const root = packageRoot();
+const FENCE = "```";
+const readme = readFileSync(join(root, "README.md"), "utf8");
+const blocks = (lang: string) =>
+  [...readme.matchAll(new RegExp(`${FENCE}${lang}\\n([\\s\\S]*?)\\n${FENCE}`, "g"))].map((m) => m[1]);
+
+const print = async (argv: string[]) => {
+  let out = "";
+  const code = await main(argv, {
+    stdout: { write: (t: string) => (out += t) },
+    stderr: { write: () => true },
+    cwd: root,
+  });
+  expect(code).toBe(0);
+  return out.trimEnd();
+};
+
+describe("README.md", () => {
+  it("opens with the two commands for a fresh machine", () => {
+    expect(
+      blocks("sh")[0]
+        ?.split("\n")
+        .map((l) => l.replace(/\s+#.*$/, "")),
+    ).toEqual(["npm ci && npm run demo", "npm test"]);
+  });
+
+  it("shows examples/quickstart.ts as it is", () => {
+    expect(blocks("ts")).toContain(readFileSync(join(root, "examples/quickstart.ts"), "utf8").trimEnd());
+  });
+
+  it("shows the diagrams `loom machine … --mermaid` prints", async () => {
+    expect(blocks("mermaid")).toEqual([
+      await print(["machine", "agentLoop", "--mermaid"]),
+      await print(["machine", "modePin", "--mermaid"]),
+    ]);
+  });
+});
