@@ -21,7 +21,7 @@ describe("the loom/postgres boundary", () => {
 
   it("is a subpath export, with pg an optional peer", () => {
     const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8"));
-    expect(pkg.exports["./postgres"]).toBe("./src/postgres.ts");
+    expect(JSON.stringify(pkg.exports["./postgres"])).toMatch(/\/postgres\.(ts|js)"/);
     expect(pkg.peerDependenciesMeta.pg).toEqual({ optional: true });
   });
 });
