@@ -29,8 +29,8 @@
  *   40–75 s at 400 turns; a LangGraph run predicted, quadratically from the previous turn count,
  *   to take over 3 min is skipped and the table says so). A warm-up of every system (50 turns)
  *   comes first.
- * - resume: a cold resume of the completed run, best of 5 (the same for both; a resume is short
- *   and other processes' load only adds to it): open the file anew
+ * - resume: a cold resume of the completed run, best of 7, the resumes of all systems interleaved
+ *   (one of each in turn) so that other processes' load falls on all alike: open the file anew
  *   and ask for the run's value. Loom: `openSqliteJournal(file)` + `loop.run({ runId, journal })`
  *   (reads and folds the journal, returns the recorded output, calls nothing) + close. LangGraph:
  *   a new SqliteSaver + a newly compiled graph + `graph.invoke(null, config)` (loads the last
@@ -67,7 +67,7 @@ const SEED = 142;
 const LOOM_REPEATS = 5;
 /** LangGraph runs are the slow part: the median of 3 where they are short, one run above. */
 const langRepeats = (turns: number) => (turns <= 100 ? 3 : 1);
-const RESUME_REPEATS = 5;
+const RESUME_REPEATS = 7;
 const BREAKDOWN_TURNS = TURNS.includes(200) ? 200 : (TURNS[0] as number);
 
 /** The workload of `turns` turns: one output per turn, 1.5–4 kB, fixed seed. */
@@ -114,13 +114,24 @@ interface Result {
   readonly file: string;
 }
 
+/** A completed run, before its resume is timed: the resumes of all systems are interleaved. */
+interface Ran {
+  readonly storage: Storage;
+  readonly runMs: number;
+  readonly file: string;
+  /** One cold resume, timed. */
+  resume(): Promise<number>;
+  /** One cold getState, timed (LangGraph). */
+  state?(): Promise<number>;
+}
+
 async function runLoom(
   dir: string,
   w: Workload,
   mode: ToolCallLogMode,
   synchronous: "normal" | "full",
   repeats: number,
-): Promise<Result> {
+): Promise<Ran> {
   const loop = loomLoop(w, mode);
   const runId = `run-${mode}-${w.turns}`;
   const times: number[] = [];
@@ -133,10 +144,8 @@ async function runLoom(
     if (out.toolCallLog.length !== w.turns || out.content !== "done") throw new Error(`${runId}: not completed`);
     times.push(ms);
   }
-  const storage = measureSqlite(file);
-  const resumes: number[] = [];
-  for (let r = 0; r < RESUME_REPEATS; r++) {
-    const [ms] = await timed(async () => {
+  const resume = async () => {
+    const [ms, out] = await timed(async () => {
       const journal = openSqliteJournal(file, { synchronous });
       try {
         return await loop.run({ runId, journal });
@@ -144,10 +153,10 @@ async function runLoom(
         await journal.close();
       }
     });
-    resumes.push(ms);
-  }
-  if (measureSqlite(file).rows !== storage.rows) throw new Error(`${runId}: the resume appended`);
-  return { storage, runMs: median(times), resumeMs: Math.min(...resumes), file };
+    if (out.toolCallLog.length !== w.turns) throw new Error(`${runId}: the resume lost steps`);
+    return ms;
+  };
+  return { storage: measureSqlite(file), runMs: median(times), file, resume };
 }
 
 async function runLangGraph(
@@ -155,7 +164,7 @@ async function runLangGraph(
   w: Workload,
   messages: MessagesState,
   synchronous: "normal" | "full",
-): Promise<Result> {
+): Promise<Ran> {
   const threadId = `thread-${w.turns}`;
   const options = { messages, synchronous };
   const times: number[] = [];
@@ -171,33 +180,48 @@ async function runLangGraph(
     }
     times.push(ms);
   }
-  const runMs = median(times);
-  const storage = measureSqlite(file);
-  const resumes: number[] = [];
-  const states: number[] = [];
+  const fresh = async <T>(use: (agent: ReturnType<typeof langGraphAgent>) => Promise<T>) => {
+    const agent = langGraphAgent(w.outputs, file, options);
+    try {
+      return await use(agent);
+    } finally {
+      agent.close();
+    }
+  };
+  const resume = async () => {
+    const [ms, state] = await timed(() => fresh((agent) => agent.resume(threadId)));
+    if (state.messages.length !== 2 * w.turns + 2) throw new Error(`${threadId}: the resume lost messages`);
+    return ms;
+  };
+  const state = async () => (await timed(() => fresh((agent) => agent.state(threadId))))[0];
+  return { storage: measureSqlite(file), runMs: median(times), file, resume, state };
+}
+
+/**
+ * Times the resumes of runs that ran side by side, interleaved (one of each in turn, repeated),
+ * so that the load of other processes falls on all of them alike; best of RESUME_REPEATS each.
+ */
+async function timeResumes(ran: readonly Ran[]): Promise<Result[]> {
+  const resumes = ran.map(() => [] as number[]);
+  const states = ran.map(() => [] as number[]);
   for (let r = 0; r < RESUME_REPEATS; r++) {
-    const [ms, state] = await timed(async () => {
-      const fresh = langGraphAgent(w.outputs, file, options);
-      try {
-        return await fresh.resume(threadId);
-      } finally {
-        fresh.close();
-      }
-    });
-    if (state.messages.length !== 2 * w.turns + 2) throw new Error(`${threadId}: resume lost messages`);
-    resumes.push(ms);
-    const [stateMs] = await timed(async () => {
-      const fresh = langGraphAgent(w.outputs, file, options);
-      try {
-        return await fresh.state(threadId);
-      } finally {
-        fresh.close();
-      }
-    });
-    states.push(stateMs);
+    for (const [i, run] of ran.entries()) {
+      resumes[i]?.push(await run.resume());
+      if (run.state) states[i]?.push(await run.state());
+    }
   }
-  if (measureSqlite(file).rows !== storage.rows) throw new Error(`${threadId}: the resume wrote a checkpoint`);
-  return { storage, runMs, resumeMs: Math.min(...resumes), stateMs: Math.min(...states), file };
+  return ran.map((run, i) => {
+    // Resuming a completed run must write nothing.
+    if (measureSqlite(run.file).rows !== run.storage.rows) throw new Error(`${run.file}: the resume wrote`);
+    const s = states[i] ?? [];
+    return {
+      storage: run.storage,
+      runMs: run.runMs,
+      file: run.file,
+      resumeMs: Math.min(...(resumes[i] ?? [])),
+      ...(s.length > 0 ? { stateMs: Math.min(...s) } : {}),
+    };
+  });
 }
 
 /** LangGraph's rows per table (checkpoints: the full state every superstep; writes: each step's update). */
@@ -242,7 +266,7 @@ const dir = mkdtempSync(join(tmpdir(), "loom-vs-langgraph-"));
 try {
   // Warm-up: every code path JIT-compiled before anything is timed.
   const warm = workload(50);
-  for (const system of Object.values(SYSTEMS)) await system.run(dir, warm);
+  await timeResumes(await Promise.all(Object.values(SYSTEMS).map((system) => system.run(dir, warm))));
 
   const results = new Map<string, Result>();
   const skipped: string[] = [];
@@ -255,6 +279,7 @@ try {
   for (const turns of [...TURNS].sort((a, b) => a - b)) {
     const w = workload(turns);
     work.set(turns, w);
+    const ran: [System, Ran][] = [];
     for (const [system, { label, run }] of systems) {
       if (EXTRAS.includes(system) && turns > EXTRAS_UP_TO) continue;
       if (system === "lang" && lastLang) {
@@ -268,14 +293,18 @@ try {
       }
       const t = performance.now();
       const r = await run(dir, w);
-      results.set(key(system, turns), r);
+      ran.push([system, r]);
       if (system === "lang") {
         langTables.set(turns, langGraphTables(r.file));
         lastLang = { turns, ms: r.runMs };
       }
-      if (system.startsWith("lang")) rmSync(r.file, { force: true }); // hundreds of MB at 400 turns
       console.error(`  ${turns} turns, ${label}: ${((performance.now() - t) / 1000).toFixed(1)} s`);
     }
+    const timedResumes = await timeResumes(ran.map(([, r]) => r));
+    ran.forEach(([system, r], i) => {
+      results.set(key(system, turns), timedResumes[i] as Result);
+      if (system.startsWith("lang")) rmSync(r.file, { force: true }); // hundreds of MB at 400 turns
+    });
   }
 
   const rows: Record<string, string | number>[] = [];
