@@ -3,10 +3,12 @@ import { memoryBlobStore } from "../../src/events/blobs.ts";
 import { createJournal, readJournal } from "../../src/events/journal.ts";
 import { memoryStore } from "../../src/events/memory.ts";
 import type { EventStore } from "../../src/events/store.ts";
+import { postgresStore } from "../../src/postgres.ts";
 import { parseFrameId } from "../../src/projections/ids.ts";
 import type { ToolCallLogMode } from "../../src/projections/types.ts";
+import { dropSchema, freshSchema, PG_URL } from "../postgres/pg.ts";
 import { CALL_KINDS, kitchenSink } from "../support/kitchenSink.ts";
-import { addCounts, crashingStore, frameProgress, logsOf } from "../support/loop.ts";
+import { addCounts, crashingStore, frameProgress, logsOf, mapConcurrently } from "../support/loop.ts";
 
 /**
  * A crash at every append point: a 20-turn run (three calls a turn, run concurrently: a tool
@@ -50,13 +52,14 @@ interface Reference {
   readonly lean: string;
 }
 
-async function uninterrupted(backend: Backend, mode: ToolCallLogMode): Promise<Reference> {
+async function uninterrupted(backend: Backend, mode: ToolCallLogMode): Promise<Reference & { appends: number }> {
   const { store, runId } = await backend.fresh("reference");
+  const counting = crashingStore(store, Number.POSITIVE_INFINITY);
   const journal = createJournal({ store });
   const { loop, executions } = kitchenSink({ turns: TURNS, mode, blobs: memoryBlobStore() });
-  const output = JSON.stringify(await loop.run({ runId, input: INPUT, journal }));
+  const output = JSON.stringify(await loop.run({ runId, input: INPUT, journal: createJournal({ store: counting }) }));
   for (const [stepId, n] of executions) expect(n, stepId).toBe(1);
-  return { output, ...(await logsOf(journal, runId)) };
+  return { output, appends: counting.appends, ...(await logsOf(journal, runId)) };
 }
 
 /**
@@ -108,20 +111,52 @@ async function crashAndResume(backend: Backend, mode: ToolCallLogMode, k: number
   return true;
 }
 
-async function everyCrashPoint(backend: Backend, mode: ToolCallLogMode): Promise<number> {
+/**
+ * Crashes the run after each of its appends, `concurrency` crash points at a time (each on its
+ * own run), then checks that one more append point is past the end: the run completes.
+ */
+async function everyCrashPoint(backend: Backend, mode: ToolCallLogMode, concurrency: number): Promise<number> {
   const ref = await uninterrupted(backend, mode);
-  let k = 0;
-  while (await crashAndResume(backend, mode, k, ref)) k++;
+  const n = ref.appends;
+  const crashed = await mapConcurrently(n, concurrency, (k) => crashAndResume(backend, mode, k, ref));
+  expect(crashed.every(Boolean), "every append point below the run's count crashes it").toBe(true);
+  expect(await crashAndResume(backend, mode, n, ref), `a crash after append ${n}`).toBe(false);
   console.log(
-    `crashPoints [${backend.name}, ${mode}]: ${k} crash points tried (after append 0..${k - 1}), ${k} resumed byte-identical (output, full and lean logs); the run makes ${k} appends`,
+    `crashPoints [${backend.name}, ${mode}]: ${n} crash points tried (after append 0..${n - 1} of ${n}), ${n} resumed byte-identical (output, full and lean logs), no completed tool run twice`,
   );
-  return k;
+  return n;
 }
+
+// run.started, 21 model frames (2 appends each), 20 fetches (2 each), 40 other calls (1–3 each), run.completed
+const FLOOR = 2 + 21 * 2 + 20 * 2 + 40;
 
 describe.each(["full", "lean"] as const)("a crash at every append point of a %s 20-turn run", (mode) => {
   it(`resumes each to the uninterrupted output and logs, runs no completed tool twice, and leaves a valid journal (${CALL_KINDS.length} call kinds)`, async () => {
-    const k = await everyCrashPoint(memory, mode);
-    // run.started, 21 model frames (2 appends each), 20 fetches (2 each), 40 other calls (1–3 each), run.completed
-    expect(k).toBeGreaterThan(2 + 21 * 2 + 20 * 2 + 40);
+    expect(await everyCrashPoint(memory, mode, 4)).toBeGreaterThan(FLOOR);
   });
+});
+
+// Skipped without LOOM_PG_URL: there is no PostgreSQL server to crash against (`npm run test:pg`
+// style: scripts/pg-test-cluster.sh run -- npx vitest run test/reliability/crashPoints.test.ts).
+describe.skipIf(PG_URL === undefined)("the same crash points on PostgreSQL (LOOM_PG_URL)", () => {
+  const schema = freshSchema("crash_points");
+  const store = PG_URL === undefined ? undefined : postgresStore(PG_URL, { schema, pool: { max: 16 } });
+  let runs = 0;
+  const postgres: Backend = {
+    name: "postgres",
+    // One schema, a fresh run per crash point: the store is shared, as by the processes of a deployment.
+    fresh: async (label) => ({ store: store!, runId: `${label}-${runs++}` }),
+  };
+  afterAll(async () => {
+    await store?.close();
+    await dropSchema(schema);
+  });
+
+  it.each(["full", "lean"] as const)(
+    "%s: every crash point resumes to the uninterrupted output and logs",
+    async (mode) => {
+      expect(await everyCrashPoint(postgres, mode, 16)).toBeGreaterThan(FLOOR);
+    },
+    600_000,
+  );
 });

@@ -81,3 +81,21 @@ export function addCounts(into: Map<string, number>, more: ReadonlyMap<string, n
   for (const [k, n] of more) into.set(k, (into.get(k) ?? 0) + n);
   return into;
 }
+
+/** Calls `task` for 0..count-1, at most `concurrency` at a time; resolves to the results in index order. */
+export async function mapConcurrently<T>(
+  count: number,
+  concurrency: number,
+  task: (index: number) => Promise<T>,
+): Promise<T[]> {
+  const results: T[] = new Array(count);
+  let next = 0;
+  const lane = async () => {
+    while (next < count) {
+      const i = next++;
+      results[i] = await task(i);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, count) }, lane));
+  return results;
+}
