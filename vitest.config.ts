@@ -1,6 +1,17 @@
+import { fileURLToPath } from "node:url";
 import { defineConfig } from "vitest/config";
 
+const src = (file: string) => fileURLToPath(new URL(`./src/${file}`, import.meta.url));
+
 export default defineConfig({
+  // Inside the repository "loom" is the sources (as in tsconfig.json's paths); users get dist/.
+  resolve: {
+    alias: [
+      { find: /^loom$/, replacement: src("index.ts") },
+      { find: /^loom\/ai-sdk$/, replacement: src("ai-sdk.ts") },
+      { find: /^loom\/postgres$/, replacement: src("postgres.ts") },
+    ],
+  },
   test: {
     include: ["test/**/*.test.ts"],
     testTimeout: 30_000,
