@@ -97,7 +97,7 @@ function verifiedArchivedOutput(state: RunState, frameId: string, archived: Arch
   const actual = digestOf(output);
   if (actual.digest !== marker.digest || actual.bytes !== marker.bytes) {
     throw new IntegrityError(
-      `run ${state.runId}: archived frame ${frameId} hashes to ${actual.digest} (${actual.bytes} bytes), not the ${marker.digest} (${marker.bytes} bytes) its frames.archived marker records; the archive was altered: restore it from a backup`,
+      `run ${state.runId}: archived frame ${frameId} (archive ${ref}) hashes to ${actual.digest} (${actual.bytes} bytes), not the ${marker.digest} (${marker.bytes} bytes) its frames.archived marker records; the archive was altered: restore it from a backup`,
     );
   }
   return output;

@@ -172,7 +172,13 @@ export class RunSession {
         "blobMissing",
       );
     }
-    const bytes = await blobs.get(recorded.ref);
+    let bytes: Uint8Array;
+    try {
+      bytes = await blobs.get(recorded.ref);
+    } catch (e) {
+      if (!(e instanceof IntegrityError)) throw e;
+      throw new IntegrityError(`run ${this.options.runId} step ${stepId}: ${e.message}`, e.code);
+    }
     return JSON.parse(Buffer.from(bytes).toString("utf8"));
   }
 

@@ -202,7 +202,7 @@ describe("an output whose digest no longer vouches for it is refused before anyt
     });
     const e = await resumeAfterDamage(path);
     if (!isIntegrityError(e)) throw e;
-    expect(e.message).toContain(`run ${RUN}: archived frame ${edited} hashes to`);
+    expect(e.message).toContain(`run ${RUN}: archived frame ${edited} (archive sha256:`);
     expect(e.message).toMatch(/frames\.archived marker records; the archive was altered/);
     // The readers refuse it too: the full log, and the step itself.
     const journal = openSqliteJournal(path);
@@ -250,7 +250,11 @@ describe("an output whose digest no longer vouches for it is refused before anyt
     });
     const e = await resumeAfterDamage(path);
     if (!isIntegrityError(e)) throw e;
-    expect(e.message).toMatch(new RegExp(`blob sha256:(${a}|${b}) .*does not match its digest.*altered or swapped`));
+    expect(e.message).toMatch(
+      new RegExp(
+        `^run ${RUN} step sink#turn:\\d+:tool:\\d+: .*blob sha256:(${a}|${b}) .*does not match its digest.*altered or swapped`,
+      ),
+    );
     const journal = openSqliteJournal(path);
     try {
       await expect(resolveStep(journal, "sink#turn:0:tool:0", { runId: RUN })).rejects.toSatisfy(isIntegrityError);
