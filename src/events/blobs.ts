@@ -33,7 +33,8 @@ function info(bytes: Uint8Array): BlobInfo {
   return { ref: `sha256:${digest}` as BlobRef, size: bytes.byteLength, digest };
 }
 
-function verified(ref: string, digest: string, bytes: Uint8Array | undefined, where: string): Uint8Array {
+/** The bytes stored under `ref`, checked against its digest (`IntegrityError` when lost or altered). */
+export function verified(ref: string, digest: string, bytes: Uint8Array | undefined, where: string): Uint8Array {
   if (bytes === undefined) {
     throw new IntegrityError(
       `blob ${ref} is not in ${where}; the journal refers to bytes that were lost`,

@@ -1,5 +1,6 @@
 import type Database from "better-sqlite3";
 import { ConcurrencyError, JournalFormatError } from "../core/errors.ts";
+import { decodeRows, type EntryRow } from "./rows.ts";
 import { openSqliteFile, type SqliteFile, type SqliteOptions, sqliteFileOf } from "./sqliteFile.ts";
 import type { AppendOptions, CompactRequest, EventStore, RunSummary } from "./store.ts";
 import { type EntryMeta, type JournalEntry, type NewEntry, SCHEMA_VERSION } from "./types.ts";
@@ -12,7 +13,7 @@ export interface SqliteEventStore extends EventStore {
   compactSync(runId: string, request: CompactRequest): { version: number };
 }
 
-type Row = [seq: number, type: string, data: string, meta: string];
+type Row = EntryRow;
 
 /** Rows fetched per statement when reading a run. */
 const PAGE = 256;
@@ -81,33 +82,9 @@ export function sqliteStoreOn(shared: SqliteFile): SqliteEventStore {
   // the pages are one snapshot even while another process appends or compacts.
   const readTx = db.transaction((runId: string, from: number): JournalEntry[] => {
     const out: JournalEntry[] = [];
-    // The entries of one append share one meta text: parse it once, share it frozen.
-    let metaText = "";
-    let meta: EntryMeta | undefined;
     for (;;) {
       const rows = page.all(runId, from) as Row[];
-      let i = 0;
-      let field = "data";
-      try {
-        for (; i < rows.length; i++) {
-          const row = rows[i]!;
-          field = "data";
-          const data = JSON.parse(row[2]);
-          if (row[3] !== metaText) {
-            field = "meta";
-            meta = Object.freeze(JSON.parse(row[3]));
-            metaText = row[3];
-          }
-          out.push({ runId, seq: row[0], type: row[1], data, meta } as JournalEntry);
-        }
-      } catch (cause) {
-        throw new JournalFormatError(
-          runId,
-          rows[i]?.[0],
-          field,
-          `the stored text is not JSON (${String(cause)}); the file is damaged: restore it from a backup or remove the run`,
-        );
-      }
+      decodeRows(runId, rows, out, "the SQLite file");
       if (rows.length < PAGE) return out;
       from = rows[rows.length - 1]![0] + 1;
     }

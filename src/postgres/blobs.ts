@@ -1,7 +1,6 @@
 import type pg from "pg";
 import { sha256Hex } from "../core/digest.ts";
-import { IntegrityError } from "../core/errors.ts";
-import { refDigest } from "../events/blobs.ts";
+import { refDigest, verified } from "../events/blobs.ts";
 import type { BlobRef, BlobStore } from "../events/spi.ts";
 import { openPgDatabase, type PgDatabase, type PostgresOptions } from "./database.ts";
 
@@ -39,20 +38,7 @@ export function postgresBlobStoreOn(shared: PgDatabase): BlobStore {
       const { rows } = await pool.query<{ bytes: Buffer }>(`SELECT bytes FROM ${tables.blobs} WHERE digest = $1`, [
         digest,
       ]);
-      const bytes = rows[0]?.bytes;
-      if (bytes === undefined) {
-        throw new IntegrityError(
-          `blob ${ref} is not in ${where}; the journal refers to bytes that were lost`,
-          "blobMissing",
-        );
-      }
-      const actual = sha256Hex(bytes);
-      if (actual !== digest) {
-        throw new IntegrityError(
-          `blob ${ref} in ${where} does not match its digest (the bytes hash to sha256:${actual}); it was altered or swapped: restore it from a backup`,
-        );
-      }
-      return bytes;
+      return verified(ref, digest, rows[0]?.bytes, where);
     },
     async has(ref) {
       const digest = refDigest(ref);

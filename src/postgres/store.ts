@@ -1,6 +1,7 @@
 import type pg from "pg";
 import { sha256Hex } from "../core/digest.ts";
 import { ConcurrencyError, JournalFormatError } from "../core/errors.ts";
+import { decodeRows } from "../events/rows.ts";
 import type { AppendOptions, CompactRequest, EventStore, RunSummary } from "../events/store.ts";
 import { type EntryMeta, type JournalEntry, type NewEntry, SCHEMA_VERSION } from "../events/types.ts";
 import { checkNewEntries, dataText } from "../events/validate.ts";
@@ -112,32 +113,8 @@ export function postgresStoreOn(shared: PgDatabase): PostgresEventStore {
     async read(runId: string, options?: { from?: number }) {
       await db.ready;
       const { rows } = await pool.query<Row>({ ...sql.read, values: [runId, options?.from ?? 1], rowMode: "array" });
-      const out: JournalEntry[] = new Array(rows.length);
-      // The entries of one append share one meta text: parse it once, share it frozen.
-      let lastMeta = "";
-      let meta: EntryMeta | undefined;
-      let i = 0;
-      let field = "data";
-      try {
-        for (; i < rows.length; i++) {
-          const row = rows[i]!;
-          field = "data";
-          const data = JSON.parse(row[2]);
-          if (row[3] !== lastMeta) {
-            field = "meta";
-            meta = Object.freeze(JSON.parse(row[3]));
-            lastMeta = row[3];
-          }
-          out[i] = { runId, seq: row[0], type: row[1], data, meta } as JournalEntry;
-        }
-      } catch (cause) {
-        throw new JournalFormatError(
-          runId,
-          rows[i]?.[0],
-          field,
-          `the stored text is not JSON (${String(cause)}); the row in ${db.label} is damaged: restore it from a backup or remove the run`,
-        );
-      }
+      const out: JournalEntry[] = [];
+      decodeRows(runId, rows, out, db.label);
       return out;
     },
 

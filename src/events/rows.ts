@@ -1,0 +1,37 @@
+import { JournalFormatError } from "../core/errors.ts";
+import type { EntryMeta, JournalEntry } from "./types.ts";
+
+/** A stored entry as SQL stores keep it: seq, type, data text, meta text. */
+export type EntryRow = readonly [seq: number, type: string, data: string, meta: string];
+
+/**
+ * Decodes stored rows into entries, appending to `out`. The entries of one append share one
+ * meta text: it is parsed once and shared, frozen. Text that is not JSON raises
+ * `JournalFormatError` naming the run, the seq and the column; `where` names the store for the fix.
+ */
+export function decodeRows(runId: string, rows: readonly EntryRow[], out: JournalEntry[], where: string): void {
+  let metaText = "";
+  let meta: EntryMeta | undefined;
+  let i = 0;
+  let field = "data";
+  try {
+    for (; i < rows.length; i++) {
+      const row = rows[i] as EntryRow;
+      field = "data";
+      const data = JSON.parse(row[2]);
+      if (row[3] !== metaText) {
+        field = "meta";
+        meta = Object.freeze(JSON.parse(row[3]));
+        metaText = row[3];
+      }
+      out.push({ runId, seq: row[0], type: row[1], data, meta } as JournalEntry);
+    }
+  } catch (cause) {
+    throw new JournalFormatError(
+      runId,
+      rows[i]?.[0],
+      field,
+      `the stored text is not JSON (${String(cause)}); the row in ${where} is damaged: restore it from a backup or remove the run`,
+    );
+  }
+}
