@@ -1,15 +1,10 @@
 import { describe, expect, it } from "vitest";
 import {
   type AnyEventObject,
-  type AnyStateMachine,
-  type AnyStateNode,
   type AnyTransitionDefinition,
   assign,
   createActor,
   fromPromise,
-  getMicrosteps,
-  getNextTransitions,
-  getStateNodes,
   initialTransition,
   type SnapshotFrom,
   setup,
@@ -24,6 +19,7 @@ import {
   type ToolCallParentEvent,
   toolCallMachine,
 } from "../../src/machines/toolCall.machine.ts";
+import { activeIds, definedStates, definedTransitions, walk } from "../support/machineCoverage.ts";
 
 const input: ToolCallInput = {
   runId: "run-1",
@@ -241,65 +237,6 @@ describe("toolCallMachine reports to its parent (sendParent)", () => {
     ]);
   });
 });
-
-// ---- coverage of the statechart by xstate/graph ----------------------------------------------
-
-/** Every transition the machine defines (`on`, invoke onDone/onError, `always`), labelled. */
-function definedTransitions(m: AnyStateMachine): Map<AnyTransitionDefinition, string> {
-  const labels = new Map<AnyTransitionDefinition, string>();
-  const label = (t: AnyTransitionDefinition, i: number) =>
-    `${t.source.id} --${t.eventType || "always"}[${i}]--> ${t.target?.map((n) => n.id).join(",") ?? "(stays)"}`;
-  const visit = (node: AnyStateNode) => {
-    for (const list of [...node.transitions.values(), node.always ?? []]) {
-      for (const [i, t] of list.entries()) labels.set(t, label(t, i));
-    }
-    for (const child of Object.values(node.states)) visit(child);
-  };
-  visit(m.root);
-  return labels;
-}
-
-/** Every state node id below the root. */
-function definedStates(m: AnyStateMachine): Set<string> {
-  const ids = new Set<string>();
-  const visit = (node: AnyStateNode) => {
-    if (node !== m.root) ids.add(node.id);
-    for (const child of Object.values(node.states)) visit(child);
-  };
-  visit(m.root);
-  return ids;
-}
-
-const activeIds = (m: AnyStateMachine, snapshot: SnapshotFrom<AnyStateMachine>) =>
-  new Set(
-    getStateNodes(m.root, snapshot.value)
-      .filter((n) => n !== m.root)
-      .map((n) => n.id),
-  );
-
-/**
- * The transitions one event takes from `from`, microstep by microstep (eventless ones included),
- * and the states it passes through on the way.
- */
-function walk(m: AnyStateMachine, from: SnapshotFrom<AnyStateMachine>, event: AnyEventObject) {
-  const taken: AnyTransitionDefinition[] = [];
-  const visited: string[] = [];
-  let previous = from;
-  getMicrosteps(m, from, event).forEach(([next], i) => {
-    const active = activeIds(m, next);
-    if (i === 0) taken.push(...m.getTransitionData(previous, event));
-    else {
-      const eventless = getNextTransitions(previous).filter(
-        (t) => t.eventType === "" && (t.target ?? []).every((n) => active.has(n.id)),
-      );
-      expect(eventless).toHaveLength(1);
-      taken.push(...eventless);
-    }
-    visited.push(...active);
-    previous = next;
-  });
-  return { taken, visited };
-}
 
 describe("toolCallMachine paths (xstate/graph)", () => {
   const events = Object.values(EVENTS) as AnyEventObject[];
