@@ -176,7 +176,7 @@ describe("foldRun and rebuildToolCallLog", () => {
     const error = await rebuildToolCallLog(journal, "run-6", "full").catch((e: unknown) => e);
     expect(isIntegrityError(error)).toBe(true);
     expect((error as Error).message).toMatch(
-      /^run run-6: archived frame support#turn:0:tool:0 hashes to .* restore it from a backup/,
+      /^run run-6: archived frame support#turn:0:tool:0 \(archive sha256:[0-9a-f]{64}\) hashes to .* restore it from a backup/,
     );
     // The lean log does not read the archive, so it still rebuilds.
     expect(await rebuildToolCallLog(journal, "run-6", "lean")).toHaveLength(5);
