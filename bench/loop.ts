@@ -121,6 +121,7 @@ async function sqliteAndFloor(synchronous: "full" | "normal") {
 }
 
 try {
+  await timeRuns(() => ({ journal: createJournal({ store: memoryStore() }) })); // warm-up: JIT, caches
   const none = await timeRuns(() => ({ journal: createJournal({ store: nullStore() }) }));
   const memory = await timeRuns(() => ({ journal: createJournal({ store: memoryStore() }) }));
   const full = await sqliteAndFloor("full");
