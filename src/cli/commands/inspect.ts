@@ -61,6 +61,7 @@ export function registerInspect(program: Command, io: CliIo): void {
           `inspector: http://localhost:${options.port} (the Stately inspector, fed by ws://localhost:${options.port})`,
         );
         const replay = async () => {
+          println(io.stdout, `replaying run ${runId}…`);
           const before = relayed;
           let sent = 0;
           const result = await replayRun(state, lean, {
