@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { readdirSync, readFileSync, statSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
 import { type Journal, parseFrameId, type Tool } from "../../index.ts";
 
@@ -17,15 +17,18 @@ export interface DemoToolContext {
   readonly runId: string;
 }
 
-/** The package's text files, relative to the root, sorted (node_modules and build output left out). */
+/** The package's text files (sources in a clone, dist/ where it is installed), relative to the root, sorted. */
 export function packageFiles(root: string): string[] {
   const out: string[] = [];
+  // In a clone, dist/ is build output beside the sources; where the package is installed it is all there is.
+  const skip = ["node_modules", "coverage", ...(existsSync(join(root, "src")) ? ["dist"] : [])];
   const walk = (dir: string) => {
     for (const entry of readdirSync(dir, { withFileTypes: true })) {
-      if (entry.name.startsWith(".") || ["node_modules", "dist", "coverage"].includes(entry.name)) continue;
+      if (entry.name.startsWith(".") || skip.includes(entry.name)) continue;
       const path = join(dir, entry.name);
       if (entry.isDirectory()) walk(path);
-      else if (/\.(ts|json|md)$/.test(entry.name) && entry.name !== "package-lock.json") out.push(relative(root, path));
+      else if (/\.(ts|js|json|md)$/.test(entry.name) && entry.name !== "package-lock.json")
+        out.push(relative(root, path));
     }
   };
   walk(root);
