@@ -40,6 +40,11 @@ export interface DemoLoopOptions extends DemoToolContext {
 export function demoLoop(options: DemoLoopOptions): AgentLoop & { readonly toolCalls: () => number } {
   const files = packageFiles(options.root);
   const big = files.filter((f) => statSync(join(options.root, f)).size >= 6000);
+  // Folders with enough files to fill an output (src and test in a clone, dist where installed), and the root.
+  const counts = new Map<string, number>();
+  for (const f of files)
+    if (f.includes("/")) counts.set(f.split("/")[0] as string, (counts.get(f.split("/")[0] as string) ?? 0) + 1);
+  const dirs = [...[...counts].filter(([, n]) => n >= 20).map(([dir]) => dir), "."];
   const plan = (turn: number): ModelResponse => {
     const maxBytes = 1600 + ((turn * 7919) % 2300); // 1.6–3.9 kB, spread over the run
     const call = (name: string, input: Record<string, unknown>, what: string) => ({
@@ -51,7 +56,7 @@ export function demoLoop(options: DemoLoopOptions): AgentLoop & { readonly toolC
       case 1:
         return call("word_stats", { path: pick(11) }, `counting the words of ${pick(11)}`);
       case 2: {
-        const dir = ["src", "test", "."][turn % 3] as string;
+        const dir = dirs[turn % dirs.length] ?? ".";
         return call("checksum_tree", { dir }, `hashing the files under ${dir}`);
       }
       case 4:
