@@ -1,5 +1,6 @@
 import { JournalFormatError } from "../core/errors.ts";
-import type { EntryMeta, JournalEntry } from "./types.ts";
+import type { EntryMeta, JournalEntry, NewEntry } from "./types.ts";
+import { checkNewEntries, dataText } from "./validate.ts";
 
 /** A stored entry as SQL stores keep it: seq, type, data text, meta text. */
 export type EntryRow = readonly [seq: number, type: string, data: string, meta: string];
@@ -34,4 +35,24 @@ export function decodeRows(runId: string, rows: readonly EntryRow[], out: Journa
       `the stored text is not JSON (${String(cause)}); the row in ${where} is damaged: restore it from a backup or remove the run`,
     );
   }
+}
+
+/**
+ * Checks entries about to be appended after `expectedVersion` and serializes their data, before
+ * any transaction starts: a bad entry or a value with no JSON form fails with nothing written.
+ */
+export function encodeEntries(
+  runId: string,
+  entries: readonly NewEntry[],
+  expectedVersion: number,
+): { types: string[]; texts: string[] } {
+  checkNewEntries(runId, entries, expectedVersion);
+  const types: string[] = new Array(entries.length);
+  const texts: string[] = new Array(entries.length);
+  for (let i = 0; i < entries.length; i++) {
+    const e = entries[i] as NewEntry;
+    types[i] = e.type;
+    texts[i] = dataText(runId, e, expectedVersion + i + 1);
+  }
+  return { types, texts };
 }

@@ -1,10 +1,9 @@
 import type Database from "better-sqlite3";
 import { ConcurrencyError, JournalFormatError } from "../core/errors.ts";
-import { decodeRows, type EntryRow } from "./rows.ts";
+import { decodeRows, type EntryRow, encodeEntries } from "./rows.ts";
 import { openSqliteFile, type SqliteFile, type SqliteOptions, sqliteFileOf } from "./sqliteFile.ts";
 import type { AppendOptions, CompactRequest, EventStore, RunSummary } from "./store.ts";
 import { type EntryMeta, type JournalEntry, type NewEntry, SCHEMA_VERSION } from "./types.ts";
-import { checkNewEntries, dataText } from "./validate.ts";
 
 /** A SQLite store also tells which file it lives in, and compacts synchronously inside a caller's transaction. */
 export interface SqliteEventStore extends EventStore {
@@ -93,8 +92,7 @@ export function sqliteStoreOn(shared: SqliteFile): SqliteEventStore {
   const metaText = () => JSON.stringify({ v: SCHEMA_VERSION, at: new Date().toISOString() } satisfies EntryMeta);
 
   const compactSync = (runId: string, request: CompactRequest) => {
-    checkNewEntries(runId, [request.marker], request.expectedVersion);
-    const text = dataText(runId, request.marker, request.expectedVersion + 1);
+    const text = encodeEntries(runId, [request.marker], request.expectedVersion).texts[0] as string;
     compactTx.immediate(runId, request, text, metaText());
     return { version: request.expectedVersion + 1 };
   };
@@ -103,15 +101,7 @@ export function sqliteStoreOn(shared: SqliteFile): SqliteEventStore {
     [sqliteFileOf]: file,
 
     async append(runId: string, entries: readonly NewEntry[], { expectedVersion }: AppendOptions) {
-      checkNewEntries(runId, entries, expectedVersion);
-      // Serialized before the transaction: a value with no JSON form fails with nothing written.
-      const types: string[] = new Array(entries.length);
-      const texts: string[] = new Array(entries.length);
-      for (let i = 0; i < entries.length; i++) {
-        const e = entries[i]!;
-        types[i] = e.type;
-        texts[i] = dataText(runId, e, expectedVersion + i + 1);
-      }
+      const { types, texts } = encodeEntries(runId, entries, expectedVersion);
       write.immediate(runId, types, texts, metaText(), expectedVersion);
       return { version: expectedVersion + entries.length };
     },

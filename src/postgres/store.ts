@@ -1,10 +1,9 @@
 import type pg from "pg";
 import { sha256Hex } from "../core/digest.ts";
 import { ConcurrencyError, JournalFormatError } from "../core/errors.ts";
-import { decodeRows } from "../events/rows.ts";
+import { decodeRows, encodeEntries } from "../events/rows.ts";
 import type { AppendOptions, CompactRequest, EventStore, RunSummary } from "../events/store.ts";
 import { type EntryMeta, type JournalEntry, type NewEntry, SCHEMA_VERSION } from "../events/types.ts";
-import { checkNewEntries, dataText } from "../events/validate.ts";
 import { openPgDatabase, type PgDatabase, type PostgresOptions, pgDatabaseOf } from "./database.ts";
 import type { Tables } from "./schema.ts";
 
@@ -86,15 +85,7 @@ export function postgresStoreOn(shared: PgDatabase): PostgresEventStore {
     ready: () => db.ready,
 
     async append(runId: string, entries: readonly NewEntry[], { expectedVersion }: AppendOptions) {
-      checkNewEntries(runId, entries, expectedVersion);
-      // Serialized before the statement: a value with no JSON form fails with nothing written.
-      const types: string[] = new Array(entries.length);
-      const texts: string[] = new Array(entries.length);
-      for (let i = 0; i < entries.length; i++) {
-        const e = entries[i]!;
-        types[i] = e.type;
-        texts[i] = dataText(runId, e, expectedVersion + i + 1);
-      }
+      const { types, texts } = encodeEntries(runId, entries, expectedVersion);
       await db.ready;
       if (entries.length === 0) {
         const actual = await versionOf(pool, runId);
@@ -125,8 +116,7 @@ export function postgresStoreOn(shared: PgDatabase): PostgresEventStore {
     },
 
     async compact(runId: string, request: CompactRequest) {
-      checkNewEntries(runId, [request.marker], request.expectedVersion);
-      const text = dataText(runId, request.marker, request.expectedVersion + 1);
+      const text = encodeEntries(runId, [request.marker], request.expectedVersion).texts[0] as string;
       await db.ready;
       const client = await pool.connect();
       try {
