@@ -124,6 +124,8 @@ export const toolCallMachine = setup({
     },
     settled: { type: "final", entry: "reportSettled" },
     pending: { type: "final", entry: "reportPending" },
-    failed: { type: "final", entry: "reportFailed" },
+    // Not final: the loop stops on CALL.FAILED and stops this call with it; a final state would
+    // also send the loop a done event after it has stopped.
+    failed: { entry: "reportFailed" },
   },
 });

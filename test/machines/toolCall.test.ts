@@ -173,9 +173,10 @@ describe("toolCallMachine transitions (pure)", () => {
     expect(effects(actions)).toEqual(["stop checkCall"]);
   });
 
-  it("is done in each final state", () => {
-    for (const state of ["settled", "pending", "failed"] as const) expect(reach(START[state]).status).toBe("done");
-    for (const state of ["validating", "awaitingApproval", "running"] as const) {
+  it("is done when settled or pending; a failed call waits to be stopped by its loop", () => {
+    for (const state of ["settled", "pending"] as const) expect(reach(START[state]).status).toBe("done");
+    // Not final: a done event from it would reach a loop that already stopped on CALL.FAILED.
+    for (const state of ["validating", "awaitingApproval", "running", "failed"] as const) {
       expect(reach(START[state]).status).toBe("active");
     }
   });
@@ -202,7 +203,14 @@ async function reportsOf(outputs: {
   }).createMachine({
     context: { received: [] },
     invoke: { id: "call", src: "child", input, onDone: ".done" },
-    on: { "CALL.*": { actions: assign({ received: ({ context, event }) => [...context.received, event] }) } },
+    on: {
+      // As the loop does: a failed call ends the parent, which stops the call.
+      "CALL.FAILED": {
+        target: ".done",
+        actions: assign({ received: ({ context, event }) => [...context.received, event] }),
+      },
+      "CALL.*": { actions: assign({ received: ({ context, event }) => [...context.received, event] }) },
+    },
     initial: "waiting",
     states: { waiting: {}, done: { type: "final" } },
   });
