@@ -20,6 +20,7 @@ import { createJournal, readJournal } from "../src/events/journal.ts";
 import { memoryStore } from "../src/events/memory.ts";
 import { sqliteStore } from "../src/events/sqlite.ts";
 import { openSqliteFile, type SqliteOptions } from "../src/events/sqliteFile.ts";
+import { TYPE_CODES } from "../src/events/sqliteRows.ts";
 import type { EventStore } from "../src/events/store.ts";
 import { type NewEntry, SCHEMA_VERSION } from "../src/events/types.ts";
 import { printTable, rng, toolOutput } from "./support.ts";
@@ -62,12 +63,13 @@ async function appends(sync: NonNullable<SqliteOptions["synchronous"]>, batch: n
   for (let round = 0; round < rounds; round++) {
     const store = sqliteStore(join(dir, `ours-${sync}-${batch}-${round}.db`), { synchronous: sync });
     const db = openSqliteFile(join(dir, `raw-${sync}-${batch}-${round}.db`), { synchronous: sync }).db;
-    const insert = db.prepare("INSERT INTO loom_entries (run_id, seq, type, data, meta) VALUES (?, ?, ?, ?, ?)");
+    // The raw baseline: the same rows, each entry's JSON text whole in `data`, no check, no layout.
+    const insert = db.prepare("INSERT INTO loom_entries (run, seq, type, at, v, data) VALUES (1, ?, ?, ?, ?, ?)");
     const write = db.transaction((k: number) => {
-      const meta = JSON.stringify({ v: SCHEMA_VERSION, at: new Date().toISOString() });
+      const at = Date.now();
       for (let i = k; i < k + batch; i++) {
         const e = entries[i]!;
-        insert.run("run", i + 1, e.type, JSON.stringify(e.data), meta);
+        insert.run(i + 1, TYPE_CODES[e.type], at, SCHEMA_VERSION, JSON.stringify(e.data));
       }
     });
     const [o = 0, r = 0] = await paired(
@@ -145,7 +147,7 @@ try {
     const path = join(dir, `read-${count}.db`);
     const sqliteTexts = () => {
       const db = new Database(path, { readonly: true });
-      const rows = db.prepare("SELECT data, meta FROM loom_entries ORDER BY seq").raw().all() as string[][];
+      const rows = db.prepare("SELECT data, meta FROM loom_journal ORDER BY seq").raw().all() as string[][];
       db.close();
       return rows.flat();
     };

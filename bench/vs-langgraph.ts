@@ -431,7 +431,7 @@ try {
   for (const part of Object.keys(leanParts)) line(part, leanParts[part] ?? 0, fullParts[part] ?? 0);
   const sum = (p: Record<string, number>) => Object.values(p).reduce((a, b) => a + b, 0);
   line("= rows", sum(leanParts), sum(fullParts));
-  line("  of which sha256 hex digests (64 B each)", leanOf.digests, fullOf.digests);
+  line("  of which sha256 digests (32 B in a column, 64 B as hex)", leanOf.digests, fullOf.digests);
   line("  of which frame/step id strings", leanOf.ids, fullOf.ids);
   line("index UNIQUE (run_id, seq) (file only)", lean.storage.index, full.storage.index);
   line(

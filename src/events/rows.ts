@@ -1,5 +1,5 @@
 import { JournalFormatError } from "../core/errors.ts";
-import type { EntryMeta, JournalEntry, NewEntry } from "./types.ts";
+import type { EntryMeta, EntryType, JournalEntry, NewEntry } from "./types.ts";
 import { checkNewEntries, dataText } from "./validate.ts";
 
 /** A stored entry as SQL stores keep it: seq, type, data text, meta text. */
@@ -45,9 +45,9 @@ export function encodeEntries(
   runId: string,
   entries: readonly NewEntry[],
   expectedVersion: number,
-): { types: string[]; texts: string[] } {
+): { types: EntryType[]; texts: string[] } {
   checkNewEntries(runId, entries, expectedVersion);
-  const types: string[] = new Array(entries.length);
+  const types: EntryType[] = new Array(entries.length);
   const texts: string[] = new Array(entries.length);
   for (let i = 0; i < entries.length; i++) {
     const e = entries[i] as NewEntry;

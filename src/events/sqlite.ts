@@ -1,9 +1,10 @@
 import type Database from "better-sqlite3";
 import { ConcurrencyError, JournalFormatError } from "../core/errors.ts";
-import { decodeRows, type EntryRow, encodeEntries } from "./rows.ts";
+import { encodeEntries } from "./rows.ts";
 import { openSqliteFile, type SqliteFile, type SqliteOptions, sqliteFileOf } from "./sqliteFile.ts";
+import { decodeStoredRows, encodeRow, type StoredRow } from "./sqliteRows.ts";
 import type { AppendOptions, CompactRequest, EventStore, RunSummary } from "./store.ts";
-import { type EntryMeta, type JournalEntry, type NewEntry, SCHEMA_VERSION } from "./types.ts";
+import { type EntryType, type JournalEntry, type NewEntry, SCHEMA_VERSION } from "./types.ts";
 
 /** A SQLite store also tells which file it lives in, and compacts synchronously inside a caller's transaction. */
 export interface SqliteEventStore extends EventStore {
@@ -12,8 +13,6 @@ export interface SqliteEventStore extends EventStore {
   compactSync(runId: string, request: CompactRequest): { version: number };
 }
 
-type Row = EntryRow;
-
 /** Rows fetched per statement when reading a run. */
 const PAGE = 256;
 
@@ -21,8 +20,9 @@ const PAGE = 256;
  * The embedded `EventStore`: one SQLite file (better-sqlite3, WAL). Each append is one
  * `BEGIN IMMEDIATE` transaction that checks `expectedVersion` inside it, so appends from several
  * processes on the same file are serialized and a stale writer gets `ConcurrencyError`; the
- * `UNIQUE (run_id, seq)` key backs that up. Data is stored as the text `JSON.stringify` wrote
- * and handed back parsed, key order included. Pass an open `Database` to share it (Loom will not
+ * `UNIQUE (run, seq)` key backs that up. Data is stored as the text `JSON.stringify` wrote
+ * (laid out as sqliteRows.ts describes; the `loom_journal` view shows it as text) and handed
+ * back parsed, key order included. Pass an open `Database` to share it (Loom will not
  * close it), or use `openSqliteJournal` for store, blobs and archive in one file.
  *
  * @example
@@ -38,33 +38,52 @@ export function sqliteStore(target: string | Database.Database, options?: Sqlite
 export function sqliteStoreOn(shared: SqliteFile): SqliteEventStore {
   const file = shared.acquire();
   const { db } = file;
-  const insert = db.prepare("INSERT INTO loom_entries (run_id, seq, type, data, meta) VALUES (?, ?, ?, ?, ?)");
-  const versionOf = db.prepare("SELECT max(seq) FROM loom_entries WHERE run_id = ?").pluck();
+  const where = `the SQLite file ${db.name}`;
+  const keyOf = db.prepare("SELECT run FROM loom_runs WHERE run_id = ?").pluck();
+  const addRun = db.prepare("INSERT INTO loom_runs (run_id) VALUES (?)");
+  const insert = db.prepare(
+    "INSERT INTO loom_entries (run, seq, type, at, v, frame, effect, digest, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+  );
+  const versionOf = db.prepare("SELECT max(seq) FROM loom_entries WHERE run = ?").pluck();
   const page = db
-    .prepare(`SELECT seq, type, data, meta FROM loom_entries WHERE run_id = ? AND seq >= ? ORDER BY seq LIMIT ${PAGE}`)
+    .prepare(
+      `SELECT seq, type, at, v, frame, effect, digest, data FROM loom_entries WHERE run = ? AND seq >= ? ORDER BY seq LIMIT ${PAGE}`,
+    )
     .raw();
-  const remove = db.prepare("DELETE FROM loom_entries WHERE run_id = ? AND seq = ?");
+  const remove = db.prepare("DELETE FROM loom_entries WHERE run = ? AND seq = ?");
   const runs = db.prepare(
-    `SELECT e.run_id AS runId, e.seq AS version, e.type AS lastType, c.n AS entries
-       FROM (SELECT run_id, max(seq) AS v, count(*) AS n FROM loom_entries GROUP BY run_id) c
-       JOIN loom_entries e ON e.run_id = c.run_id AND e.seq = c.v
-      ORDER BY e.run_id`,
+    `SELECT r.run_id AS runId, e.seq AS version, coalesce(t.type, 'code ' || e.type) AS lastType, c.n AS entries
+       FROM (SELECT run, max(seq) AS v, count(*) AS n FROM loom_entries GROUP BY run) c
+       JOIN loom_runs r ON r.run = c.run
+       JOIN loom_entries e ON e.run = c.run AND e.seq = c.v
+       LEFT JOIN loom_entry_types t ON t.code = e.type
+      ORDER BY r.run_id`,
   );
 
-  const check = (runId: string, expected: number) => {
-    const actual = (versionOf.get(runId) as number | null) ?? 0;
+  /** The run's key and version, checked against `expected`; a new run gets its key here. */
+  const check = (runId: string, expected: number): number | bigint => {
+    const key = keyOf.get(runId) as number | undefined;
+    const actual = key === undefined ? 0 : ((versionOf.get(key) as number | null) ?? 0);
     if (actual !== expected) throw new ConcurrencyError(runId, expected, actual);
+    return key ?? addRun.run(runId).lastInsertRowid;
   };
 
-  const write = db.transaction((runId: string, types: string[], texts: string[], meta: string, after: number) => {
-    check(runId, after);
-    for (let i = 0; i < texts.length; i++) insert.run(runId, after + i + 1, types[i], texts[i], meta);
+  const insertRows = (key: number | bigint, after: number, types: readonly EntryType[], texts: readonly string[]) => {
+    const at = Date.now();
+    for (let i = 0; i < texts.length; i++) {
+      const c = encodeRow(types[i] as EntryType, texts[i] as string, at, SCHEMA_VERSION);
+      insert.run(key, after + i + 1, c.type, c.at, c.v, c.frame, c.effect, c.digest, c.data);
+    }
+  };
+
+  const write = db.transaction((runId: string, types: EntryType[], texts: string[], after: number) => {
+    insertRows(check(runId, after), after, types, texts);
   });
 
-  const compactTx = db.transaction((runId: string, request: CompactRequest, text: string, meta: string) => {
-    check(runId, request.expectedVersion);
+  const compactTx = db.transaction((runId: string, request: CompactRequest, text: string) => {
+    const key = check(runId, request.expectedVersion);
     for (const seq of request.removeSeqs) {
-      if (remove.run(runId, seq).changes !== 1) {
+      if (remove.run(key, seq).changes !== 1) {
         throw new JournalFormatError(
           runId,
           seq,
@@ -73,7 +92,7 @@ export function sqliteStoreOn(shared: SqliteFile): SqliteEventStore {
         );
       }
     }
-    insert.run(runId, request.expectedVersion + 1, request.marker.type, text, meta);
+    insertRows(key, request.expectedVersion, [request.marker.type], [text]);
   });
 
   // Pages, not one all(): a page's row texts die young once parsed, instead of every row's text
@@ -81,19 +100,19 @@ export function sqliteStoreOn(shared: SqliteFile): SqliteEventStore {
   // the pages are one snapshot even while another process appends or compacts.
   const readTx = db.transaction((runId: string, from: number): JournalEntry[] => {
     const out: JournalEntry[] = [];
+    const key = keyOf.get(runId) as number | undefined;
+    if (key === undefined) return out;
     for (;;) {
-      const rows = page.all(runId, from) as Row[];
-      decodeRows(runId, rows, out, "the SQLite file");
+      const rows = page.all(key, from) as StoredRow[];
+      decodeStoredRows(runId, rows, out, where);
       if (rows.length < PAGE) return out;
       from = rows[rows.length - 1]![0] + 1;
     }
   });
 
-  const metaText = () => JSON.stringify({ v: SCHEMA_VERSION, at: new Date().toISOString() } satisfies EntryMeta);
-
   const compactSync = (runId: string, request: CompactRequest) => {
     const text = encodeEntries(runId, [request.marker], request.expectedVersion).texts[0] as string;
-    compactTx.immediate(runId, request, text, metaText());
+    compactTx.immediate(runId, request, text);
     return { version: request.expectedVersion + 1 };
   };
 
@@ -102,7 +121,7 @@ export function sqliteStoreOn(shared: SqliteFile): SqliteEventStore {
 
     async append(runId: string, entries: readonly NewEntry[], { expectedVersion }: AppendOptions) {
       const { types, texts } = encodeEntries(runId, entries, expectedVersion);
-      write.immediate(runId, types, texts, metaText(), expectedVersion);
+      write.immediate(runId, types, texts, expectedVersion);
       return { version: expectedVersion + entries.length };
     },
 

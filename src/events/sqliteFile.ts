@@ -1,6 +1,8 @@
 import type Database from "better-sqlite3";
-import { LoomError } from "../core/errors.ts";
+import { JournalFormatError, LoomError } from "../core/errors.ts";
 import { loadOptional } from "../core/optional.ts";
+import { encodeRow, SQL_DATA_TEXT, SQL_META_TEXT, TYPE_CODES } from "./sqliteRows.ts";
+import type { EntryType } from "./types.ts";
 
 /**
  * The SQLite file the embedded journal lives in: one file holds the entries, the blobs and the
@@ -8,8 +10,12 @@ import { loadOptional } from "../core/optional.ts";
  * the blob store and the archive each hold the file; it closes when the last of them closes.
  */
 
-/** The version of the tables below, recorded in `loom_meta` so a later Loom can migrate. */
-export const SQLITE_SCHEMA_VERSION = 1;
+/**
+ * The version of the tables below, recorded in `loom_meta`. Version 1 kept every entry as text
+ * columns (run id, type, data, meta); version 2 keeps the same entries in less room (see
+ * sqliteRows.ts). A version 1 file is migrated when it is opened.
+ */
+export const SQLITE_SCHEMA_VERSION = 2;
 
 export interface SqliteOptions {
   /**
@@ -35,14 +41,23 @@ export const sqliteFileOf: unique symbol = Symbol("loom.sqliteFile");
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS loom_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS loom_runs (run INTEGER PRIMARY KEY, run_id TEXT NOT NULL UNIQUE);
+CREATE TABLE IF NOT EXISTS loom_entry_types (code INTEGER PRIMARY KEY, type TEXT NOT NULL UNIQUE);
 CREATE TABLE IF NOT EXISTS loom_entries (
-  run_id TEXT NOT NULL,
+  run INTEGER NOT NULL,
   seq INTEGER NOT NULL,
-  type TEXT NOT NULL,
-  data TEXT NOT NULL,
-  meta TEXT NOT NULL,
-  UNIQUE (run_id, seq)
+  type INTEGER NOT NULL,
+  at INTEGER NOT NULL,
+  v INTEGER NOT NULL,
+  frame TEXT,
+  effect TEXT,
+  digest BLOB,
+  data TEXT,
+  UNIQUE (run, seq)
 );
+CREATE VIEW IF NOT EXISTS loom_journal AS
+  SELECT r.run_id, e.seq, t.type, ${SQL_DATA_TEXT} AS data, ${SQL_META_TEXT} AS meta
+    FROM loom_entries e JOIN loom_runs r ON r.run = e.run LEFT JOIN loom_entry_types t ON t.code = e.type;
 CREATE TABLE IF NOT EXISTS loom_blobs (digest TEXT PRIMARY KEY, size INTEGER NOT NULL, bytes BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS loom_archive (ref TEXT PRIMARY KEY, run_id TEXT NOT NULL, body TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS loom_archive_run ON loom_archive (run_id);
@@ -83,22 +98,86 @@ export function openSqliteFile(target: string | Database.Database, options: Sqli
 
 function ensureSchema(db: Database.Database): void {
   db.transaction(() => {
-    db.exec(SCHEMA);
+    db.exec("CREATE TABLE IF NOT EXISTS loom_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
     const row = db.prepare("SELECT value FROM loom_meta WHERE key = 'schema_version'").get() as
       | { value: string }
       | undefined;
-    if (row === undefined) {
-      db.prepare("INSERT INTO loom_meta (key, value) VALUES ('schema_version', ?)").run(String(SQLITE_SCHEMA_VERSION));
-      return;
-    }
-    const found = Number(row.value);
-    if (!(found <= SQLITE_SCHEMA_VERSION)) {
+    const found = row === undefined ? undefined : Number(row.value);
+    if (found !== undefined && !(found <= SQLITE_SCHEMA_VERSION)) {
       throw new LoomError(
         "sqliteSchema",
-        `${db.name}: the Loom tables are at schema version ${row.value}, newer than this Loom knows (${SQLITE_SCHEMA_VERSION}); upgrade Loom to open this file`,
+        `${db.name}: the Loom tables are at schema version ${row?.value}, newer than this Loom knows (${SQLITE_SCHEMA_VERSION}); upgrade Loom to open this file`,
+      );
+    }
+    if (found === 1) db.exec("ALTER TABLE loom_entries RENAME TO loom_entries_v1");
+    db.exec(SCHEMA);
+    const types = db.prepare("INSERT OR IGNORE INTO loom_entry_types (code, type) VALUES (?, ?)");
+    for (const [type, code] of Object.entries(TYPE_CODES)) types.run(code, type);
+    if (found === 1) migrateFromV1(db);
+    if (found !== SQLITE_SCHEMA_VERSION) {
+      db.prepare("INSERT OR REPLACE INTO loom_meta (key, value) VALUES ('schema_version', ?)").run(
+        String(SQLITE_SCHEMA_VERSION),
       );
     }
   }).immediate();
+}
+
+/**
+ * Version 1 → 2, inside the opening transaction: every row of the old table is laid out again
+ * by the same code that appends (so its data text is kept byte for byte), then the old table goes.
+ */
+function migrateFromV1(db: Database.Database): void {
+  const where = `${db.name} (migrating it from schema version 1)`;
+  const fix = "restore the row from a backup or remove the run, then open the file again";
+  const addRun = db.prepare("INSERT INTO loom_runs (run_id) VALUES (?)");
+  const insert = db.prepare(
+    "INSERT INTO loom_entries (run, seq, type, at, v, frame, effect, digest, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+  );
+  // Pages by rowid: better-sqlite3 runs no other statement while an iterator is open.
+  const page = db
+    .prepare(
+      "SELECT rowid, run_id, seq, type, data, meta FROM loom_entries_v1 WHERE rowid > ? ORDER BY rowid LIMIT 512",
+    )
+    .raw();
+  const keys = new Map<string, number | bigint>();
+  for (let after = 0; ; ) {
+    const rows = page.all(after) as [number, string, number, string, string, string][];
+    for (const [, runId, seq, type, data, metaText] of rows) {
+      if (TYPE_CODES[type as EntryType] === undefined) {
+        throw new JournalFormatError(
+          runId,
+          seq,
+          "type",
+          `unknown entry type ${JSON.stringify(type)} in ${where}; ${fix}`,
+        );
+      }
+      let meta: { v?: unknown; at?: unknown } | undefined;
+      try {
+        meta = JSON.parse(metaText);
+      } catch {
+        meta = undefined;
+      }
+      const at = typeof meta?.at === "string" ? Date.parse(meta.at) : Number.NaN;
+      if (!Number.isInteger(meta?.v) || !Number.isFinite(at) || new Date(at).toISOString() !== meta?.at) {
+        throw new JournalFormatError(
+          runId,
+          seq,
+          "meta",
+          `the stored meta ${metaText} is not {v, at} as Loom writes it, in ${where}; ${fix}`,
+        );
+      }
+      let key = keys.get(runId);
+      if (key === undefined) {
+        key = addRun.run(runId).lastInsertRowid;
+        keys.set(runId, key);
+      }
+      const c = encodeRow(type as EntryType, data, at, meta?.v as number);
+      insert.run(key, seq, c.type, c.at, c.v, c.frame, c.effect, c.digest, c.data);
+    }
+    if (rows.length < 512) break;
+    after = rows[rows.length - 1]![0];
+  }
+  db.exec("DROP TABLE loom_entries_v1");
 }
 
 /** better-sqlite3, loaded on first use: it is an optional dependency (the embedded default). */

@@ -136,7 +136,10 @@ describe("loom show", () => {
     const digest = await withJournal(db, async (j) => (await rebuildToolCallLog(j, "done-1", "lean"))[2]?.digest);
     const sql = new Database(db);
     sql
-      .prepare("UPDATE loom_entries SET data = replace(data, ?, ?) WHERE run_id = 'done-1' AND type = 'run.completed'")
+      .prepare(
+        `UPDATE loom_entries SET data = replace(data, ?, ?)
+          WHERE run = (SELECT run FROM loom_runs WHERE run_id = 'done-1') AND type = (SELECT code FROM loom_entry_types WHERE type = 'run.completed')`,
+      )
       .run(digest, "0".repeat(64));
     sql.close();
     const { code, stderr } = await loom(dir, ["show", step, "--run", "done-1", "--db", db]);

@@ -46,9 +46,31 @@ describe("sqliteStore", () => {
     await store.append("r", [frameStarted("f"), frameCompleted("f", output)], { expectedVersion: 0 });
     await store.close();
     const db = new Database(path, { readonly: true });
-    const text = db.prepare("SELECT data FROM loom_entries WHERE run_id = 'r' AND seq = 2").pluck().get();
+    const text = db.prepare("SELECT data FROM loom_journal WHERE run_id = 'r' AND seq = 2").pluck().get();
+    const row = db.prepare("SELECT frame, data FROM loom_entries WHERE seq = 2").get();
     db.close();
     expect(text).toBe(JSON.stringify({ frameId: "f", output }));
+    expect(row).toEqual({ frame: "f", data: JSON.stringify(output) }); // the frame id in its column
+  });
+
+  it("keeps a frame.started in columns (digest as 32 bytes) and the loom_journal view shows its text and meta", async () => {
+    const store = sqliteStore(path);
+    const started = frameStarted("l#turn:0:tool:0");
+    await store.append("r", [runStarted(), started], { expectedVersion: 0 });
+    const [, live] = await store.read("r");
+    await store.close();
+    const db = new Database(path, { readonly: true });
+    const row = db.prepare("SELECT frame, effect, length(digest) AS n, data FROM loom_entries WHERE seq = 2").get();
+    const view = db.prepare("SELECT run_id, seq, type, data, meta FROM loom_journal ORDER BY seq").all();
+    db.close();
+    expect(row).toEqual({ frame: "l#turn:0:tool:0", effect: "tool:search", n: 32, data: null });
+    expect(view[1]).toEqual({
+      run_id: "r",
+      seq: 2,
+      type: "frame.started",
+      data: JSON.stringify(started.data),
+      meta: JSON.stringify(live?.meta),
+    });
   });
 
   it("shares one file between two connections: each sees the other's appends and version", async () => {
@@ -105,15 +127,25 @@ describe("sqliteStore", () => {
     });
 
     it("an unknown type", async () => {
-      const e = await damage("UPDATE loom_entries SET type = 'frame.exploded' WHERE seq = 2");
+      const e = await damage("UPDATE loom_entries SET type = 99 WHERE seq = 2");
       expect(e).toMatchObject({ runId: "r", seq: 2, field: "type" });
-      expect(e.message).toMatch(/unknown entry type "frame.exploded"/);
+      expect(e.message).toMatch(/unknown entry type code 99/);
     });
 
     it("a future schema version", async () => {
-      const e = await damage(`UPDATE loom_entries SET meta = replace(meta, '"v":1', '"v":2') WHERE seq = 4`);
+      const e = await damage("UPDATE loom_entries SET v = 2 WHERE seq = 4");
       expect(e).toMatchObject({ runId: "r", seq: 4, field: "meta.v" });
       expect(e.message).toMatch(/schema version 2 is newer than this Loom reads \(1\)/);
+    });
+
+    it("a frame.started row whose digest is not 32 bytes", async () => {
+      const e = await damage("UPDATE loom_entries SET digest = x'00ff' WHERE seq = 2");
+      expect(e).toMatchObject({ runId: "r", seq: 2, field: "digest" });
+    });
+
+    it("a frame.completed row without its output", async () => {
+      const e = await damage("UPDATE loom_entries SET data = NULL WHERE seq = 3");
+      expect(e).toMatchObject({ runId: "r", seq: 3, field: "data" });
     });
 
     it("a seq gap that no frames.archived marker explains", async () => {
@@ -122,7 +154,9 @@ describe("sqliteStore", () => {
     });
 
     it("a field of the wrong kind", async () => {
-      const e = await damage(`UPDATE loom_entries SET data = '{"frameId":42}' WHERE seq = 2`);
+      const e = await damage(
+        `UPDATE loom_entries SET frame = NULL, effect = NULL, digest = NULL, data = '{"frameId":42}' WHERE seq = 2`,
+      );
       expect(e).toMatchObject({ runId: "r", seq: 2, field: "data.frameId" });
     });
   });

@@ -35,11 +35,11 @@ afterAll(() => {
 const toolMessages = (messages: readonly Message[]) =>
   messages.filter((m): m is Extract<Message, { role: "tool" }> => m.role === "tool");
 
-/** Every entry's data and meta, read back raw from the SQLite file, parse as JSON. */
+/** Every entry's data and meta, read back as text from the SQLite file (its loom_journal view), parse as JSON. */
 function rawRowsParse(path: string): number {
   const db = new Database(path, { readonly: true });
   try {
-    const rows = db.prepare("SELECT seq, data, meta FROM loom_entries ORDER BY run_id, seq").all() as {
+    const rows = db.prepare("SELECT seq, data, meta FROM loom_journal ORDER BY run_id, seq").all() as {
       seq: number;
       data: string;
       meta: string;

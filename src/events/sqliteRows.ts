@@ -1,0 +1,187 @@
+import { JournalFormatError } from "../core/errors.ts";
+import type { EntryMeta, EntryType, JournalEntry } from "./types.ts";
+
+/**
+ * How the SQLite store lays an entry out in a row (schema version 2), and back.
+ *
+ * The data of an entry is the text `JSON.stringify` wrote, and the store hands that text back
+ * exactly. What a row spends around it is kept small, because a run's journal is written once a
+ * step and kept: the run is an integer key (`loom_runs`), the type an integer code, `meta` two
+ * integers (`v`, and `at` in ms since the epoch), and the frame entries, four of every turn, keep
+ * their fixed parts in typed columns instead of as JSON text:
+ *
+ * - `frame.started` text `{"frameId":"F","effect":"E","inputDigest":"<64 hex>"}` → `frame` = F,
+ *   `effect` = E (both as they appear between the quotes, escapes included) and `digest` = the
+ *   32 bytes; `data` is NULL.
+ * - `frame.completed` text `{"frameId":"F","output":REST}` → `frame` = F, `data` = REST (the
+ *   output's JSON text, and whatever followed it before the final `}`).
+ * - Anything else, and any frame text of another form, is kept whole in `data`.
+ *
+ * Decoding rebuilds the text from the same fixed pieces, so it is the written text byte for byte
+ * (a row is split only when the pieces match exactly). The `loom_journal` view rebuilds the same
+ * text in SQL, for reading a file with the sqlite3 shell.
+ */
+
+/**
+ * The stored code of each entry type. Codes are written into files: never change or reuse one;
+ * a new type takes the next free code. The two frame types, four rows a turn, take 0 and 1,
+ * which SQLite stores in no bytes at all.
+ */
+export const TYPE_CODES: Readonly<Record<EntryType, number>> = {
+  "frame.started": 0,
+  "frame.completed": 1,
+  "run.started": 2,
+  "decision.recorded": 3,
+  "call.settled": 4,
+  "frames.archived": 5,
+  "run.completed": 6,
+  "run.interrupted": 7,
+  "run.failed": 8,
+};
+
+const TYPE_OF: readonly (EntryType | undefined)[] = (() => {
+  const out: (EntryType | undefined)[] = [];
+  for (const [type, code] of Object.entries(TYPE_CODES)) out[code] = type as EntryType;
+  return out;
+})();
+
+/** The row of one entry, in the column order of `loom_entries` after `run, seq`. */
+export interface EntryColumns {
+  readonly type: number;
+  readonly at: number;
+  readonly v: number;
+  readonly frame: string | null;
+  readonly effect: string | null;
+  readonly digest: Buffer | null;
+  readonly data: string | null;
+}
+
+/** A row as read back: seq, type, at, v, frame, effect, digest, data. */
+export type StoredRow = readonly [
+  seq: number,
+  type: number,
+  at: number,
+  v: number,
+  frame: string | null,
+  effect: string | null,
+  digest: Uint8Array | null,
+  data: string | null,
+];
+
+// A JSON string literal's body: any run of characters other than `"` and `\`, or an escape.
+// The two alternatives never match the same text, so the pattern cannot backtrack badly.
+const BODY = String.raw`((?:[^"\\]|\\.)*)`;
+const STARTED = new RegExp(String.raw`^\{"frameId":"${BODY}","effect":"${BODY}","inputDigest":"([0-9a-f]{64})"\}$`);
+const COMPLETED = new RegExp(String.raw`^\{"frameId":"${BODY}","output":`);
+
+const STARTED_1 = '{"frameId":"';
+const STARTED_2 = '","effect":"';
+const STARTED_3 = '","inputDigest":"';
+const STARTED_4 = '"}';
+const COMPLETED_2 = '","output":';
+
+/** Lays out the data text of an entry of `type` appended at `at` (ms) with schema version `v`. */
+export function encodeRow(type: EntryType, text: string, at: number, v: number): EntryColumns {
+  const code = TYPE_CODES[type];
+  if (type === "frame.started") {
+    const m = STARTED.exec(text);
+    if (m) {
+      return { type: code, at, v, frame: m[1]!, effect: m[2]!, digest: Buffer.from(m[3]!, "hex"), data: null };
+    }
+  } else if (type === "frame.completed" && text.endsWith("}")) {
+    const m = COMPLETED.exec(text);
+    if (m) return { type: code, at, v, frame: m[1]!, effect: null, digest: null, data: text.slice(m[0].length, -1) };
+  }
+  return { type: code, at, v, frame: null, effect: null, digest: null, data: text };
+}
+
+/**
+ * Decodes stored rows into entries, appending to `out`. Rows that share one `at` and `v` (the
+ * entries of one append) share one frozen meta object. A row that cannot be decoded (an unknown
+ * type code, a missing column, text that is not JSON) raises `JournalFormatError` naming the run,
+ * the seq and the column; `where` names the file for the fix.
+ */
+export function decodeStoredRows(runId: string, rows: readonly StoredRow[], out: JournalEntry[], where: string): void {
+  let metaAt = Number.NaN;
+  let metaV = Number.NaN;
+  let meta: EntryMeta | undefined;
+  for (const row of rows) {
+    const [seq, code, at, v] = row;
+    const type = TYPE_OF[code];
+    if (type === undefined) {
+      throw new JournalFormatError(
+        runId,
+        seq,
+        "type",
+        `unknown entry type code ${String(code)} in ${where}: the row is damaged or was written by a newer Loom; upgrade Loom, or restore the row from a backup`,
+      );
+    }
+    if (at !== metaAt || v !== metaV || meta === undefined) {
+      meta = Object.freeze({ v, at: isoOf(runId, seq, at, where) });
+      metaAt = at;
+      metaV = v;
+    }
+    const text = rowText(runId, row, where);
+    let data: unknown;
+    try {
+      data = JSON.parse(text);
+    } catch (cause) {
+      throw new JournalFormatError(
+        runId,
+        seq,
+        "data",
+        `the stored text is not JSON (${String(cause)}); the row in ${where} is damaged: restore it from a backup or remove the run`,
+      );
+    }
+    out.push({ runId, seq, type, data, meta } as JournalEntry);
+  }
+}
+
+/** The data text of a stored row, rebuilt from its columns (see the module comment). */
+export function rowText(runId: string, row: StoredRow, where: string): string {
+  const [seq, , , , frame, effect, digest, data] = row;
+  const damaged = (column: string, what: string) =>
+    new JournalFormatError(
+      runId,
+      seq,
+      column,
+      `${what}; the row in ${where} is damaged: restore it from a backup or remove the run`,
+    );
+  if (frame === null) {
+    if (data === null) throw damaged("data", "the row has no data");
+    return data;
+  }
+  if (digest !== null) {
+    if (effect === null) throw damaged("effect", "a frame.started row has no effect");
+    if (digest.length !== 32) throw damaged("digest", `the input digest has ${digest.length} bytes, not 32`);
+    if (data !== null) throw damaged("data", "a frame.started row keeps no data beside its columns");
+    return STARTED_1 + frame + STARTED_2 + effect + STARTED_3 + Buffer.from(digest).toString("hex") + STARTED_4;
+  }
+  if (data === null) throw damaged("data", "a frame.completed row has no output");
+  if (effect !== null) throw damaged("effect", "a frame.completed row has no effect column");
+  return `${STARTED_1 + frame + COMPLETED_2 + data}}`;
+}
+
+function isoOf(runId: string, seq: number, at: number, where: string): string {
+  const date = new Date(at);
+  if (!Number.isInteger(at) || Number.isNaN(date.getTime())) {
+    throw new JournalFormatError(
+      runId,
+      seq,
+      "meta.at",
+      `the stored time ${String(at)} is not a time in ms; the row in ${where} is damaged: restore it from a backup or remove the run`,
+    );
+  }
+  return date.toISOString();
+}
+
+/**
+ * The same rebuild in SQL, for the `loom_journal` view (an `e` alias on loom_entries): the
+ * entry's data text, and its meta as the JSON `{"v":…,"at":"…"}`.
+ */
+export const SQL_DATA_TEXT = `CASE
+    WHEN e.frame IS NULL THEN e.data
+    WHEN e.digest IS NOT NULL THEN '${STARTED_1}' || e.frame || '${STARTED_2}' || e.effect || '${STARTED_3}' || lower(hex(e.digest)) || '${STARTED_4}'
+    ELSE '${STARTED_1}' || e.frame || '${COMPLETED_2}' || e.data || '}'
+  END`;
+export const SQL_META_TEXT = `'{"v":' || e.v || ',"at":"' || strftime('%Y-%m-%dT%H:%M:%S', e.at / 1000, 'unixepoch') || '.' || printf('%03d', e.at % 1000) || 'Z"}'`;
