@@ -2,9 +2,12 @@
  * ADR 0142's measurement, repeated: a completed 200-turn run, one tool call a turn, tool outputs
  * of 1.5–4 kB (fixed seed), run by the real loop (`agentLoop$`, a scripted model, a JSON memory
  * journal). For each of full, lean, full + claim-check and lean + claim-check it prints the folded
- * state's size (JSON of the RunState a resume reads, `_output` included) and the `_output` size,
- * beside the record's figures. Targets: lean `_output` ≤ 7% of full `_output`; each state figure
- * at or below the record's.
+ * state's size as the record measured it (JSON of the RunState a resume reads, with `_output`
+ * holding the run's value, tool-call log included) and the `_output` size (the value the loop
+ * returned), beside the record's figures. Targets: lean `_output` ≤ 7% of full `_output`; each
+ * state figure at or below the record's. Loom's own fold keeps less: `run.completed` records only
+ * `{ content, iterations }` and the log is rebuilt from the frames when the value is returned, so
+ * the last column shows the state as `foldRun` really returns it (the same in both shapes).
  *
  *   node --import tsx bench/leanToolCallLog.ts
  */
@@ -73,11 +76,15 @@ async function measure(mode: ToolCallLogMode, claimCheck: boolean) {
   if (returned.toolCallLog.length !== TURNS || state.status !== "completed") {
     throw new Error(`${runId}: expected a completed run with ${TURNS} tool calls`);
   }
-  return { state: kb(JSON.stringify(state)), output: kb(JSON.stringify(state._output)) };
+  return {
+    state: kb(JSON.stringify({ ...state, _output: returned })),
+    output: kb(JSON.stringify(returned)),
+    fold: kb(JSON.stringify(state)),
+  };
 }
 
 const rows: Record<string, string | number>[] = [];
-const measured: Record<string, { state: number; output: number }> = {};
+const measured: Record<string, { state: number; output: number; fold: number }> = {};
 for (const [name, mode, claimCheck] of [
   ["full", "full", false],
   ["lean", "lean", false],
@@ -96,6 +103,7 @@ for (const [name, mode, claimCheck] of [
     "record _output KB": record?.output ?? "",
     // What the state holds besides the tool outputs' own bytes (once in the frames, plus once in a full log).
     "state − outputs KB": m.state - (claimCheck ? 0 : (mode === "full" ? 2 : 1) * (outputBytes / 1024)),
+    "foldRun state KB": m.fold,
   });
 }
 

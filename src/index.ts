@@ -32,6 +32,7 @@ export {
   type BlobStore,
   type CompactOptions,
   type CompactResult,
+  type CompletedRunValue,
   compact,
   createJournal,
   dirBlobStore,
@@ -87,6 +88,7 @@ export {
 export { type FrameState, foldEntries, type RunState, type RunStatus } from "./projections/runState.ts";
 export {
   ArchivedOutputError,
+  completedOutput,
   type EndedToolCall,
   endedToolCalls,
   isArchivedOutputError,
@@ -117,6 +119,7 @@ export type {
   Tool,
   ToolContext,
 } from "./runtime/config.ts";
+export { type ClaimCheckEnvelope, isClaimCheckEnvelope } from "./runtime/conversation.ts";
 export { AgentInterruptedError, isAgentInterruptedError } from "./runtime/errors.ts";
 export {
   foldRun,
@@ -127,5 +130,5 @@ export {
   rebuildToolCallLog,
   resolveStep,
   StepResolutionError,
+  verifyTurnResults,
 } from "./runtime/readers.ts";
-export { type ClaimCheckEnvelope, isClaimCheckEnvelope } from "./runtime/session.ts";

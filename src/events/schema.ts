@@ -108,6 +108,10 @@ export function checkData(type: EntryType, data: unknown, seq: number | undefine
       str(d, "frameId");
       if (d.failed !== undefined && d.failed !== true) throw new Bad("data.failed", "must be true when present");
       if (d.failed === true && d.output !== undefined) throw new Bad("data.output", "a failed frame has no output");
+      if (d.digest !== undefined) {
+        if (d.digest !== null && typeof d.digest !== "string") throw new Bad("data.digest", "must be a string or null");
+        if (!Number.isInteger(d.bytes)) throw new Bad("data.bytes", `must be an integer, found ${kind(d.bytes)}`);
+      }
       return;
     case "call.settled":
       str(d, "stepId");
@@ -117,9 +121,17 @@ export function checkData(type: EntryType, data: unknown, seq: number | undefine
     case "frames.archived":
       checkArchived(d, seq);
       return;
-    case "run.completed":
-      present(d, "output");
+    case "run.completed": {
+      const o = d.output as Data | undefined;
+      if (typeof o !== "object" || o === null) throw new Bad("data.output", `must be an object, found ${kind(o)}`);
+      if (typeof o.content !== "string") {
+        throw new Bad("data.output.content", `must be a string, found ${kind(o.content)}`);
+      }
+      if (!Number.isInteger(o.iterations)) {
+        throw new Bad("data.output.iterations", `must be an integer, found ${kind(o.iterations)}`);
+      }
       return;
+    }
     case "run.interrupted":
       str(d, "reason");
       return;

@@ -13,8 +13,11 @@ import type { EntryMeta, EntryType, JournalEntry } from "./types.ts";
  * - `frame.started` text `{"frameId":"F","effect":"E","inputDigest":"<64 hex>"}` → `frame` = F,
  *   `effect` = E (both as they appear between the quotes, escapes included) and `digest` = the
  *   32 bytes; `data` is NULL.
- * - `frame.completed` text `{"frameId":"F","output":REST}` → `frame` = F, `data` = REST (the
- *   output's JSON text, and whatever followed it before the final `}`).
+ * - `frame.completed` text `{"frameId":"F","digest":"<64 hex>","bytes":REST}` (a tool frame)
+ *   → `frame` = F, `digest` = the 32 bytes, `data` = REST (the byte count, the output's JSON text
+ *   and whatever followed it, up to the final `}`).
+ * - `frame.completed` text `{"frameId":"F","output":REST}` (a model frame) → `frame` = F,
+ *   `data` = REST (the output's JSON text and whatever followed it, up to the final `}`).
  * - Anything else, and any frame text of another form, is kept whole in `data`.
  *
  * Decoding rebuilds the text from the same fixed pieces, so it is the written text byte for byte
@@ -73,12 +76,15 @@ export type StoredRow = readonly [
 const BODY = String.raw`((?:[^"\\]|\\.)*)`;
 const STARTED = new RegExp(String.raw`^\{"frameId":"${BODY}","effect":"${BODY}","inputDigest":"([0-9a-f]{64})"\}$`);
 const COMPLETED = new RegExp(String.raw`^\{"frameId":"${BODY}","output":`);
+const DIGESTED = new RegExp(String.raw`^\{"frameId":"${BODY}","digest":"([0-9a-f]{64})","bytes":`);
 
 const STARTED_1 = '{"frameId":"';
 const STARTED_2 = '","effect":"';
 const STARTED_3 = '","inputDigest":"';
 const STARTED_4 = '"}';
 const COMPLETED_2 = '","output":';
+const DIGESTED_2 = '","digest":"';
+const DIGESTED_3 = '","bytes":';
 
 /** Lays out the data text of an entry of `type` appended at `at` (ms) with schema version `v`. */
 export function encodeRow(type: EntryType, text: string, at: number, v: number): EntryColumns {
@@ -89,6 +95,11 @@ export function encodeRow(type: EntryType, text: string, at: number, v: number):
       return { type: code, at, v, frame: m[1]!, effect: m[2]!, digest: Buffer.from(m[3]!, "hex"), data: null };
     }
   } else if (type === "frame.completed" && text.endsWith("}")) {
+    const d = DIGESTED.exec(text);
+    if (d) {
+      const rest = text.slice(d[0].length, -1);
+      return { type: code, at, v, frame: d[1]!, effect: null, digest: Buffer.from(d[2]!, "hex"), data: rest };
+    }
     const m = COMPLETED.exec(text);
     if (m) return { type: code, at, v, frame: m[1]!, effect: null, digest: null, data: text.slice(m[0].length, -1) };
   }
@@ -151,15 +162,17 @@ export function rowText(runId: string, row: StoredRow, where: string): string {
     if (data === null) throw damaged("data", "the row has no data");
     return data;
   }
-  if (digest !== null) {
-    if (effect === null) throw damaged("effect", "a frame.started row has no effect");
-    if (digest.length !== 32) throw damaged("digest", `the input digest has ${digest.length} bytes, not 32`);
+  if (digest !== null && digest.length !== 32) throw damaged("digest", `the digest has ${digest.length} bytes, not 32`);
+  if (effect !== null) {
+    // frame.started: frame, effect and input digest; nothing else.
+    if (digest === null) throw damaged("digest", "a frame.started row has no input digest");
     if (data !== null) throw damaged("data", "a frame.started row keeps no data beside its columns");
     return STARTED_1 + frame + STARTED_2 + effect + STARTED_3 + Buffer.from(digest).toString("hex") + STARTED_4;
   }
   if (data === null) throw damaged("data", "a frame.completed row has no output");
-  if (effect !== null) throw damaged("effect", "a frame.completed row has no effect column");
-  return `${STARTED_1 + frame + COMPLETED_2 + data}}`;
+  if (digest !== null)
+    return `${STARTED_1}${frame}${DIGESTED_2}${Buffer.from(digest).toString("hex")}${DIGESTED_3}${data}}`;
+  return `${STARTED_1}${frame}${COMPLETED_2}${data}}`;
 }
 
 function isoOf(runId: string, seq: number, at: number, where: string): string {
@@ -181,7 +194,8 @@ function isoOf(runId: string, seq: number, at: number, where: string): string {
  */
 export const SQL_DATA_TEXT = `CASE
     WHEN e.frame IS NULL THEN e.data
-    WHEN e.digest IS NOT NULL THEN '${STARTED_1}' || e.frame || '${STARTED_2}' || e.effect || '${STARTED_3}' || lower(hex(e.digest)) || '${STARTED_4}'
+    WHEN e.effect IS NOT NULL THEN '${STARTED_1}' || e.frame || '${STARTED_2}' || e.effect || '${STARTED_3}' || lower(hex(e.digest)) || '${STARTED_4}'
+    WHEN e.digest IS NOT NULL THEN '${STARTED_1}' || e.frame || '${DIGESTED_2}' || lower(hex(e.digest)) || '${DIGESTED_3}' || e.data || '}'
     ELSE '${STARTED_1}' || e.frame || '${COMPLETED_2}' || e.data || '}'
   END`;
 export const SQL_META_TEXT = `'{"v":' || e.v || ',"at":"' || strftime('%Y-%m-%dT%H:%M:%S', e.at / 1000, 'unixepoch') || '.' || printf('%03d', e.at % 1000) || 'Z"}'`;

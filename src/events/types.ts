@@ -78,7 +78,19 @@ export interface FrameStartedData {
 }
 
 export type FrameCompletedData =
-  | { readonly frameId: string; readonly output: unknown; readonly failed?: undefined }
+  | {
+      readonly frameId: string;
+      /**
+       * Tool frames: `digestOf(output)` (the lean log's `digest` and `bytes`), recorded with the
+       * output so a reader of the lean shape never hashes outputs again; `resolveStep` and
+       * `loom show` check it against the output. Absent on model frames and on entries written
+       * before 0.2 (readers then compute it).
+       */
+      readonly digest?: string | null;
+      readonly bytes?: number;
+      readonly output: unknown;
+      readonly failed?: undefined;
+    }
   /** The effect failed: no output. What the model was fed is the `<frameId>:outcome` decision. */
   | { readonly frameId: string; readonly failed: true; readonly output?: undefined };
 
@@ -115,8 +127,20 @@ export interface FramesArchivedData {
 }
 
 export interface RunCompletedData {
-  /** The loop's value: `{ content, toolCallLog, iterations }`. */
-  readonly output: unknown;
+  /**
+   * What the loop's value holds beside its tool-call log: `{ content, iterations }`. The log is
+   * not repeated here: it is a projection of the frames, rebuilt in the run's shape when the
+   * value is returned. (Entries written before 0.2 also hold `toolCallLog`; readers ignore it.)
+   */
+  readonly output: CompletedRunValue;
+}
+
+/** The part of a completed run's value that only `run.completed` records. */
+export interface CompletedRunValue {
+  /** The model's final answer. */
+  readonly content: string;
+  /** Number of model calls the run made. */
+  readonly iterations: number;
 }
 
 export interface RunInterruptedData {

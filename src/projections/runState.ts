@@ -1,5 +1,6 @@
 import type {
   CallSettledData,
+  CompletedRunValue,
   DecisionRecordedData,
   JournalEntry,
   Message,
@@ -18,6 +19,8 @@ export interface FrameState {
   status: "started" | "completed" | "failed";
   /** The recorded output (JSON as written), for a completed frame still in the hot journal. */
   output?: unknown;
+  /** `digestOf(output)` as the frame recorded it (tool frames written by Loom 0.2 and later). */
+  recorded?: { readonly digest: string | null; readonly bytes: number };
   /** Set when compaction moved the frame: its output lives in the archive under `ref`. */
   archived?: { readonly ref: string; readonly digest: string | null; readonly bytes: number };
 }
@@ -44,8 +47,11 @@ export interface RunState {
   /** The last interruption, while the run is interrupted. */
   interruption: RunInterruptedData | undefined;
   error: RunFailedData["error"] | undefined;
-  /** The loop's value of a completed run (`run.completed`'s output). */
-  _output: unknown;
+  /**
+   * What `run.completed` recorded of a completed run's value: `{ content, iterations }` (the
+   * tool-call log is rebuilt from the frames: `completedOutput`, `rebuildToolCallLog`).
+   */
+  _output: CompletedRunValue | undefined;
   /** Seq of the last entry folded (the version to append after). */
   version: number;
 }
@@ -104,6 +110,8 @@ export const runStateProjection: Projection<RunState> = {
         else {
           frame.status = "completed";
           frame.output = entry.data.output;
+          const { digest, bytes } = entry.data;
+          if (digest !== undefined) frame.recorded = { digest, bytes: bytes ?? 0 };
           countTurn(state, frame.frameId);
         }
         break;

@@ -3,7 +3,7 @@ import { JournalFormatError, LoomError } from "../core/errors.ts";
 import type { ModelResponse, ToolCall } from "../events/types.ts";
 import { modelFrameId, modePinId, outcomeId, toolStepId } from "./ids.ts";
 import type { RunState } from "./runState.ts";
-import type { AgentStep, LeanAgentStep, ToolCallLogMode } from "./types.ts";
+import type { AgentOutput, AgentStep, LeanAgentStep, ToolCallLogMode } from "./types.ts";
 
 /**
  * The tool-call log (ADR 0142 D1, D2): a pure projection of a run's folded state, in the full or
@@ -48,6 +48,8 @@ export interface ToolCallResult {
   readonly output: unknown;
   /** Set for a frame compaction moved to the archive: its ref and the output's digest and bytes. */
   readonly archived?: { readonly ref: string; readonly digest: string | null; readonly bytes: number };
+  /** `digestOf(output)` as the frame recorded it, when it did (not verified here: see resolveStep). */
+  readonly recorded?: { readonly digest: string | null; readonly bytes: number };
 }
 
 /** A call of the log: where the model asked for it, and how it ended. */
@@ -76,6 +78,7 @@ export function toolCallResult(state: RunState, stepId: string): ToolCallResult 
       hasOutput,
       output: frame.output,
       ...(frame.archived ? { archived: frame.archived } : {}),
+      ...(frame.recorded ? { recorded: frame.recorded } : {}),
     };
   }
   // A failed frame ends the call once its outcome decision says what the model was fed.
@@ -146,8 +149,10 @@ function fullEntry(state: RunState, { iteration, call, result }: EndedToolCall):
 }
 
 function leanEntry({ iteration, call, result }: EndedToolCall): LeanAgentStep {
-  // An archived frame's marker carries digestOf(output), so the lean shape reads no archive.
-  const { digest, bytes } = result.hasOutput || !result.archived ? digestOf(result.output) : result.archived;
+  // The frame (or, once archived, its marker) records digestOf(output): the lean shape hashes
+  // nothing and reads no archive. Older frames without it are hashed here.
+  const { digest, bytes } =
+    result.recorded ?? (result.hasOutput || !result.archived ? digestOf(result.output) : result.archived);
   return {
     iteration,
     toolName: call.name,
@@ -178,6 +183,22 @@ export function toLeanStep(full: AgentStep, stepId: string, status: "ok" | "erro
     digest,
     stepId,
   };
+}
+
+/**
+ * The value of a completed run, as the loop returns it: `run.completed`'s `{ content, iterations }`
+ * with the tool-call log projected in `mode`'s shape between them (the key order the value always
+ * had). Undefined unless the run completed. Like {@link projectToolCallLog}, the full shape needs
+ * archived outputs hydrated.
+ *
+ * @example
+ * const state = await hydrateArchived(journal, await foldRun(journal, "run-1"));
+ * completedOutput(state, "full"); // { content, toolCallLog, iterations }, equal to what loop.run returned
+ */
+export function completedOutput(state: RunState, mode: ToolCallLogMode): AgentOutput | undefined {
+  const value = state._output;
+  if (state.status !== "completed" || value === undefined) return undefined;
+  return { content: value.content, toolCallLog: projectToolCallLog(state, mode), iterations: value.iterations };
 }
 
 /**

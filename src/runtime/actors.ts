@@ -7,8 +7,6 @@ import type { CallModelOutput, PrepareOutput, ReplayOutput } from "../machines/a
 import { resolveModePin } from "../machines/modePin.machine.ts";
 import { modelFrameId, modePinId, toolStepId } from "../projections/ids.ts";
 import { foldEntries, responseAt } from "../projections/runState.ts";
-import { projectToolCallLog } from "../projections/toolCallLog.ts";
-import type { AgentOutput } from "../projections/types.ts";
 import { Appender } from "./appender.ts";
 import { hydrateArchived } from "./readers.ts";
 import type { RunSession } from "./session.ts";
@@ -142,13 +140,12 @@ export function loopActors(session: RunSession) {
     return { ok: true, response: recorded };
   });
 
+  // The log is not journaled again: the value returned is rebuilt from the frames (completedOutput).
   const complete = fromPromise<void, { turn: number; content: string }>(async ({ input }) => {
-    const output: AgentOutput = {
-      content: input.content,
-      toolCallLog: projectToolCallLog(session.state, session.mode),
-      iterations: input.turn + 1,
-    };
-    await session.appender.append({ type: "run.completed", data: { output } });
+    await session.appender.append({
+      type: "run.completed",
+      data: { output: { content: input.content, iterations: input.turn + 1 } },
+    });
   });
 
   const interrupt = fromPromise<void, { turn: number; reason: InterruptReason; detail: unknown; pending: string[] }>(

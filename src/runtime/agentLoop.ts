@@ -3,11 +3,12 @@ import { agentLoopMachine } from "../machines/agentLoop.machine.ts";
 import { toolCallMachine } from "../machines/toolCall.machine.ts";
 import { toolStepId } from "../projections/ids.ts";
 import { responseAt } from "../projections/runState.ts";
-import { projectToolCallLog } from "../projections/toolCallLog.ts";
+import { completedOutput, projectToolCallLog } from "../projections/toolCallLog.ts";
 import type { AgentOutput, InterruptedAgentRun } from "../projections/types.ts";
 import { loopActors } from "./actors.ts";
 import type { AgentLoopConfig } from "./config.ts";
 import { AgentInterruptedError } from "./errors.ts";
+import { hydrateArchived } from "./readers.ts";
 import { type RunOptions, RunSession } from "./session.ts";
 import { toolCallActors } from "./toolActors.ts";
 import { validateConfig } from "./validateConfig.ts";
@@ -65,8 +66,15 @@ async function runLoop(config: AgentLoopConfig, request: RunRequest): Promise<Ag
   }
   const snapshot = actor.getSnapshot();
   switch (snapshot.value) {
-    case "completed":
-      return session.state._output as AgentOutput;
+    case "completed": {
+      // A run completed earlier may have been compacted since: the full shape reads its archived outputs back.
+      const state = await hydrateArchived(
+        request.journal,
+        session.state,
+        session.mode === "lean" ? { only: "model" } : undefined,
+      );
+      return completedOutput(state, session.mode) as AgentOutput;
+    }
     case "interrupted":
       throw new AgentInterruptedError(interruptedRun(session, snapshot.context.pending));
     default:

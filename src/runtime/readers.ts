@@ -3,11 +3,19 @@ import { IntegrityError, LoomError } from "../core/errors.ts";
 import { readJournal } from "../events/journal.ts";
 import { readArchived } from "../events/readArchived.ts";
 import type { ArchivedFrame, Journal } from "../events/spi.ts";
+import type { Message, ToolCall } from "../events/types.ts";
 import { validateToolCallLogMode } from "../machines/modePin.machine.ts";
-import { parseFrameId } from "../projections/ids.ts";
-import { foldEntries, type RunState } from "../projections/runState.ts";
+import { modelFrameId, parseFrameId, toolStepId } from "../projections/ids.ts";
+import { foldEntries, type RunState, responseAt } from "../projections/runState.ts";
 import { projectToolCallLog, toolCallResult } from "../projections/toolCallLog.ts";
 import type { AgentStep, LeanAgentStep, ToolCallLogMode } from "../projections/types.ts";
+import {
+  assistantMessage,
+  chainedPromptDigest,
+  fedFromState,
+  resolveClaimCheck,
+  toolResultMessage,
+} from "./conversation.ts";
 
 /**
  * Readers that await the journal: fold a run, read archived outputs back, rebuild the log,
@@ -165,8 +173,8 @@ export interface ResolvedStep {
 
 /**
  * Resolves a step id (a lean entry's `stepId`, or any frame id) to its full output, from the
- * frame, the outcome decision, the settled call or the archive (verified against the marker's
- * digest). A claim-checked output is read from `journal.blobs` when set (verified against the
+ * frame (verified against the digest it recorded), the outcome decision, the settled call or the
+ * archive (verified against the marker's digest). A claim-checked output is read from `journal.blobs` when set (verified against the
  * envelope's digest); without a blob store, `output` is the envelope. Without `runId`, every run
  * of the journal is searched (pass it on a journal with many runs).
  *
@@ -198,6 +206,12 @@ export async function resolveStep(
     source = "archive";
   }
   const { digest, bytes } = digestOf(recorded);
+  const vouched = source === "frame" ? result.recorded : undefined;
+  if (vouched && (vouched.digest !== digest || vouched.bytes !== bytes)) {
+    throw new IntegrityError(
+      `run ${runId}: step ${stepId}'s output hashes to ${digest} (${bytes} bytes), not the ${vouched.digest} (${vouched.bytes} bytes) its frame recorded; the journal was altered: restore it from a backup`,
+    );
+  }
   const base = { runId, stepId, source, status: result.status, digest, bytes };
   if (!isEnvelope(recorded) || !journal.blobs) return { ...base, output: recorded };
   const blob = await journal.blobs.get(recorded.ref);
@@ -249,4 +263,38 @@ async function runHolding(journal: Journal, stepId: string, runId: string | unde
 
 function holds(state: RunState, stepId: string): boolean {
   return stepId in state.frames || stepId in state.settled;
+}
+
+/**
+ * Checks the results fed back after model call `turn` against what vouches for them: the prompt
+ * digest that the next model call's frame recorded, chained from this call's (the same digest
+ * the replay-divergence guard compares on a resume). `state` must have its archived outputs
+ * hydrated ({@link hydrateArchived}); claim-checked outputs are read from `journal.blobs`.
+ * Returns the id of the vouching model frame, or undefined while there is none (the run stopped
+ * before its next model call). Throws `IntegrityError` when the results no longer hash to it.
+ *
+ * @example
+ * const state = await hydrateArchived(journal, await foldRun(journal, "run-1"));
+ * await verifyTurnResults(journal, state, 3); // "support#turn:4:model"
+ */
+export async function verifyTurnResults(journal: Journal, state: RunState, turn: number): Promise<string | undefined> {
+  const loopId = state.loopId;
+  if (loopId === undefined) return undefined;
+  const frame = state.frames[modelFrameId(loopId, turn)];
+  const next = state.frames[modelFrameId(loopId, turn + 1)];
+  const response = responseAt(state, turn);
+  if (!frame || !next || !response) return undefined;
+  const added: Message[] = [assistantMessage(response)];
+  for (let index = 0; index < response.toolCalls.length; index++) {
+    const fed = await fedFromState(state, toolStepId(loopId, turn, index), (stepId, recorded) =>
+      resolveClaimCheck(recorded, journal.blobs, `run ${state.runId} step ${stepId}`),
+    );
+    added.push(toolResultMessage(response.toolCalls[index] as ToolCall, fed));
+  }
+  if (chainedPromptDigest(frame.inputDigest, added) !== next.inputDigest) {
+    throw new IntegrityError(
+      `run ${state.runId}: what was fed back after model call ${turn} no longer hashes to the prompt digest ${next.frameId} recorded; the journal was altered: restore it from a backup`,
+    );
+  }
+  return next.frameId;
 }

@@ -1,36 +1,30 @@
 import { canonicalJson } from "../core/canonicalJson.ts";
-import { digestOfRecorded, sha256Hex } from "../core/digest.ts";
-import { IntegrityError, ReplayDivergenceError } from "../core/errors.ts";
+import { type Digest, digestOfRecorded, sha256Hex } from "../core/digest.ts";
+import { ReplayDivergenceError } from "../core/errors.ts";
 import type { Journal } from "../events/spi.ts";
 import type { Message, ModelResponse, ToolCall } from "../events/types.ts";
 import type { ToolDescriptor } from "../models/types.ts";
-import { outcomeId, toolStepId } from "../projections/ids.ts";
+import { toolStepId } from "../projections/ids.ts";
 import type { RunState } from "../projections/runState.ts";
 import type { ToolCallLogMode } from "../projections/types.ts";
 import type { Appender } from "./appender.ts";
 import { toolDescriptors } from "./builtins.ts";
 import type { AgentLoopConfig } from "./config.ts";
+import {
+  assistantMessage,
+  type ClaimCheckEnvelope,
+  chainedPromptDigest,
+  type Fed,
+  fedFromState,
+  resolveClaimCheck,
+  toolResultMessage,
+} from "./conversation.ts";
 
-/** The claim-check envelope a frame records in place of a large output (the record's ADR 0140). */
-export interface ClaimCheckEnvelope {
-  readonly __loomClaimCheck: 1;
-  readonly ref: string;
-  readonly size: number;
-  readonly digest: string;
-}
-
-export const isClaimCheckEnvelope = (v: unknown): v is ClaimCheckEnvelope =>
-  typeof v === "object" && v !== null && (v as { __loomClaimCheck?: unknown }).__loomClaimCheck === 1;
-
-/** What the model was fed for one call. */
-export interface Fed {
-  readonly output: unknown;
-  readonly isError: boolean;
-}
+export { type ClaimCheckEnvelope, type Fed, isClaimCheckEnvelope } from "./conversation.ts";
 
 /** A tool output prepared for the journal: what the frame records and what the model is fed. */
 export type RecordedOutput =
-  | { readonly ok: true; readonly recorded: unknown; readonly fed: unknown }
+  | { readonly ok: true; readonly recorded: unknown; readonly fed: unknown; readonly digest: Digest }
   | { readonly ok: false; readonly message: string };
 
 export interface RunOptions {
@@ -82,15 +76,14 @@ export class RunSession {
 
   /** The digest a model call at this point is journaled with: chained, so hashing stays linear. */
   nextPromptDigest(): string {
-    const added = digestOfRecorded(this.messages.slice(this.digested)).digest ?? "";
-    return sha256Hex(this.promptDigest + added);
+    return chainedPromptDigest(this.promptDigest, this.messages.slice(this.digested));
   }
 
   /** Records that the model was called with the conversation so far, and what it answered. */
   modelAnswered(digest: string, response: ModelResponse): void {
     this.promptDigest = digest;
     this.digested = this.messages.length;
-    this.messages.push({ role: "assistant", content: response.content, toolCalls: response.toolCalls });
+    this.messages.push(assistantMessage(response));
   }
 
   setFed(stepId: string, fed: Fed): void {
@@ -106,14 +99,7 @@ export class RunSession {
     if (this.toolResultsPushed.has(turn)) return;
     this.toolResultsPushed.add(turn);
     response.toolCalls.forEach((call, index) => {
-      const fed = this.fed.get(toolStepId(this.loopId, turn, index));
-      this.messages.push({
-        role: "tool",
-        toolCallId: call.id,
-        toolName: call.name,
-        output: fed?.output,
-        isError: fed?.isError ?? true,
-      });
+      this.messages.push(toolResultMessage(call, this.fed.get(toolStepId(this.loopId, turn, index))));
     });
   }
 
@@ -121,17 +107,8 @@ export class RunSession {
    * What the model was fed for a call that the journal shows settled, or undefined if it is not
    * settled yet. A claim-checked output is resolved through the blob store, digest verified.
    */
-  async fedFromJournal(stepId: string): Promise<Fed | undefined> {
-    const settled = this.state.settled[stepId];
-    if (settled) return { output: settled.result, isError: settled.status === "error" };
-    const frame = this.state.frames[stepId];
-    if (frame?.status === "failed") {
-      const choice = this.state.decisions[outcomeId(stepId)]?.choice as { failed?: unknown } | undefined;
-      return { output: choice?.failed, isError: true };
-    }
-    if (frame?.status === "completed")
-      return { output: await this.resolveOutput(stepId, frame.output), isError: false };
-    return undefined;
+  fedFromJournal(stepId: string): Promise<Fed | undefined> {
+    return fedFromState(this.state, stepId, (id, recorded) => this.resolveOutput(id, recorded));
   }
 
   /**
@@ -163,23 +140,9 @@ export class RunSession {
   }
 
   /** Turns a recorded output into what the model is fed: an envelope is replaced by its blob. */
-  async resolveOutput(stepId: string, recorded: unknown): Promise<unknown> {
-    if (!isClaimCheckEnvelope(recorded)) return recorded;
+  resolveOutput(stepId: string, recorded: unknown): Promise<unknown> {
     const blobs = this.config.claimCheck?.blobs ?? this.options.journal.blobs;
-    if (!blobs) {
-      throw new IntegrityError(
-        `run ${this.options.runId} step ${stepId}: its output is claim-checked (${recorded.ref}) but no blob store is configured; pass claimCheck.blobs or journal.blobs`,
-        "blobMissing",
-      );
-    }
-    let bytes: Uint8Array;
-    try {
-      bytes = await blobs.get(recorded.ref);
-    } catch (e) {
-      if (!(e instanceof IntegrityError)) throw e;
-      throw new IntegrityError(`run ${this.options.runId} step ${stepId}: ${e.message}`, e.code);
-    }
-    return JSON.parse(Buffer.from(bytes).toString("utf8"));
+    return resolveClaimCheck(recorded, blobs, `run ${this.options.runId} step ${stepId}`);
   }
 
   /**
@@ -193,7 +156,8 @@ export class RunSession {
     } catch (e) {
       return { ok: false, message: `the tool's output has no JSON form (${(e as Error).message}); return JSON data` };
     }
-    if (text === undefined) return { ok: true, recorded: undefined, fed: undefined };
+    if (text === undefined)
+      return { ok: true, recorded: undefined, fed: undefined, digest: digestOfRecorded(undefined) };
     const recorded: unknown = JSON.parse(text);
     const claimCheck = this.config.claimCheck;
     // UTF-8 takes at most 3 bytes per UTF-16 unit: shorter texts cannot exceed the threshold.
@@ -214,10 +178,12 @@ export class RunSession {
             size: info.size,
             digest: info.digest,
           };
-          return { ok: true, recorded: envelope, fed: recorded };
+          return { ok: true, recorded: envelope, fed: recorded, digest: digestOfRecorded(envelope) };
         }
+        // Kept inline: its canonical text is already at hand.
+        return { ok: true, recorded, fed: recorded, digest: { digest: sha256Hex(bytes), bytes: bytes.length } };
       }
     }
-    return { ok: true, recorded, fed: recorded };
+    return { ok: true, recorded, fed: recorded, digest: digestOfRecorded(recorded) };
   }
 }

@@ -171,7 +171,11 @@ export function toolCallActors(session: RunSession) {
     const prepared = await session.recordOutput(output);
     if (!prepared.ok)
       return fail(stepId, { error: "output-not-json", message: prepared.message }, true, inputDigest, effect);
-    await session.appender.append({ type: "frame.completed", data: { frameId: stepId, output: prepared.recorded } });
+    const { digest, bytes } = prepared.digest;
+    await session.appender.append({
+      type: "frame.completed",
+      data: { frameId: stepId, digest, bytes, output: prepared.recorded },
+    });
     session.setFed(stepId, { output: prepared.fed, isError: false });
     return { status: "ok" };
   });

@@ -2,14 +2,9 @@ import { copyFileSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { beforeAll, describe, expect, it } from "vitest";
-import {
-  type AgentOutput,
-  foldRun,
-  openSqliteJournal,
-  readJournal,
-  rebuildToolCallLog,
-  resolveStep,
-} from "../../src/index.ts";
+import { runDemoSession } from "../../src/cli/demo/session.ts";
+import { packageRoot } from "../../src/cli/packageRoot.ts";
+import { digestOf, foldRun, openSqliteJournal, readJournal, rebuildToolCallLog, resolveStep } from "../../src/index.ts";
 import { demoJournal, loom, tempDir } from "./support.ts";
 
 const dir = tempDir();
@@ -80,7 +75,10 @@ describe("loom log", () => {
     const lean = JSON.parse((await loom(dir, ["log", "done-1", "--db", fixture, "--json"])).stdout);
     const full = JSON.parse((await loom(dir, ["log", "done-1", "--db", fixture, "--mode", "full", "--json"])).stdout);
     await withJournal(fixture, async (journal) => {
-      expect(lean).toEqual(((await foldRun(journal, "done-1"))._output as AgentOutput).toolCallLog);
+      // What the loop returned: a completed run called again returns its value, calling nothing.
+      const returned = await runDemoSession({ journal, runId: "done-1", root: packageRoot(), turns: 6 });
+      expect(returned.modelCalls + returned.toolCalls).toBe(0);
+      expect(lean).toEqual(returned.output.toolCallLog);
       expect(full).toEqual(await rebuildToolCallLog(journal, "done-1", "full"));
     });
     expect(full[0]).toHaveProperty("toolOutput.path");
@@ -109,12 +107,14 @@ describe("loom log", () => {
 describe("loom show", () => {
   const step = "loom-demo#turn:2:tool:0";
 
-  it("prints the step's output with its digest verified against the run's recorded lean log", async () => {
+  it("prints the step's output with its digest, verified by the prompt digest of the next model call", async () => {
     const { code, stdout } = await loom(dir, ["show", step, "--run", "done-1", "--db", fixture]);
     expect(code).toBe(0);
     const resolved = await withJournal(fixture, (j) => resolveStep(j, step, { runId: "done-1" }));
     expect(stdout).toContain(`digest  ${resolved.digest} (`);
-    expect(stdout).toContain("verified: equals the run's recorded lean log digest");
+    expect(stdout).toContain(
+      "verified: the digest its frame recorded; the prompt digest of the next model call (loom-demo#turn:3:model) covers it",
+    );
     expect(stdout).toContain(`tool    checksum_tree (iteration 2), status ok, read from the frame`);
     expect(JSON.parse(stdout.slice(stdout.indexOf("output:\n") + 8))).toEqual(resolved.output);
   });
@@ -131,22 +131,58 @@ describe("loom show", () => {
     expect(stderr).toMatch(/^loom: step loom-demo#turn:0:tool:0 exists in runs .*; pass --run <runId>\n$/);
   });
 
-  it("fails when the output no longer hashes to the digest the run recorded", async () => {
-    const db = copy();
-    const digest = await withJournal(db, async (j) => (await rebuildToolCallLog(j, "done-1", "lean"))[2]?.digest);
+  /** Rewrites the tool frame.completed row of `step` in run done-1 of `db`: its output, and the digest it recorded. */
+  const rewriteFrame = (db: string, output: unknown, recorded: { digest: string | null; bytes: number }) => {
     const sql = new Database(db);
-    sql
+    // The row keeps `<bytes>,"output":<output JSON>` in `data`, the frame id and the digest in columns.
+    const changes = sql
       .prepare(
-        `UPDATE loom_entries SET data = replace(data, ?, ?)
-          WHERE run = (SELECT run FROM loom_runs WHERE run_id = 'done-1') AND type = (SELECT code FROM loom_entry_types WHERE type = 'run.completed')`,
+        `UPDATE loom_entries SET digest = ?, data = ?
+          WHERE run = (SELECT run FROM loom_runs WHERE run_id = 'done-1') AND frame = ? AND effect IS NULL`,
       )
-      .run(digest, "0".repeat(64));
+      .run(
+        Buffer.from(recorded.digest ?? "", "hex"),
+        `${recorded.bytes},"output":${JSON.stringify(output)}`,
+        step,
+      ).changes;
     sql.close();
+    expect(changes).toBe(1);
+  };
+
+  it("fails when the output was edited in the journal: it no longer hashes to the digest its frame recorded", async () => {
+    const db = copy();
+    const { output, digest, bytes } = await withJournal(db, (j) => resolveStep(j, step, { runId: "done-1" }));
+    rewriteFrame(db, { ...(output as object), edited: 1 }, { digest, bytes });
     const { code, stderr } = await loom(dir, ["show", step, "--run", "done-1", "--db", db]);
     expect(code).toBe(1);
     expect(stderr).toMatch(
-      /^loom: run done-1: step .* hashes to [0-9a-f]{64}, but the run's recorded tool-call log says 0{64}; the journal was altered/,
+      /^loom: run done-1: step loom-demo#turn:2:tool:0's output hashes to [0-9a-f]{64} \(\d+ bytes\), not the [0-9a-f]{64} \(\d+ bytes\) its frame recorded; the journal was altered/,
     );
+  });
+
+  it("fails when output and recorded digest were both edited: the next model call's prompt digest no longer covers them", async () => {
+    const db = copy();
+    const { output } = await withJournal(db, (j) => resolveStep(j, step, { runId: "done-1" }));
+    const forged = { ...(output as object), edited: 1 };
+    rewriteFrame(db, forged, digestOf(forged));
+    const { code, stderr } = await loom(dir, ["show", step, "--run", "done-1", "--db", db]);
+    expect(code).toBe(1);
+    expect(stderr).toBe(
+      "loom: run done-1: what was fed back after model call 2 no longer hashes to the prompt digest loom-demo#turn:3:model recorded; the journal was altered: restore it from a backup\n",
+    );
+  });
+
+  it("a step of a run that stopped before its next model call: only the digest its frame recorded vouches for it", async () => {
+    const db = copy();
+    await withJournal(db, async (journal) => {
+      const entries = await readJournal(journal, "done-1");
+      const cut = entries.findIndex((e) => e.type === "frame.completed" && e.data.frameId === step);
+      const kept = entries.slice(0, cut + 1).map(({ type, data }) => ({ type, data }) as never);
+      await journal.store.append("cut-1", kept, { expectedVersion: 0 });
+    });
+    const { code, stdout } = await loom(dir, ["show", step, "--run", "cut-1", "--db", db]);
+    expect(code).toBe(0);
+    expect(stdout).toMatch(/\n {8}verified: the digest its frame recorded\n/);
   });
 });
 
@@ -164,7 +200,7 @@ describe("loom compact", () => {
     const shown = await loom(dir, ["show", "loom-demo#turn:0:tool:0", "--run", "done-1", "--db", db]);
     expect(shown.stdout).toContain("read from the archive");
     expect(shown.stdout).toContain(
-      "verified: the digest in the compaction's frames.archived marker; equals the run's recorded lean log digest",
+      "verified: the digest in the compaction's frames.archived marker; the prompt digest of the next model call (loom-demo#turn:1:model) covers it",
     );
     expect((await loom(dir, ["compact", "done-1", "--keep-turns", "2", "--db", db])).stdout).toMatch(
       /nothing to compact/,

@@ -1,4 +1,4 @@
-import type { NewEntry } from "../../src/events/types.ts";
+import type { CompletedRunValue, NewEntry } from "../../src/events/types.ts";
 
 /** Builders for journal entries, so tests read as the facts they append. */
 
@@ -27,7 +27,7 @@ export const decision = (decisionId: string, choice: unknown): NewEntry => ({
   data: { decisionId, source: "test", choice },
 });
 
-export const runCompleted = (output: unknown = { content: "done", toolCallLog: [], iterations: 1 }): NewEntry => ({
+export const runCompleted = (output: CompletedRunValue = { content: "done", iterations: 1 }): NewEntry => ({
   type: "run.completed",
   data: { output },
 });

@@ -73,6 +73,22 @@ describe("sqliteStore", () => {
     });
   });
 
+  it("keeps a tool frame.completed's recorded digest in the digest column; the view rebuilds its text", async () => {
+    const store = sqliteStore(path);
+    const data = { frameId: "l#turn:0:tool:0", digest: "ab".repeat(32), bytes: 7, output: { ok: [1, "x"] } };
+    await store.append("r", [runStarted(), frameStarted(data.frameId), { type: "frame.completed", data }], {
+      expectedVersion: 0,
+    });
+    expect((await store.read("r"))[2]?.data).toEqual(data);
+    await store.close();
+    const db = new Database(path, { readonly: true });
+    const row = db.prepare("SELECT frame, effect, hex(digest) AS d, data FROM loom_entries WHERE seq = 3").get();
+    const text = db.prepare("SELECT data FROM loom_journal WHERE seq = 3").pluck().get();
+    db.close();
+    expect(row).toEqual({ frame: data.frameId, effect: null, d: "AB".repeat(32), data: '7,"output":{"ok":[1,"x"]}' });
+    expect(text).toBe(JSON.stringify(data));
+  });
+
   it("shares one file between two connections: each sees the other's appends and version", async () => {
     const a = sqliteStore(path);
     const b = sqliteStore(path);

@@ -24,6 +24,8 @@ describe("the SQLite row layout (sqliteRows.ts)", () => {
         for (const [type, data] of [
           ["frame.started", { frameId, effect, inputDigest }],
           ["frame.completed", { frameId, output }],
+          ["frame.completed", { frameId, digest: inputDigest, bytes: output === null ? 0 : 12, output }],
+          ["frame.completed", { frameId, digest: inputDigest, bytes: 1.5, output }],
           ["frame.completed", { frameId, failed: true }],
           ["frame.completed", { output, frameId }],
           ["decision.recorded", { decisionId: frameId, source: effect, choice: output }],

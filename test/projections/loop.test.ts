@@ -13,7 +13,7 @@ import { memoryStore } from "../../src/events/memory.ts";
 import type { Journal } from "../../src/events/spi.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
 import { isLeanAgentStep } from "../../src/projections/toolCallLog.ts";
-import type { AgentOutput, LeanAgentStep, ToolCallLogMode } from "../../src/projections/types.ts";
+import type { LeanAgentStep, ToolCallLogMode } from "../../src/projections/types.ts";
 import { agentLoop$ } from "../../src/runtime/agentLoop.ts";
 import type { AgentLoopConfig, Tool } from "../../src/runtime/config.ts";
 import { isAgentInterruptedError } from "../../src/runtime/errors.ts";
@@ -95,14 +95,18 @@ async function runToEnd(journal: Journal, mode: ToolCallLogMode | undefined, ext
 
 describe("the loop's log is the projection of its journal", () => {
   for (const mode of ["full", "lean"] as const) {
-    it(`a completed ${mode} run: rebuildToolCallLog equals the returned log, and the stored _output`, async () => {
+    it(`a completed ${mode} run: rebuildToolCallLog equals the returned log, which run.completed does not repeat`, async () => {
       const journal = journalOf();
       const out = await runToEnd(journal, mode);
       expect(out.toolCallLog).toHaveLength(6);
       expect(out.toolCallLog.every((s) => isLeanAgentStep(s) === (mode === "lean"))).toBe(true);
       expect(await rebuildToolCallLog(journal, "r", mode)).toEqual(out.toolCallLog);
       const completed = (await readJournal(journal, "r")).find((e) => e.type === "run.completed");
-      expect((completed?.data.output as AgentOutput | undefined)?.toolCallLog).toEqual(out.toolCallLog);
+      expect(completed?.data.output).toEqual({ content: out.content, iterations: out.iterations });
+      // Run again: the completed run returns the same value, rebuilt from the journal, and appends nothing.
+      const version = (await readJournal(journal, "r")).length;
+      expect(await runToEnd(journal, mode)).toEqual(out);
+      expect(await readJournal(journal, "r")).toHaveLength(version);
     });
   }
 

@@ -13,8 +13,7 @@ import { createJournal } from "../../src/events/journal.ts";
 import { memoryStore } from "../../src/events/memory.ts";
 import type { ArchiveStore, BlobStore, Journal } from "../../src/events/spi.ts";
 import type { NewEntry } from "../../src/events/types.ts";
-import { isArchivedOutputError, projectToolCallLog } from "../../src/projections/toolCallLog.ts";
-import type { AgentOutput } from "../../src/projections/types.ts";
+import { completedOutput, isArchivedOutputError, projectToolCallLog } from "../../src/projections/toolCallLog.ts";
 import {
   foldRun,
   hydrateArchived,
@@ -114,13 +113,18 @@ const plan = (runId: string, extra: Partial<RunPlan> = {}): RunPlan => ({
 });
 
 describe("foldRun and rebuildToolCallLog", () => {
-  it("folds a completed run, whose rebuilt log equals the one it returned, in its shape", async () => {
+  it("folds a completed run: its recorded content and iterations, and its log rebuilt in either shape", async () => {
     const { journal } = await journalFor(plan("run-1"));
     const state = await foldRun(journal, "run-1");
     expect(state.status).toBe("completed");
-    const returned = (state._output as AgentOutput).toolCallLog;
-    expect(await rebuildToolCallLog(journal, "run-1", "lean")).toEqual(returned);
-    expect(await rebuildToolCallLog(journal, "run-1", "full")).toHaveLength(returned.length);
+    expect(state._output).toEqual({ content: "done", iterations: 4 });
+    const lean = await rebuildToolCallLog(journal, "run-1", "lean");
+    expect(lean.map((s) => s.stepId)).toEqual(
+      ["0:tool:0", "0:tool:1", "1:tool:0", "1:tool:1", "2:tool:0"].map((s) => `support#turn:${s}`),
+    );
+    expect(completedOutput(state, "lean")).toEqual({ content: "done", toolCallLog: lean, iterations: 4 });
+    expect(completedOutput(state, "full")?.toolCallLog).toEqual(await rebuildToolCallLog(journal, "run-1", "full"));
+    expect(completedOutput(await foldRun(journal, "nothing-here"), "lean")).toBeUndefined();
   });
 
   it("digests equal the live outputs' (Date, toJSON class, Map) after a JSON store round trip (D2)", async () => {

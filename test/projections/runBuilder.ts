@@ -6,8 +6,6 @@
 import { digestOf, sha256Hex } from "../../src/core/digest.ts";
 import type { ArchivedFrameDigest, JournalEntry, NewEntry, SettledReason, ToolCall } from "../../src/events/types.ts";
 import { DECISION_SOURCES, modelFrameId, modePinId, outcomeId, toolStepId } from "../../src/projections/ids.ts";
-import { foldEntries } from "../../src/projections/runState.ts";
-import { projectToolCallLog } from "../../src/projections/toolCallLog.ts";
 import type { ToolCallLogMode } from "../../src/projections/types.ts";
 
 export type CallPlan =
@@ -39,7 +37,7 @@ export interface RunPlan {
   readonly turns: readonly TurnPlan[];
   /** Journal a pin decision after run.started. */
   readonly pin?: ToolCallLogMode;
-  /** End with a final model answer and run.completed (its log in `pin`'s shape). */
+  /** End with a final model answer and run.completed (`{ content: "done", iterations }`, as the loop writes it). */
   readonly complete?: boolean;
 }
 
@@ -115,13 +113,7 @@ export function buildRun(plan: RunPlan): BuiltRun {
   if (plan.complete) {
     const turns = plan.turns.length;
     modelFrame(turns, [], "done");
-    const state = foldEntries(withSeqs(plan.runId, entries));
-    const output = {
-      content: "done",
-      toolCallLog: projectToolCallLog(state, plan.pin ?? "full"),
-      iterations: turns + 1,
-    };
-    push({ type: "run.completed", data: { output } });
+    push({ type: "run.completed", data: { output: { content: "done", iterations: turns + 1 } } });
   }
   return { entries, ends, fed };
 }

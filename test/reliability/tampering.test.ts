@@ -267,14 +267,17 @@ describe("an output whose digest no longer vouches for it is refused before anyt
     }
   });
 
-  it("a hot tool output edited (no digest of its own): the next model frame's prompt digest no longer matches (ReplayDivergenceError)", async () => {
+  it("a hot tool output edited: the next model frame's prompt digest no longer matches (ReplayDivergenceError)", async () => {
     damageKinds.push("hot output edited (prompt digest)");
     const { path, entries } = await recordedRun();
     const seq = seqOf(entries, completionOf(edited));
     withDb(path, (db) =>
       db
         .prepare(
-          `UPDATE loom_entries SET data = json_set(data, '$.body', 'an edited page') WHERE run = ${RUN_KEY} AND seq = ?`,
+          // The row's data is `<bytes>,"output":<output JSON>`: edit the output, keep the rest.
+          `UPDATE loom_entries SET data = substr(data, 1, instr(data, ',"output":') + 9)
+              || json_set(substr(data, instr(data, ',"output":') + 10), '$.body', 'an edited page')
+            WHERE run = ${RUN_KEY} AND seq = ?`,
         )
         .run(RUN, seq),
     );

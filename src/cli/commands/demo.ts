@@ -54,7 +54,7 @@ export function registerDemo(program: Command, io: CliIo): void {
         const started = Date.now();
         const resumed = await runDemoSession({ journal, runId, root, onProgress: bar.update });
         bar.done();
-        const figures = await measureRun(journal, runId);
+        const figures = await measureRun(journal, runId, resumed.output);
         const summary = {
           runId,
           db: path,

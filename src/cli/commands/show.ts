@@ -1,16 +1,14 @@
 import type { Command } from "commander";
 import {
-  digestOf,
   foldRun,
-  IntegrityError,
-  isLeanAgentStep,
+  hydrateArchived,
   isStepResolutionError,
   type Journal,
-  type LeanAgentStep,
+  parseFrameId,
   type ResolvedStep,
   rebuildToolCallLog,
   resolveStep,
-  type ToolCallLog,
+  verifyTurnResults,
 } from "../../index.ts";
 import { dbPath, withJournal } from "../db.ts";
 import { int } from "../format.ts";
@@ -34,8 +32,12 @@ export function registerShow(program: Command, io: CliIo): void {
       const shown = await withJournal(path, async (journal) => {
         const step = await resolve(journal, stepId, options.run);
         const entry = (await rebuildToolCallLog(journal, step.runId, "lean")).find((e) => e.stepId === stepId);
-        const recorded = await recordedEntry(journal, step.runId, stepId);
-        return { ...step, toolName: entry?.toolName, iteration: entry?.iteration, verified: verify(step, recorded) };
+        return {
+          ...step,
+          toolName: entry?.toolName,
+          iteration: entry?.iteration,
+          verified: await verify(journal, step),
+        };
       });
       if (options.json) return println(io.stdout, JSON.stringify(shown, null, 2));
       const { runId, toolName, iteration, status, source, digest, bytes, verified, output } = shown;
@@ -48,7 +50,7 @@ export function registerShow(program: Command, io: CliIo): void {
       println(io.stdout, `digest  ${digest} (${int(bytes)} bytes)`);
       println(
         io.stdout,
-        `        ${verified.length > 0 ? `verified: ${verified.join("; ")}` : "not verified: nothing else records it yet (the run has not completed)"}`,
+        `        ${verified.length > 0 ? `verified: ${verified.join("; ")}` : "not verified: nothing else records it yet (the run stopped before its next model call)"}`,
       );
       println(io.stdout, "output:");
       println(io.stdout, JSON.stringify(output, null, 2) ?? "undefined");
@@ -66,30 +68,22 @@ async function resolve(journal: Journal, stepId: string, runId: string | undefin
   }
 }
 
-/** The entry of the run's recorded log (the loop's value, `run.completed`) for `stepId`, if it completed. */
-async function recordedEntry(journal: Journal, runId: string, stepId: string) {
-  const state = await foldRun(journal, runId);
-  const log = (state._output as { toolCallLog?: ToolCallLog } | undefined)?.toolCallLog;
-  if (!log) return undefined;
-  // The full shape has no stepId: its entries are in the order of the lean projection's.
-  const lean: LeanAgentStep[] = await rebuildToolCallLog(journal, runId, "lean");
-  const index = lean.findIndex((e) => e.stepId === stepId);
-  return index < 0 ? undefined : log[index];
-}
-
-/** What vouches for the resolved digest; an IntegrityError when the recorded log disagrees. */
-function verify(step: ResolvedStep, recorded: ReturnType<typeof recordedEntry> extends Promise<infer T> ? T : never) {
+/**
+ * What vouches for the resolved output: the compaction marker's digest (checked by resolveStep),
+ * the blob's own hash (claim-check), and the prompt digest of the model call that followed, which
+ * covers everything fed back in that turn (`IntegrityError` when it no longer does).
+ */
+async function verify(journal: Journal, step: ResolvedStep): Promise<string[]> {
   const verified: string[] = [];
+  const state = await hydrateArchived(journal, await foldRun(journal, step.runId));
   if (step.source === "archive") verified.push("the digest in the compaction's frames.archived marker");
+  // resolveStep compared the output with the digest its frame recorded (frames written by Loom 0.2 on).
+  if (step.source === "frame" && state.frames[step.stepId]?.recorded) verified.push("the digest its frame recorded");
   if (step.claimCheck) verified.push("the blob's sha256 in its claim-check envelope");
-  if (recorded) {
-    const expected = isLeanAgentStep(recorded) ? recorded.digest : digestOf(recorded.toolOutput).digest;
-    if (expected !== step.digest) {
-      throw new IntegrityError(
-        `run ${step.runId}: step ${step.stepId}'s output hashes to ${step.digest}, but the run's recorded tool-call log says ${expected}; the journal was altered: restore it from a backup`,
-      );
-    }
-    verified.push(`equals the run's recorded ${isLeanAgentStep(recorded) ? "lean log digest" : "full log output"}`);
+  const turn = parseFrameId(step.stepId)?.turn;
+  if (turn !== undefined) {
+    const next = await verifyTurnResults(journal, state, turn);
+    if (next) verified.push(`the prompt digest of the next model call (${next}) covers it`);
   }
   return verified;
 }

@@ -18,16 +18,16 @@ export interface RunFigures {
   readonly entries: number;
   readonly journalBytes: number;
   /**
-   * JSON bytes of the run's folded state (what a resume reads: `foldRun`), with the loop's value
-   * (`_output`) holding the tool-call log in each shape: `lean` as recorded, `full` the same state
-   * with the full log (every tool output repeated) in its place.
+   * JSON bytes of the run's folded state (what a resume reads: `foldRun`) with the loop's value
+   * (`_output`) holding the tool-call log, as a state that keeps its value holds it: `lean` with
+   * the lean log, `full` with the full log (every tool output repeated) in its place.
    */
   readonly foldedState: { readonly full: number; readonly lean: number };
   /** JSON bytes of the loop's value alone, `{ content, toolCallLog, iterations }`, in each shape. */
   readonly output: { readonly full: number; readonly lean: number };
   /** The lean log as rebuilt from the journal. */
   readonly lean: LeanAgentStep[];
-  /** The log the run recorded (`run.completed`) equals the one rebuilt from its journal. */
+  /** The log the loop returned (`returned`) equals the one rebuilt from its journal. */
   readonly logIntact: boolean;
 }
 
@@ -40,10 +40,10 @@ const jsonBytes = (value: unknown) => Buffer.byteLength(JSON.stringify(value) ??
  * @example
  * const { foldedState } = await measureRun(journal, runId); // { full: 1_230_000, lean: 700_000 }
  */
-export async function measureRun(journal: Journal, runId: string): Promise<RunFigures> {
+export async function measureRun(journal: Journal, runId: string, returned?: AgentOutput): Promise<RunFigures> {
   const entries = await readJournal(journal, runId);
   const state = foldEntries(entries);
-  const recorded = state._output as AgentOutput | undefined;
+  const recorded = state._output;
   const lean = await rebuildToolCallLog(journal, runId, "lean");
   const full = await rebuildToolCallLog(journal, runId, "full");
   const value = (log: unknown[]) => ({ ...(recorded ?? { content: "", iterations: 0 }), toolCallLog: log });
@@ -59,6 +59,6 @@ export async function measureRun(journal: Journal, runId: string): Promise<RunFi
     },
     output: { full: jsonBytes(value(full)), lean: jsonBytes(value(lean)) },
     lean,
-    logIntact: recorded !== undefined && JSON.stringify(recorded.toolCallLog) === JSON.stringify(lean),
+    logIntact: returned !== undefined && JSON.stringify(returned.toolCallLog) === JSON.stringify(lean),
   };
 }
