@@ -433,7 +433,7 @@ try {
   line("= rows", sum(leanParts), sum(fullParts));
   line("  of which sha256 digests (32 B in a column, 64 B as hex)", leanOf.digests, fullOf.digests);
   line("  of which frame/step id strings", leanOf.ids, fullOf.ids);
-  line("index UNIQUE (run_id, seq) (file only)", lean.storage.index, full.storage.index);
+  line("index UNIQUE (run, seq) (file only)", lean.storage.index, full.storage.index);
   line(
     "page slack + schema + empty tables (file only)",
     lean.storage.file - lean.storage.rows - lean.storage.index,

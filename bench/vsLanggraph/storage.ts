@@ -5,7 +5,7 @@
  * - `rows`: the bytes of every row of every table, as SQLite stores them (the record payload of
  *   the table b-trees, read from the `dbstat` virtual table: column values plus SQLite's record
  *   header, overflow pages included). No index, no free space, no page slack: the data itself.
- * - `index`: the same for the index b-trees (Loom's UNIQUE (run_id, seq); LangGraph's primary keys).
+ * - `index`: the same for the index b-trees (Loom's UNIQUE (run, seq); LangGraph's primary keys).
  * - `file`: the size of a `VACUUM INTO` copy, after `PRAGMA wal_checkpoint(TRUNCATE)` folded the
  *   WAL into the file: every page the data needs (tables, indexes, page slack, the schema), no
  *   free pages, no WAL.

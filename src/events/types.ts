@@ -84,7 +84,7 @@ export type FrameCompletedData =
        * Tool frames: `digestOf(output)` (the lean log's `digest` and `bytes`), recorded with the
        * output so a reader of the lean shape never hashes outputs again; `resolveStep` and
        * `loom show` check it against the output. Absent on model frames and on entries written
-       * before 0.2 (readers then compute it).
+       * by Loom 0.1.0 (readers then compute it).
        */
       readonly digest?: string | null;
       readonly bytes?: number;
@@ -130,7 +130,7 @@ export interface RunCompletedData {
   /**
    * What the loop's value holds beside its tool-call log: `{ content, iterations }`. The log is
    * not repeated here: it is a projection of the frames, rebuilt in the run's shape when the
-   * value is returned. (Entries written before 0.2 also hold `toolCallLog`; readers ignore it.)
+   * value is returned. (Entries written by Loom 0.1.0 also hold `toolCallLog`; readers ignore it.)
    */
   readonly output: CompletedRunValue;
 }

@@ -19,7 +19,7 @@ export interface FrameState {
   status: "started" | "completed" | "failed";
   /** The recorded output (JSON as written), for a completed frame still in the hot journal. */
   output?: unknown;
-  /** `digestOf(output)` as the frame recorded it (tool frames written by Loom 0.2 and later). */
+  /** `digestOf(output)` as the frame recorded it (tool frames written by Loom after 0.1.0). */
   recorded?: { readonly digest: string | null; readonly bytes: number };
   /** Set when compaction moved the frame: its output lives in the archive under `ref`. */
   archived?: { readonly ref: string; readonly digest: string | null; readonly bytes: number };

@@ -77,7 +77,7 @@ async function verify(journal: Journal, step: ResolvedStep): Promise<string[]> {
   const verified: string[] = [];
   const state = await hydrateArchived(journal, await foldRun(journal, step.runId));
   if (step.source === "archive") verified.push("the digest in the compaction's frames.archived marker");
-  // resolveStep compared the output with the digest its frame recorded (frames written by Loom 0.2 on).
+  // resolveStep compared the output with the digest its frame recorded (frames written by Loom after 0.1.0).
   if (step.source === "frame" && state.frames[step.stepId]?.recorded) verified.push("the digest its frame recorded");
   if (step.claimCheck) verified.push("the blob's sha256 in its claim-check envelope");
   const turn = parseFrameId(step.stepId)?.turn;
