@@ -21,7 +21,11 @@ export interface ClaimCheckEnvelope {
 }
 
 export const isClaimCheckEnvelope = (v: unknown): v is ClaimCheckEnvelope =>
-  typeof v === "object" && v !== null && (v as { __loomClaimCheck?: unknown }).__loomClaimCheck === 1;
+  typeof v === "object" &&
+  v !== null &&
+  (v as ClaimCheckEnvelope).__loomClaimCheck === 1 &&
+  typeof (v as ClaimCheckEnvelope).ref === "string" &&
+  typeof (v as ClaimCheckEnvelope).digest === "string";
 
 /** What the model was fed for one call. */
 export interface Fed {

@@ -11,8 +11,10 @@ import { projectToolCallLog, toolCallResult } from "../projections/toolCallLog.t
 import type { AgentStep, LeanAgentStep, ToolCallLogMode } from "../projections/types.ts";
 import {
   assistantMessage,
+  type ClaimCheckEnvelope,
   chainedPromptDigest,
   fedFromState,
+  isClaimCheckEnvelope,
   resolveClaimCheck,
   toolResultMessage,
 } from "./conversation.ts";
@@ -139,21 +141,6 @@ export async function rebuildToolCallLog(
   return projectToolCallLog(state, valid);
 }
 
-/** A claim-check envelope (the record's ADR 0140): the frame's output when the blob store holds it. */
-interface Envelope {
-  readonly __loomClaimCheck: 1;
-  readonly ref: string;
-  readonly size: number;
-  readonly digest: string;
-}
-
-const isEnvelope = (v: unknown): v is Envelope =>
-  typeof v === "object" &&
-  v !== null &&
-  (v as Envelope).__loomClaimCheck === 1 &&
-  typeof (v as Envelope).ref === "string" &&
-  typeof (v as Envelope).digest === "string";
-
 /** A step's output, resolved. */
 export interface ResolvedStep {
   readonly runId: string;
@@ -168,7 +155,7 @@ export interface ResolvedStep {
   readonly digest: string | null;
   readonly bytes: number;
   /** The claim-check envelope the journal recorded, when the output was claim-checked. */
-  readonly claimCheck?: Envelope;
+  readonly claimCheck?: ClaimCheckEnvelope;
 }
 
 /**
@@ -213,7 +200,7 @@ export async function resolveStep(
     );
   }
   const base = { runId, stepId, source, status: result.status, digest, bytes };
-  if (!isEnvelope(recorded) || !journal.blobs) return { ...base, output: recorded };
+  if (!isClaimCheckEnvelope(recorded) || !journal.blobs) return { ...base, output: recorded };
   const blob = await journal.blobs.get(recorded.ref);
   if (sha256Hex(blob) !== recorded.digest) {
     throw new IntegrityError(
