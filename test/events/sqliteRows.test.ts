@@ -4,14 +4,19 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createJournal, readJournal } from "../../src/events/journal.ts";
 import { sqliteStore } from "../../src/events/sqlite.ts";
 import { SQLITE_SCHEMA_VERSION } from "../../src/events/sqliteFile.ts";
-import { encodeRow, rowText, type StoredRow, TYPE_CODES } from "../../src/events/sqliteRows.ts";
-import type { EntryType } from "../../src/events/types.ts";
+import { decodeStoredRows, encodeRow, rowText, type StoredRow, TYPE_CODES } from "../../src/events/sqliteRows.ts";
+import type { EntryType, JournalEntry } from "../../src/events/types.ts";
 import { decision, frameCompleted, frameFailed, frameStarted, runCompleted, runStarted } from "./entries.ts";
 import { tempDir } from "./tmp.ts";
 
+/** The text a row gives back, after checking that the entry it decodes to is that text parsed (keys in order). */
 const roundTrip = (type: EntryType, text: string): string => {
   const c = encodeRow(type, text, 0, 1);
   const row: StoredRow = [1, c.type, c.at, c.v, c.frame, c.effect, c.digest, c.data];
+  const out: JournalEntry[] = [];
+  decodeStoredRows("r", [row], out, "a test");
+  expect(JSON.stringify(out[0]?.data)).toBe(JSON.stringify(JSON.parse(text)));
+  expect(out[0]?.data).toEqual(JSON.parse(text));
   return rowText("r", row, "a test");
 };
 
@@ -26,6 +31,8 @@ describe("the SQLite row layout (sqliteRows.ts)", () => {
           ["frame.completed", { frameId, output }],
           ["frame.completed", { frameId, digest: inputDigest, bytes: output === null ? 0 : 12, output }],
           ["frame.completed", { frameId, digest: inputDigest, bytes: 1.5, output }],
+          ["frame.completed", { frameId, output, after: effect }],
+          ["frame.completed", { frameId, digest: inputDigest, bytes: 3, output, after: effect }],
           ["frame.completed", { frameId, failed: true }],
           ["frame.completed", { output, frameId }],
           ["decision.recorded", { decisionId: frameId, source: effect, choice: output }],
