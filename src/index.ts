@@ -125,6 +125,7 @@ export {
   foldRun,
   type HydrateOptions,
   hydrateArchived,
+  hydrateForLog,
   isStepResolutionError,
   type ResolvedStep,
   rebuildToolCallLog,

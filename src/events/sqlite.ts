@@ -2,7 +2,7 @@ import type Database from "better-sqlite3";
 import { ConcurrencyError, JournalFormatError } from "../core/errors.ts";
 import { encodeEntries } from "./rows.ts";
 import { openSqliteFile, type SqliteFile, type SqliteOptions, sqliteFileOf } from "./sqliteFile.ts";
-import { decodeStoredRows, encodeRow, type StoredRow } from "./sqliteRows.ts";
+import { decodeStoredRows, encodeRow, INSERT_ENTRY, type StoredRow } from "./sqliteRows.ts";
 import type { AppendOptions, CompactRequest, EventStore, RunSummary } from "./store.ts";
 import { type EntryType, type JournalEntry, type NewEntry, SCHEMA_VERSION } from "./types.ts";
 
@@ -41,9 +41,7 @@ export function sqliteStoreOn(shared: SqliteFile): SqliteEventStore {
   const where = `the SQLite file ${db.name}`;
   const keyOf = db.prepare("SELECT run FROM loom_runs WHERE run_id = ?").pluck();
   const addRun = db.prepare("INSERT INTO loom_runs (run_id) VALUES (?)");
-  const insert = db.prepare(
-    "INSERT INTO loom_entries (run, seq, type, at, v, frame, effect, digest, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-  );
+  const insert = db.prepare(INSERT_ENTRY);
   const versionOf = db.prepare("SELECT max(seq) FROM loom_entries WHERE run = ?").pluck();
   const page = db
     .prepare(

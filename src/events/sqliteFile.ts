@@ -1,7 +1,7 @@
 import type Database from "better-sqlite3";
 import { JournalFormatError, LoomError } from "../core/errors.ts";
 import { loadOptional } from "../core/optional.ts";
-import { encodeRow, SQL_DATA_TEXT, SQL_META_TEXT, TYPE_CODES } from "./sqliteRows.ts";
+import { encodeRow, INSERT_ENTRY, SQL_DATA_TEXT, SQL_META_TEXT, TYPE_CODES } from "./sqliteRows.ts";
 import type { EntryType } from "./types.ts";
 
 /**
@@ -130,9 +130,7 @@ function migrateFromV1(db: Database.Database): void {
   const where = `${db.name} (migrating it from schema version 1)`;
   const fix = "restore the row from a backup or remove the run, then open the file again";
   const addRun = db.prepare("INSERT INTO loom_runs (run_id) VALUES (?)");
-  const insert = db.prepare(
-    "INSERT INTO loom_entries (run, seq, type, at, v, frame, effect, digest, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-  );
+  const insert = db.prepare(INSERT_ENTRY);
   // Pages by rowid: better-sqlite3 runs no other statement while an iterator is open.
   const page = db
     .prepare(

@@ -48,6 +48,10 @@ const TYPE_OF: readonly (EntryType | undefined)[] = (() => {
   return out;
 })();
 
+/** Inserts one row: run key, seq, then the columns of {@link EntryColumns} in order. */
+export const INSERT_ENTRY =
+  "INSERT INTO loom_entries (run, seq, type, at, v, frame, effect, digest, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)";
+
 /** The row of one entry, in the column order of `loom_entries` after `run, seq`. */
 export interface EntryColumns {
   readonly type: number;

@@ -8,7 +8,7 @@ import type { AgentOutput, InterruptedAgentRun } from "../projections/types.ts";
 import { loopActors } from "./actors.ts";
 import type { AgentLoopConfig } from "./config.ts";
 import { AgentInterruptedError } from "./errors.ts";
-import { hydrateArchived } from "./readers.ts";
+import { hydrateForLog } from "./readers.ts";
 import { type RunOptions, RunSession } from "./session.ts";
 import { toolCallActors } from "./toolActors.ts";
 import { validateConfig } from "./validateConfig.ts";
@@ -68,11 +68,7 @@ async function runLoop(config: AgentLoopConfig, request: RunRequest): Promise<Ag
   switch (snapshot.value) {
     case "completed": {
       // A run completed earlier may have been compacted since: the full shape reads its archived outputs back.
-      const state = await hydrateArchived(
-        request.journal,
-        session.state,
-        session.mode === "lean" ? { only: "model" } : undefined,
-      );
+      const state = await hydrateForLog(request.journal, session.state, session.mode);
       return completedOutput(state, session.mode) as AgentOutput;
     }
     case "interrupted":

@@ -85,6 +85,14 @@ export async function hydrateArchived(journal: Journal, state: RunState, options
   return state;
 }
 
+/**
+ * Reads back what the log in `mode`'s shape needs of the archive: every archived output for the
+ * full shape, only model frames for the lean one (its markers carry the tool outputs' digests).
+ */
+export function hydrateForLog(journal: Journal, state: RunState, mode: ToolCallLogMode): Promise<RunState> {
+  return hydrateArchived(journal, state, mode === "lean" ? { only: "model" } : undefined);
+}
+
 async function archiveBatch(journal: Journal, runId: string | undefined, ref: string) {
   if (!journal.archive) {
     throw new IntegrityError(
@@ -137,7 +145,7 @@ export async function rebuildToolCallLog(
 ): Promise<AgentStep[] | LeanAgentStep[]> {
   const state = await foldRun(journal, runId);
   const valid = validateToolCallLogMode(mode, state.loopId ?? "?") ?? "full";
-  await hydrateArchived(journal, state, valid === "lean" ? { only: "model" } : undefined);
+  await hydrateForLog(journal, state, valid);
   return projectToolCallLog(state, valid);
 }
 

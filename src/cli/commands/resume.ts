@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { type AgentOutput, completedOutput, foldEntries, hydrateArchived, recordedModePin } from "../../index.ts";
+import { type AgentOutput, completedOutput, foldEntries, hydrateForLog, recordedModePin } from "../../index.ts";
 import { dbPath, modelCalls, readRun, withJournal } from "../db.ts";
 import { int } from "../format.ts";
 import { CliError, type CliIo, println } from "../io.ts";
@@ -22,10 +22,7 @@ export function registerResume(program: Command, io: CliIo): void {
         if (!known && state.status === "completed") {
           // A completed run is never appended to: its answer is in the journal, no loop is needed.
           const mode = recordedModePin(state) ?? "full";
-          const output = completedOutput(
-            await hydrateArchived(journal, state, mode === "lean" ? { only: "model" } : undefined),
-            mode,
-          ) as AgentOutput;
+          const output = completedOutput(await hydrateForLog(journal, state, mode), mode) as AgentOutput;
           return {
             before: { status: state.status, iterations: output.iterations },
             output,

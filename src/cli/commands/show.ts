@@ -5,8 +5,9 @@ import {
   isStepResolutionError,
   type Journal,
   parseFrameId,
+  projectToolCallLog,
   type ResolvedStep,
-  rebuildToolCallLog,
+  type RunState,
   resolveStep,
   verifyTurnResults,
 } from "../../index.ts";
@@ -31,12 +32,14 @@ export function registerShow(program: Command, io: CliIo): void {
       const path = dbPath(io, options.db);
       const shown = await withJournal(path, async (journal) => {
         const step = await resolve(journal, stepId, options.run);
-        const entry = (await rebuildToolCallLog(journal, step.runId, "lean")).find((e) => e.stepId === stepId);
+        // One fold of the run serves the log entry and the checks.
+        const state = await hydrateArchived(journal, await foldRun(journal, step.runId));
+        const entry = projectToolCallLog(state, "lean").find((e) => e.stepId === stepId);
         return {
           ...step,
           toolName: entry?.toolName,
           iteration: entry?.iteration,
-          verified: await verify(journal, step),
+          verified: await verify(journal, state, step),
         };
       });
       if (options.json) return println(io.stdout, JSON.stringify(shown, null, 2));
@@ -73,9 +76,8 @@ async function resolve(journal: Journal, stepId: string, runId: string | undefin
  * the blob's own hash (claim-check), and the prompt digest of the model call that followed, which
  * covers everything fed back in that turn (`IntegrityError` when it no longer does).
  */
-async function verify(journal: Journal, step: ResolvedStep): Promise<string[]> {
+async function verify(journal: Journal, state: RunState, step: ResolvedStep): Promise<string[]> {
   const verified: string[] = [];
-  const state = await hydrateArchived(journal, await foldRun(journal, step.runId));
   if (step.source === "archive") verified.push("the digest in the compaction's frames.archived marker");
   // resolveStep compared the output with the digest its frame recorded (frames written by Loom after 0.1.0).
   if (step.source === "frame" && state.frames[step.stepId]?.recorded) verified.push("the digest its frame recorded");
