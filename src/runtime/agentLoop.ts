@@ -1,4 +1,5 @@
 import { createActor, type InspectionEvent, type Observer } from "xstate";
+import { checkRunId } from "../events/runId.ts";
 import { agentLoopMachine } from "../machines/agentLoop.machine.ts";
 import { toolCallMachine } from "../machines/toolCall.machine.ts";
 import { toolStepId } from "../projections/ids.ts";
@@ -45,6 +46,7 @@ export function agentLoop$(config: AgentLoopConfig): AgentLoop {
 }
 
 async function runLoop(config: AgentLoopConfig, request: RunRequest): Promise<AgentOutput> {
+  checkRunId(request.runId, "loop.run"); // before anything reads or writes the journal
   const session = new RunSession(config, request);
   const machine = agentLoopMachine.provide({
     actors: { ...loopActors(session), toolCall: toolCallMachine.provide({ actors: toolCallActors(session) }) },
