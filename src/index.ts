@@ -39,8 +39,10 @@ export {
   dirBlobStore,
   type EntryOf,
   type EntryType,
+  type ErrorCause,
   type EventStore,
   escapeRunId,
+  type InterruptReason,
   type Journal,
   type JournalEntry,
   MAX_RUN_ID_BYTES,
@@ -125,7 +127,7 @@ export type {
   ToolContext,
 } from "./runtime/config.ts";
 export { type ClaimCheckEnvelope, isClaimCheckEnvelope } from "./runtime/conversation.ts";
-export { AgentInterruptedError, isAgentInterruptedError } from "./runtime/errors.ts";
+export { AgentInterruptedError, describeCause, errorCause, isAgentInterruptedError } from "./runtime/errors.ts";
 export {
   foldRun,
   type HydrateOptions,

@@ -84,7 +84,9 @@ function interruptedRun(session: RunSession, pending: readonly string[]): Interr
   const state = session.state;
   const turn = state.turns - 1;
   const calls = responseAt(state, turn)?.toolCalls ?? [];
+  const cause = state.interruption?.cause; // as journaled: what a reader after a restart sees too
   return {
+    ...(cause === undefined ? {} : { cause }),
     runId: session.options.runId,
     reason: state.interruption?.reason ?? "aborted",
     toolCallLog: projectToolCallLog(state, session.mode),

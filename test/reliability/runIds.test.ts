@@ -62,7 +62,10 @@ if (PG_URL !== undefined) {
     "postgres",
     async () => {
       const schema = freshSchema("ids");
-      return { journal: openPostgresJournal(PG_URL as string, { schema }), cleanup: () => dropSchema(schema).then(() => {}) };
+      return {
+        journal: openPostgresJournal(PG_URL as string, { schema }),
+        cleanup: () => dropSchema(schema).then(() => {}),
+      };
     },
   ]);
 }

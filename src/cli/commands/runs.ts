@@ -1,14 +1,14 @@
 import type { Command } from "commander";
 import { readJournal } from "../../index.ts";
-import { dbPath, type RunInfo, runInfo, withJournal } from "../db.ts";
-import { int, kB, table } from "../format.ts";
+import { dbPath, type RunInfo, runInfo, stoppedText, withJournal } from "../db.ts";
+import { clip, int, kB, table } from "../format.ts";
 import { type CliIo, println } from "../io.ts";
 import { type CommonOptions, withCommon } from "../program.ts";
 
 /** `loom runs`: every run of the journal, oldest first. */
 export function registerRuns(program: Command, io: CliIo): void {
   withCommon(program.command("runs"))
-    .description("list the runs in the journal: loop, status, model calls, entries, bytes")
+    .description("list the runs in the journal: loop, status, model calls, entries, bytes, why a run stopped")
     .option("--json", "print an array of runs as JSON")
     .action(async (options: CommonOptions & { json?: boolean }) => {
       const path = dbPath(io, options.db);
@@ -31,10 +31,15 @@ export function registerRuns(program: Command, io: CliIo): void {
         kB(r.bytes),
         r.mode,
         (r.startedAt ?? "").replace("T", " ").slice(0, 19),
+        clip(stoppedText(r), 100),
       ]);
       println(
         io.stdout,
-        table(["run", "loop", "status", "model calls", "entries", "journal", "log", "started"], rows, [3, 4, 5]),
+        table(
+          ["run", "loop", "status", "model calls", "entries", "journal", "log", "started", "stopped"],
+          rows,
+          [3, 4, 5],
+        ),
       );
     });
 }
