@@ -1,3 +1,4 @@
+import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isAgentLoopConfigError } from "../../src/core/errors.ts";
 import { createJournal, type OpenJournal, openSqliteJournal, readJournal } from "../../src/events/journal.ts";
@@ -8,6 +9,7 @@ import { scriptedModel } from "../../src/models/scripted.ts";
 import { openPostgresJournal, submitRun } from "../../src/postgres.ts";
 import { agentLoop$ } from "../../src/runtime/agentLoop.ts";
 import { foldRun } from "../../src/runtime/readers.ts";
+import { loom } from "../cli/support.ts";
 import { INVALID_RUN_IDS, VALID_RUN_IDS } from "../events/storeContract.ts";
 import { tempDir } from "../events/tmp.ts";
 import { dropSchema, freshSchema, PG_URL } from "../postgres/pg.ts";
@@ -154,6 +156,36 @@ describe("loop.run checks the id before it touches the journal", () => {
     expect(runIdProblem("")).toBe("it is empty");
     expect(runIdProblem("a\u{1f600}")).toBeUndefined();
     expect(escapeRunId("a\u0000\u0085\ud800")).toBe('"a\\u0000\\u0085\\ud800"');
+  });
+});
+
+describe("a SQLite journal written before the rule", () => {
+  it("reads none of its invalid ids, and `loom runs` still lists the other runs (the invalid one escaped on stderr)", async () => {
+    const file = tmp.file("old.db");
+    const journal = openSqliteJournal(file);
+    await answering("ok").loop.run({ runId: "kept", journal, input: "hi" });
+    await answering("ok").loop.run({ runId: "renamed", journal, input: "hi" });
+    await journal.close();
+    const db = new Database(file); // what an older Loom let through: a NUL in a run id
+    db.prepare("UPDATE loom_runs SET run_id = ? WHERE run_id = 'renamed'").run("nul\u0000id");
+    db.close();
+
+    const reopened = openSqliteJournal(file);
+    try {
+      expectInvalidRunId(await rejection(readJournal(reopened, "nul\u0000id")), "nul\u0000id");
+      const { model, loop } = answering("never");
+      expectInvalidRunId(await rejection(loop.run({ runId: "nul\u0000id", journal: reopened })), "nul\u0000id");
+      expect(model.calls).toBe(0);
+    } finally {
+      await reopened.close();
+    }
+    const runs = await loom(tmp.dir, ["runs", "--db", file]);
+    expect(runs.code).toBe(0);
+    expect(runs.stdout).toMatch(/^kept\s+ids\s+completed/m);
+    expect(runs.stdout).not.toContain("nul");
+    expect(runs.stderr).toBe(
+      'loom: skipped run "nul\\u0000id": it holds the control character U+0000 at index 3; a run id is 1 to 512 UTF-8 bytes of well-formed Unicode with no control characters (U+0000–U+001F, U+007F–U+009F)\n',
+    );
   });
 });
 

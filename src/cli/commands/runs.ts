@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { readJournal } from "../../index.ts";
+import { escapeRunId, RUN_ID_RULE, readJournal, runIdProblem } from "../../index.ts";
 import { dbPath, type RunInfo, runInfo, stoppedText, withJournal } from "../db.ts";
 import { clip, int, kB, table } from "../format.ts";
 import { type CliIo, println } from "../io.ts";
@@ -14,8 +14,12 @@ export function registerRuns(program: Command, io: CliIo): void {
       const path = dbPath(io, options.db);
       const runs = await withJournal(path, async (journal) => {
         const out: RunInfo[] = [];
-        for (const { runId } of await journal.store.listRuns())
-          out.push(runInfo(runId, await readJournal(journal, runId)));
+        for (const { runId } of await journal.store.listRuns()) {
+          // Written before run ids had a rule: listed, but no store reads it any more.
+          const problem = runIdProblem(runId);
+          if (problem === undefined) out.push(runInfo(runId, await readJournal(journal, runId)));
+          else println(io.stderr, `loom: skipped run ${escapeRunId(runId)}: ${problem}; ${RUN_ID_RULE}`);
+        }
         return out.sort(
           (a, b) => (a.startedAt ?? "").localeCompare(b.startedAt ?? "") || a.runId.localeCompare(b.runId),
         );
