@@ -70,7 +70,13 @@ export function errorCause(error: unknown): ErrorCause {
   return cause;
 }
 
-/** `name (status 401, retryable): message` on one line, for messages and the CLI. */
+/**
+ * A cause on one line, for messages and the CLI.
+ *
+ * @example
+ * describeCause({ name: "AI_APICallError", message: "Unauthorized", status: 401, retryable: false });
+ * // "AI_APICallError (status 401, not retryable): Unauthorized"
+ */
 export function describeCause(cause: ErrorCause): string {
   const facts = [
     ...(cause.status === undefined ? [] : [`status ${cause.status}`]),
