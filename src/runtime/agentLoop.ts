@@ -86,7 +86,6 @@ function interruptedRun(session: RunSession, pending: readonly string[]): Interr
   const calls = responseAt(state, turn)?.toolCalls ?? [];
   const cause = state.interruption?.cause; // as journaled: what a reader after a restart sees too
   return {
-    ...(cause === undefined ? {} : { cause }),
     runId: session.options.runId,
     reason: state.interruption?.reason ?? "aborted",
     toolCallLog: projectToolCallLog(state, session.mode),
@@ -95,5 +94,6 @@ function interruptedRun(session: RunSession, pending: readonly string[]): Interr
       const stepId = toolStepId(session.loopId, turn, index);
       return pending.includes(stepId) ? [{ stepId, toolName: call.name, input: call.input }] : [];
     }),
+    ...(cause === undefined ? {} : { cause }),
   };
 }
