@@ -1,9 +1,10 @@
 import type Database from "better-sqlite3";
 import { ConcurrencyError, JournalFormatError } from "../core/errors.ts";
+import { acquisition, leaseOf, lost, type OwnerRow, stillOwned } from "./ownership.ts";
 import { encodeEntries } from "./rows.ts";
 import { openSqliteFile, type SqliteFile, type SqliteOptions, sqliteFileOf } from "./sqliteFile.ts";
 import { decodeStoredRows, encodeRow, INSERT_ENTRY, type StoredRow } from "./sqliteRows.ts";
-import type { AppendOptions, CompactRequest, EventStore, RunSummary } from "./store.ts";
+import type { AcquireOptions, AppendOptions, CompactRequest, EventStore, RunLease, RunSummary } from "./store.ts";
 import { type EntryType, type JournalEntry, type NewEntry, SCHEMA_VERSION } from "./types.ts";
 
 /** A SQLite store also tells which file it lives in, and compacts synchronously inside a caller's transaction. */
@@ -58,6 +59,42 @@ export function sqliteStoreOn(shared: SqliteFile): SqliteEventStore {
       ORDER BY r.run_id`,
   );
 
+  const ownerOf = db.prepare(
+    "SELECT token, owner, host, pid, expires_at AS expiresAt FROM loom_owners WHERE run_id = ?",
+  );
+  const setOwner = db.prepare(
+    `INSERT INTO loom_owners (run_id, token, owner, host, pid, expires_at) VALUES (?, ?, ?, ?, ?, ?)
+     ON CONFLICT (run_id) DO UPDATE SET token = excluded.token, owner = excluded.owner, host = excluded.host,
+       pid = excluded.pid, expires_at = excluded.expires_at`,
+  );
+  const owner = (runId: string) => ownerOf.get(runId) as OwnerRow | undefined;
+  const put = (runId: string, r: OwnerRow) => setOwner.run(runId, r.token, r.owner, r.host, r.pid, r.expiresAt);
+
+  /** The fence: inside the append's transaction, so no owner change can slip between check and write. */
+  const checkFence = (runId: string, fence: number | undefined) => {
+    if (fence === undefined) return;
+    const row = owner(runId);
+    if (!stillOwned(row, fence)) throw lost(runId, fence, row);
+  };
+
+  // Ownership changes are write transactions too (BEGIN IMMEDIATE): serialized with every append.
+  const acquireTx = db.transaction((runId: string, options: AcquireOptions) => {
+    const row = acquisition(runId, owner(runId), options, Date.now());
+    put(runId, row);
+    return leaseOf(runId, row);
+  });
+  const renewTx = db.transaction((lease: RunLease, leaseMs: number) => {
+    const row = owner(lease.runId);
+    if (!stillOwned(row, lease.token)) throw lost(lease.runId, lease.token, row);
+    const renewed = { ...row!, expiresAt: Date.now() + leaseMs };
+    put(lease.runId, renewed);
+    return leaseOf(lease.runId, renewed);
+  });
+  const releaseTx = db.transaction((lease: RunLease) => {
+    if (stillOwned(owner(lease.runId), lease.token))
+      put(lease.runId, { token: lease.token, owner: null, host: null, pid: null, expiresAt: 0 });
+  });
+
   /** The run's key and version, checked against `expected`; a new run gets its key here. */
   const check = (runId: string, expected: number): number | bigint => {
     const key = keyOf.get(runId) as number | undefined;
@@ -74,9 +111,12 @@ export function sqliteStoreOn(shared: SqliteFile): SqliteEventStore {
     }
   };
 
-  const write = db.transaction((runId: string, types: EntryType[], texts: string[], after: number) => {
-    insertRows(check(runId, after), after, types, texts);
-  });
+  const write = db.transaction(
+    (runId: string, types: EntryType[], texts: string[], after: number, fence: number | undefined) => {
+      checkFence(runId, fence);
+      insertRows(check(runId, after), after, types, texts);
+    },
+  );
 
   const compactTx = db.transaction((runId: string, request: CompactRequest, text: string) => {
     const key = check(runId, request.expectedVersion);
@@ -117,9 +157,9 @@ export function sqliteStoreOn(shared: SqliteFile): SqliteEventStore {
   return {
     [sqliteFileOf]: file,
 
-    async append(runId: string, entries: readonly NewEntry[], { expectedVersion }: AppendOptions) {
+    async append(runId: string, entries: readonly NewEntry[], { expectedVersion, fence }: AppendOptions) {
       const { types, texts } = encodeEntries(runId, entries, expectedVersion);
-      write.immediate(runId, types, texts, expectedVersion);
+      write.immediate(runId, types, texts, expectedVersion, fence);
       return { version: expectedVersion + entries.length };
     },
 
@@ -136,6 +176,18 @@ export function sqliteStoreOn(shared: SqliteFile): SqliteEventStore {
     },
 
     compactSync,
+
+    async acquire(runId: string, options: AcquireOptions) {
+      return acquireTx.immediate(runId, options);
+    },
+
+    async renew(lease: RunLease, leaseMs: number) {
+      return renewTx.immediate(lease, leaseMs);
+    },
+
+    async release(lease: RunLease) {
+      releaseTx.immediate(lease);
+    },
 
     async close() {
       file.release();
