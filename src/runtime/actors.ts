@@ -15,7 +15,7 @@ import type { RunSession } from "./session.ts";
  * The loop machine's actors for one run: each does the journaled work the statechart asks for
  * (read and fold, call the model as a durable step, complete or interrupt the run).
  */
-export function loopActors(session: RunSession) {
+export function loopActors(session: RunSession, fence?: number) {
   const { config, options } = session;
   const runId = options.runId;
 
@@ -24,7 +24,7 @@ export function loopActors(session: RunSession) {
   const prepare = fromPromise<PrepareOutput, { runId: string }>(async () => {
     const entries = await readJournal(options.journal, runId);
     const state = foldEntries(entries);
-    session.appender = new Appender(options.journal.store, runId, state);
+    session.appender = new Appender(options.journal.store, runId, state, fence);
     const recorded = (state.decisions[modePinId(config.id)]?.choice as { mode?: "full" | "lean" } | undefined)?.mode;
     const pin = resolveModePin({
       loopId: config.id,
@@ -114,8 +114,9 @@ export function loopActors(session: RunSession) {
     }
     const runSignal = options.signal;
     if (runSignal?.aborted) return { ok: false, reason: "aborted", detail: null };
-    if (!existing)
-      await session.appender.append({ type: "frame.started", data: { frameId, effect: "model", inputDigest: digest } });
+    // Always, a re-run of a call whose outcome is unknown too (a new attempt): the fenced append
+    // is what proves this process still owns the run before the model is called.
+    await session.appender.append({ type: "frame.started", data: { frameId, effect: "model", inputDigest: digest } });
     let raw: ModelResponse;
     try {
       raw = await config.model.generate({
