@@ -81,7 +81,16 @@ export interface RunHolderInfo {
 
 const holderText = (h: RunHolderInfo) => `${h.owner} (pid ${h.pid} on host ${h.host}, token ${h.token})`;
 
-/** Another live process (or `loop.run` call) owns the run: one owner at a time. */
+/**
+ * Another live process (or `loop.run` call) owns the run: one owner at a time.
+ *
+ * @example
+ * try {
+ *   await loop.run({ runId, journal });
+ * } catch (e) {
+ *   if (isRunBusyError(e)) console.log(`busy: ${e.holder.owner}, free in ${e.retryAfterMs} ms at most`);
+ * }
+ */
 export class RunBusyError extends LoomError {
   readonly runId: string;
   readonly holder: RunHolderInfo;
@@ -101,6 +110,12 @@ export class RunBusyError extends LoomError {
 /**
  * An append fenced with a lease's token was refused: the run changed owner (this process stalled
  * past its lease and another took the run over) or the lease was released. Nothing was appended.
+ *
+ * @example
+ * await loop.run({ runId, journal }).catch((e) => {
+ *   if (isOwnershipLostError(e)) return; // another process has the run now; it finishes it
+ *   throw e;
+ * });
  */
 export class OwnershipLostError extends LoomError {
   readonly runId: string;

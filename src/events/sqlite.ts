@@ -21,7 +21,9 @@ const PAGE = 256;
  * The embedded `EventStore`: one SQLite file (better-sqlite3, WAL). Each append is one
  * `BEGIN IMMEDIATE` transaction that checks `expectedVersion` inside it, so appends from several
  * processes on the same file are serialized and a stale writer gets `ConcurrencyError`; the
- * `UNIQUE (run, seq)` key backs that up. Data is stored as the text `JSON.stringify` wrote
+ * `UNIQUE (run, seq)` key backs that up. A fenced append checks the run's owner row
+ * (`loom_owners`) in the same transaction, and acquiring a run is a write transaction too, so
+ * no change of owner slips between the check and the write. Data is stored as the text `JSON.stringify` wrote
  * (laid out as sqliteRows.ts describes; the `loom_journal` view shows it as text) and handed
  * back parsed, key order included. Pass an open `Database` to share it (Loom will not
  * close it), or use `openSqliteJournal` for store, blobs and archive in one file.

@@ -29,7 +29,9 @@ type Row = [seq: number, type: string, data: string, meta: string];
  * statement, so one transaction: it locks the run's row in `loom_streams` (FOR UPDATE), checks
  * `expectedVersion` against it, inserts the entries and moves the row, or writes nothing. The
  * `(run_id, seq)` primary key backs that up for a run's first append, where there is no row to
- * lock yet: the loser of that race gets a unique violation, reported as `ConcurrencyError`.
+ * lock yet: the loser of that race gets a unique violation, reported as `ConcurrencyError`. A
+ * fenced append also reads the run's owner row (`loom_owners`, see owners.ts) FOR SHARE in the
+ * same statement and writes nothing unless its token still owns the run (`OwnershipLostError`).
  * Entry data is a `text` column holding exactly what `JSON.stringify` wrote (not jsonb, which
  * reorders keys), so a run resumed from PostgreSQL is byte-identical to the live one.
  *

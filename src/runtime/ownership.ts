@@ -1,7 +1,13 @@
 import { isOwnershipLostError, isRunBusyError, type OwnershipLostError } from "../core/errors.ts";
 import type { EventStore, RunLease } from "../events/store.ts";
 
-/** How a `loop.run` call owns its run (see `RunRequest.ownership`). */
+/**
+ * How a `loop.run` call owns its run (see `RunRequest.ownership`).
+ *
+ * @example
+ * // Another process may be finishing this run: wait up to 30 s for it instead of failing.
+ * const out = await loop.run({ runId: "r-1", journal, ownership: { waitMs: 30_000 } });
+ */
 export interface RunOwnership {
   /**
    * How long the call's ownership lasts unless renewed, in ms (default 10,000). It is renewed
@@ -24,6 +30,7 @@ export interface RunOwnership {
   readonly lease?: RunLease;
 }
 
+/** A `loop.run` call's lease on its run unless `ownership.leaseMs` says otherwise. */
 export const DEFAULT_LEASE_MS = 10_000;
 
 /** The run's ownership for one `loop.run` call: its fence, and how to let it go. */
