@@ -7,7 +7,7 @@ import type { CallModelOutput, PrepareOutput, ReplayOutput } from "../machines/a
 import { resolveModePin } from "../machines/modePin.machine.ts";
 import { modelFrameId, modePinId, toolStepId } from "../projections/ids.ts";
 import { foldEntries, responseAt } from "../projections/runState.ts";
-import { Appender } from "./appender.ts";
+import { Appender, type Fence } from "./appender.ts";
 import { hydrateArchived } from "./readers.ts";
 import type { RunSession } from "./session.ts";
 
@@ -15,7 +15,7 @@ import type { RunSession } from "./session.ts";
  * The loop machine's actors for one run: each does the journaled work the statechart asks for
  * (read and fold, call the model as a durable step, complete or interrupt the run).
  */
-export function loopActors(session: RunSession, fence?: number) {
+export function loopActors(session: RunSession, fence?: Fence) {
   const { config, options } = session;
   const runId = options.runId;
 

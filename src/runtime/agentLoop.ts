@@ -6,6 +6,7 @@ import { responseAt } from "../projections/runState.ts";
 import { completedOutput, projectToolCallLog } from "../projections/toolCallLog.ts";
 import type { AgentOutput, InterruptedAgentRun } from "../projections/types.ts";
 import { loopActors } from "./actors.ts";
+import type { Fence } from "./appender.ts";
 import type { AgentLoopConfig } from "./config.ts";
 import { AgentInterruptedError } from "./errors.ts";
 import { holdRun, type RunOwnership } from "./ownership.ts";
@@ -69,7 +70,8 @@ async function runLoop(config: AgentLoopConfig, request: RunRequest): Promise<Ag
     },
   );
   try {
-    return await runHeld(config, request, session, held.fence, signal);
+    const fence = { token: held.fence, onLost: (e: Error) => lostRun.abort(e) };
+    return await runHeld(config, request, session, fence, signal);
   } finally {
     await held.letGo();
   }
@@ -79,7 +81,7 @@ async function runHeld(
   config: AgentLoopConfig,
   request: RunRequest,
   session: RunSession,
-  fence: number,
+  fence: Fence,
   signal: AbortSignal,
 ): Promise<AgentOutput> {
   const machine = agentLoopMachine.provide({

@@ -26,7 +26,7 @@ export class Appender {
     private readonly store: EventStore,
     readonly runId: string,
     readonly state: RunState,
-    private readonly fence?: number,
+    private readonly fence?: Fence,
   ) {}
 
   /** Appends atomically after everything queued before. Resolves once the entries are durable. */
@@ -67,7 +67,7 @@ export class Appender {
       try {
         await this.store.append(this.runId, entries, {
           expectedVersion,
-          ...(this.fence === undefined ? {} : { fence: this.fence }),
+          ...(this.fence === undefined ? {} : { fence: this.fence.token }),
         });
         return expectedVersion;
       } catch (e) {
@@ -99,8 +99,10 @@ export class Appender {
 
   /** The lease is gone: nothing more is appended, and the run's error is this one. */
   lost(error: OwnershipLostError): void {
-    this.lostTo ??= error;
+    if (this.lostTo !== undefined) return;
+    this.lostTo = error;
     this.closedBecause ??= "ownership lost";
+    this.fence?.onLost(error);
   }
 
   /** Why appends are refused for good, if the lease was lost. */
@@ -116,6 +118,13 @@ export class Appender {
   get closed(): boolean {
     return this.closedBecause !== undefined;
   }
+}
+
+/** The run's lease as its appends use it: the token, and whom to tell once it is refused. */
+export interface Fence {
+  readonly token: number;
+  /** Called once, when the store first refuses an append (the run stops its effects in flight). */
+  onLost(error: OwnershipLostError): void;
 }
 
 /** Internal: an effect finished after its run stopped; its result is not journaled (outcome unknown). */
