@@ -61,16 +61,19 @@ export function sqliteStoreOn(shared: SqliteFile): SqliteEventStore {
       ORDER BY r.run_id`,
   );
 
-  const ownerOf = db.prepare(
-    "SELECT token, owner, host, pid, expires_at AS expiresAt FROM loom_owners WHERE run_id = ?",
-  );
-  const setOwner = db.prepare(
-    `INSERT INTO loom_owners (run_id, token, owner, host, pid, expires_at) VALUES (?, ?, ?, ?, ?, ?)
-     ON CONFLICT (run_id) DO UPDATE SET token = excluded.token, owner = excluded.owner, host = excluded.host,
-       pid = excluded.pid, expires_at = excluded.expires_at`,
-  );
-  const owner = (runId: string) => ownerOf.get(runId) as OwnerRow | undefined;
-  const put = (runId: string, r: OwnerRow) => setOwner.run(runId, r.token, r.owner, r.host, r.pid, r.expiresAt);
+  // Prepared on first use: a file opened only to read (by a newer reader, or read-only) needs no owner table.
+  let owners: { get: Database.Statement; set: Database.Statement } | undefined;
+  const ownerSql = () =>
+    (owners ??= {
+      get: db.prepare("SELECT token, owner, host, pid, expires_at AS expiresAt FROM loom_owners WHERE run_id = ?"),
+      set: db.prepare(
+        `INSERT INTO loom_owners (run_id, token, owner, host, pid, expires_at) VALUES (?, ?, ?, ?, ?, ?)
+         ON CONFLICT (run_id) DO UPDATE SET token = excluded.token, owner = excluded.owner, host = excluded.host,
+           pid = excluded.pid, expires_at = excluded.expires_at`,
+      ),
+    });
+  const owner = (runId: string) => ownerSql().get.get(runId) as OwnerRow | undefined;
+  const put = (runId: string, r: OwnerRow) => ownerSql().set.run(runId, r.token, r.owner, r.host, r.pid, r.expiresAt);
 
   /** The fence: inside the append's transaction, so no owner change can slip between check and write. */
   const checkFence = (runId: string, fence: number | undefined) => {
