@@ -36,7 +36,11 @@ const loop = agentLoop$({ id: "bench", model, tools: { lookup }, maxIterations: 
 /** A store that keeps nothing: the loop's cost alone. */
 function nullStore(): EventStore {
   const versions = new Map<string, number>();
+  const owners = memoryStore(); // ownership only: its appends are not fenced here
   return {
+    acquire: owners.acquire,
+    renew: owners.renew,
+    release: owners.release,
     async append(runId, entries) {
       const v = (versions.get(runId) ?? 0) + entries.length;
       versions.set(runId, v);

@@ -16,15 +16,22 @@ export {
   isIntegrityError,
   isJournalFormatError,
   isLoomError,
+  isOwnershipLostError,
   isReplayDivergenceError,
+  isRunBusyError,
   JournalFormatError,
   LoomError,
   MAX_CANONICAL_DEPTH,
+  OwnershipLostError,
   ReplayDivergenceError,
+  RunBusyError,
+  type RunHolderInfo,
   sha256Hex,
 } from "./core/index.ts";
 export { isMissingDependencyError, MissingDependencyError } from "./core/optional.ts";
 export {
+  type AcquireOptions,
+  type AppendOptions,
   type ArchivedFrame,
   type ArchiveStore,
   type BlobInfo,
@@ -54,6 +61,7 @@ export {
   openSqliteJournal,
   type ReadArchivedOptions,
   RUN_ID_RULE,
+  type RunLease,
   type RunSummary,
   readArchived,
   readJournal,
@@ -128,6 +136,7 @@ export type {
 } from "./runtime/config.ts";
 export { type ClaimCheckEnvelope, isClaimCheckEnvelope } from "./runtime/conversation.ts";
 export { AgentInterruptedError, describeCause, errorCause, isAgentInterruptedError } from "./runtime/errors.ts";
+export { DEFAULT_LEASE_MS, type RunOwnership } from "./runtime/ownership.ts";
 export {
   foldRun,
   type HydrateOptions,

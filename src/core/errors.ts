@@ -67,6 +67,73 @@ export class ConcurrencyError extends LoomError {
   }
 }
 
+/** Who holds a run's ownership, as a store reports it (see `EventStore.acquire`). */
+export interface RunHolderInfo {
+  /** The name the owner gave (`ownership.owner`, or host:pid:random). */
+  readonly owner: string;
+  readonly host: string;
+  readonly pid: number;
+  /** The fencing token of its lease. */
+  readonly token: number;
+  /** When its lease runs out unless renewed (ms since the epoch, the store's clock). */
+  readonly expiresAt: number;
+}
+
+const holderText = (h: RunHolderInfo) => `${h.owner} (pid ${h.pid} on host ${h.host}, token ${h.token})`;
+
+/**
+ * Another live process (or `loop.run` call) owns the run: one owner at a time.
+ *
+ * @example
+ * try {
+ *   await loop.run({ runId, journal });
+ * } catch (e) {
+ *   if (isRunBusyError(e)) console.log(`busy: ${e.holder.owner}, free in ${e.retryAfterMs} ms at most`);
+ * }
+ */
+export class RunBusyError extends LoomError {
+  readonly runId: string;
+  readonly holder: RunHolderInfo;
+  /** How long until the holder's lease runs out unless renewed, by the store's clock. */
+  readonly retryAfterMs: number;
+  constructor(runId: string, holder: RunHolderInfo, retryAfterMs: number) {
+    super(
+      "runBusy",
+      `run ${runId} is being run by ${holderText(holder)}, whose lease runs another ${Math.max(0, Math.round(retryAfterMs))} ms unless renewed. Let that process finish the run, or wait for it: loop.run({ runId, journal, ownership: { waitMs } }). A crashed owner on this host is taken over at once; on another host when its lease runs out.`,
+    );
+    this.runId = runId;
+    this.holder = holder;
+    this.retryAfterMs = retryAfterMs;
+  }
+}
+
+/**
+ * An append fenced with a lease's token was refused: the run changed owner (this process stalled
+ * past its lease and another took the run over) or the lease was released. Nothing was appended.
+ *
+ * @example
+ * await loop.run({ runId, journal }).catch((e) => {
+ *   if (isOwnershipLostError(e)) return; // another process has the run now; it finishes it
+ *   throw e;
+ * });
+ */
+export class OwnershipLostError extends LoomError {
+  readonly runId: string;
+  /** The token this writer held. */
+  readonly token: number;
+  /** Who holds the run now, if anyone. */
+  readonly holder: RunHolderInfo | undefined;
+  constructor(runId: string, token: number, holder: RunHolderInfo | undefined) {
+    super(
+      "ownershipLost",
+      `run ${runId}: this writer no longer owns the run (its token ${token}; ${holder ? `now held by ${holderText(holder)}` : "the lease was released"}), so nothing was appended and it runs no further effect. Another process took the run over, usually because this one stalled past its lease: let that one finish it, or raise ownership.leaseMs (workers: leaseMs).`,
+    );
+    this.runId = runId;
+    this.token = token;
+    this.holder = holder;
+  }
+}
+
 /** Stored bytes do not match the digest that vouches for them (blob, archived frame). */
 export class IntegrityError extends LoomError {
   constructor(message: string, code = "integrity") {
@@ -100,5 +167,7 @@ export const isCanonicalJsonError = guard(CanonicalJsonError);
 export const isAgentLoopConfigError = guard(AgentLoopConfigError);
 export const isReplayDivergenceError = guard(ReplayDivergenceError);
 export const isConcurrencyError = guard(ConcurrencyError);
+export const isRunBusyError = guard(RunBusyError);
+export const isOwnershipLostError = guard(OwnershipLostError);
 export const isIntegrityError = guard(IntegrityError);
 export const isJournalFormatError = guard(JournalFormatError);

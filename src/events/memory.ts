@@ -1,6 +1,7 @@
 import { ConcurrencyError, JournalFormatError } from "../core/errors.ts";
+import { acquisition, leaseOf, lost, type OwnerRow, stillOwned } from "./ownership.ts";
 import { checkRunId } from "./runId.ts";
-import type { AppendOptions, CompactRequest, EventStore, RunSummary } from "./store.ts";
+import type { AcquireOptions, AppendOptions, CompactRequest, EventStore, RunLease, RunSummary } from "./store.ts";
 import { type EntryMeta, type JournalEntry, type NewEntry, SCHEMA_VERSION } from "./types.ts";
 import { checkNewEntries, dataText } from "./validate.ts";
 
@@ -35,6 +36,7 @@ interface Kept {
 export function memoryStore(options: MemoryStoreOptions = {}): EventStore {
   const json = options.json === true;
   const streams = new Map<string, Kept[]>();
+  const owners = new Map<string, OwnerRow>();
 
   const version = (kept: Kept[] | undefined) =>
     kept === undefined || kept.length === 0 ? 0 : kept[kept.length - 1]!.seq;
@@ -63,9 +65,10 @@ export function memoryStore(options: MemoryStoreOptions = {}): EventStore {
   };
 
   return {
-    async append(runId: string, entries: readonly NewEntry[], { expectedVersion }: AppendOptions) {
+    async append(runId: string, entries: readonly NewEntry[], { expectedVersion, fence }: AppendOptions) {
       checkRunId(runId, "append");
       checkNewEntries(runId, entries, expectedVersion);
+      if (fence !== undefined && !stillOwned(owners.get(runId), fence)) throw lost(runId, fence, owners.get(runId));
       const kept = streams.get(runId);
       check(runId, kept, expectedVersion);
       const added = keep(runId, entries, expectedVersion);
@@ -117,6 +120,26 @@ export function memoryStore(options: MemoryStoreOptions = {}): EventStore {
       next.push(marker!);
       streams.set(runId, next);
       return { version: request.expectedVersion + 1 };
+    },
+
+    async acquire(runId: string, options: AcquireOptions) {
+      const row = acquisition(runId, owners.get(runId), options, Date.now());
+      owners.set(runId, row);
+      return leaseOf(runId, row);
+    },
+
+    async renew(lease: RunLease, leaseMs: number) {
+      const row = owners.get(lease.runId);
+      if (!stillOwned(row, lease.token)) throw lost(lease.runId, lease.token, row);
+      const renewed = { ...row!, expiresAt: Date.now() + leaseMs };
+      owners.set(lease.runId, renewed);
+      return leaseOf(lease.runId, renewed);
+    },
+
+    async release(lease: RunLease) {
+      const row = owners.get(lease.runId);
+      if (stillOwned(row, lease.token))
+        owners.set(lease.runId, { token: lease.token, owner: null, host: null, pid: null, expiresAt: 0 });
     },
 
     async close() {},

@@ -1,10 +1,11 @@
 import type Database from "better-sqlite3";
 import { ConcurrencyError, JournalFormatError } from "../core/errors.ts";
+import { acquisition, leaseOf, lost, type OwnerRow, stillOwned } from "./ownership.ts";
 import { encodeEntries } from "./rows.ts";
 import { checkRunId } from "./runId.ts";
 import { openSqliteFile, type SqliteFile, type SqliteOptions, sqliteFileOf } from "./sqliteFile.ts";
 import { decodeStoredRows, encodeRow, INSERT_ENTRY, type StoredRow } from "./sqliteRows.ts";
-import type { AppendOptions, CompactRequest, EventStore, RunSummary } from "./store.ts";
+import type { AcquireOptions, AppendOptions, CompactRequest, EventStore, RunLease, RunSummary } from "./store.ts";
 import { type EntryType, type JournalEntry, type NewEntry, SCHEMA_VERSION } from "./types.ts";
 
 /** A SQLite store also tells which file it lives in, and compacts synchronously inside a caller's transaction. */
@@ -21,7 +22,9 @@ const PAGE = 256;
  * The embedded `EventStore`: one SQLite file (better-sqlite3, WAL). Each append is one
  * `BEGIN IMMEDIATE` transaction that checks `expectedVersion` inside it, so appends from several
  * processes on the same file are serialized and a stale writer gets `ConcurrencyError`; the
- * `UNIQUE (run, seq)` key backs that up. Data is stored as the text `JSON.stringify` wrote
+ * `UNIQUE (run, seq)` key backs that up. A fenced append checks the run's owner row
+ * (`loom_owners`) in the same transaction, and acquiring a run is a write transaction too, so
+ * no change of owner slips between the check and the write. Data is stored as the text `JSON.stringify` wrote
  * (laid out as sqliteRows.ts describes; the `loom_journal` view shows it as text) and handed
  * back parsed, key order included. Pass an open `Database` to share it (Loom will not
  * close it), or use `openSqliteJournal` for store, blobs and archive in one file.
@@ -59,6 +62,45 @@ export function sqliteStoreOn(shared: SqliteFile): SqliteEventStore {
       ORDER BY r.run_id`,
   );
 
+  // Prepared on first use: a file opened only to read (by a newer reader, or read-only) needs no owner table.
+  let owners: { get: Database.Statement; set: Database.Statement } | undefined;
+  const ownerSql = () =>
+    (owners ??= {
+      get: db.prepare("SELECT token, owner, host, pid, expires_at AS expiresAt FROM loom_owners WHERE run_id = ?"),
+      set: db.prepare(
+        `INSERT INTO loom_owners (run_id, token, owner, host, pid, expires_at) VALUES (?, ?, ?, ?, ?, ?)
+         ON CONFLICT (run_id) DO UPDATE SET token = excluded.token, owner = excluded.owner, host = excluded.host,
+           pid = excluded.pid, expires_at = excluded.expires_at`,
+      ),
+    });
+  const owner = (runId: string) => ownerSql().get.get(runId) as OwnerRow | undefined;
+  const put = (runId: string, r: OwnerRow) => ownerSql().set.run(runId, r.token, r.owner, r.host, r.pid, r.expiresAt);
+
+  /** The fence: inside the append's transaction, so no owner change can slip between check and write. */
+  const checkFence = (runId: string, fence: number | undefined) => {
+    if (fence === undefined) return;
+    const row = owner(runId);
+    if (!stillOwned(row, fence)) throw lost(runId, fence, row);
+  };
+
+  // Ownership changes are write transactions too (BEGIN IMMEDIATE): serialized with every append.
+  const acquireTx = db.transaction((runId: string, options: AcquireOptions) => {
+    const row = acquisition(runId, owner(runId), options, Date.now());
+    put(runId, row);
+    return leaseOf(runId, row);
+  });
+  const renewTx = db.transaction((lease: RunLease, leaseMs: number) => {
+    const row = owner(lease.runId);
+    if (!stillOwned(row, lease.token)) throw lost(lease.runId, lease.token, row);
+    const renewed = { ...row!, expiresAt: Date.now() + leaseMs };
+    put(lease.runId, renewed);
+    return leaseOf(lease.runId, renewed);
+  });
+  const releaseTx = db.transaction((lease: RunLease) => {
+    if (stillOwned(owner(lease.runId), lease.token))
+      put(lease.runId, { token: lease.token, owner: null, host: null, pid: null, expiresAt: 0 });
+  });
+
   /** The run's key and version, checked against `expected`; a new run gets its key here. */
   const check = (runId: string, expected: number): number | bigint => {
     const key = keyOf.get(runId) as number | undefined;
@@ -75,9 +117,12 @@ export function sqliteStoreOn(shared: SqliteFile): SqliteEventStore {
     }
   };
 
-  const write = db.transaction((runId: string, types: EntryType[], texts: string[], after: number) => {
-    insertRows(check(runId, after), after, types, texts);
-  });
+  const write = db.transaction(
+    (runId: string, types: EntryType[], texts: string[], after: number, fence: number | undefined) => {
+      checkFence(runId, fence);
+      insertRows(check(runId, after), after, types, texts);
+    },
+  );
 
   const compactTx = db.transaction((runId: string, request: CompactRequest, text: string) => {
     const key = check(runId, request.expectedVersion);
@@ -119,10 +164,10 @@ export function sqliteStoreOn(shared: SqliteFile): SqliteEventStore {
   return {
     [sqliteFileOf]: file,
 
-    async append(runId: string, entries: readonly NewEntry[], { expectedVersion }: AppendOptions) {
+    async append(runId: string, entries: readonly NewEntry[], { expectedVersion, fence }: AppendOptions) {
       checkRunId(runId, "append");
       const { types, texts } = encodeEntries(runId, entries, expectedVersion);
-      write.immediate(runId, types, texts, expectedVersion);
+      write.immediate(runId, types, texts, expectedVersion, fence);
       return { version: expectedVersion + entries.length };
     },
 
@@ -140,6 +185,18 @@ export function sqliteStoreOn(shared: SqliteFile): SqliteEventStore {
     },
 
     compactSync,
+
+    async acquire(runId: string, options: AcquireOptions) {
+      return acquireTx.immediate(runId, options);
+    },
+
+    async renew(lease: RunLease, leaseMs: number) {
+      return renewTx.immediate(lease, leaseMs);
+    },
+
+    async release(lease: RunLease) {
+      releaseTx.immediate(lease);
+    },
 
     async close() {
       file.release();

@@ -61,6 +61,14 @@ CREATE VIEW IF NOT EXISTS loom_journal AS
 CREATE TABLE IF NOT EXISTS loom_blobs (digest TEXT PRIMARY KEY, size INTEGER NOT NULL, bytes BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS loom_archive (ref TEXT PRIMARY KEY, run_id TEXT NOT NULL, body TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS loom_archive_run ON loom_archive (run_id);
+CREATE TABLE IF NOT EXISTS loom_owners (
+  run_id TEXT PRIMARY KEY,
+  token INTEGER NOT NULL,
+  owner TEXT,
+  host TEXT,
+  pid INTEGER,
+  expires_at INTEGER NOT NULL
+);
 `;
 
 /**

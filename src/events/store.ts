@@ -1,3 +1,4 @@
+import type { RunHolderInfo } from "../core/errors.ts";
 import type { JournalEntry, NewEntry } from "./types.ts";
 
 /** One run's stream, as `listRuns` reports it. */
@@ -14,6 +15,24 @@ export interface RunSummary {
 export interface AppendOptions {
   /** The stream's version (last seq, 0 for a new run) the caller last saw. */
   readonly expectedVersion: number;
+  /**
+   * The fencing token of the caller's lease (`RunLease.token`): the store appends only if that
+   * lease still owns the run, checked in the same transaction as the append, and otherwise throws
+   * `OwnershipLostError` and appends nothing. Without it the append is not fenced.
+   */
+  readonly fence?: number;
+}
+
+/** A run's ownership, held by one writer at a time (see `EventStore.acquire`). */
+export interface RunLease extends RunHolderInfo {
+  readonly runId: string;
+}
+
+export interface AcquireOptions {
+  /** Names the owner in `RunBusyError` and `OwnershipLostError` messages. */
+  readonly owner: string;
+  /** How long the lease lasts unless renewed, in ms. */
+  readonly leaseMs: number;
 }
 
 export interface CompactRequest {
@@ -39,6 +58,18 @@ export interface EventStore {
   /** Entries of a run in seq order, from seq `from` (default 1). Unvalidated: the journal validates. */
   read(runId: string, options?: { from?: number }): Promise<JournalEntry[]>;
   listRuns(): Promise<RunSummary[]>;
+  /**
+   * Makes the caller the run's one owner until `leaseMs` from now, with a fencing token one above
+   * the run's last (tokens never go back, even after a release). Throws `RunBusyError` when a
+   * live owner holds it: one whose lease has not run out, and which is not a process of this
+   * host that no longer exists (a crashed owner on this host is taken over at once). The store
+   * records the caller's host and pid beside the owner name.
+   */
+  acquire(runId: string, options: AcquireOptions): Promise<RunLease>;
+  /** Extends the lease to `leaseMs` from now; `OwnershipLostError` once another token holds the run. */
+  renew(lease: RunLease, leaseMs: number): Promise<RunLease>;
+  /** Gives the run up (nothing happens if the lease was already taken over); its token stays used. */
+  release(lease: RunLease): Promise<void>;
   /** Removes `removeSeqs` and appends `marker`, atomically; `ConcurrencyError` if the stream moved. */
   compact(runId: string, request: CompactRequest): Promise<{ version: number }>;
   close(): Promise<void>;

@@ -83,6 +83,12 @@ export function leases(db: PgDatabase) {
                 last_error = $4 WHERE run_id = $1 AND owner = $2`,
         [runId, owner, delayMs, error],
       ),
+    /** Another process owns the run (a direct `loop.run`): due again after `delayMs`, not counted as a failure. */
+    postpone: (runId: string, owner: string, delayMs: number) =>
+      changed(
+        `UPDATE ${t.leases} SET owner = NULL, expires_at = now() + ${msInterval("$3")} WHERE run_id = $1 AND owner = $2`,
+        [runId, owner, delayMs],
+      ),
     /** Hands the run back, due at once (a worker stopping). */
     releaseNow: (runId: string, owner: string) =>
       changed(`UPDATE ${t.leases} SET owner = NULL, expires_at = now() WHERE run_id = $1 AND owner = $2`, [

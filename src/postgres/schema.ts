@@ -14,6 +14,8 @@ export interface Tables {
   readonly archive: string;
   /** The workers' queue: one row per submitted run, with its lease (owner, expiry). */
   readonly leases: string;
+  /** Run ownership: one row per run ever owned, its fencing token and current owner (owners.ts). */
+  readonly owners: string;
 }
 
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
@@ -33,6 +35,7 @@ export function tablesIn(schema: string | undefined): Tables {
     blobs: q("loom_blobs"),
     archive: q("loom_archive"),
     leases: q("loom_leases"),
+    owners: q("loom_owners"),
   };
 }
 
@@ -65,6 +68,14 @@ CREATE TABLE IF NOT EXISTS ${t.leases} (
   submitted_at timestamptz NOT NULL DEFAULT now()
 );
 CREATE INDEX IF NOT EXISTS loom_leases_due ON ${t.leases} (expires_at);
+CREATE TABLE IF NOT EXISTS ${t.owners} (
+  run_id text PRIMARY KEY,
+  token integer NOT NULL,
+  owner text,
+  host text,
+  pid integer,
+  expires_at timestamptz NOT NULL
+);
 `;
 
 /**

@@ -3,9 +3,17 @@ import { sha256Hex } from "../core/digest.ts";
 import { ConcurrencyError, JournalFormatError } from "../core/errors.ts";
 import { decodeRows, encodeEntries } from "../events/rows.ts";
 import { checkRunId } from "../events/runId.ts";
-import type { AppendOptions, CompactRequest, EventStore, RunSummary } from "../events/store.ts";
+import type {
+  AcquireOptions,
+  AppendOptions,
+  CompactRequest,
+  EventStore,
+  RunLease,
+  RunSummary,
+} from "../events/store.ts";
 import { type EntryMeta, type JournalEntry, type NewEntry, SCHEMA_VERSION } from "../events/types.ts";
 import { openPgDatabase, type PgDatabase, type PostgresOptions, pgDatabaseOf } from "./database.ts";
+import { pgOwners } from "./owners.ts";
 import type { Tables } from "./schema.ts";
 
 /** A postgres store also tells which database it lives in (for submitRun and the workers). */
@@ -22,7 +30,9 @@ type Row = [seq: number, type: string, data: string, meta: string];
  * statement, so one transaction: it locks the run's row in `loom_streams` (FOR UPDATE), checks
  * `expectedVersion` against it, inserts the entries and moves the row, or writes nothing. The
  * `(run_id, seq)` primary key backs that up for a run's first append, where there is no row to
- * lock yet: the loser of that race gets a unique violation, reported as `ConcurrencyError`.
+ * lock yet: the loser of that race gets a unique violation, reported as `ConcurrencyError`. A
+ * fenced append also reads the run's owner row (`loom_owners`, see owners.ts) FOR SHARE in the
+ * same statement and writes nothing unless its token still owns the run (`OwnershipLostError`).
  * Entry data is a `text` column holding exactly what `JSON.stringify` wrote (not jsonb, which
  * reorders keys), so a run resumed from PostgreSQL is byte-identical to the live one.
  *
@@ -44,17 +54,23 @@ const named = (text: string) => ({ name: `loom_${sha256Hex(text).slice(0, 20)}`,
 
 function statements(t: Tables) {
   return {
+    // $8, the fence: the owner row is read FOR SHARE, so an acquisition (an UPDATE of that row)
+    // waits for this append to commit, and this append sees a committed acquisition's token.
     append: named(`
       WITH locked AS (SELECT version FROM ${t.streams} WHERE run_id = $1 FOR UPDATE),
-      cur AS (SELECT coalesce((SELECT version FROM locked), 0) AS v),
+      fence AS (SELECT token FROM ${t.owners} WHERE run_id = $1 AND owner IS NOT NULL FOR SHARE),
+      cur AS (
+        SELECT coalesce((SELECT version FROM locked), 0) AS v,
+               ($8::int IS NULL OR $8::int IS NOT DISTINCT FROM (SELECT token FROM fence)) AS owned
+      ),
       ins AS (
         INSERT INTO ${t.entries} (run_id, seq, type, data, meta)
         SELECT $1, $2::int + x.ord::int, x.t, x.d, $5
           FROM cur, unnest($3::text[], $4::text[]) WITH ORDINALITY AS x(t, d, ord)
-         WHERE cur.v = $2::int
+         WHERE cur.v = $2::int AND cur.owned
       )
       INSERT INTO ${t.streams} AS s (run_id, version, entries, last_type)
-      SELECT $1, $2::int + $6::int, $6::int, $7 FROM cur WHERE cur.v = $2::int
+      SELECT $1, $2::int + $6::int, $6::int, $7 FROM cur WHERE cur.v = $2::int AND cur.owned
       ON CONFLICT (run_id) DO UPDATE
         SET version = EXCLUDED.version, entries = s.entries + EXCLUDED.entries, last_type = EXCLUDED.last_type
       RETURNING version`),
@@ -69,6 +85,7 @@ export function postgresStoreOn(shared: PgDatabase): PostgresEventStore {
   const db = shared.acquire();
   const { pool, tables } = db;
   const sql = statements(tables);
+  const owners = pgOwners(db);
   const metaText = () => JSON.stringify({ v: SCHEMA_VERSION, at: new Date().toISOString() } satisfies EntryMeta);
 
   const versionOf = async (q: pg.Pool | pg.PoolClient, runId: string): Promise<number> =>
@@ -85,21 +102,28 @@ export function postgresStoreOn(shared: PgDatabase): PostgresEventStore {
     [pgDatabaseOf]: db,
     ready: () => db.ready,
 
-    async append(runId: string, entries: readonly NewEntry[], { expectedVersion }: AppendOptions) {
+    async append(runId: string, entries: readonly NewEntry[], { expectedVersion, fence }: AppendOptions) {
       checkRunId(runId, "append");
       const { types, texts } = encodeEntries(runId, entries, expectedVersion);
       await db.ready;
+      /** A refused append: the fence (checked first: a stale owner must stop), else the version. */
+      const refused = async () => {
+        const notOwned = fence === undefined ? undefined : await owners.fenceRefusal(runId, fence);
+        return notOwned ?? new ConcurrencyError(runId, expectedVersion, await versionOf(pool, runId));
+      };
       if (entries.length === 0) {
+        if (fence !== undefined) {
+          const notOwned = await owners.fenceRefusal(runId, fence);
+          if (notOwned) throw notOwned;
+        }
         const actual = await versionOf(pool, runId);
         if (actual !== expectedVersion) throw new ConcurrencyError(runId, expectedVersion, actual);
         return { version: expectedVersion };
       }
       const last = types[types.length - 1]!;
-      const values = [runId, expectedVersion, types, texts, metaText(), entries.length, last];
+      const values = [runId, expectedVersion, types, texts, metaText(), entries.length, last, fence ?? null];
       const result = await pool.query({ ...sql.append, values }).catch((e) => lostRace(runId, expectedVersion, e));
-      if (result.rowCount !== 1) {
-        throw new ConcurrencyError(runId, expectedVersion, await versionOf(pool, runId));
-      }
+      if (result.rowCount !== 1) throw await refused();
       return { version: expectedVersion + entries.length };
     },
 
@@ -136,6 +160,10 @@ export function postgresStoreOn(shared: PgDatabase): PostgresEventStore {
       }
       return { version: request.expectedVersion + 1 };
     },
+
+    acquire: (runId: string, options: AcquireOptions) => owners.acquire(runId, options),
+    renew: (lease: RunLease, leaseMs: number) => owners.renew(lease, leaseMs),
+    release: (lease: RunLease) => owners.release(lease),
 
     async close() {
       await db.release();

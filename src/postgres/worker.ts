@@ -1,7 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
-import { AgentLoopConfigError } from "../core/errors.ts";
+import { AgentLoopConfigError, isOwnershipLostError, isRunBusyError } from "../core/errors.ts";
 import type { Journal } from "../events/spi.ts";
+import type { RunLease } from "../events/store.ts";
 import type { AgentLoop } from "../runtime/agentLoop.ts";
 import { isAgentInterruptedError } from "../runtime/errors.ts";
 import { type Claim, leases } from "./leases.ts";
@@ -91,22 +92,42 @@ export function startWorker(options: WorkerOptions): Worker {
 
   async function work(claim: Claim, controller: AbortController): Promise<void> {
     const { runId } = claim;
+    // The run's ownership (the store's lease): its token fences every append the run makes, so
+    // a worker that stalled past its lease cannot start a model or tool call once another has
+    // the run. The queue row above only says who should be working on it.
+    let owned: RunLease;
+    try {
+      owned = await journal.store.acquire(runId, { owner, leaseMs });
+    } catch (e) {
+      if (!isRunBusyError(e)) throw e;
+      await lease.postpone(runId, owner, Math.max(pollMs, e.retryAfterMs));
+      return;
+    }
     let lost = false;
+    const lose = (why: unknown) => {
+      if (lost) return;
+      lost = true;
+      controller.abort(why);
+    };
     const renewal = setInterval(() => {
       lease.renew(runId, owner, leaseMs).then(
         (held) => {
-          if (held || lost) return;
-          lost = true;
-          controller.abort(new Error(`worker ${owner} lost its lease on run ${runId}`));
+          if (!held) lose(new Error(`worker ${owner} lost its lease on run ${runId}`));
         },
         (e) => report(e, runId),
       );
+      journal.store.renew(owned, leaseMs).then(
+        (renewed) => {
+          owned = renewed;
+        },
+        (e) => (isOwnershipLostError(e) ? lose(e) : report(e, runId)),
+      );
     }, leaseMs / 3);
     try {
-      await loops[claim.loopId]!.run({ runId, journal, signal: controller.signal });
+      await loops[claim.loopId]!.run({ runId, journal, signal: controller.signal, ownership: { lease: owned } });
       await lease.finish(runId, owner);
     } catch (e) {
-      if (lost) return; // another worker holds the run now
+      if (lost || isOwnershipLostError(e)) return; // another worker holds the run now
       const reason = isAgentInterruptedError(e) ? e.run.reason : undefined;
       if (reason === "approval-pending" || reason === "max-iterations") await lease.finish(runId, owner);
       else if (reason === "aborted" && controller.signal.aborted) await lease.releaseNow(runId, owner);
@@ -116,6 +137,8 @@ export function startWorker(options: WorkerOptions): Worker {
       }
     } finally {
       clearInterval(renewal);
+      // A no-op when another worker holds the run now (the token moved on).
+      await journal.store.release(owned).catch((e) => report(e, runId));
     }
   }
 

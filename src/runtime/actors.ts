@@ -7,7 +7,7 @@ import type { CallModelOutput, Interruption, PrepareOutput, ReplayOutput } from 
 import { resolveModePin } from "../machines/modePin.machine.ts";
 import { modelFrameId, modePinId, toolStepId } from "../projections/ids.ts";
 import { foldEntries, responseAt } from "../projections/runState.ts";
-import { Appender } from "./appender.ts";
+import { Appender, type Fence } from "./appender.ts";
 import { errorCause } from "./errors.ts";
 import { hydrateArchived } from "./readers.ts";
 import type { RunSession } from "./session.ts";
@@ -16,7 +16,7 @@ import type { RunSession } from "./session.ts";
  * The loop machine's actors for one run: each does the journaled work the statechart asks for
  * (read and fold, call the model as a durable step, complete or interrupt the run).
  */
-export function loopActors(session: RunSession) {
+export function loopActors(session: RunSession, fence?: Fence) {
   const { config, options } = session;
   const runId = options.runId;
 
@@ -25,7 +25,7 @@ export function loopActors(session: RunSession) {
   const prepare = fromPromise<PrepareOutput, { runId: string }>(async () => {
     const entries = await readJournal(options.journal, runId);
     const state = foldEntries(entries);
-    session.appender = new Appender(options.journal.store, runId, state);
+    session.appender = new Appender(options.journal.store, runId, state, fence);
     const recorded = (state.decisions[modePinId(config.id)]?.choice as { mode?: "full" | "lean" } | undefined)?.mode;
     const pin = resolveModePin({
       loopId: config.id,
@@ -115,8 +115,9 @@ export function loopActors(session: RunSession) {
     }
     const runSignal = options.signal;
     if (runSignal?.aborted) return { ok: false, reason: "aborted", detail: null };
-    if (!existing)
-      await session.appender.append({ type: "frame.started", data: { frameId, effect: "model", inputDigest: digest } });
+    // Always, a re-run of a call whose outcome is unknown too (a new attempt): the fenced append
+    // is what proves this process still owns the run before the model is called.
+    await session.appender.append({ type: "frame.started", data: { frameId, effect: "model", inputDigest: digest } });
     let raw: ModelResponse;
     try {
       raw = await config.model.generate({

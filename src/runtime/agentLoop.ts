@@ -7,8 +7,10 @@ import { responseAt } from "../projections/runState.ts";
 import { completedOutput, projectToolCallLog } from "../projections/toolCallLog.ts";
 import type { AgentOutput, InterruptedAgentRun } from "../projections/types.ts";
 import { loopActors } from "./actors.ts";
+import type { Fence } from "./appender.ts";
 import type { AgentLoopConfig } from "./config.ts";
 import { AgentInterruptedError } from "./errors.ts";
+import { holdRun, type RunOwnership } from "./ownership.ts";
 import { hydrateForLog } from "./readers.ts";
 import { type RunOptions, RunSession } from "./session.ts";
 import { toolCallActors } from "./toolActors.ts";
@@ -17,6 +19,13 @@ import { validateConfig } from "./validateConfig.ts";
 export interface RunRequest extends RunOptions {
   /** An xstate inspection observer (e.g. @statelyai/inspect's), to watch the run's statecharts. */
   readonly inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void);
+  /**
+   * A run has one owner at a time: the call acquires it from the journal's store before reading
+   * the run (`RunBusyError` if another live process or call has it, unless `waitMs` says to wait)
+   * and fences every append with it, so no model or tool call starts once another owner has
+   * taken the run over (`OwnershipLostError`). Lease length, waiting, owner name; see {@link RunOwnership}.
+   */
+  readonly ownership?: RunOwnership;
 }
 
 export interface AgentLoop {
@@ -47,9 +56,38 @@ export function agentLoop$(config: AgentLoopConfig): AgentLoop {
 
 async function runLoop(config: AgentLoopConfig, request: RunRequest): Promise<AgentOutput> {
   checkRunId(request.runId, "loop.run"); // before anything reads or writes the journal
-  const session = new RunSession(config, request);
+  // Losing the run (a renewal finds it taken over) stops it like an abort, with that error.
+  const lostRun = new AbortController();
+  const signal = request.signal ? AbortSignal.any([request.signal, lostRun.signal]) : lostRun.signal;
+  const session = new RunSession(config, { ...request, signal });
+  const held = await holdRun(
+    request.journal.store,
+    request.runId,
+    config.id,
+    request.ownership,
+    request.signal,
+    (e) => {
+      session.appender?.lost(e);
+      lostRun.abort(e);
+    },
+  );
+  try {
+    const fence = { token: held.fence, onLost: (e: Error) => lostRun.abort(e) };
+    return await runHeld(config, request, session, fence, signal);
+  } finally {
+    await held.letGo();
+  }
+}
+
+async function runHeld(
+  config: AgentLoopConfig,
+  request: RunRequest,
+  session: RunSession,
+  fence: Fence,
+  signal: AbortSignal,
+): Promise<AgentOutput> {
   const machine = agentLoopMachine.provide({
-    actors: { ...loopActors(session), toolCall: toolCallMachine.provide({ actors: toolCallActors(session) }) },
+    actors: { ...loopActors(session, fence), toolCall: toolCallMachine.provide({ actors: toolCallActors(session) }) },
   });
   const actor = createActor(machine, {
     input: { runId: request.runId, loopId: config.id, maxIterations: config.maxIterations ?? DEFAULT_MAX_ITERATIONS },
@@ -58,14 +96,17 @@ async function runLoop(config: AgentLoopConfig, request: RunRequest): Promise<Ag
   const done = new Promise<void>((resolve, reject) => {
     actor.subscribe({ complete: resolve, error: reject });
   });
-  const onAbort = () => actor.send({ type: "ABORT", reason: request.signal?.reason });
-  request.signal?.addEventListener("abort", onAbort, { once: true });
+  const onAbort = () => actor.send({ type: "ABORT", reason: signal.reason });
+  signal.addEventListener("abort", onAbort, { once: true });
   try {
     actor.start();
     await done;
   } finally {
-    request.signal?.removeEventListener("abort", onAbort);
+    signal.removeEventListener("abort", onAbort);
   }
+  // An append the fence refused stops the run, whatever state that left the chart in.
+  const lost = session.appender?.lostOwnership;
+  if (lost !== undefined) throw lost;
   const snapshot = actor.getSnapshot();
   switch (snapshot.value) {
     case "completed": {

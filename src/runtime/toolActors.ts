@@ -153,8 +153,8 @@ export function toolCallActors(session: RunSession) {
     const runSignal = options.signal;
     const toolSignal = runSignal ? AbortSignal.any([runSignal, signal]) : signal;
     if (toolSignal.aborted) throw new AppendAfterCloseError(runId, "aborted");
-    if (!unknownOutcome)
-      await session.appender.append({ type: "frame.started", data: { frameId: stepId, effect, inputDigest } });
+    // A re-run (outcome unknown) appends a new attempt too: the fenced append proves ownership first.
+    await session.appender.append({ type: "frame.started", data: { frameId: stepId, effect, inputDigest } });
     let output: unknown;
     try {
       output = await tool.execute(validated.has(stepId) ? validated.get(stepId) : call.input, {

@@ -226,9 +226,10 @@ describe("loom resume", () => {
     );
     await withJournal(db, async (journal) => {
       const entries = await readJournal(journal, "crashed-1");
-      // The frame started before the crash is completed by the resume (its tool ran again: 3 tool calls above).
+      // The frame started before the crash is completed by the resume (its tool ran again: 3 tool calls above),
+      // after a second, fenced frame.started: the attempt is journaled before the tool runs.
       const frame = entries.filter((e) => "frameId" in e.data && e.data.frameId === "loom-demo#turn:3:tool:0");
-      expect(frame.map((e) => e.type)).toEqual(["frame.started", "frame.completed"]);
+      expect(frame.map((e) => e.type)).toEqual(["frame.started", "frame.started", "frame.completed"]);
       expect((await foldRun(journal, "crashed-1")).status).toBe("completed");
       expect(await rebuildToolCallLog(journal, "crashed-1", "lean")).toHaveLength(6);
     });

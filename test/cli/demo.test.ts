@@ -44,9 +44,9 @@ describe("loom demo", () => {
         expect(entry.bytes).toBeGreaterThanOrEqual(1500);
         expect(entry.bytes).toBeLessThanOrEqual(4000);
       }
-      // The crashed step: started once by the killed worker, completed once by the resume.
+      // The crashed step: started by the killed worker, started again (a fenced attempt) and completed by the resume.
       const crashed = entries.filter((e) => "frameId" in e.data && e.data.frameId === "loom-demo#turn:6:tool:0");
-      expect(crashed.map((e) => e.type)).toEqual(["frame.started", "frame.completed"]);
+      expect(crashed.map((e) => e.type)).toEqual(["frame.started", "frame.started", "frame.completed"]);
     } finally {
       await journal.close();
     }

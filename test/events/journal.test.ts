@@ -25,6 +25,9 @@ describe("readJournal", () => {
       ],
       listRuns: async () => [],
       compact: async () => ({ version: 0 }),
+      acquire: () => Promise.reject(new Error("not used")),
+      renew: () => Promise.reject(new Error("not used")),
+      release: async () => {},
       close: async () => {},
     };
     const e = await readJournal(createJournal({ store: liar }), "r").catch((x: unknown) => x);

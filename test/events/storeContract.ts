@@ -9,6 +9,7 @@ import type { CompactRequest, EventStore } from "../../src/events/store.ts";
 import { type NewEntry, SCHEMA_VERSION } from "../../src/events/types.ts";
 import { validateEntries } from "../../src/events/validate.ts";
 import { decision, frameCompleted, frameStarted, runCompleted, runStarted } from "./entries.ts";
+import { ownershipContract } from "./ownershipContract.ts";
 
 /** What an adapter's test file gives the contract: a fresh, empty store, and how to clean up after it. */
 export interface StoreFixture {
@@ -285,4 +286,5 @@ export function storeContract(name: string, open: () => Promise<StoreFixture>): 
       ]);
     });
   });
+  ownershipContract(name, open);
 }

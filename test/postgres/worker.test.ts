@@ -196,7 +196,10 @@ describe.skipIf(PG_URL === undefined)("submitRun and startWorker", () => {
     await submitRun(journal, { runId: "stolen", loop, input: "x" });
     const worker = work({ stolen: loop }, 300);
     await until("the tool to start", async () => runs.length === 1);
-    await sql(`UPDATE "${schema}".loom_leases SET owner = 'thief' WHERE run_id = 'stolen'`);
+    // As a claim by another worker would: its owner, its expiry (so this worker cannot claim it back).
+    await sql(
+      `UPDATE "${schema}".loom_leases SET owner = 'thief', expires_at = now() + interval '1 hour' WHERE run_id = 'stolen'`,
+    );
     await until("the worker to let go", async () => worker.active.length === 0, 2_000);
     await worker.stop();
     expect(await lease("stolen")).toMatchObject({ owner: "thief", failures: 0 });

@@ -14,13 +14,18 @@ interface Spawned {
   readonly ready: Promise<void>;
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   readonly stderr: () => string;
+  readonly stdout: () => string;
 }
 
-function spawnWorker(index: number, schema: string): Spawned {
+function spawnWorker(index: number, schema: string, env: Record<string, string> = {}): Spawned {
   const child = spawn(process.execPath, ["--import", "tsx", "test/postgres/fixtures/worker.ts"], {
     cwd: root,
-    env: { ...process.env, LOOM_PG_SCHEMA: schema, LOOM_WORKER: String(index), LOOM_LEASE_MS: "1500" },
+    env: { ...process.env, LOOM_PG_SCHEMA: schema, LOOM_WORKER: String(index), LOOM_LEASE_MS: "1500", ...env },
     stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stdout = "";
+  child.stdout?.on("data", (d) => {
+    stdout += String(d);
   });
   let stderr = "";
   child.stderr?.on("data", (d) => {
@@ -37,7 +42,7 @@ function spawnWorker(index: number, schema: string): Spawned {
       reject(new Error(`worker ${index} exited (${code}) before it was ready: ${stderr}`)),
     );
   });
-  return { child, ready, exited, stderr: () => stderr };
+  return { child, ready, exited, stderr: () => stderr, stdout: () => stdout };
 }
 
 async function until<T>(what: string, probe: () => Promise<T | undefined>, ms: number): Promise<T> {
@@ -111,10 +116,15 @@ describe.skipIf(PG_URL === undefined)("startWorker, across processes", () => {
       // No frame journaled twice; every completed tool frame's tool ran once, but the killed one twice.
       const toolFrames: string[] = [];
       const recordedPid = new Map<string, number>(); // the process whose execution the frame records
+      const starts = new Map<string, number>(); // frame.started entries per run/frame: one per attempt
       for (const runId of runIds) {
         const entries = await readJournal(journal, runId);
         const completions = new Map<string, number>();
         for (const e of entries) {
+          if (e.type === "frame.started") {
+            const key = `${runId}/${e.data.frameId}`;
+            starts.set(key, (starts.get(key) ?? 0) + 1);
+          }
           if (e.type !== "frame.completed") continue;
           completions.set(e.data.frameId, (completions.get(e.data.frameId) ?? 0) + 1);
           if (!e.data.frameId.includes(":tool:")) continue;
@@ -127,8 +137,6 @@ describe.skipIf(PG_URL === undefined)("startWorker, across processes", () => {
         ).toBe(true);
         expect(completions.size, runId).toBe(6); // 3 model frames, 3 tool frames
         expect(entries.at(-1)).toMatchObject({ type: "run.completed", data: { output: { content: `done ${runId}` } } });
-        // A retried step reuses its frame.started: the second attempt appends only the completion.
-        expect(entries.filter((e) => e.type === "frame.started").length, runId).toBe(6);
       }
       const executions = await sql<{ run_id: string; step_id: string; pid: number }>(
         `SELECT run_id, step_id, pid FROM "${schema}".executions ORDER BY id`,
@@ -143,6 +151,10 @@ describe.skipIf(PG_URL === undefined)("startWorker, across processes", () => {
       // flight): its attempt never reached the journal, another worker's did, with the same stepId.
       expect(pidsByStep.get(`${SLOW_RUN}/${SLOW_STEP}`)?.length).toBe(2);
       for (const [key, pids] of pidsByStep) {
+        // Each execution was preceded by its own fenced frame.started (a retry journals a new attempt);
+        // one more only if the killed worker died between an attempt's append and its tool.
+        expect(starts.get(key), key).toBeGreaterThanOrEqual(pids.length);
+        expect(starts.get(key), key).toBeLessThanOrEqual(pids.length + 1);
         const journaled = recordedPid.get(key);
         if (pids.length === 1) expect(journaled, key).toBe(pids[0]);
         else {
@@ -154,6 +166,94 @@ describe.skipIf(PG_URL === undefined)("startWorker, across processes", () => {
       }
     } finally {
       for (const w of workers) if (w.child.exitCode === null && w.child.signalCode === null) w.child.kill("SIGKILL");
+      await Promise.all(workers.map((w) => w.exited));
+      await journal.close();
+      await dropSchema(schema);
+    }
+  }, 90_000);
+});
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe.skipIf(PG_URL === undefined)("startWorker, a worker paused past its lease", () => {
+  it("runs no model or tool call once its successor has the run (SIGSTOP 5 s, lease 2 s): its append is refused", async () => {
+    const url = PG_URL as string;
+    const schema = freshSchema("paused");
+    const journal = openPostgresJournal(url, { schema });
+    const workers: Spawned[] = [];
+    const env = { LOOM_LEASE_MS: "2000", LOOM_RECORD_MODEL: "1" };
+    try {
+      await journal.store.listRuns();
+      await sql(
+        `CREATE TABLE "${schema}".executions (id serial PRIMARY KEY, run_id text NOT NULL, step_id text NOT NULL, pid integer NOT NULL)`,
+      );
+      const executions = () =>
+        sql<{ step_id: string; pid: number }>(`SELECT step_id, pid FROM "${schema}".executions ORDER BY id`);
+      // 1. A worker is killed inside the slow step: the run is left with a step whose outcome is unknown.
+      const killed = spawnWorker(0, schema, env);
+      workers.push(killed);
+      await killed.ready;
+      const loop = workerLoop(async () => {
+        throw new Error("the test process submits runs; workers run them");
+      });
+      await submitRun(journal, { runId: SLOW_RUN, loop, input: SLOW_RUN });
+      await until(
+        "the slow step to start",
+        async () => ((await executions()).some((x) => x.step_id === SLOW_STEP) ? true : undefined),
+        20_000,
+      );
+      killed.child.kill("SIGKILL");
+      await killed.exited;
+
+      // 2. The next worker takes the run over, reads it, and stalls (SIGSTOP) before re-running the step.
+      const paused = spawnWorker(1, schema, { ...env, LOOM_PAUSE_ON_OPEN_FRAME: "1" });
+      workers.push(paused);
+      await until("the worker to pause", async () => (paused.stdout().includes("paused") ? true : undefined), 20_000);
+      const pausedAt = Date.now();
+
+      // 3. Its lease runs out; a third worker takes the run and completes it.
+      const successor = spawnWorker(2, schema, env);
+      workers.push(successor);
+      await until(
+        "the successor to complete the run",
+        async () =>
+          (await journal.store.listRuns()).find((r) => r.runId === SLOW_RUN)?.lastType === "run.completed"
+            ? true
+            : undefined,
+        30_000,
+      );
+      const completedAfterMs = Date.now() - pausedAt;
+      const before = await journal.store.read(SLOW_RUN);
+
+      // 4. The paused worker wakes after 5 s and goes on where it stood.
+      await sleep(pausedAt + 5_000 - Date.now());
+      paused.child.kill("SIGCONT");
+      const stoppedMs = Date.now() - pausedAt;
+      await sleep(2_000);
+      for (const w of [paused, successor]) w.child.kill("SIGTERM");
+      expect(await Promise.all([paused.exited, successor.exited])).toEqual([
+        { code: 0, signal: null },
+        { code: 0, signal: null },
+      ]);
+
+      const ran = await executions();
+      const byPaused = ran.filter((x) => x.pid === paused.child.pid);
+      expect(byPaused, "effects the paused worker ran").toEqual([]);
+      expect(await journal.store.read(SLOW_RUN)).toEqual(before); // it appended nothing either
+      const entries = await readJournal(journal, SLOW_RUN);
+      expect(entries.at(-1)).toMatchObject({ type: "run.completed" });
+      const bySuccessor = ran.filter((x) => x.pid === successor.child.pid).map((x) => x.step_id);
+      expect(bySuccessor).toContain(SLOW_STEP); // the step cut off by the kill ran again, once, there
+      console.log(
+        `paused worker: stopped ${stoppedMs} ms with a 2000 ms lease; the successor completed the run ${completedAfterMs} ms into the pause; effects by the paused worker after SIGCONT: ${byPaused.length} (of ${ran.length} in all)`,
+      );
+    } finally {
+      for (const w of workers) {
+        if (w.child.exitCode === null && w.child.signalCode === null) {
+          w.child.kill("SIGCONT");
+          w.child.kill("SIGKILL");
+        }
+      }
       await Promise.all(workers.map((w) => w.exited));
       await journal.close();
       await dropSchema(schema);

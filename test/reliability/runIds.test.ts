@@ -138,6 +138,12 @@ describe("loop.run checks the id before it touches the journal", () => {
         return inner.compact(...a);
       },
       close: () => inner.close(),
+      acquire(...a) {
+        calls.push("acquire");
+        return inner.acquire(...a);
+      },
+      renew: (...a) => inner.renew(...a),
+      release: (...a) => inner.release(...a),
     };
     const { loop } = answering("never");
     for (const runId of [...INVALID_RUN_IDS, 42 as unknown as string, undefined as unknown as string]) {

@@ -1,0 +1,80 @@
+import type pg from "pg";
+import { acquisition, leaseOf, lost, type OwnerRow, stillOwned } from "../events/ownership.ts";
+import type { AcquireOptions, RunLease } from "../events/store.ts";
+import type { PgDatabase } from "./database.ts";
+
+/**
+ * Run ownership on PostgreSQL (`loom_owners`, one row per run ever owned): the EventStore's
+ * acquire / renew / release, by the database's clock. The append checks the fence itself, in its
+ * own statement (store.ts); `fenceRefusal` only explains a refused append.
+ */
+export function pgOwners(db: PgDatabase) {
+  const { pool, tables: t } = db;
+  const columns = `token, owner, host, pid, (extract(epoch FROM expires_at) * 1000)::float8 AS "expiresAt"`;
+  const now = `(extract(epoch FROM now()) * 1000)::float8 AS now`;
+  const msInterval = "make_interval(secs => $3::double precision / 1000)";
+
+  const rowOf = async (q: pg.Pool | pg.PoolClient, runId: string) =>
+    (await q.query<OwnerRow & { now: number }>(`SELECT ${columns}, ${now} FROM ${t.owners} WHERE run_id = $1`, [runId]))
+      .rows[0];
+
+  return {
+    async acquire(runId: string, options: AcquireOptions): Promise<RunLease> {
+      await db.ready;
+      const client = await pool.connect();
+      try {
+        await client.query("BEGIN");
+        await client.query(
+          `INSERT INTO ${t.owners} (run_id, token, expires_at) VALUES ($1, 0, to_timestamp(0)) ON CONFLICT DO NOTHING`,
+          [runId],
+        );
+        const current = (
+          await client.query<OwnerRow & { now: number }>(
+            `SELECT ${columns}, ${now} FROM ${t.owners} WHERE run_id = $1 FOR UPDATE`,
+            [runId],
+          )
+        ).rows[0]!;
+        const row = acquisition(runId, current, options, current.now);
+        await client.query(
+          `UPDATE ${t.owners} SET token = $2, owner = $3, host = $4, pid = $5, expires_at = to_timestamp($6::float8 / 1000)
+            WHERE run_id = $1`,
+          [runId, row.token, row.owner, row.host, row.pid, row.expiresAt],
+        );
+        await client.query("COMMIT");
+        return leaseOf(runId, row);
+      } catch (e) {
+        await client.query("ROLLBACK").catch(() => {});
+        throw e;
+      } finally {
+        client.release();
+      }
+    },
+
+    async renew(lease: RunLease, leaseMs: number): Promise<RunLease> {
+      await db.ready;
+      const { rows } = await pool.query<OwnerRow>(
+        `UPDATE ${t.owners} SET expires_at = now() + ${msInterval}
+          WHERE run_id = $1 AND token = $2 AND owner IS NOT NULL RETURNING ${columns}`,
+        [lease.runId, lease.token, leaseMs],
+      );
+      const row = rows[0];
+      if (row === undefined) throw lost(lease.runId, lease.token, await rowOf(pool, lease.runId));
+      return leaseOf(lease.runId, row);
+    },
+
+    async release(lease: RunLease): Promise<void> {
+      await db.ready;
+      await pool.query(
+        `UPDATE ${t.owners} SET owner = NULL, host = NULL, pid = NULL, expires_at = to_timestamp(0)
+          WHERE run_id = $1 AND token = $2`,
+        [lease.runId, lease.token],
+      );
+    },
+
+    /** Why an append fenced with `fence` was refused: `OwnershipLostError`, or undefined if it still owns the run. */
+    async fenceRefusal(runId: string, fence: number) {
+      const row = await rowOf(pool, runId);
+      return stillOwned(row, fence) ? undefined : lost(runId, fence, row);
+    },
+  };
+}

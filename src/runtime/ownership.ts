@@ -1,0 +1,95 @@
+import { isOwnershipLostError, isRunBusyError, type OwnershipLostError } from "../core/errors.ts";
+import type { EventStore, RunLease } from "../events/store.ts";
+
+/**
+ * How a `loop.run` call owns its run (see `RunRequest.ownership`).
+ *
+ * @example
+ * // Another process may be finishing this run: wait up to 30 s for it instead of failing.
+ * const out = await loop.run({ runId: "r-1", journal, ownership: { waitMs: 30_000 } });
+ */
+export interface RunOwnership {
+  /**
+   * How long the call's ownership lasts unless renewed, in ms (default 10,000). It is renewed
+   * every third of that while the run goes on, and released when the call returns. A process
+   * that crashes on the same host as the next caller is taken over at once; elsewhere, once this
+   * much time has passed.
+   */
+  readonly leaseMs?: number;
+  /**
+   * When another live process (or call) owns the run: how long to wait for it to let go, in ms
+   * (default 0: `RunBusyError` at once).
+   */
+  readonly waitMs?: number;
+  /** Names this caller in other callers' `RunBusyError` (default `loop.run <loop id>`). */
+  readonly owner?: string;
+  /**
+   * Ownership the caller already holds (a worker that acquired it with `store.acquire`): the run
+   * fences its appends with it, and neither renews nor releases it.
+   */
+  readonly lease?: RunLease;
+}
+
+/** A `loop.run` call's lease on its run unless `ownership.leaseMs` says otherwise. */
+export const DEFAULT_LEASE_MS = 10_000;
+
+/** The run's ownership for one `loop.run` call: its fence, and how to let it go. */
+export interface HeldRun {
+  readonly fence: number;
+  /** Stops renewing; releases the lease if this call acquired it. */
+  letGo(): Promise<void>;
+}
+
+/**
+ * Acquires the run (waiting up to `waitMs` for a live owner) and renews it every third of the
+ * lease. `onLost` is told once when a renewal finds the run taken over. Failed renewals for any
+ * other reason (the database briefly away) are retried at the next tick: the fence keeps a late
+ * writer out either way.
+ */
+export async function holdRun(
+  store: EventStore,
+  runId: string,
+  loopId: string,
+  ownership: RunOwnership | undefined,
+  signal: AbortSignal | undefined,
+  onLost: (error: OwnershipLostError) => void,
+): Promise<HeldRun> {
+  const given = ownership?.lease;
+  if (given !== undefined) return { fence: given.token, letGo: async () => {} };
+  const leaseMs = ownership?.leaseMs ?? DEFAULT_LEASE_MS;
+  const owner = ownership?.owner ?? `loop.run ${loopId}`;
+  const deadline = Date.now() + (ownership?.waitMs ?? 0);
+  let lease: RunLease;
+  for (;;) {
+    try {
+      lease = await store.acquire(runId, { owner, leaseMs });
+      break;
+    } catch (e) {
+      const left = deadline - Date.now();
+      if (!isRunBusyError(e) || left <= 0 || signal?.aborted) throw e;
+      await new Promise((resolve) => setTimeout(resolve, Math.min(left, 100, Math.max(10, e.retryAfterMs))));
+    }
+  }
+  let lost = false;
+  const renewal = setInterval(() => {
+    store.renew(lease, leaseMs).then(
+      (renewed) => {
+        lease = renewed;
+      },
+      (e) => {
+        if (!isOwnershipLostError(e) || lost) return;
+        lost = true;
+        clearInterval(renewal);
+        onLost(e);
+      },
+    );
+  }, leaseMs / 3);
+  renewal.unref?.();
+  return {
+    fence: lease.token,
+    async letGo() {
+      clearInterval(renewal);
+      if (!lost) await store.release(lease);
+    },
+  };
+}
