@@ -40,8 +40,8 @@ import {
   memoryStore,
   rebuildToolCallLog,
   scriptedModel,
-} from "loom";
-import { fromAiSdk, isInvalidToolInput } from "loom/ai-sdk";
+} from "loom-agent";
+import { fromAiSdk, isInvalidToolInput } from "loom-agent/ai-sdk";
 
 const journal = createJournal({ store: memoryStore({ json: true }) });
 const loop = agentLoop$({ id: "consumer", model: scriptedModel([{ content: "hi", toolCalls: [] }]), toolCallLog: "lean" });

@@ -20,7 +20,7 @@ export const isMissingDependencyError = (e: unknown): e is MissingDependencyErro
 const require = createRequire(import.meta.url);
 
 /**
- * Loads an optional dependency when a feature first needs it, so `import "loom"` never loads
+ * Loads an optional dependency when a feature first needs it, so `import "loom-agent"` never loads
  * (or requires) better-sqlite3, pg or the AI SDK. Throws `MissingDependencyError` naming the
  * package to install.
  *

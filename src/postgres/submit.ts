@@ -34,7 +34,7 @@ export function databaseOf(journal: Journal, what: string): PgDatabase {
  * call started the run.
  *
  * @example
- * import { openPostgresJournal, submitRun } from "loom/postgres";
+ * import { openPostgresJournal, submitRun } from "loom-agent/postgres";
  * const journal = openPostgresJournal(process.env.DATABASE_URL!);
  * await submitRun(journal, { runId: "r-1", loop, input: "Where is my order?" });
  */

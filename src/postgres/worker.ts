@@ -49,7 +49,7 @@ const backoffMs = (failures: number) => Math.min(1000 * 2 ** failures, 300_000);
  * processes on any number of machines, can share one database.
  *
  * @example
- * import { openPostgresJournal, startWorker } from "loom/postgres";
+ * import { openPostgresJournal, startWorker } from "loom-agent/postgres";
  * const journal = openPostgresJournal(process.env.DATABASE_URL!);
  * const worker = startWorker({ journal, loops: { support: supportLoop } });
  * process.on("SIGTERM", () => worker.stop().then(() => journal.close()));
