@@ -1,9 +1,14 @@
-import type Database from "better-sqlite3";
 import { sha256Hex } from "../core/digest.ts";
 import { IntegrityError } from "../core/errors.ts";
 import { refDigest } from "./blobs.ts";
 import type { ArchivedFrame, ArchiveStore } from "./spi.ts";
-import { openSqliteFile, type SqliteFile, type SqliteOptions, sqliteFileOf } from "./sqliteFile.ts";
+import {
+  openSqliteFile,
+  type SqliteDatabase,
+  type SqliteFile,
+  type SqliteOptions,
+  sqliteFileOf,
+} from "./sqliteFile.ts";
 
 /**
  * Archive stores keep each compaction's frames as one JSON text under `sha256:<hash of the
@@ -67,7 +72,7 @@ export function memoryArchive(): ArchiveStore {
  * @example
  * const archive = sqliteArchive("./loom.db");
  */
-export function sqliteArchive(target: string | Database.Database, options?: SqliteOptions): SqliteArchiveStore {
+export function sqliteArchive(target: string | SqliteDatabase, options?: SqliteOptions): SqliteArchiveStore {
   return sqliteArchiveOn(openSqliteFile(target, options));
 }
 

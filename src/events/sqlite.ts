@@ -1,7 +1,12 @@
-import type Database from "better-sqlite3";
 import { ConcurrencyError, JournalFormatError } from "../core/errors.ts";
 import { encodeEntries } from "./rows.ts";
-import { openSqliteFile, type SqliteFile, type SqliteOptions, sqliteFileOf } from "./sqliteFile.ts";
+import {
+  openSqliteFile,
+  type SqliteDatabase,
+  type SqliteFile,
+  type SqliteOptions,
+  sqliteFileOf,
+} from "./sqliteFile.ts";
 import { decodeStoredRows, encodeRow, INSERT_ENTRY, type StoredRow } from "./sqliteRows.ts";
 import type { AppendOptions, CompactRequest, EventStore, RunSummary } from "./store.ts";
 import { type EntryType, type JournalEntry, type NewEntry, SCHEMA_VERSION } from "./types.ts";
@@ -30,7 +35,7 @@ const PAGE = 256;
  * const { version } = await store.append("run-1", entries, { expectedVersion: 0 });
  * await store.close();
  */
-export function sqliteStore(target: string | Database.Database, options?: SqliteOptions): SqliteEventStore {
+export function sqliteStore(target: string | SqliteDatabase, options?: SqliteOptions): SqliteEventStore {
   return sqliteStoreOn(openSqliteFile(target, options));
 }
 
