@@ -48,7 +48,7 @@ export interface ApprovalRequest {
   readonly input: unknown;
 }
 
-export interface AgentLoopConfig {
+export interface AgentLoopConfig<M extends ToolCallLogMode | undefined = ToolCallLogMode | undefined> {
   /** The loop id: the prefix of every frame and decision id. */
   readonly id: string;
   readonly model: Model;
@@ -62,7 +62,7 @@ export interface AgentLoopConfig {
   /** Outputs whose canonical JSON exceeds `thresholdBytes` go to `blobs`; the frame keeps an envelope. */
   readonly claimCheck?: { readonly blobs: BlobStore; readonly thresholdBytes: number };
   /** The log's shape (ADR 0142). Unset: full, and nothing is journaled. */
-  readonly toolCallLog?: ToolCallLogMode;
+  readonly toolCallLog?: M;
   /** Offer the `search_tools` call (settled without running a tool). Default true. */
   readonly searchTools?: boolean;
   /** Skills the model can activate with `activate_skill` (settled without running a tool). */
