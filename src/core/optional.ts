@@ -14,6 +14,7 @@ export class MissingDependencyError extends LoomError {
   }
 }
 
+/** True when `e` is a `MissingDependencyError` (its `packageName` says what to install). */
 export const isMissingDependencyError = (e: unknown): e is MissingDependencyError =>
   e instanceof MissingDependencyError;
 

@@ -18,7 +18,9 @@ import {
 
 /** A SQLite archive also tells which file it lives in, and writes synchronously inside a caller's transaction. */
 export interface SqliteArchiveStore extends ArchiveStore {
+  /** @internal The file it lives in, for one-transaction compaction. */
   readonly [sqliteFileOf]: SqliteFile;
+  /** `put` without its own transaction, inside the caller's (compaction's). */
   putSync(runId: string, frames: readonly ArchivedFrame[]): { ref: string };
 }
 

@@ -3,6 +3,7 @@ import type { AppendOptions, CompactRequest, EventStore, RunSummary } from "./st
 import { type EntryMeta, type JournalEntry, type NewEntry, SCHEMA_VERSION } from "./types.ts";
 import { checkNewEntries, dataText } from "./validate.ts";
 
+/** How `memoryStore` keeps entries. */
 export interface MemoryStoreOptions {
   /**
    * Keep each entry as JSON text and parse a fresh copy on every read, exactly as a JSON store

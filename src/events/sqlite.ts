@@ -13,6 +13,7 @@ import { type EntryType, type JournalEntry, type NewEntry, SCHEMA_VERSION } from
 
 /** A SQLite store also tells which file it lives in, and compacts synchronously inside a caller's transaction. */
 export interface SqliteEventStore extends EventStore {
+  /** @internal The file it lives in, for one-transaction compaction. */
   readonly [sqliteFileOf]: SqliteFile;
   /** `compact` without its own transaction boundary: a savepoint inside the caller's transaction. */
   compactSync(runId: string, request: CompactRequest): { version: number };

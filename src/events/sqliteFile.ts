@@ -17,6 +17,7 @@ import type { EntryType } from "./types.ts";
  */
 export const SQLITE_SCHEMA_VERSION = 2;
 
+/** How Loom opens a SQLite file (ignored for a `Database` handed in: its settings are the caller's). */
 export interface SqliteOptions {
   /**
    * `"full"` (default): every commit is fsynced, so an append that returned survives a power
@@ -47,10 +48,15 @@ export interface SqliteDatabase {
   readonly name: string;
   /** False once closed. */
   readonly open: boolean;
+  /** Compiles a statement. */
   prepare(source: string): unknown;
+  /** Runs SQL text. */
   exec(source: string): unknown;
+  /** Reads or sets a pragma. */
   pragma(source: string, options?: { simple?: boolean }): unknown;
+  /** Wraps a function in a transaction. */
   transaction(fn: (...args: never[]) => unknown): unknown;
+  /** Closes the database. */
   close(): unknown;
 }
 

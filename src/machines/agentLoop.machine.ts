@@ -3,6 +3,7 @@ import type { InterruptReason, ModelResponse } from "../events/types.ts";
 import { toolStepId } from "../projections/ids.ts";
 import { type ToolCallParentEvent, toolCallMachine } from "./toolCall.machine.ts";
 
+/** What `agentLoopMachine` is started with (`createActor(machine, { input })`). */
 export interface AgentLoopInput {
   readonly runId: string;
   readonly loopId: string;
@@ -27,6 +28,7 @@ export type CallModelOutput =
   | { readonly ok: true; readonly response: ModelResponse }
   | { readonly ok: false; readonly reason: InterruptReason; readonly detail: unknown };
 
+/** `agentLoopMachine`'s context: where the loop is (turn, open and pending calls). */
 export interface AgentLoopContext {
   readonly runId: string;
   readonly loopId: string;

@@ -11,7 +11,9 @@ import { type PgDatabase, pgDatabaseOf } from "./database.ts";
 import { NotPostgresJournalError } from "./errors.ts";
 import type { PostgresEventStore } from "./store.ts";
 
+/** A run to hand to the workers (`submitRun`). */
 export interface SubmitRequest {
+  /** The run's id (a run already in the journal is only queued). */
   readonly runId: string;
   /** The loop that will run it: its id picks the workers' loop, its tool names go in `run.started`. */
   readonly loop: AgentLoop;

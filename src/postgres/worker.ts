@@ -7,6 +7,7 @@ import { isAgentInterruptedError } from "../runtime/errors.ts";
 import { type Claim, leases } from "./leases.ts";
 import { databaseOf } from "./submit.ts";
 
+/** What `startWorker` runs: a journal on PostgreSQL and the loops it may resume. */
 export interface WorkerOptions {
   /** A journal on PostgreSQL (`openPostgresJournal`): its database holds the runs and their leases. */
   readonly journal: Journal;
@@ -24,7 +25,9 @@ export interface WorkerOptions {
   readonly onError?: (error: unknown, runId: string | undefined) => void;
 }
 
+/** A running worker (`startWorker`): who it is, what it works on, and how to stop it. */
 export interface Worker {
+  /** Its name in the lease rows. */
   readonly owner: string;
   /** The runs being worked on now. */
   readonly active: readonly string[];

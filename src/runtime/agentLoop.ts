@@ -13,6 +13,15 @@ import { type RunOptions, RunSession } from "./session.ts";
 import { toolCallActors } from "./toolActors.ts";
 import { validateConfig } from "./validateConfig.ts";
 
+/**
+ * One `loop.run(...)`: the run id and journal, and to start, the input.
+ *
+ * @example
+ * ```ts
+ * await loop.run({ runId: "order-42", journal, input: "Where is my order?" }); // starts (or resumes) order-42
+ * await loop.run({ runId: "order-42", journal, approvals: { [stepId]: true } }); // resumes it, approving a call
+ * ```
+ */
 export interface RunRequest extends RunOptions {
   /** An xstate inspection observer (e.g. @statelyai/inspect's), to watch the run's statecharts. */
   readonly inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void);
