@@ -4,12 +4,12 @@ import { defineConfig } from "vitest/config";
 const src = (file: string) => fileURLToPath(new URL(`./src/${file}`, import.meta.url));
 
 export default defineConfig({
-  // Inside the repository "loom" is the sources (as in tsconfig.json's paths); users get dist/.
+  // Inside the repository "loom-agent" is the sources (as in tsconfig.json's paths); users get dist/.
   resolve: {
     alias: [
-      { find: /^loom$/, replacement: src("index.ts") },
-      { find: /^loom\/ai-sdk$/, replacement: src("ai-sdk.ts") },
-      { find: /^loom\/postgres$/, replacement: src("postgres.ts") },
+      { find: /^loom-agent$/, replacement: src("index.ts") },
+      { find: /^loom-agent\/ai-sdk$/, replacement: src("ai-sdk.ts") },
+      { find: /^loom-agent\/postgres$/, replacement: src("postgres.ts") },
     ],
   },
   test: {

@@ -1,7 +1,7 @@
 /**
  * Throughput of the digest path: canonicalJson + sha256 beside JSON.stringify + sha256 (the
- * floor: no sorting) and canonicalize@5 + sha256 (the RFC 8785 reference), in one run.
- * Targets: canonicalJson at 0.5× or better of JSON.stringify; faster than canonicalize@5.
+ * floor: no sorting) and canonicalize@4 + sha256 (the RFC 8785 reference), in one run.
+ * Targets: canonicalJson at 0.5× or better of JSON.stringify; faster than canonicalize@4.
  *
  *   node --import tsx bench/digest.ts
  */
@@ -21,7 +21,7 @@ const workloads: { name: string; values: unknown[] }[] = [
 const methods: { name: string; text: (v: unknown) => string }[] = [
   { name: "JSON.stringify+sha256", text: (v) => JSON.stringify(v) },
   { name: "canonicalJson+sha256", text: canonicalJson },
-  { name: "canonicalize@5+sha256", text: reference },
+  { name: "canonicalize@4+sha256", text: reference },
 ];
 
 const rows: Record<string, string | number>[] = [];
@@ -36,7 +36,7 @@ for (const w of workloads) {
   }
   const floor = mbps["JSON.stringify+sha256"] ?? 1;
   const ours = mbps["canonicalJson+sha256"] ?? 0;
-  const ref = mbps["canonicalize@5+sha256"] ?? 1;
+  const ref = mbps["canonicalize@4+sha256"] ?? 1;
   rows.push({
     workload: w.name,
     ...Object.fromEntries(Object.entries(mbps).map(([k, v]) => [`${k} MB/s`, v])),

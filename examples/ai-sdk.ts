@@ -1,8 +1,8 @@
 import type { LanguageModelV3Content, LanguageModelV3GenerateResult } from "@ai-sdk/provider";
 import { tool } from "ai";
 import { MockLanguageModelV3 } from "ai/test";
-import { agentLoop$, createJournal, memoryStore } from "loom";
-import { fromAiSdk, fromAiSdkTools } from "loom/ai-sdk";
+import { agentLoop$, createJournal, memoryStore } from "loom-agent";
+import { fromAiSdk, fromAiSdkTools } from "loom-agent/ai-sdk";
 import { z } from "zod";
 
 /**

@@ -1,4 +1,4 @@
-import { agentLoop$, isAgentInterruptedError, openSqliteJournal, scriptedModel, type Tool } from "loom";
+import { agentLoop$, isAgentInterruptedError, openSqliteJournal, scriptedModel, type Tool } from "loom-agent";
 
 /** A loop with one tool and a scripted model, run on a SQLite journal, stopped mid-tool, resumed. */
 export async function quickstart(file = "quickstart.db", log = console.log) {

@@ -1,4 +1,5 @@
-// Builds the package as users receive it: ESM JavaScript, .d.ts and source maps in dist/.
+// Builds the package as users receive it: ESM JavaScript and .d.ts in dist/ (no source maps:
+// the sources are not shipped, and tsc's output keeps their lines and names).
 // tsc rewrites the sources' relative ".ts" import specifiers to ".js" in the JavaScript it
 // emits but not in declaration files, so this rewrites those too: a consumer's TypeScript
 // resolves "./x.js" to "./x.d.ts".

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# The package as users receive it: build, pack, lint the tarball (publint, attw), install it
-# into a fresh project, type-check a consumer file and the README's quickstart against the
-# shipped .d.ts, then run the quickstart and the `loom` bin with plain node (no tsx).
+# The package as users receive it: build, pack, lint the tarball (publint, attw), install it under
+# its name (loom-agent) into a fresh project with nothing else but what the examples import,
+# type-check a consumer file and the README's examples against the shipped .d.ts with
+# skipLibCheck: false and no @types/better-sqlite3, then run the quickstart, the AI SDK example
+# and the `loom` bin with plain node (no tsx).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 work="$(mktemp -d "${TMPDIR:-/tmp}/loom-package-XXXXXX")"
@@ -10,12 +12,18 @@ cd "$root"
 
 npm pack --silent --pack-destination "$work" >"$work/pack.txt"   # runs prepack: the build
 tarball="$work/$(tail -n 1 "$work/pack.txt")"
+tar -tzf "$tarball" | sed 's|^package/||' >"$work/files.txt"
 echo "packed $(basename "$tarball") ($(du -k "$tarball" | cut -f1) kB):"
-tar -tzf "$tarball" | sed 's|^package/||' | grep -vE '^dist/.*\.(js|d\.ts)(\.map)?$' | sed 's/^/  /'
-if tar -tzf "$tarball" | grep -qE '^package/(src|test|bench|node_modules)/'; then
+grep -vE '^dist/.*\.(js|d\.ts)$' "$work/files.txt" | sed 's/^/  /'
+if grep -qE '^(src|test|bench|node_modules)/' "$work/files.txt"; then
   echo "the tarball ships sources, tests or benchmarks" >&2
   exit 1
 fi
+if grep -qE '\.map$' "$work/files.txt"; then
+  echo "the tarball ships source maps, whose sources it does not ship" >&2
+  exit 1
+fi
+grep -qx 'LICENSE' "$work/files.txt" || { echo "the tarball has no LICENSE" >&2; exit 1; }
 
 npx publint run "$tarball" --strict
 npx attw "$tarball" --profile esm-only
@@ -25,52 +33,86 @@ mkdir -p "$consumer"
 cat >"$consumer/package.json" <<'JSON'
 { "name": "loom-consumer", "private": true, "type": "module", "allowScripts": { "better-sqlite3": true } }
 JSON
+# The AI SDK example's packages at the versions the repository tests with (and @types/json-schema,
+# which @ai-sdk/provider's .d.ts import without depending on it); Node's types for tsc.
+version() { node -p "require('./node_modules/$1/package.json').version"; }
+deps=("ai@$(version ai)" "@ai-sdk/provider@$(version @ai-sdk/provider)" "zod@$(version zod)")
+deps+=("@types/json-schema@$(version @types/json-schema)" "@types/node@$(version @types/node)")
 # No prebuilt binary can be downloaded here: build from source at once instead of timing out first.
-(cd "$consumer" && npm_config_build_from_source=true npm install --no-audit --no-fund --loglevel=error "$tarball")
+(cd "$consumer" && npm_config_build_from_source=true npm install --no-audit --no-fund --loglevel=error "$tarball" "${deps[@]}")
+if [ -e "$consumer/node_modules/@types/better-sqlite3" ]; then
+  echo "the consumer has @types/better-sqlite3: the check below would prove nothing" >&2
+  exit 1
+fi
 
-cp examples/quickstart.ts "$consumer/quickstart.ts"
+cp examples/quickstart.ts examples/ai-sdk.ts examples/approvals.ts "$consumer/"
 cat >"$consumer/consumer.ts" <<'TS'
 import {
   type AgentOutput,
   type AgentStep,
   agentLoop$,
   createJournal,
-  isLeanAgentStep,
+  isAgentInterruptedError,
   type LeanAgentStep,
   memoryStore,
   rebuildToolCallLog,
   scriptedModel,
-} from "loom";
-import { fromAiSdk, isInvalidToolInput } from "loom/ai-sdk";
+  type Tool,
+} from "loom-agent";
+import { fromAiSdk, isInvalidToolInput } from "loom-agent/ai-sdk";
 
 const journal = createJournal({ store: memoryStore({ json: true }) });
-const loop = agentLoop$({ id: "consumer", model: scriptedModel([{ content: "hi", toolCalls: [] }]), toolCallLog: "lean" });
-const out: AgentOutput = await loop.run({ runId: "c1", input: "hello", journal });
-const lean: LeanAgentStep[] = out.toolCallLog.filter(isLeanAgentStep);
+const echo: Tool<{ text: string }> = { description: "echoes", execute: ({ text }) => ({ text }) };
+const model = () =>
+  scriptedModel([
+    { toolCalls: [{ id: "e1", name: "echo", input: { text: "hi" } }] },
+    { content: "hi", toolCalls: [] },
+  ]);
+// The log's type follows the configured mode: lean here, with no narrowing.
+const lean = agentLoop$({ id: "consumer", model: model(), tools: { echo }, toolCallLog: "lean" });
+const out: AgentOutput<"lean"> = await lean.run({ runId: "c1", input: "hello", journal });
+const stepIds: string[] = out.toolCallLog.map((step: LeanAgentStep) => step.stepId);
+// @ts-expect-error a lean log is not a full one
+const notFull: AgentStep[] = out.toolCallLog;
+// Unset, the mode is not known statically (a resume follows the recorded pin): ADR 0142 D5's union.
+const unset = agentLoop$({ id: "consumer", model: model(), tools: { echo } });
+const either: AgentOutput = await unset.run({ runId: "c1", journal });
 // @ts-expect-error the log may be lean: passing it where AgentStep[] is wanted needs a narrowing
-const full: AgentStep[] = out.toolCallLog;
-const rebuilt = await rebuildToolCallLog(journal, "c1", "full");
-console.log(JSON.stringify({ content: out.content, lean: lean.length, full: full.length, rebuilt: rebuilt.length }));
-void fromAiSdk;
-void isInvalidToolInput;
+const full: AgentStep[] = either.toolCallLog;
+const rebuilt: AgentStep[] = await rebuildToolCallLog(journal, "c1", "full");
+const limited = agentLoop$({ id: "limited", model: model(), tools: { echo }, toolCallLog: "lean", maxIterations: 1 });
+const stopped: unknown = await limited.run({ runId: "c2", input: "hello", journal }).catch((e) => e);
+if (!isAgentInterruptedError(stopped, limited)) throw stopped;
+const interrupted: string[] = stopped.run.toolCallLog.map((step) => step.stepId);
+const seen = JSON.stringify({ content: out.content, stepIds, rebuilt: rebuilt.map((s) => s.toolOutput), interrupted });
+const want = '{"content":"hi","stepIds":["consumer#turn:0:tool:0"],"rebuilt":[{"text":"hi"}],"interrupted":["limited#turn:0:tool:0"]}';
+if (seen !== want) throw new Error(`consumer: got ${seen}, want ${want}`);
+console.log(`consumer: ${seen}`);
+void [notFull, full, fromAiSdk, isInvalidToolInput];
 TS
+# Loom's own .d.ts, alone: the consumer file and the examples that import only loom-agent.
 cat >"$consumer/tsconfig.json" <<'JSON'
 {
   "compilerOptions": {
     "target": "ES2023", "lib": ["ES2024"], "module": "NodeNext", "moduleResolution": "NodeNext",
-    "strict": true, "noUncheckedIndexedAccess": true, "types": ["node"], "typeRoots": ["./types"],
-    "skipLibCheck": true, "outDir": "out", "rootDir": "."
+    "strict": true, "noUncheckedIndexedAccess": true, "types": ["node"],
+    "skipLibCheck": false, "outDir": "out", "rootDir": "."
   },
-  "files": ["consumer.ts", "quickstart.ts"]
+  "files": ["consumer.ts", "quickstart.ts", "approvals.ts"]
 }
 JSON
-# Node's types from the repository (the consumer installs nothing but loom).
-mkdir -p "$consumer/types" && cp -r node_modules/@types/node "$consumer/types/node"
+# The AI SDK example: the AI SDK's own .d.ts name fetch's DOM types (HeadersInit, FileList).
+cat >"$consumer/tsconfig.ai-sdk.json" <<'JSON'
+{ "extends": "./tsconfig.json", "compilerOptions": { "lib": ["ES2024", "DOM"] }, "files": ["ai-sdk.ts"] }
+JSON
 node node_modules/typescript/bin/tsc -p "$consumer/tsconfig.json"
+node node_modules/typescript/bin/tsc -p "$consumer/tsconfig.ai-sdk.json"
+echo "type-checked consumer.ts and the examples against the shipped .d.ts (skipLibCheck: false)"
 
 cd "$consumer"
 node out/consumer.js
 node out/quickstart.js quickstart.db
+node out/ai-sdk.js
 npx --no-install loom --help >/dev/null
 npx --no-install loom machine modePin --mermaid | head -n 3
 npx --no-install loom runs --db quickstart.db

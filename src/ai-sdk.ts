@@ -1,5 +1,5 @@
 /**
- * `loom/ai-sdk`: take the models and tools an agent runtime already has from the AI SDK.
+ * `loom-agent/ai-sdk`: take the models and tools an agent runtime already has from the AI SDK.
  * `ai` and `@ai-sdk/provider` are optional peers; nothing here loads them.
  */
 export {

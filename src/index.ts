@@ -33,26 +33,36 @@ export {
   type AcquireOptions,
   type AppendOptions,
   type ArchivedFrame,
+  type ArchivedFrameDigest,
   type ArchiveStore,
   type BlobInfo,
   type BlobRef,
   type BlobStore,
+  type CallSettledData,
   type CompactOptions,
+  type CompactRequest,
   type CompactResult,
   type CompletedRunValue,
   checkRunId,
   compact,
   createJournal,
+  type DecisionRecordedData,
   dirBlobStore,
+  type EntryDataByType,
+  type EntryMeta,
   type EntryOf,
   type EntryType,
   type ErrorCause,
   type EventStore,
   escapeRunId,
+  type FrameCompletedData,
+  type FrameStartedData,
+  type FramesArchivedData,
   type InterruptReason,
   type Journal,
   type JournalEntry,
   MAX_RUN_ID_BYTES,
+  type MemoryStoreOptions,
   memoryArchive,
   memoryBlobStore,
   memoryStore,
@@ -61,38 +71,99 @@ export {
   openSqliteJournal,
   type ReadArchivedOptions,
   RUN_ID_RULE,
+  type RunCompletedData,
+  type RunFailedData,
+  type RunInterruptedData,
   type RunLease,
+  type RunStartedData,
   type RunSummary,
   readArchived,
   readJournal,
   runIdProblem,
   SCHEMA_VERSION,
+  type SettledReason,
+  type SqliteArchiveStore,
+  type SqliteDatabase,
+  type SqliteEventStore,
+  type SqliteOptions,
   sqliteArchive,
   sqliteBlobStore,
   sqliteStore,
   validateEntries,
 } from "./events/index.ts";
-export {
-  type AgentLoopContext,
-  type AgentLoopInput,
-  agentLoopMachine,
-} from "./machines/agentLoop.machine.ts";
+export type { AgentLoopContext, AgentLoopInput, Interruption } from "./machines/agentLoop.machine.ts";
 export {
   type ModePinContext,
   type ModePinEvent,
   type ModePinInput,
   type ModePinResolution,
   type ModePinState,
-  modePinMachine,
   type PinDecision,
   type ResolveModePinRequest,
   resolveModePin,
   validateToolCallLogMode,
 } from "./machines/modePin.machine.ts";
-export { type ToolCallInput, toolCallMachine } from "./machines/toolCall.machine.ts";
+export type { ToolCallInput } from "./machines/toolCall.machine.ts";
+
+// The statecharts, typed by a `typeof` so the API reference names xstate's machine type instead
+// of expanding every state's inferred config (their states are in the README's diagrams).
+import { agentLoopMachine as agentLoopChart } from "./machines/agentLoop.machine.ts";
+import { modePinMachine as modePinChart } from "./machines/modePin.machine.ts";
+import { toolCallMachine as toolCallChart } from "./machines/toolCall.machine.ts";
+
+/**
+ * The agent loop's statechart (xstate v5): model → tool calls (a `toolCallMachine` child each)
+ * → results back → repeat. It only decides; `agentLoop$` provides the actors that do the
+ * journaled work. `loom machine agentLoop --mermaid` draws it.
+ *
+ * @example
+ * ```ts
+ * import { agentLoopMachine } from "loom-agent";
+ *
+ * console.log(Object.keys(agentLoopMachine.states)); // ["starting", "replaying", "running", …]
+ * ```
+ */
+export const agentLoopMachine: typeof agentLoopChart = agentLoopChart;
+
+/**
+ * The mode pin's statechart (ADR 0142 D3): the log's shape, fixed for the life of a run. Pure:
+ * step it with xstate's `transition`.
+ *
+ * @example
+ * ```ts
+ * import { initialTransition, transition } from "xstate";
+ * import { modePinMachine } from "loom-agent";
+ *
+ * const [s0] = initialTransition(modePinMachine, { loopId: "support", runId: "r1" });
+ * const [s1] = transition(modePinMachine, s0, { type: "CONFIGURED", mode: "lean" });
+ * s1.value; // "pinned-lean"
+ * ```
+ */
+export const modePinMachine: typeof modePinChart = modePinChart;
+
+/**
+ * One tool call's statechart: validating → awaiting approval → running → settled. Its actors
+ * are placeholders that `agentLoop$` replaces with `toolCallMachine.provide({ actors })`.
+ *
+ * @example
+ * ```ts
+ * import { toolCallMachine } from "loom-agent";
+ *
+ * console.log(toolCallMachine.toJSON()); // the chart's definition, as `loom machine toolCall --json`
+ * ```
+ */
+export const toolCallMachine: typeof toolCallChart = toolCallChart;
 export { type Script, type ScriptContext, ScriptExhaustedError, scriptedModel } from "./models/scripted.ts";
 export type { GenerateRequest, Message, Model, ModelResponse, ToolCall, ToolDescriptor } from "./models/types.ts";
-export { approvalId, modelFrameId, modePinId, outcomeId, parseFrameId, toolStepId } from "./projections/ids.ts";
+export {
+  approvalId,
+  modelFrameId,
+  modePinId,
+  outcomeId,
+  type ParsedFrameId,
+  parseFrameId,
+  toolStepId,
+} from "./projections/ids.ts";
 export {
   type AgentLoopEvalSubject,
   agentLoopEvalSubject,
@@ -100,7 +171,13 @@ export {
   looksLikeError,
   toolNamesByIteration,
 } from "./projections/readers.ts";
-export { type FrameState, foldEntries, type RunState, type RunStatus } from "./projections/runState.ts";
+export {
+  type FrameState,
+  foldEntries,
+  type RunState,
+  type RunStatus,
+  responseAt,
+} from "./projections/runState.ts";
 export {
   ArchivedOutputError,
   completedOutput,

@@ -1,5 +1,5 @@
 /**
- * `loom/postgres`: the journal in PostgreSQL and workers that share its runs across processes
+ * `loom-agent/postgres`: the journal in PostgreSQL and workers that share its runs across processes
  * and machines. `pg` is an optional peer dependency; only this subpath loads it.
  */
 export { postgresArchive } from "./postgres/archive.ts";

@@ -10,11 +10,14 @@ export function packageRoot(from: string = import.meta.url): string {
   let dir = dirname(fileURLToPath(from));
   for (;;) {
     const manifest = join(dir, "package.json");
-    if (existsSync(manifest) && (JSON.parse(readFileSync(manifest, "utf8")) as { name?: string }).name === "loom") {
+    if (
+      existsSync(manifest) &&
+      (JSON.parse(readFileSync(manifest, "utf8")) as { name?: string }).name === "loom-agent"
+    ) {
       return dir;
     }
     const parent = dirname(dir);
-    if (parent === dir) throw new Error(`no package.json of "loom" above ${fileURLToPath(from)}`);
+    if (parent === dir) throw new Error(`no package.json of "loom-agent" above ${fileURLToPath(from)}`);
     dir = parent;
   }
 }

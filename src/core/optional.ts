@@ -14,13 +14,14 @@ export class MissingDependencyError extends LoomError {
   }
 }
 
+/** True when `e` is a `MissingDependencyError` (its `packageName` says what to install). */
 export const isMissingDependencyError = (e: unknown): e is MissingDependencyError =>
   e instanceof MissingDependencyError;
 
 const require = createRequire(import.meta.url);
 
 /**
- * Loads an optional dependency when a feature first needs it, so `import "loom"` never loads
+ * Loads an optional dependency when a feature first needs it, so `import "loom-agent"` never loads
  * (or requires) better-sqlite3, pg or the AI SDK. Throws `MissingDependencyError` naming the
  * package to install.
  *

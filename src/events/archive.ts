@@ -1,9 +1,14 @@
-import type Database from "better-sqlite3";
 import { sha256Hex } from "../core/digest.ts";
 import { IntegrityError } from "../core/errors.ts";
 import { refDigest } from "./blobs.ts";
 import type { ArchivedFrame, ArchiveStore } from "./spi.ts";
-import { openSqliteFile, type SqliteFile, type SqliteOptions, sqliteFileOf } from "./sqliteFile.ts";
+import {
+  openSqliteFile,
+  type SqliteDatabase,
+  type SqliteFile,
+  type SqliteOptions,
+  sqliteFileOf,
+} from "./sqliteFile.ts";
 
 /**
  * Archive stores keep each compaction's frames as one JSON text under `sha256:<hash of the
@@ -13,7 +18,9 @@ import { openSqliteFile, type SqliteFile, type SqliteOptions, sqliteFileOf } fro
 
 /** A SQLite archive also tells which file it lives in, and writes synchronously inside a caller's transaction. */
 export interface SqliteArchiveStore extends ArchiveStore {
+  /** @internal The file it lives in, for one-transaction compaction. */
   readonly [sqliteFileOf]: SqliteFile;
+  /** `put` without its own transaction, inside the caller's (compaction's). */
   putSync(runId: string, frames: readonly ArchivedFrame[]): { ref: string };
 }
 
@@ -67,7 +74,7 @@ export function memoryArchive(): ArchiveStore {
  * @example
  * const archive = sqliteArchive("./loom.db");
  */
-export function sqliteArchive(target: string | Database.Database, options?: SqliteOptions): SqliteArchiveStore {
+export function sqliteArchive(target: string | SqliteDatabase, options?: SqliteOptions): SqliteArchiveStore {
   return sqliteArchiveOn(openSqliteFile(target, options));
 }
 

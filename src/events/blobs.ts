@@ -1,11 +1,10 @@
 import { randomBytes } from "node:crypto";
 import { mkdir, open, readFile, rename, stat, unlink } from "node:fs/promises";
 import { join } from "node:path";
-import type Database from "better-sqlite3";
 import { sha256Hex } from "../core/digest.ts";
 import { IntegrityError } from "../core/errors.ts";
 import type { BlobInfo, BlobRef, BlobStore } from "./spi.ts";
-import { openSqliteFile, type SqliteFile, type SqliteOptions } from "./sqliteFile.ts";
+import { openSqliteFile, type SqliteDatabase, type SqliteFile, type SqliteOptions } from "./sqliteFile.ts";
 
 const REF = /^sha256:[0-9a-f]{64}$/;
 
@@ -83,7 +82,7 @@ export function memoryBlobStore(): BlobStore {
  * @example
  * const blobs = sqliteBlobStore("./loom.db");
  */
-export function sqliteBlobStore(target: string | Database.Database, options?: SqliteOptions): BlobStore {
+export function sqliteBlobStore(target: string | SqliteDatabase, options?: SqliteOptions): BlobStore {
   return sqliteBlobStoreOn(openSqliteFile(target, options));
 }
 

@@ -7,11 +7,13 @@ import type { SqliteEventStore } from "./sqlite.ts";
 import { sqliteFileOf } from "./sqliteFile.ts";
 import type { ArchivedFrameDigest, EntryOf, FramesArchivedData, JournalEntry } from "./types.ts";
 
+/** How much of a run `compact` keeps hot. */
 export interface CompactOptions {
   /** How many of the run's last turns keep their tool frames in the hot journal (0: none). */
   readonly keepTurns: number;
 }
 
+/** What `compact` moved, where to, and the stream's version after. */
 export interface CompactResult {
   /** The frame ids moved to the archive, in journal order (empty: nothing to compact). */
   readonly frameIds: readonly string[];

@@ -9,6 +9,7 @@ import { validateEntries } from "./validate.ts";
 
 /** A journal that owns its parts: `close()` closes the store, the blobs and the archive. */
 export interface OpenJournal extends Journal {
+  /** Closes the store, the blobs and the archive (a shared SQLite file once, after the last). */
   close(): Promise<void>;
 }
 

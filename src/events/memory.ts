@@ -5,6 +5,7 @@ import type { AcquireOptions, AppendOptions, CompactRequest, EventStore, RunLeas
 import { type EntryMeta, type JournalEntry, type NewEntry, SCHEMA_VERSION } from "./types.ts";
 import { checkNewEntries, dataText } from "./validate.ts";
 
+/** How `memoryStore` keeps entries. */
 export interface MemoryStoreOptions {
   /**
    * Keep each entry as JSON text and parse a fresh copy on every read, exactly as a JSON store

@@ -4,6 +4,7 @@ import { readJournal } from "./journal.ts";
 import type { ArchivedFrame, Journal } from "./spi.ts";
 import type { EntryOf, JournalEntry } from "./types.ts";
 
+/** Where `readArchived` looks for the step. */
 export interface ReadArchivedOptions {
   /** The run the step belongs to. Without it every run is searched (step ids repeat across runs). */
   readonly runId?: string;

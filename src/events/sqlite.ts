@@ -3,13 +3,20 @@ import { ConcurrencyError, JournalFormatError } from "../core/errors.ts";
 import { acquisition, leaseOf, lost, type OwnerRow, stillOwned } from "./ownership.ts";
 import { encodeEntries } from "./rows.ts";
 import { checkRunId } from "./runId.ts";
-import { openSqliteFile, type SqliteFile, type SqliteOptions, sqliteFileOf } from "./sqliteFile.ts";
+import {
+  openSqliteFile,
+  type SqliteDatabase,
+  type SqliteFile,
+  type SqliteOptions,
+  sqliteFileOf,
+} from "./sqliteFile.ts";
 import { decodeStoredRows, encodeRow, INSERT_ENTRY, type StoredRow } from "./sqliteRows.ts";
 import type { AcquireOptions, AppendOptions, CompactRequest, EventStore, RunLease, RunSummary } from "./store.ts";
 import { type EntryType, type JournalEntry, type NewEntry, SCHEMA_VERSION } from "./types.ts";
 
 /** A SQLite store also tells which file it lives in, and compacts synchronously inside a caller's transaction. */
 export interface SqliteEventStore extends EventStore {
+  /** @internal The file it lives in, for one-transaction compaction. */
   readonly [sqliteFileOf]: SqliteFile;
   /** `compact` without its own transaction boundary: a savepoint inside the caller's transaction. */
   compactSync(runId: string, request: CompactRequest): { version: number };
@@ -34,7 +41,7 @@ const PAGE = 256;
  * const { version } = await store.append("run-1", entries, { expectedVersion: 0 });
  * await store.close();
  */
-export function sqliteStore(target: string | Database.Database, options?: SqliteOptions): SqliteEventStore {
+export function sqliteStore(target: string | SqliteDatabase, options?: SqliteOptions): SqliteEventStore {
   return sqliteStoreOn(openSqliteFile(target, options));
 }
 

@@ -17,6 +17,7 @@ import type { EntryType } from "./types.ts";
  */
 export const SQLITE_SCHEMA_VERSION = 2;
 
+/** How Loom opens a SQLite file (ignored for a `Database` handed in: its settings are the caller's). */
 export interface SqliteOptions {
   /**
    * `"full"` (default): every commit is fsynced, so an append that returned survives a power
@@ -28,7 +29,40 @@ export interface SqliteOptions {
   readonly busyTimeoutMs?: number;
 }
 
+/**
+ * An open better-sqlite3 `Database`, as Loom's SQLite adapters accept it: the part of its type
+ * they rely on, declared here so the shipped `.d.ts` files need no `@types/better-sqlite3`
+ * (a better-sqlite3 `Database` fits it; Loom uses it through better-sqlite3's own API).
+ *
+ * @example
+ * ```ts
+ * import Database from "better-sqlite3";
+ * import { sqliteStore } from "loom-agent";
+ *
+ * const db = new Database("./app.db"); // the application's own file, shared with Loom
+ * const store = sqliteStore(db); // Loom will not close it
+ * ```
+ */
+export interface SqliteDatabase {
+  /** The file's path (`:memory:` for an in-memory database). */
+  readonly name: string;
+  /** False once closed. */
+  readonly open: boolean;
+  /** Compiles a statement. */
+  prepare(source: string): unknown;
+  /** Runs SQL text. */
+  exec(source: string): unknown;
+  /** Reads or sets a pragma. */
+  pragma(source: string, options?: { simple?: boolean }): unknown;
+  /** Wraps a function in a transaction. */
+  transaction(fn: (...args: never[]) => unknown): unknown;
+  /** Closes the database. */
+  close(): unknown;
+}
+
+/** The file a store, a blob store and an archive share (Loom's own handle; not for applications). */
 export interface SqliteFile {
+  /** @internal better-sqlite3's own type, kept out of the shipped declarations. */
   readonly db: Database.Database;
   /** Counts one more holder. */
   acquire(): SqliteFile;
@@ -76,9 +110,11 @@ CREATE TABLE IF NOT EXISTS loom_owners (
  * timeout so two processes queue instead of failing, and the schema created and its version
  * checked. A database passed in is the caller's: Loom never closes it.
  */
-export function openSqliteFile(target: string | Database.Database, options: SqliteOptions = {}): SqliteFile {
+export function openSqliteFile(target: string | SqliteDatabase, options: SqliteOptions = {}): SqliteFile {
   const external = typeof target !== "string";
-  const db = external ? target : new (sqliteDriver())(target, { timeout: options.busyTimeoutMs ?? 10_000 });
+  const db = external
+    ? (target as Database.Database)
+    : new (sqliteDriver())(target, { timeout: options.busyTimeoutMs ?? 10_000 });
   try {
     if (!external) {
       db.pragma("journal_mode = WAL");

@@ -12,6 +12,7 @@ export interface RunSummary {
   readonly entries: number;
 }
 
+/** How `EventStore.append` guards against a concurrent writer. */
 export interface AppendOptions {
   /** The stream's version (last seq, 0 for a new run) the caller last saw. */
   readonly expectedVersion: number;
@@ -28,6 +29,7 @@ export interface RunLease extends RunHolderInfo {
   readonly runId: string;
 }
 
+/** What `acquire` asks for: who wants the run, and for how long before the lease runs out. */
 export interface AcquireOptions {
   /** Names the owner in `RunBusyError` and `OwnershipLostError` messages. */
   readonly owner: string;
@@ -35,11 +37,13 @@ export interface AcquireOptions {
   readonly leaseMs: number;
 }
 
+/** What `EventStore.compact` removes and what it appends in their place (built by `compact`). */
 export interface CompactRequest {
   /** The seqs of the entries to remove (frames moved to the archive). */
   readonly removeSeqs: readonly number[];
   /** The `frames.archived` marker appended in their place, at the end of the stream. */
   readonly marker: Extract<NewEntry, { type: "frames.archived" }>;
+  /** As for `append`: the stream's version the caller read. */
   readonly expectedVersion: number;
 }
 
@@ -57,6 +61,7 @@ export interface EventStore {
   append(runId: string, entries: readonly NewEntry[], options: AppendOptions): Promise<{ version: number }>;
   /** Entries of a run in seq order, from seq `from` (default 1). Unvalidated: the journal validates. */
   read(runId: string, options?: { from?: number }): Promise<JournalEntry[]>;
+  /** Every run of the store, with its version and last entry type. */
   listRuns(): Promise<RunSummary[]>;
   /**
    * Makes the caller the run's one owner until `leaseMs` from now, with a fencing token one above
@@ -72,5 +77,6 @@ export interface EventStore {
   release(lease: RunLease): Promise<void>;
   /** Removes `removeSeqs` and appends `marker`, atomically; `ConcurrencyError` if the stream moved. */
   compact(runId: string, request: CompactRequest): Promise<{ version: number }>;
+  /** Releases the connection or file (a database handed in by the caller stays open). */
   close(): Promise<void>;
 }

@@ -7,6 +7,7 @@
 /** The schema version written in every entry's `meta.v`. Readers refuse newer versions. */
 export const SCHEMA_VERSION = 1;
 
+/** What the store adds to every entry beside its data. */
 export interface EntryMeta {
   /** Schema version of the entry. */
   readonly v: number;
@@ -26,7 +27,9 @@ export type Message =
       readonly isError: boolean;
     };
 
+/** One tool call a model asked for. */
 export interface ToolCall {
+  /** The model's id for the call (paired with its result in the next prompt). */
   readonly id: string;
   readonly name: string;
   readonly input: unknown;
@@ -53,6 +56,7 @@ export type SettledReason =
 /** Why a run stopped before its answer. */
 export type InterruptReason = "aborted" | "max-iterations" | "approval-pending" | "model-error";
 
+/** `run.started`: the run's first entry. */
 export interface RunStartedData {
   readonly loopId: string;
   /** A prompt string or a list of messages. */
@@ -60,6 +64,7 @@ export interface RunStartedData {
   readonly tools: readonly string[];
 }
 
+/** `decision.recorded`: a choice made once and served on replay (an approval, the mode pin, a failure's outcome). */
 export interface DecisionRecordedData {
   /** `<loop>#toolCallLog`, `<stepId>:outcome`, `<stepId>:approval`. */
   readonly decisionId: string;
@@ -68,6 +73,7 @@ export interface DecisionRecordedData {
   readonly choice: unknown;
 }
 
+/** `frame.started`: the write-ahead intent of a durable step (a model or tool call). */
 export interface FrameStartedData {
   /** `<loop>#turn:<i>:model` or `<loop>#turn:<i>:tool:<j>`. */
   readonly frameId: string;
@@ -77,6 +83,7 @@ export interface FrameStartedData {
   readonly inputDigest: string;
 }
 
+/** `frame.completed`: a durable step's result (or, for a failed effect, that it failed). */
 export type FrameCompletedData =
   | {
       readonly frameId: string;
@@ -94,6 +101,7 @@ export type FrameCompletedData =
   /** The effect failed: no output. What the model was fed is the `<frameId>:outcome` decision. */
   | { readonly frameId: string; readonly failed: true; readonly output?: undefined };
 
+/** `call.settled`: a tool call answered without running its tool (a refusal, a declined approval, a built-in). */
 export interface CallSettledData {
   /** The tool step id `<loop>#turn:<i>:tool:<j>` the call would have had. */
   readonly stepId: string;
@@ -103,6 +111,7 @@ export interface CallSettledData {
   readonly result: unknown;
 }
 
+/** What a `frames.archived` marker keeps of each moved frame, to verify it when read back. */
 export interface ArchivedFrameDigest {
   readonly digest: string | null;
   readonly bytes: number;
@@ -113,6 +122,7 @@ export interface ArchivedFrameDigest {
   readonly failed?: boolean;
 }
 
+/** `frames.archived`: the marker `compact` leaves where it moved frames to the archive. */
 export interface FramesArchivedData {
   readonly frameIds: readonly string[];
   /** Where the archive keeps them (an archive-store key). */
@@ -126,6 +136,7 @@ export interface FramesArchivedData {
   readonly seqs?: readonly number[];
 }
 
+/** `run.completed`: the run's answer (the log is not in it: it is rebuilt from the frames). */
 export interface RunCompletedData {
   /**
    * What the loop's value holds beside its tool-call log: `{ content, iterations }`. The log is
@@ -143,6 +154,7 @@ export interface CompletedRunValue {
   readonly iterations: number;
 }
 
+/** `run.interrupted`: the run stopped before its answer and can be resumed. */
 export interface RunInterruptedData {
   readonly reason: InterruptReason;
   readonly detail: unknown;
@@ -165,6 +177,7 @@ export interface ErrorCause {
   readonly retryable?: boolean;
 }
 
+/** `run.failed`: the run ended with an error (its name, code and message). */
 export interface RunFailedData {
   readonly error: { readonly name: string; readonly code?: string; readonly message: string };
 }
@@ -182,6 +195,7 @@ export interface EntryDataByType {
   "run.failed": RunFailedData;
 }
 
+/** Every entry type (`run.started`, `frame.completed`, …). */
 export type EntryType = keyof EntryDataByType;
 
 export const ENTRY_TYPES: readonly EntryType[] = [
@@ -210,4 +224,12 @@ export type JournalEntry = {
   };
 }[EntryType];
 
+/**
+ * The entry of type `T`, as a store hands it back.
+ *
+ * @example
+ * ```ts
+ * const frames = entries.filter((e): e is EntryOf<"frame.completed"> => e.type === "frame.completed");
+ * ```
+ */
 export type EntryOf<T extends EntryType> = Extract<JournalEntry, { type: T }>;

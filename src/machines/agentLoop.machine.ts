@@ -3,6 +3,7 @@ import type { ErrorCause, InterruptReason, ModelResponse } from "../events/types
 import { toolStepId } from "../projections/ids.ts";
 import { type ToolCallParentEvent, toolCallMachine } from "./toolCall.machine.ts";
 
+/** What `agentLoopMachine` is started with (`createActor(machine, { input })`). */
 export interface AgentLoopInput {
   readonly runId: string;
   readonly loopId: string;
@@ -35,6 +36,7 @@ export interface Interruption {
   readonly cause?: ErrorCause;
 }
 
+/** `agentLoopMachine`'s context: where the loop is (turn, open and pending calls). */
 export interface AgentLoopContext {
   readonly runId: string;
   readonly loopId: string;

@@ -11,11 +11,13 @@ import type { ToolCallLogMode } from "../projections/types.ts";
  * `journalPin` action, which the runtime executes (see {@link resolveModePin}).
  */
 
+/** What `modePinMachine` is started with: the run it pins. */
 export interface ModePinInput {
   readonly loopId: string;
   readonly runId: string;
 }
 
+/** `modePinMachine`'s context: the pin in force and what contradicted it. */
 export interface ModePinContext {
   readonly loopId: string;
   readonly runId: string;
@@ -27,6 +29,7 @@ export interface ModePinContext {
   readonly rejected: ToolCallLogMode | undefined;
 }
 
+/** What `modePinMachine` is told: what the journal holds and what the loop is configured with. */
 export type ModePinEvent =
   /** The journal holds the pin decision `<loop>#toolCallLog`. */
   | { readonly type: "PIN_RECORDED"; readonly mode: ToolCallLogMode }
@@ -35,6 +38,7 @@ export type ModePinEvent =
   /** The loop's `toolCallLog` option (already validated; undefined when unset). */
   | { readonly type: "CONFIGURED"; readonly mode: ToolCallLogMode | undefined };
 
+/** `modePinMachine`'s states (see the README's diagram). */
 export type ModePinState = "unset" | "pinned-full" | "pinned-lean" | "mismatch-error";
 
 /** The `journalPin` action's params: the `decision.recorded` data to append. */
@@ -159,6 +163,7 @@ function describe(value: unknown): string {
   }
 }
 
+/** What `resolveModePin` decides from: the recorded pin, the configured mode, and whether the run completed. */
 export interface ResolveModePinRequest {
   readonly loopId: string;
   readonly runId: string;
@@ -170,6 +175,7 @@ export interface ResolveModePinRequest {
   readonly runCompleted: boolean;
 }
 
+/** What `resolveModePin` decided: the state, the log's shape, and the pin to append or the error to throw. */
 export interface ModePinResolution {
   readonly state: ModePinState;
   /** The shape of the log to return (the recorded one on a mismatch). */

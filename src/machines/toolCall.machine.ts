@@ -7,6 +7,7 @@ export interface CallOutcome {
   readonly status: "ok" | "error";
 }
 
+/** What each `toolCallMachine` child is started with: one call of one model response. */
 export interface ToolCallInput {
   readonly runId: string;
   readonly turn: number;

@@ -59,8 +59,8 @@ export interface FromAiSdkOptions {
  * @example
  * ```ts
  * import { openai } from "@ai-sdk/openai";
- * import { agentLoop$ } from "loom";
- * import { fromAiSdk, fromAiSdkTools } from "loom/ai-sdk";
+ * import { agentLoop$ } from "loom-agent";
+ * import { fromAiSdk, fromAiSdkTools } from "loom-agent/ai-sdk";
  *
  * const loop = agentLoop$({
  *   id: "support",

@@ -23,10 +23,13 @@ export interface AiSdkTool {
   readonly type?: string;
   readonly description?: string;
   readonly inputSchema?: unknown;
+  /** Runs the tool (a tool without it is refused). */
   execute?(input: never, options: AiSdkToolExecutionOptions): unknown;
+  /** `true` or a function: Loom asks for every call (`requiresApproval: true`). */
   readonly needsApproval?: boolean | ((...args: never[]) => unknown);
 }
 
+/** How `fromAiSdkTool` names the tool it converts. */
 export interface FromAiSdkToolOptions {
   /** The tool's name, for error messages. */
   readonly name?: string;

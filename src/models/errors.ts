@@ -19,4 +19,5 @@ export class ModelAdapterError extends LoomError {
   }
 }
 
+/** True when `e` is a `ModelAdapterError`. */
 export const isModelAdapterError = (e: unknown): e is ModelAdapterError => e instanceof ModelAdapterError;

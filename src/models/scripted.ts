@@ -11,6 +11,10 @@ export interface ScriptContext {
   readonly request: GenerateRequest;
 }
 
+/**
+ * What `scriptedModel` answers with: the responses in order (one per model call), or a function
+ * that computes each from the call (its turn and request).
+ */
 export type Script = readonly ModelResponse[] | ((context: ScriptContext) => ModelResponse | Promise<ModelResponse>);
 
 /** A scripted model ran out of responses. */

@@ -10,9 +10,13 @@ export interface ToolDescriptor {
   readonly inputSchema?: unknown;
 }
 
+/** One model call: the conversation so far and the tools the model may call. */
 export interface GenerateRequest {
+  /** The conversation: the input, then each turn's response and tool results. */
   readonly messages: readonly Message[];
+  /** The tools the model may call (the same list on every call of a run). */
   readonly tools: readonly ToolDescriptor[];
+  /** Aborted when the run is: pass it to your HTTP client. */
   readonly signal: AbortSignal;
 }
 
@@ -21,5 +25,6 @@ export interface GenerateRequest {
  * Adapters: `scriptedModel` (tests, demo), `fromAiSdk` (any AI SDK LanguageModel).
  */
 export interface Model {
+  /** Answers one call: content, tool calls, or both. */
   generate(request: GenerateRequest): Promise<ModelResponse>;
 }

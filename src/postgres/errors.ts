@@ -17,6 +17,8 @@ export class NotPostgresJournalError extends LoomError {
   }
 }
 
+/** True when `e` is a `PostgresSchemaError`. */
 export const isPostgresSchemaError = (e: unknown): e is PostgresSchemaError => e instanceof PostgresSchemaError;
+/** True when `e` is a `NotPostgresJournalError`. */
 export const isNotPostgresJournalError = (e: unknown): e is NotPostgresJournalError =>
   e instanceof NotPostgresJournalError;

@@ -11,7 +11,7 @@ import { postgresStoreOn } from "./store.ts";
  * created it from a URL.
  *
  * @example
- * import { openPostgresJournal } from "loom/postgres";
+ * import { openPostgresJournal } from "loom-agent/postgres";
  * const journal = openPostgresJournal(process.env.DATABASE_URL!);
  * try {
  *   await loop.run({ runId, journal, input: "hello" });

@@ -40,7 +40,7 @@ type Row = [seq: number, type: string, data: string, meta: string];
  * by Loom). Tables are created on open; `options.schema` puts them in a schema of their own.
  *
  * @example
- * import { postgresStore } from "loom/postgres";
+ * import { postgresStore } from "loom-agent/postgres";
  * const store = postgresStore(process.env.DATABASE_URL!, { schema: "loom" });
  * const { version } = await store.append("run-1", entries, { expectedVersion: 0 });
  * await store.close();

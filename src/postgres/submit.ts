@@ -12,7 +12,9 @@ import { type PgDatabase, pgDatabaseOf } from "./database.ts";
 import { NotPostgresJournalError } from "./errors.ts";
 import type { PostgresEventStore } from "./store.ts";
 
+/** A run to hand to the workers (`submitRun`). */
 export interface SubmitRequest {
+  /** The run's id (a run already in the journal is only queued). */
   readonly runId: string;
   /** The loop that will run it: its id picks the workers' loop, its tool names go in `run.started`. */
   readonly loop: AgentLoop;
@@ -35,7 +37,7 @@ export function databaseOf(journal: Journal, what: string): PgDatabase {
  * call started the run.
  *
  * @example
- * import { openPostgresJournal, submitRun } from "loom/postgres";
+ * import { openPostgresJournal, submitRun } from "loom-agent/postgres";
  * const journal = openPostgresJournal(process.env.DATABASE_URL!);
  * await submitRun(journal, { runId: "r-1", loop, input: "Where is my order?" });
  */

@@ -8,6 +8,7 @@ import { isAgentInterruptedError } from "../runtime/errors.ts";
 import { type Claim, leases } from "./leases.ts";
 import { databaseOf } from "./submit.ts";
 
+/** What `startWorker` runs: a journal on PostgreSQL and the loops it may resume. */
 export interface WorkerOptions {
   /** A journal on PostgreSQL (`openPostgresJournal`): its database holds the runs and their leases. */
   readonly journal: Journal;
@@ -25,7 +26,9 @@ export interface WorkerOptions {
   readonly onError?: (error: unknown, runId: string | undefined) => void;
 }
 
+/** A running worker (`startWorker`): who it is, what it works on, and how to stop it. */
 export interface Worker {
+  /** Its name in the lease rows. */
   readonly owner: string;
   /** The runs being worked on now. */
   readonly active: readonly string[];
@@ -50,7 +53,7 @@ const backoffMs = (failures: number) => Math.min(1000 * 2 ** failures, 300_000);
  * processes on any number of machines, can share one database.
  *
  * @example
- * import { openPostgresJournal, startWorker } from "loom/postgres";
+ * import { openPostgresJournal, startWorker } from "loom-agent/postgres";
  * const journal = openPostgresJournal(process.env.DATABASE_URL!);
  * const worker = startWorker({ journal, loops: { support: supportLoop } });
  * process.on("SIGTERM", () => worker.stop().then(() => journal.close()));

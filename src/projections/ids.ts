@@ -19,6 +19,7 @@ export const outcomeId = (stepId: string): string => `${stepId}:outcome`;
 /** `<stepId>:approval`: approved or declined, with the digest of the input it answers for. */
 export const approvalId = (stepId: string): string => `${stepId}:approval`;
 
+/** A frame id taken apart by `parseFrameId`: a model call or a tool call of a turn. */
 export type ParsedFrameId =
   | { readonly kind: "model"; readonly loopId: string; readonly turn: number }
   | { readonly kind: "tool"; readonly loopId: string; readonly turn: number; readonly index: number };

@@ -11,6 +11,7 @@ import type {
 import { modelFrameId, parseFrameId } from "./ids.ts";
 import type { Projection } from "./projection.ts";
 
+/** One durable step as the fold sees it: its effect, input digest and (once completed) its output. */
 export interface FrameState {
   readonly frameId: string;
   readonly effect: string;
@@ -25,6 +26,7 @@ export interface FrameState {
   archived?: { readonly ref: string; readonly digest: string | null; readonly bytes: number };
 }
 
+/** Where a run is: `new` (no entries) → `running` → `interrupted` / `completed` / `failed`. */
 export type RunStatus = "new" | "running" | "interrupted" | "completed" | "failed";
 
 /** A run's folded state: what a resume reads, and what every other projection starts from. */

@@ -31,6 +31,7 @@ export class ArchivedOutputError extends LoomError {
   }
 }
 
+/** True when `e` is an `ArchivedOutputError`. */
 export const isArchivedOutputError = (e: unknown): e is ArchivedOutputError => e instanceof ArchivedOutputError;
 
 /** Where an ended tool call's result is recorded. */

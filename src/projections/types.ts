@@ -30,21 +30,57 @@ export interface LeanAgentStep {
   readonly toolOutput?: undefined;
 }
 
-export type ToolCallLog = AgentStep[] | LeanAgentStep[];
+/**
+ * The log's type for a loop configured with `toolCallLog: M`: `LeanAgentStep[]` for `"lean"`,
+ * `AgentStep[]` for `"full"`, and ADR 0142 D5's union `AgentStep[] | LeanAgentStep[]` where the
+ * mode is not known statically (unset, since a resumed run then follows its recorded pin, or
+ * a `ToolCallLogMode` variable). Without a type argument it is that union.
+ *
+ * @example
+ * ```ts
+ * const lean: ToolCallLog<"lean"> = []; // LeanAgentStep[]
+ * const either: ToolCallLog = []; // AgentStep[] | LeanAgentStep[]
+ * ```
+ */
+export type ToolCallLog<M extends ToolCallLogMode | undefined = ToolCallLogMode | undefined> = [M] extends ["lean"]
+  ? LeanAgentStep[]
+  : [M] extends ["full"]
+    ? AgentStep[]
+    : AgentStep[] | LeanAgentStep[];
 
-/** The loop's value (ADR 0121 D3). */
-export interface AgentOutput {
+/**
+ * The loop's value (ADR 0121 D3). `M` is the loop's configured mode (see `ToolCallLog`):
+ * `agentLoop$({ toolCallLog: "lean" })` resolves to `AgentOutput<"lean">`, whose log is
+ * `LeanAgentStep[]`; `AgentOutput` alone is the union of D5.
+ *
+ * @example
+ * ```ts
+ * const loop = agentLoop$({ id: "support", model, toolCallLog: "lean" });
+ * const { toolCallLog } = await loop.run({ runId: "r-1", input: "hi", journal });
+ * toolCallLog.map((step) => step.stepId); // typed LeanAgentStep[]: no isLeanAgentStep needed
+ * ```
+ */
+export interface AgentOutput<M extends ToolCallLogMode | undefined = ToolCallLogMode | undefined> {
+  /** The model's final answer. */
   readonly content: string;
-  readonly toolCallLog: AgentStep[] | LeanAgentStep[];
+  /** Every tool call of the run, in order, in the run's shape. */
+  readonly toolCallLog: ToolCallLog<M>;
   /** Number of model calls the run made. */
   readonly iterations: number;
 }
 
-/** What an interrupted run carries (`AgentInterruptedError.run`). */
-export interface InterruptedAgentRun {
+/**
+ * What an interrupted run carries (`AgentInterruptedError.run`). Its log follows the mode as
+ * `AgentOutput`'s does (`M`, see `ToolCallLog`); `isAgentInterruptedError(e, loop)` types it for
+ * that loop.
+ */
+export interface InterruptedAgentRun<M extends ToolCallLogMode | undefined = ToolCallLogMode | undefined> {
   readonly runId: string;
+  /** Why it stopped: `aborted` (the signal), `max-iterations`, `approval-pending` or `model-error`. */
   readonly reason: InterruptReason;
-  readonly toolCallLog: AgentStep[] | LeanAgentStep[];
+  /** The tool calls settled so far, in the run's shape. */
+  readonly toolCallLog: ToolCallLog<M>;
+  /** Model calls made so far. */
   readonly iterations: number;
   /** Step ids of tool calls waiting for an approval, with the input each would run with. */
   readonly pendingApprovals: readonly { readonly stepId: string; readonly toolName: string; readonly input: unknown }[];

@@ -5,7 +5,7 @@ import { toolCallMachine } from "../machines/toolCall.machine.ts";
 import { toolStepId } from "../projections/ids.ts";
 import { responseAt } from "../projections/runState.ts";
 import { completedOutput, projectToolCallLog } from "../projections/toolCallLog.ts";
-import type { AgentOutput, InterruptedAgentRun } from "../projections/types.ts";
+import type { AgentOutput, InterruptedAgentRun, ToolCallLogMode } from "../projections/types.ts";
 import { loopActors } from "./actors.ts";
 import type { Fence } from "./appender.ts";
 import type { AgentLoopConfig } from "./config.ts";
@@ -16,6 +16,15 @@ import { type RunOptions, RunSession } from "./session.ts";
 import { toolCallActors } from "./toolActors.ts";
 import { validateConfig } from "./validateConfig.ts";
 
+/**
+ * One `loop.run(...)`: the run id and journal, and to start, the input.
+ *
+ * @example
+ * ```ts
+ * await loop.run({ runId: "order-42", journal, input: "Where is my order?" }); // starts (or resumes) order-42
+ * await loop.run({ runId: "order-42", journal, approvals: { [stepId]: true } }); // resumes it, approving a call
+ * ```
+ */
 export interface RunRequest extends RunOptions {
   /** An xstate inspection observer (e.g. @statelyai/inspect's), to watch the run's statecharts. */
   readonly inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void);
@@ -28,13 +37,18 @@ export interface RunRequest extends RunOptions {
   readonly ownership?: RunOwnership;
 }
 
-export interface AgentLoop {
-  readonly config: AgentLoopConfig;
+/**
+ * A durable agent loop, made by `agentLoop$`. `M` is its configured `toolCallLog` mode, which
+ * types the log it returns (see `ToolCallLog`).
+ */
+export interface AgentLoop<M extends ToolCallLogMode | undefined = ToolCallLogMode | undefined> {
+  /** The configuration it was made with. */
+  readonly config: AgentLoopConfig<M>;
   /**
    * Starts the run `runId` (with `input`), or resumes it from its journal. Resolves to the loop's
    * value; rejects with `AgentInterruptedError` when the run stops before its answer.
    */
-  run(request: RunRequest): Promise<AgentOutput>;
+  run(request: RunRequest): Promise<AgentOutput<M>>;
 }
 
 const DEFAULT_MAX_ITERATIONS = 50;
@@ -49,9 +63,12 @@ const DEFAULT_MAX_ITERATIONS = 50;
  * const journal = openSqliteJournal("./loom.db");
  * const { content, toolCallLog } = await loop.run({ runId: "r-1", input: "Where is my order?", journal });
  */
-export function agentLoop$(config: AgentLoopConfig): AgentLoop {
+export function agentLoop$<M extends ToolCallLogMode | undefined = undefined>(
+  config: AgentLoopConfig<M>,
+): AgentLoop<M> {
   validateConfig(config);
-  return { config, run: (request) => runLoop(config, request) };
+  // The pin (ADR 0142 D3) makes the returned log's shape the configured one, or throws.
+  return { config, run: (request) => runLoop(config, request) as Promise<AgentOutput<M>> };
 }
 
 async function runLoop(config: AgentLoopConfig, request: RunRequest): Promise<AgentOutput> {

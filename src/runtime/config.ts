@@ -15,14 +15,40 @@ export type InputCheck =
   | { readonly ok: true; readonly value: unknown }
   | { readonly ok: false; readonly message: string };
 
+/**
+ * A tool the model can call: `I` is its input, `O` its output (any JSON value). Its output is
+ * journaled in the call's frame, so a resumed run feeds the model the recorded output instead
+ * of running the tool again.
+ *
+ * @example
+ * ```ts
+ * const refund: Tool<{ orderId: string; cents: number }> = {
+ *   description: "refunds an order",
+ *   inputSchema: { type: "object", properties: { orderId: { type: "string" }, cents: { type: "integer" } } },
+ *   requiresApproval: true, // a person says yes first
+ *   onUnknownOutcome: "fail", // never twice: a crash mid-call is reported to the model instead
+ *   execute: ({ orderId, cents }, { stepId }) => payments.refund(orderId, cents, { idempotencyKey: stepId }),
+ * };
+ * ```
+ */
 export interface Tool<I = unknown, O = unknown> {
+  /** What the tool does, told to the model. */
   readonly description: string;
   /** JSON Schema told to the model. */
   readonly inputSchema?: unknown;
   /** Checks an input before the tool runs; a rejected input is settled as `invalid-input`. */
   readonly validateInput?: (input: unknown) => InputCheck | Promise<InputCheck>;
+  /**
+   * Runs the call: returns (or resolves to) the output fed back to the model. A throw is not a
+   * crash: the error is journaled as the call's outcome and fed back as an error result. The
+   * context's `stepId` is the same on every attempt of this call (an idempotency key).
+   */
   execute(input: I, context: ToolContext): O | Promise<O>;
-  /** Ask `approve` (or the caller, through an interruption) before running. */
+  /**
+   * Ask before running: `AgentLoopConfig.approve` if set, else the run stops with
+   * `approval-pending` and the caller answers with `run({ approvals })`. See the README's
+   * "Approvals".
+   */
   readonly requiresApproval?: boolean;
   /**
    * A frame started but never completed (a crash mid-tool): `"retry"` runs it again with the
@@ -38,31 +64,61 @@ export interface Skill {
   readonly instructions: string;
 }
 
-/** An approval answer: yes, no, or not yet (the run interrupts with `approval-pending`). */
+/**
+ * An approval answer: `true` runs the call, `false` declines it (the model is told), `"pending"`
+ * stops the run with `approval-pending` so the answer can come later, from any process, with
+ * `run({ runId, journal, approvals: { [stepId]: true | false } })`.
+ */
 export type ApprovalAnswer = boolean | "pending";
 
+/** What `AgentLoopConfig.approve` is asked about: one call of a tool with `requiresApproval`. */
 export interface ApprovalRequest {
   readonly runId: string;
+  /** The call's step id (`<loop>#turn:<i>:tool:<j>`): the key of `run({ approvals })`. */
   readonly stepId: string;
   readonly toolName: string;
+  /** The input the call would run with (an approval is journaled with its digest). */
   readonly input: unknown;
 }
 
-export interface AgentLoopConfig {
+/**
+ * What `agentLoop$` makes a loop from. `M` is the `toolCallLog` mode it is given, which types
+ * the log the loop returns (see `ToolCallLog`).
+ *
+ * @example
+ * ```ts
+ * const config: AgentLoopConfig<"lean"> = {
+ *   id: "support",
+ *   model: fromAiSdk(openai("gpt-4.1")),
+ *   tools: { lookup, refund },
+ *   approve: ({ toolName }) => (toolName === "refund" ? "pending" : true), // a person answers refunds later
+ *   toolCallLog: "lean",
+ * };
+ * const loop = agentLoop$(config);
+ * ```
+ */
+export interface AgentLoopConfig<M extends ToolCallLogMode | undefined = ToolCallLogMode | undefined> {
   /** The loop id: the prefix of every frame and decision id. */
   readonly id: string;
+  /** The model the loop calls (`fromAiSdk(model)`, `scriptedModel([...])`, or your own `Model`). */
   readonly model: Model;
+  /** The tools the model can call, by name. */
   // biome-ignore lint/suspicious/noExplicitAny: tools are heterogeneous; each checks its own input.
   readonly tools?: Readonly<Record<string, Tool<any, unknown>>>;
   /** Upper bound on model calls per run (default 50). */
   readonly maxIterations?: number;
   /** Inputs whose canonical JSON is larger are refused (`input-too-large`; default 64 KiB). */
   readonly maxToolInputBytes?: number;
+  /**
+   * Asked before a call of a tool with `requiresApproval` runs, once per call (the answer is
+   * journaled and served on resume). Unset: every such call is `"pending"`, so the run stops
+   * with `approval-pending` and waits for `run({ approvals })`.
+   */
   readonly approve?: (request: ApprovalRequest) => ApprovalAnswer | Promise<ApprovalAnswer>;
   /** Outputs whose canonical JSON exceeds `thresholdBytes` go to `blobs`; the frame keeps an envelope. */
   readonly claimCheck?: { readonly blobs: BlobStore; readonly thresholdBytes: number };
   /** The log's shape (ADR 0142). Unset: full, and nothing is journaled. */
-  readonly toolCallLog?: ToolCallLogMode;
+  readonly toolCallLog?: M;
   /** Offer the `search_tools` call (settled without running a tool). Default true. */
   readonly searchTools?: boolean;
   /** Skills the model can activate with `activate_skill` (settled without running a tool). */

@@ -20,6 +20,7 @@ export interface ClaimCheckEnvelope {
   readonly digest: string;
 }
 
+/** True when a tool output is a claim-check envelope (the output itself is in the blob store at `ref`). */
 export const isClaimCheckEnvelope = (v: unknown): v is ClaimCheckEnvelope =>
   typeof v === "object" &&
   v !== null &&

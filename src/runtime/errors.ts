@@ -1,6 +1,7 @@
 import { LoomError } from "../core/errors.ts";
 import type { ErrorCause } from "../events/types.ts";
-import type { InterruptedAgentRun } from "../projections/types.ts";
+import { isLeanAgentStep } from "../projections/toolCallLog.ts";
+import type { AgentStep, InterruptedAgentRun, LeanAgentStep, ToolCallLogMode } from "../projections/types.ts";
 
 /**
  * The run stopped before its answer (aborted, iteration limit, approval pending, model error) and
@@ -15,10 +16,14 @@ import type { InterruptedAgentRun } from "../projections/types.ts";
  *   if (isAgentInterruptedError(e) && e.cause?.status === 401) console.error("check the API key");
  * }
  */
-export class AgentInterruptedError extends LoomError {
-  readonly run: InterruptedAgentRun;
+export class AgentInterruptedError<
+  M extends ToolCallLogMode | undefined = ToolCallLogMode | undefined,
+> extends LoomError {
+  /** Where the run stopped: its reason, its log so far and the approvals it waits for. */
+  readonly run: InterruptedAgentRun<M>;
+  /** For a `model-error`: the model's error as the journal recorded it (also `run.cause`). */
   declare readonly cause: ErrorCause | undefined;
-  constructor(run: InterruptedAgentRun) {
+  constructor(run: InterruptedAgentRun<M>) {
     const what =
       run.reason === "approval-pending"
         ? `waiting for approval of ${run.pendingApprovals.map((p) => p.stepId).join(", ")}; resume with loop.run({ runId: "${run.runId}", approvals: { [stepId]: true | false } })`
@@ -32,7 +37,32 @@ export class AgentInterruptedError extends LoomError {
   }
 }
 
-export const isAgentInterruptedError = (e: unknown): e is AgentInterruptedError => e instanceof AgentInterruptedError;
+/**
+ * Is `e` an `AgentInterruptedError`? Pass the loop that threw it to type `e.run.toolCallLog` in
+ * that loop's mode (lean for `toolCallLog: "lean"`): the guard then also checks that the log's
+ * entries are in that mode's shape.
+ *
+ * @example
+ * ```ts
+ * const loop = agentLoop$({ id: "support", model, tools, toolCallLog: "lean" });
+ * try {
+ *   await loop.run({ runId, journal, input, signal });
+ * } catch (e) {
+ *   if (!isAgentInterruptedError(e, loop)) throw e;
+ *   console.log(e.run.reason, e.run.toolCallLog.map((step) => step.stepId)); // LeanAgentStep[]
+ * }
+ * ```
+ */
+export function isAgentInterruptedError<M extends ToolCallLogMode | undefined = ToolCallLogMode | undefined>(
+  e: unknown,
+  loop?: { readonly config: { readonly toolCallLog?: M } },
+): e is AgentInterruptedError<M> {
+  if (!(e instanceof AgentInterruptedError)) return false;
+  const mode = loop?.config.toolCallLog;
+  if (mode === undefined) return true;
+  const log: readonly (AgentStep | LeanAgentStep)[] = e.run.toolCallLog;
+  return log.every((step) => isLeanAgentStep(step) === (mode === "lean"));
+}
 
 /** The longest message a cause keeps: an error message, not a response body. */
 const MAX_CAUSE_MESSAGE = 2_000;

@@ -34,6 +34,7 @@ export class StepResolutionError extends LoomError {
   }
 }
 
+/** True when `e` is a `StepResolutionError`. */
 export const isStepResolutionError = (e: unknown): e is StepResolutionError => e instanceof StepResolutionError;
 
 /**

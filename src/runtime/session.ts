@@ -27,11 +27,30 @@ export type RecordedOutput =
   | { readonly ok: true; readonly recorded: unknown; readonly fed: unknown; readonly digest: Digest }
   | { readonly ok: false; readonly message: string };
 
+/** What one `loop.run(...)` is given (see `RunRequest`). */
 export interface RunOptions {
+  /**
+   * The run's id, unique in the journal: a new id starts a run, a known one resumes it (or, for
+   * a completed run, returns its recorded answer without calling anything).
+   */
   readonly runId: string;
+  /** Where the run's steps are journaled and read back from: `openSqliteJournal`, `createJournal`, … */
   readonly journal: Journal;
+  /**
+   * The user's message (or a whole conversation) that starts the run. Needed only to start: a
+   * resume reads it from the journal and ignores this.
+   */
   readonly input?: string | readonly Message[];
+  /**
+   * Aborts the run: it stops at the next step boundary with `AgentInterruptedError` (reason
+   * `aborted`); a tool receives it in `ToolContext.signal`. Call `run` again to resume.
+   */
   readonly signal?: AbortSignal;
+  /**
+   * Answers to pending approvals, by step id (`e.run.pendingApprovals[i].stepId`): `true` runs
+   * the call, `false` declines it (the model is told). Each answer is journaled once and then
+   * served from the journal; an answer for a call not waiting is ignored.
+   */
   readonly approvals?: Readonly<Record<string, boolean>>;
 }
 

@@ -352,7 +352,7 @@ describe("fromAiSdk: what it refuses", () => {
   });
 });
 
-describe("loom/ai-sdk stays optional", () => {
+describe("loom-agent/ai-sdk stays optional", () => {
   const sources = [
     ...["aiSdk.ts", "aiSdkPrompt.ts", "aiSdkResponse.ts", "aiSdkTools.ts", "errors.ts"].map((f) => `src/models/${f}`),
     "src/ai-sdk.ts",
