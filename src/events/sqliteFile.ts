@@ -141,7 +141,7 @@ function migrateFromV1(db: Database.Database): void {
   for (let after = 0; ; ) {
     const rows = page.all(after) as [number, string, number, string, string, string][];
     for (const [, runId, seq, type, data, metaText] of rows) {
-      if (TYPE_CODES[type as EntryType] === undefined) {
+      if (!Object.hasOwn(TYPE_CODES, type)) {
         throw new JournalFormatError(
           runId,
           seq,

@@ -18,7 +18,7 @@ export function registerResume(program: Command, io: CliIo): void {
       const path = dbPath(io, options.db);
       const result = await withJournal(path, async (journal) => {
         const state = foldEntries(await readRun(journal, runId, path));
-        const known = state.loopId === undefined ? undefined : KNOWN_LOOPS[state.loopId];
+        const known = state.loopId === undefined ? undefined : KNOWN_LOOPS.get(state.loopId);
         if (!known && state.status === "completed") {
           // A completed run is never appended to: its answer is in the journal, no loop is needed.
           const mode = recordedModePin(state) ?? "full";
@@ -33,7 +33,7 @@ export function registerResume(program: Command, io: CliIo): void {
         if (!known) {
           throw new CliError(
             "unknownLoop",
-            `run ${runId} was recorded by loop "${state.loopId}", which this command does not define (it resumes ${Object.keys(KNOWN_LOOPS).join(", ")}); resume it from the program that defines that loop: loop.run({ runId: "${runId}", journal })`,
+            `run ${runId} was recorded by loop "${state.loopId}", which this command does not define (it resumes ${[...KNOWN_LOOPS.keys()].join(", ")}); resume it from the program that defines that loop: loop.run({ runId: "${runId}", journal })`,
           );
         }
         const before = { status: state.status, iterations: modelCalls(state) };
