@@ -8,6 +8,7 @@ export { type ReadArchivedOptions, readArchived } from "./readArchived.ts";
 export type { ArchivedFrame, ArchiveStore, BlobInfo, BlobRef, BlobStore, Journal } from "./spi.ts";
 export { type SqliteEventStore, sqliteStore } from "./sqlite.ts";
 export { SQLITE_SCHEMA_VERSION, type SqliteOptions } from "./sqliteFile.ts";
+export { isJournalFileError, JournalFileError, type JournalFileErrorCode } from "./sqliteOpen.ts";
 export type { AppendOptions, CompactRequest, EventStore, RunSummary } from "./store.ts";
 export * from "./types.ts";
 export { checkNewEntries, validateEntries } from "./validate.ts";

@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { compact } from "../../index.ts";
-import { dbPath, readRun, runInfo, withJournal } from "../db.ts";
+import { dbPath, readRun, runInfo, withWritableJournal } from "../db.ts";
 import { int, kB } from "../format.ts";
 import { type CliIo, println } from "../io.ts";
 import { type CommonOptions, integerOption, withCommon } from "../program.ts";
@@ -18,7 +18,7 @@ export function registerCompact(program: Command, io: CliIo): void {
     .option("--json", "print the result as JSON")
     .action(async (runId: string, options: CommonOptions & { keepTurns: number; json?: boolean }) => {
       const path = dbPath(io, options.db);
-      const result = await withJournal(path, async (journal) => {
+      const result = await withWritableJournal(path, async (journal) => {
         const before = runInfo(runId, await readRun(journal, runId, path));
         const done = await compact(journal, runId, { keepTurns: options.keepTurns });
         const after = runInfo(runId, await readRun(journal, runId, path));

@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { type AgentOutput, completedOutput, foldEntries, hydrateForLog, recordedModePin } from "../../index.ts";
-import { dbPath, modelCalls, readRun, withJournal } from "../db.ts";
+import { dbPath, modelCalls, readRun, withWritableJournal } from "../db.ts";
 import { int } from "../format.ts";
 import { CliError, type CliIo, println } from "../io.ts";
 import { KNOWN_LOOPS } from "../loops.ts";
@@ -16,7 +16,7 @@ export function registerResume(program: Command, io: CliIo): void {
     .option("--json", "print the run's output as JSON")
     .action(async (runId: string, options: CommonOptions & { json?: boolean }) => {
       const path = dbPath(io, options.db);
-      const result = await withJournal(path, async (journal) => {
+      const result = await withWritableJournal(path, async (journal) => {
         const state = foldEntries(await readRun(journal, runId, path));
         const known = state.loopId === undefined ? undefined : KNOWN_LOOPS.get(state.loopId);
         if (!known && state.status === "completed") {
