@@ -7,7 +7,7 @@ import { runWorkerAndKill } from "../demo/crash.ts";
 import { MAX_DEMO_TURNS } from "../demo/loop.ts";
 import { runDemoSession } from "../demo/session.ts";
 import { measureRun, type RunFigures } from "../demo/summary.ts";
-import { int, kB, oneLine } from "../format.ts";
+import { count, int, kB, oneLine } from "../format.ts";
 import { type CliIo, println, UsageError } from "../io.ts";
 import { loomCommand, packageRoot } from "../packageRoot.ts";
 import { type CommonOptions, integerOption, withCommon } from "../program.ts";
@@ -96,14 +96,14 @@ function printSummary(
   const saved = f.foldedState.full > 0 ? (100 * (f.foldedState.full - f.foldedState.lean)) / f.foldedState.full : 0;
   out();
   out(`Run ${runId}: ${f.status} after the crash.`);
-  out(`  iterations     ${int(f.iterations)} model calls, ${int(f.toolCalls)} tool calls`);
+  out(`  iterations     ${count(f.iterations, "model call")}, ${count(f.toolCalls, "tool call")}`);
   out(`  entries        ${int(f.entries)}`);
   out(`  journal bytes  ${kB(f.journalBytes)} (the entries as stored: type, data, meta)`);
   out(`  folded state   full ${kB(f.foldedState.full)} → lean ${kB(f.foldedState.lean)} (−${saved.toFixed(1)}%)`);
   out("                 JSON of foldRun(journal, runId), the loop's value holding the log in each shape");
   out(`  loop's value   full ${kB(f.output.full)} → lean ${kB(f.output.lean)} ({ content, toolCallLog, iterations })`);
   out(
-    `  resume         ran ${s.resume.modelCalls} model calls and ${s.resume.toolCalls} tool calls (turn ${crashAt} on);`,
+    `  resume         ran ${count(s.resume.modelCalls, "model call")} and ${count(s.resume.toolCalls, "tool call")} (turn ${crashAt} on);`,
   );
   out(
     `                 turns 0–${crashAt - 1} were served from the journal, ${crashAt}'s tool ran again (same stepId)`,

@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { readJournal } from "../../index.ts";
 import { dbPath, type RunInfo, runInfo, withJournal } from "../db.ts";
-import { int, kB, table } from "../format.ts";
+import { int, kB, printable, table } from "../format.ts";
 import { type CliIo, println } from "../io.ts";
 import { type CommonOptions, withCommon } from "../program.ts";
 
@@ -23,8 +23,8 @@ export function registerRuns(program: Command, io: CliIo): void {
       if (options.json) return println(io.stdout, JSON.stringify(runs, null, 2));
       if (runs.length === 0) return println(io.stdout, `no runs in ${path}`);
       const rows = runs.map((r) => [
-        r.runId,
-        r.loopId ?? "?",
+        printable(r.runId),
+        printable(r.loopId ?? "?"),
         r.status,
         int(r.iterations),
         int(r.entries),

@@ -12,7 +12,7 @@ import {
   verifyTurnResults,
 } from "../../index.ts";
 import { dbPath, withJournal } from "../db.ts";
-import { int } from "../format.ts";
+import { count, printable } from "../format.ts";
 import { CliError, type CliIo, println } from "../io.ts";
 import { type CommonOptions, withCommon } from "../program.ts";
 
@@ -35,22 +35,25 @@ export function registerShow(program: Command, io: CliIo): void {
         // One fold of the run serves the log entry and the checks.
         const state = await hydrateArchived(journal, await foldRun(journal, step.runId));
         const entry = projectToolCallLog(state, "lean").find((e) => e.stepId === stepId);
+        const frame = parseFrameId(stepId);
         return {
           ...step,
+          kind: frame?.kind ?? "tool",
           toolName: entry?.toolName,
-          iteration: entry?.iteration,
+          iteration: entry?.iteration ?? frame?.turn,
           verified: await verify(journal, state, step),
         };
       });
       if (options.json) return println(io.stdout, JSON.stringify(shown, null, 2));
-      const { runId, toolName, iteration, status, source, digest, bytes, verified, output } = shown;
-      println(io.stdout, `step    ${stepId}`);
-      println(io.stdout, `run     ${runId}`);
-      println(
-        io.stdout,
-        `tool    ${toolName ?? "?"} (iteration ${iteration ?? "?"}), status ${status}, read from the ${source}`,
-      );
-      println(io.stdout, `digest  ${digest} (${int(bytes)} bytes)`);
+      const { runId, kind, toolName, iteration, status, source, digest, bytes, verified, output } = shown;
+      println(io.stdout, `step    ${printable(stepId)}`);
+      println(io.stdout, `run     ${printable(runId)}`);
+      const what =
+        kind === "model"
+          ? `model   the model's response (iteration ${iteration})`
+          : `tool    ${printable(toolName ?? "?")} (iteration ${iteration ?? "?"})`;
+      println(io.stdout, `${what}, status ${status}, read from the ${source}`);
+      println(io.stdout, `digest  ${digest} (${count(bytes, "byte")})`);
       println(
         io.stdout,
         `        ${verified.length > 0 ? `verified: ${verified.join("; ")}` : "not verified: nothing else records it yet (the run stopped before its next model call)"}`,
