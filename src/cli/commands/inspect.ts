@@ -51,13 +51,13 @@ export function registerInspect(program: Command, io: CliIo): void {
         return { state, lean: await rebuildToolCallLog(journal, runId, "lean") };
       });
       const { createWebSocketInspector, startInspectorServer, exposureWarning, WebSocket } = await loadInspect();
-      const warning = exposureWarning(options.host, options.port);
-      if (warning) println(io.stderr, `loom inspect: ${warning}`);
       const server = await startInspectorServer({
         host: options.host,
         port: options.port,
         open: options.open === true,
       });
+      const warning = exposureWarning(options.host, options.port);
+      if (warning) println(io.stderr, `loom inspect: ${warning}`);
       const inspector = createWebSocketInspector({ url: server.url.ws, maxDeferredEvents: Number.MAX_SAFE_INTEGER });
       // A client of our own counts what the server relays: the replay's events have reached it when the counts match.
       const probe = new WebSocket(server.url.ws);
@@ -85,7 +85,6 @@ export function registerInspect(program: Command, io: CliIo): void {
           );
           if (result.matching !== result.of) {
             mismatch = `the replay of run ${printable(runId)} does not match its journal: ${int(result.matching)}/${int(result.of)} tool results match (the inspector shows a run that differs from the recorded one)`;
-            println(io.stderr, `loom inspect: ${mismatch}`);
           }
         };
         const wait = options.wait ?? io.stdin?.isTTY === true;
