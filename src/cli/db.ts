@@ -1,5 +1,5 @@
-import { existsSync } from "node:fs";
-import { resolve } from "node:path";
+import { existsSync, statSync } from "node:fs";
+import { join, resolve } from "node:path";
 import {
   foldEntries,
   isJournalFileError,
@@ -44,6 +44,12 @@ async function openedFor<T>(
     throw new CliError(
       "noJournal",
       `no journal at ${path}: run \`${runsFromClone() ? "npm run demo" : "npx loom demo"}\` to make one, or pass --db <file> (the SQLite file your program journals to)`,
+    );
+  }
+  if (statSync(path).isDirectory()) {
+    throw new CliError(
+      "journalUnreadable",
+      `${path} is a folder: --db takes the journal's file (for example ${join(path, "loom.db")})`,
     );
   }
   const journal = openJournalFile(path, options);

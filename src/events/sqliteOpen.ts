@@ -50,7 +50,8 @@ export function journalFileError(path: string, e: unknown): unknown {
     );
   }
   // better-sqlite3 checks the folder itself, with a TypeError that does not name the file.
-  if (code === "SQLITE_CANTOPEN" || (e instanceof TypeError && /directory does not exist/.test(why))) {
+  const cannotOpen = code === "SQLITE_CANTOPEN" || code.startsWith("SQLITE_IOERR");
+  if (cannotOpen || (e instanceof TypeError && /directory does not exist/.test(why))) {
     return new JournalFileError(
       "journalUnreadable",
       path,
