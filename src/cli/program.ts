@@ -56,7 +56,16 @@ export function buildProgram(io: CliIo): Command {
       getOutHelpWidth: () => io.stdout.columns ?? 100,
       getErrHelpWidth: () => io.stderr.columns ?? 100,
     })
-    .showSuggestionAfterError();
+    .showSuggestionAfterError()
+    .addHelpText(
+      "after",
+      [
+        "",
+        "Commands that only read (runs, log, show, inspect) open the journal read-only and refuse a file",
+        "that is not a Loom journal. Exit codes: 0 ok, 1 failure, 2 usage. With --json, errors are JSON",
+        'on stdout too: { "error": { "code", "message" } }.',
+      ].join("\n"),
+    );
   for (const register of [
     registerDemo,
     registerRuns,

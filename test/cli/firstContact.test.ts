@@ -115,7 +115,9 @@ describe("--db errors name the file and the fix", () => {
     mkdirSync(folder);
     const r = await loom(dir, ["log", "done-1", "--db", folder]);
     expect(r.code).toBe(1);
-    expect(r.stderr).toBe(`loom: ${folder} is a folder: --db takes the journal's file (for example ${folder}/loom.db)\n`);
+    expect(r.stderr).toBe(
+      `loom: ${folder} is a folder: --db takes the journal's file (for example ${folder}/loom.db)\n`,
+    );
   });
 
   it("the demo's worker passes its own error through (no 'Node.js v20' tail)", async () => {

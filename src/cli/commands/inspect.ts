@@ -27,7 +27,7 @@ export function registerInspect(program: Command, io: CliIo): void {
       "replay a recorded run through the loop's statecharts (served from its journal: nothing is re-executed) and stream it to the Stately inspector through a server on 127.0.0.1 (--host to widen it); exits 1 when the replay does not match the journal",
     )
     .argument("<runId>", "the run (see `loom runs`)")
-    .option("--port <n>", "port of the local inspector server (http page + websocket)", portOption, 8080)
+    .option("--port <n>", "port of the local inspector server, 1–65535 (http page + websocket)", portOption, 8080)
     .option(
       "--host <address>",
       "address the server listens on; anyone who reaches it sees the run's tool calls (a warning is printed unless it is loopback)",

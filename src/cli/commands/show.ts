@@ -25,7 +25,10 @@ interface ShowOptions extends CommonOptions {
 export function registerShow(program: Command, io: CliIo): void {
   withCommon(program.command("show"))
     .description("print a step's full output (a lean entry's stepId), its digest verified")
-    .argument("<stepId>", "a tool step id, e.g. 'loom-demo#turn:3:tool:0' (quote it: it holds a #)")
+    .argument(
+      "<stepId>",
+      "a step id: a tool's, e.g. 'loom-demo#turn:3:tool:0', or a model call's, 'loom-demo#turn:3:model' (quote it: it holds a #)",
+    )
     .option("--run <runId>", "the run holding the step (needed when several runs of one loop are in the journal)")
     .option("--json", "print the resolved step as JSON")
     .action(async (stepId: string, options: ShowOptions) => {
