@@ -44,7 +44,7 @@ describe("lookups by user-given names never reach the prototype", () => {
   });
 
   it.each(NAMES)("loom machine %s: a usage error naming the machines", async (name) => {
-    const r = await loom(dir, ["machine", name, "--json"]);
+    const r = await loom(dir, ["machine", name, "--mermaid"]);
     expect(r.code).toBe(2);
     expect(r.stderr).toContain(`no machine "${name}"`);
   });
