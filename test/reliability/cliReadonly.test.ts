@@ -98,6 +98,46 @@ describe("another application's SQLite database", () => {
   });
 });
 
+describe("a journal read while it is written", () => {
+  it("sees what a live writer appended (still in the WAL), and leaves the writer undisturbed", async () => {
+    const live = join(dir, "live.db");
+    copyFileSync(journalDb, live);
+    const writer = openSqliteJournal(live);
+    try {
+      await writer.store.append(
+        "live-1",
+        [{ type: "run.started", data: { loopId: "loom-demo", input: "hi", tools: [] } }],
+        {
+          expectedVersion: 0,
+        },
+      );
+      const r = await loom(dir, ["runs", "--db", live, "--json"]);
+      expect(r.code).toBe(0);
+      expect(JSON.parse(r.stdout).map((run: { runId: string }) => run.runId)).toContain("live-1");
+      await writer.store.append("live-1", [{ type: "run.interrupted", data: { reason: "aborted", detail: null } }], {
+        expectedVersion: 1,
+      });
+    } finally {
+      await writer.close();
+    }
+  });
+
+  it("a journal at an older schema version is refused read-only, saying how it is migrated", async () => {
+    const old = join(dir, "old.db");
+    const db = new Database(old);
+    db.exec(
+      "CREATE TABLE loom_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL); INSERT INTO loom_meta VALUES ('schema_version', '1')",
+    );
+    db.close();
+    const before = sha(old);
+    const r = await loom(dir, ["runs", "--db", old]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain(`${old} holds Loom's tables at schema version 1`);
+    expect(r.stderr).toContain("which migrates it");
+    expect(sha(old)).toBe(before);
+  });
+});
+
 /**
  * `loom` as a real process. As root, file modes do not stop writes, so the process runs as the
  * unprivileged user `nobody` (uid 65534) to meet the read-only file as any user would.
