@@ -72,14 +72,17 @@ export async function replayRun(
     },
   };
   const approvals = approvalTools(state);
-  const tools: Record<string, Tool> = {};
-  for (const name of state.tools) {
-    tools[name] = {
-      description: `replays the outputs ${name} recorded`,
-      ...(approvals.has(name) ? { requiresApproval: true } : {}),
-      execute: (_input, { stepId, signal }) => recordedOutput(state, stepId, () => hold(signal)),
-    };
-  }
+  // fromEntries defines own keys: recorded names (`__proto__` too) stay tools, never a prototype.
+  const tools: Record<string, Tool> = Object.fromEntries(
+    state.tools.map((name): [string, Tool] => [
+      name,
+      {
+        description: `replays the outputs ${name} recorded`,
+        ...(approvals.has(name) ? { requiresApproval: true } : {}),
+        execute: (_input, { stepId, signal }) => recordedOutput(state, stepId, () => hold(signal)),
+      },
+    ]),
+  );
   const limit = state.interruption?.reason === "max-iterations";
   const pin = recordedModePin(state);
   const loop = agentLoop$({
@@ -167,12 +170,12 @@ function calledTool(state: RunState, stepId: string): string | undefined {
 
 /** Skills the run activated, with the instructions it was fed (none: no `skills` option). */
 function skillsOf(state: RunState): { skills?: Record<string, Skill> } {
-  const skills: Record<string, Skill> = {};
+  const skills = new Map<string, Skill>();
   for (const settled of Object.values(state.settled)) {
     const result = settled.result as { skill?: unknown; instructions?: unknown } | null;
     if (settled.reason === "skill-activation" && typeof result?.skill === "string") {
-      skills[result.skill] = { description: "a skill the run activated", instructions: String(result.instructions) };
+      skills.set(result.skill, { description: "a skill the run activated", instructions: String(result.instructions) });
     }
   }
-  return Object.keys(skills).length > 0 ? { skills } : {};
+  return skills.size > 0 ? { skills: Object.fromEntries(skills) } : {};
 }

@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
-import { openSqliteJournal } from "../../src/index.ts";
-import { demoJournal, loom, tempDir } from "../cli/support.ts";
+import { agentLoop$, openSqliteJournal, scriptedModel, type Tool } from "../../src/index.ts";
+import { demoJournal, freePort, loom, tempDir } from "../cli/support.ts";
 
 /**
  * Names a user types (a step id, a run's recorded loop id) are looked up in tables keyed by name:
@@ -23,6 +23,15 @@ beforeAll(async () => {
         { expectedVersion: 0 },
       );
     }
+    // A run whose tools are named like prototype members, each called once.
+    const tools: Record<string, Tool> = Object.fromEntries(
+      NAMES.map((name): [string, Tool] => [name, { description: name, execute: () => ({ tool: name }) }]),
+    );
+    const model = scriptedModel([
+      { toolCalls: NAMES.map((name, i) => ({ id: `c${i}`, name, input: {} })) },
+      { content: "done", toolCalls: [] },
+    ]);
+    await agentLoop$({ id: "protos", model, tools }).run({ runId: "tools-1", journal, input: "call them" });
   } finally {
     await journal.close();
   }
@@ -41,6 +50,13 @@ describe("lookups by user-given names never reach the prototype", () => {
     expect(r.stderr).not.toContain("TypeError");
     expect(r.stderr).toContain(`was recorded by loop "${loopId}", which this command does not define`);
     expect(r.code).toBe(1);
+  });
+
+  it("loom inspect replays tools named __proto__, constructor…: every result matches (exit 0)", async () => {
+    const port = await freePort();
+    const r = await loom(dir, ["inspect", "tools-1", "--db", db, "--once", "--no-wait", "--port", String(port)]);
+    expect(r.stdout).toContain(`${NAMES.length}/${NAMES.length} tool results match the journal`);
+    expect(r.code).toBe(0);
   });
 
   it.each(NAMES)("loom machine %s: a usage error naming the machines", async (name) => {
