@@ -116,4 +116,7 @@ node out/ai-sdk.js
 npx --no-install loom --help >/dev/null
 npx --no-install loom machine modePin --mermaid | head -n 3
 npx --no-install loom runs --db quickstart.db
+# Installed, the command's advice is npx, not the repository's npm scripts.
+if npx --no-install loom runs --db missing.db 2>advice.txt; then exit 1; fi
+grep -q 'run `npx loom demo` to make one' advice.txt || { cat advice.txt; exit 1; }
 echo "package test passed"

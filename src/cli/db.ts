@@ -1,10 +1,11 @@
-import { existsSync } from "node:fs";
-import { resolve } from "node:path";
+import { existsSync, statSync } from "node:fs";
+import { join, resolve } from "node:path";
 import {
   describeCause,
   type ErrorCause,
   foldEntries,
   type InterruptReason,
+  isJournalFileError,
   type JournalEntry,
   type OpenJournal,
   openSqliteJournal,
@@ -12,9 +13,11 @@ import {
   type RunState,
   readJournal,
   recordedModePin,
+  type SqliteOptions,
   type ToolCallLogMode,
 } from "../index.ts";
 import { CliError, type CliIo } from "./io.ts";
+import { runsFromClone } from "./packageRoot.ts";
 
 /** The journal file every command reads: `--db`, relative to the working directory. */
 export const DEFAULT_DB = "./loom.db";
@@ -23,20 +26,54 @@ export const dbPath = (io: CliIo, db: string | undefined): string => resolve(io.
 
 /**
  * Opens an existing journal file, runs `fn`, closes it. A missing file is an error here (opening
- * would create an empty one): only `loom demo` makes a journal.
+ * would create an empty one): only `loom demo` makes a journal. Commands that only read open it
+ * read-only (nothing in the file or its folder changes; a read-only file works); commands that
+ * write open only a file that already is a Loom journal. Either way a file that is
+ * not one (another application's database) is refused, untouched, with an error naming it.
  */
-export async function withJournal<T>(path: string, fn: (journal: OpenJournal) => Promise<T>): Promise<T> {
+export const withJournal = <T>(path: string, fn: (journal: OpenJournal) => Promise<T>): Promise<T> =>
+  openedFor(path, { readonly: true }, fn);
+
+/** {@link withJournal} for commands that write (`compact`, `resume`). */
+export const withWritableJournal = <T>(path: string, fn: (journal: OpenJournal) => Promise<T>): Promise<T> =>
+  openedFor(path, { create: false }, fn);
+
+async function openedFor<T>(
+  path: string,
+  options: SqliteOptions,
+  fn: (journal: OpenJournal) => Promise<T>,
+): Promise<T> {
   if (!existsSync(path)) {
     throw new CliError(
       "noJournal",
-      `no journal at ${path}: run \`npm run demo\` to make one, or pass --db <file> (the SQLite file your program journals to)`,
+      `no journal at ${path}: run \`${runsFromClone() ? "npm run demo" : "npx loom demo"}\` to make one, or pass --db <file> (the SQLite file your program journals to)`,
     );
   }
-  const journal = openSqliteJournal(path);
+  if (statSync(path).isDirectory()) {
+    throw new CliError(
+      "journalUnreadable",
+      `${path} is a folder: --db takes the journal's file (for example ${join(path, "loom.db")})`,
+    );
+  }
+  const journal = openJournalFile(path, options);
   try {
     return await fn(journal);
   } finally {
     await journal.close();
+  }
+}
+
+/** `openSqliteJournal`, its file errors told in the command's terms (`--db`). */
+export function openJournalFile(path: string, options: SqliteOptions): OpenJournal {
+  try {
+    return openSqliteJournal(path, options);
+  } catch (e) {
+    if (!isJournalFileError(e)) throw e;
+    const hint =
+      e.code === "notAJournal" || e.code === "journalUnreadable"
+        ? " (--db <file> names the journal; the default is ./loom.db)"
+        : "";
+    throw new CliError(e.code, `${e.message}${hint}`, { cause: e });
   }
 }
 

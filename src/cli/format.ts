@@ -39,3 +39,24 @@ export function table(header: readonly string[], rows: readonly (readonly string
       .join("  ");
   return [line(header), ...rows.map(line)].join("\n");
 }
+
+/** `1 tool call`, `2 tool calls`: the count (grouped) and the noun, plural when it is not 1. */
+export const count = (n: number, noun: string, plural = `${noun}s`): string => `${int(n)} ${n === 1 ? noun : plural}`;
+
+/** What `printable` escapes: control characters (Cc: C0, DEL, C1) and bidirectional controls. */
+const UNPRINTABLE = /[\p{Cc}\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/gu;
+
+/**
+ * An id from a journal (run id, step id, loop or tool name) made safe to print in text mode:
+ * control characters and the bidirectional controls that could rewrite or disguise the terminal
+ * line are shown as escapes (`\n`, `\x1b`, `\u202e`); everything else as it is.
+ */
+export function printable(id: string): string {
+  return id.replace(UNPRINTABLE, (c) => {
+    if (c === "\n") return "\\n";
+    if (c === "\r") return "\\r";
+    if (c === "\t") return "\\t";
+    const code = c.charCodeAt(0);
+    return code <= 0xff ? `\\x${code.toString(16).padStart(2, "0")}` : `\\u${code.toString(16).padStart(4, "0")}`;
+  });
+}

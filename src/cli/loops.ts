@@ -19,9 +19,13 @@ export interface KnownLoop {
   }): Promise<{ readonly output: AgentOutput; readonly modelCalls: number; readonly toolCalls: number }>;
 }
 
-export const KNOWN_LOOPS: Readonly<Record<string, KnownLoop>> = {
-  [DEMO_LOOP_ID]: {
-    turns: (state) => demoTurns(state.input),
-    resume: (request) => runDemoSession(request),
-  },
-};
+/** By loop id; a Map, so a run's recorded loop id (`constructor`, `__proto__`) never reaches a prototype. */
+export const KNOWN_LOOPS: ReadonlyMap<string, KnownLoop> = new Map([
+  [
+    DEMO_LOOP_ID,
+    {
+      turns: (state: RunState) => demoTurns(state.input),
+      resume: (request: Parameters<KnownLoop["resume"]>[0]) => runDemoSession(request),
+    },
+  ],
+]);

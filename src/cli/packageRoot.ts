@@ -36,3 +36,23 @@ export function siblingModule(name: string, from: string = import.meta.url): { f
   const ext = self.endsWith(".ts") ? ".ts" : ".js";
   return { file: join(dirname(self), `${name}${ext}`), execArgv: ext === ".ts" ? ["--import", "tsx"] : [] };
 }
+
+/**
+ * Loom runs from a clone of its repository (its TypeScript sources beside it, `npm run loom`
+ * defined), not from a package installed in someone's project.
+ */
+export function runsFromClone(root: string = packageRoot()): boolean {
+  if (!existsSync(join(root, "src", "cli", "bin.ts"))) return false;
+  const manifest = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { scripts?: Record<string, string> };
+  return typeof manifest.scripts?.loom === "string";
+}
+
+/**
+ * The command line to give a user for `loom <args>` where they are: `npm run loom -- <args>` in
+ * a clone, `npx loom <args>` where Loom is installed.
+ *
+ * @example
+ * loomCommand("runs --db app.db"); // "npx loom runs --db app.db" in an installed package
+ */
+export const loomCommand = (args: string, root?: string): string =>
+  `${runsFromClone(root) ? "npm run loom --" : "npx loom"} ${args}`;

@@ -17,23 +17,29 @@ export interface CommonOptions {
   readonly verbose?: boolean;
 }
 
-/** Adds `--db` and `--verbose` to a command (each command lists them in its own --help). */
+/** Adds `--db` and `--verbose` to a command that reads a journal (each command lists them in its own --help). */
 export function withCommon(command: Command): Command {
-  return command
-    .addOption(new Option("--db <file>", "the SQLite journal file").default(DEFAULT_DB))
-    .option("--verbose", "on an error, print the stack too");
+  return withVerbose(command.addOption(new Option("--db <file>", "the SQLite journal file").default(DEFAULT_DB)));
 }
 
-/** Parses a whole number ≥ `min` (a usage error otherwise). */
+/** Adds `--verbose` (every command takes it). */
+export const withVerbose = (command: Command): Command =>
+  command.option("--verbose", "on an error, print the stack too");
+
+/** Parses a whole number from `min` to `max` (a usage error otherwise, that says the range). */
 export const integerOption =
-  (min: number) =>
+  (min: number, max = Number.MAX_SAFE_INTEGER) =>
   (value: string): number => {
     const n = Number(value);
-    if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(n) || n < min) {
-      throw new InvalidArgumentError(`expected a whole number ≥ ${min}, got "${value}"`);
+    if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(n) || n < min || n > max) {
+      const range = max === Number.MAX_SAFE_INTEGER ? `≥ ${min}` : `from ${min} to ${max}`;
+      throw new InvalidArgumentError(`expected a whole number ${range}, got "${value}"`);
     }
     return n;
   };
+
+/** A TCP port: 1–65535. */
+export const portOption = integerOption(1, 65_535);
 
 /** The `loom` program: every command, writing to `io`, throwing instead of exiting. */
 export function buildProgram(io: CliIo): Command {
@@ -50,7 +56,16 @@ export function buildProgram(io: CliIo): Command {
       getOutHelpWidth: () => io.stdout.columns ?? 100,
       getErrHelpWidth: () => io.stderr.columns ?? 100,
     })
-    .showSuggestionAfterError();
+    .showSuggestionAfterError()
+    .addHelpText(
+      "after",
+      [
+        "",
+        "Commands that only read (runs, log, show, inspect) open the journal read-only and refuse a file",
+        "that is not a Loom journal. Exit codes: 0 ok, 1 failure, 2 usage. With --json, errors are JSON",
+        'on stdout too: { "error": { "code", "message" } }.',
+      ].join("\n"),
+    );
   for (const register of [
     registerDemo,
     registerRuns,

@@ -9,6 +9,7 @@ import {
   memoryStore,
   modelFrameId,
   outcomeId,
+  parseFrameId,
   type RunRequest,
   type RunState,
   rebuildToolCallLog,
@@ -70,19 +71,18 @@ export async function replayRun(
       return hold(signal);
     },
   };
-  const approvals = new Set<string>(); // tools some call of which asked for an approval
-  for (const name of state.tools) {
-    const asked = Object.keys(state.decisions).some((id) => id.endsWith(":approval") && calledTool(state, id) === name);
-    if (asked || state.interruption?.reason === "approval-pending") approvals.add(name);
-  }
-  const tools: Record<string, Tool> = {};
-  for (const name of state.tools) {
-    tools[name] = {
-      description: `replays the outputs ${name} recorded`,
-      ...(approvals.has(name) ? { requiresApproval: true } : {}),
-      execute: (_input, { stepId, signal }) => recordedOutput(state, stepId, () => hold(signal)),
-    };
-  }
+  const approvals = approvalTools(state);
+  // fromEntries defines own keys: recorded names (`__proto__` too) stay tools, never a prototype.
+  const tools: Record<string, Tool> = Object.fromEntries(
+    state.tools.map((name): [string, Tool] => [
+      name,
+      {
+        description: `replays the outputs ${name} recorded`,
+        ...(approvals.has(name) ? { requiresApproval: true } : {}),
+        execute: (_input, { stepId, signal }) => recordedOutput(state, stepId, () => hold(signal)),
+      },
+    ]),
+  );
   const limit = state.interruption?.reason === "max-iterations";
   const pin = recordedModePin(state);
   const loop = agentLoop$({
@@ -137,22 +137,45 @@ function recordedOutput(state: RunState, stepId: string, nothing: () => Promise<
   throw Object.assign(new Error(String(message ?? JSON.stringify(failed))), { name: String(error ?? "Error") });
 }
 
-/** The tool name of the call a decision id (`<stepId>:approval`) is about. */
-function calledTool(state: RunState, decisionId: string): string | undefined {
-  const m = /^(.*)#turn:(\d+):tool:(\d+):approval$/.exec(decisionId);
-  if (!m) return undefined;
-  const response = state.frames[modelFrameId(m[1] as string, Number(m[2]))]?.output as ModelResponse | undefined;
-  return response?.toolCalls[Number(m[3])]?.name;
+/**
+ * The tools that ask for approval: those some call of which asked in the recording, by an
+ * approval decision or by being pending when the run interrupted (`approval-pending` names its
+ * steps). A tool that asks asks for every call, so no other tool does.
+ */
+function approvalTools(state: RunState): Set<string> {
+  const asked = Object.keys(state.decisions)
+    .filter((id) => id.endsWith(APPROVAL))
+    .map((id) => id.slice(0, -APPROVAL.length));
+  if (state.interruption?.reason === "approval-pending") {
+    const { stepIds } = (state.interruption.detail ?? {}) as { stepIds?: unknown };
+    if (Array.isArray(stepIds)) asked.push(...stepIds.filter((id): id is string => typeof id === "string"));
+  }
+  const tools = new Set<string>();
+  for (const stepId of asked) {
+    const name = calledTool(state, stepId);
+    if (name !== undefined) tools.add(name);
+  }
+  return tools;
+}
+
+const APPROVAL = approvalId("");
+
+/** The tool name of a tool step (`<loop>#turn:<i>:tool:<j>`), read from turn i's recorded response. */
+function calledTool(state: RunState, stepId: string): string | undefined {
+  const step = parseFrameId(stepId);
+  if (step?.kind !== "tool") return undefined;
+  const response = state.frames[modelFrameId(step.loopId, step.turn)]?.output as ModelResponse | undefined;
+  return response?.toolCalls?.[step.index]?.name;
 }
 
 /** Skills the run activated, with the instructions it was fed (none: no `skills` option). */
 function skillsOf(state: RunState): { skills?: Record<string, Skill> } {
-  const skills: Record<string, Skill> = {};
+  const skills = new Map<string, Skill>();
   for (const settled of Object.values(state.settled)) {
     const result = settled.result as { skill?: unknown; instructions?: unknown } | null;
     if (settled.reason === "skill-activation" && typeof result?.skill === "string") {
-      skills[result.skill] = { description: "a skill the run activated", instructions: String(result.instructions) };
+      skills.set(result.skill, { description: "a skill the run activated", instructions: String(result.instructions) });
     }
   }
-  return Object.keys(skills).length > 0 ? { skills } : {};
+  return skills.size > 0 ? { skills: Object.fromEntries(skills) } : {};
 }

@@ -9,6 +9,7 @@ export { checkRunId, escapeRunId, MAX_RUN_ID_BYTES, RUN_ID_RULE, runIdProblem } 
 export type { ArchivedFrame, ArchiveStore, BlobInfo, BlobRef, BlobStore, Journal } from "./spi.ts";
 export { type SqliteEventStore, sqliteStore } from "./sqlite.ts";
 export { SQLITE_SCHEMA_VERSION, type SqliteDatabase, type SqliteOptions } from "./sqliteFile.ts";
+export { isJournalFileError, JournalFileError, type JournalFileErrorCode } from "./sqliteOpen.ts";
 export type { AcquireOptions, AppendOptions, CompactRequest, EventStore, RunLease, RunSummary } from "./store.ts";
 export * from "./types.ts";
 export { checkNewEntries, validateEntries } from "./validate.ts";

@@ -40,10 +40,13 @@ export function createJournal(parts: {
 
 /**
  * The embedded default: entries, blobs and archive in one SQLite file (created if absent), so a
- * compaction is one transaction.
+ * compaction is one transaction. `{ readonly: true }` reads an existing journal without changing
+ * anything (a read-only file works); `{ create: false }` writes only to an existing journal. Both
+ * refuse a file that is not a Loom journal with `JournalFileError`, naming it.
  *
  * @example
  * const journal = openSqliteJournal("./loom.db");
+ * const reader = openSqliteJournal("./loom.db", { readonly: true }); // e.g. a dashboard
  * try {
  *   await loop.run({ runId, journal, input: "hello" });
  * } finally {

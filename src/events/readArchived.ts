@@ -59,7 +59,7 @@ export async function readArchived(
   const where = `run ${runId} step ${stepId} (frames.archived at seq ${marker.seq}, archive ${ref})`;
   if (frame === undefined)
     throw new IntegrityError(`${where}: the archive batch does not hold the frame`, "archiveIncomplete");
-  const expected = marker.data.digests[stepId];
+  const expected = Object.hasOwn(marker.data.digests, stepId) ? marker.data.digests[stepId] : undefined;
   const failed = frame.completed.data.failed === true;
   const actual = failed ? { digest: null, bytes: 0 } : digestOf(frame.completed.data.output);
   const matches =

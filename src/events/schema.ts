@@ -60,7 +60,7 @@ function checkArchived(d: Data, seq: number | undefined): void {
     throw new Bad("data.digests", `must be an object, found ${kind(digests)}`);
   }
   for (const id of ids) {
-    const x = (digests as Data)[id] as Data | undefined;
+    const x = (Object.hasOwn(digests, id) ? (digests as Data)[id] : undefined) as Data | undefined;
     const field = `data.digests[${JSON.stringify(id)}]`;
     if (typeof x !== "object" || x === null) throw new Bad(field, `must be an object, found ${kind(x)}`);
     if (x.digest !== null && typeof x.digest !== "string") throw new Bad(`${field}.digest`, "must be a string or null");

@@ -1,6 +1,7 @@
 import type Database from "better-sqlite3";
 import { JournalFormatError, LoomError } from "../core/errors.ts";
 import { loadOptional } from "../core/optional.ts";
+import { JournalFileError, journalFileError, notAJournal, openReadonly, recordedSchemaVersion } from "./sqliteOpen.ts";
 import { encodeRow, INSERT_ENTRY, SQL_DATA_TEXT, SQL_META_TEXT, TYPE_CODES } from "./sqliteRows.ts";
 import type { EntryType } from "./types.ts";
 
@@ -27,6 +28,17 @@ export interface SqliteOptions {
   readonly synchronous?: "full" | "normal";
   /** How long a writer waits for another process's transaction, in ms (default 10,000). */
   readonly busyTimeoutMs?: number;
+  /**
+   * Open an existing journal to read it only: nothing in the file or its folder is changed (no
+   * WAL switch, no tables), a read-only file or folder works, and a file that is not a Loom
+   * journal at this schema version is refused with `JournalFileError`. Appends fail.
+   */
+  readonly readonly?: boolean;
+  /**
+   * `false`: open only a file that already holds a Loom journal (`JournalFileError` otherwise),
+   * never create the file, nor Loom's tables in another application's database. Default `true`.
+   */
+  readonly create?: boolean;
 }
 
 /**
@@ -112,18 +124,40 @@ CREATE TABLE IF NOT EXISTS loom_owners (
  */
 export function openSqliteFile(target: string | SqliteDatabase, options: SqliteOptions = {}): SqliteFile {
   const external = typeof target !== "string";
-  const db = external
-    ? (target as Database.Database)
-    : new (sqliteDriver())(target, { timeout: options.busyTimeoutMs ?? 10_000 });
+  const path = external ? target.name : target;
+  let db: Database.Database;
   try {
-    if (!external) {
+    db = external
+      ? (target as Database.Database)
+      : options.readonly
+        ? openReadonly(sqliteDriver(), target, options)
+        : new (sqliteDriver())(target, {
+            timeout: options.busyTimeoutMs ?? 10_000,
+            fileMustExist: options.create === false,
+          });
+  } catch (e) {
+    throw journalFileError(path, e);
+  }
+  try {
+    if (db.readonly || options.create === false) {
+      const version = recordedSchemaVersion(db, path);
+      if (version === undefined) throw notAJournal(path);
+      if (db.readonly && version !== SQLITE_SCHEMA_VERSION) {
+        throw new JournalFileError(
+          "journalVersion",
+          path,
+          `${path} holds Loom's tables at schema version ${version}; read-only, this Loom reads version ${SQLITE_SCHEMA_VERSION} only: ${version < SQLITE_SCHEMA_VERSION ? "open it once to write (openSqliteJournal(path)), which migrates it" : "upgrade Loom"}`,
+        );
+      }
+    }
+    if (!external && !db.readonly) {
       db.pragma("journal_mode = WAL");
       db.pragma(`synchronous = ${options.synchronous === "normal" ? "NORMAL" : "FULL"}`);
     }
-    ensureSchema(db);
+    if (!db.readonly) ensureSchema(db);
   } catch (e) {
     if (!external) db.close();
-    throw e;
+    throw journalFileError(path, e);
   }
   let holders = 0;
   const file: SqliteFile = {
@@ -185,7 +219,7 @@ function migrateFromV1(db: Database.Database): void {
   for (let after = 0; ; ) {
     const rows = page.all(after) as [number, string, number, string, string, string][];
     for (const [, runId, seq, type, data, metaText] of rows) {
-      if (TYPE_CODES[type as EntryType] === undefined) {
+      if (!Object.hasOwn(TYPE_CODES, type)) {
         throw new JournalFormatError(
           runId,
           seq,

@@ -108,9 +108,8 @@ export function fromAiSdkTool(tool: AiSdkTool, options: FromAiSdkToolOptions = {
  * ```
  */
 export function fromAiSdkTools(tools: Readonly<Record<string, AiSdkTool>>): Record<string, Tool> {
-  const out: Record<string, Tool> = {};
-  for (const [name, tool] of Object.entries(tools)) out[name] = fromAiSdkTool(tool, { name });
-  return out;
+  // fromEntries defines own keys: a tool named "__proto__" stays a tool, not the record's prototype.
+  return Object.fromEntries(Object.entries(tools).map(([name, tool]) => [name, fromAiSdkTool(tool, { name })]));
 }
 
 interface ResolvedSchema {

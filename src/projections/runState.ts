@@ -76,9 +76,10 @@ export const runStateProjection: Projection<RunState> = {
     loopId: undefined,
     input: undefined,
     tools: [],
-    frames: {},
-    decisions: {},
-    settled: {},
+    // No prototype: ids come from the journal and from users (`loom show constructor`).
+    frames: Object.create(null),
+    decisions: Object.create(null),
+    settled: Object.create(null),
     turns: 0,
     interruption: undefined,
     error: undefined,

@@ -258,7 +258,7 @@ async function runHolding(journal: Journal, stepId: string, runId: string | unde
 }
 
 function holds(state: RunState, stepId: string): boolean {
-  return stepId in state.frames || stepId in state.settled;
+  return Object.hasOwn(state.frames, stepId) || Object.hasOwn(state.settled, stepId);
 }
 
 /**

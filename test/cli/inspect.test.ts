@@ -43,7 +43,7 @@ describe("loom inspect", () => {
     const exit = main(["inspect", "done-1", "--db", db, "--once", "--wait", "--port", String(port)], captured.io);
     await until(() => captured.out().includes("press Enter"), "the server");
     expect(captured.out()).toContain(
-      `inspector: http://localhost:${port} (the Stately inspector, fed by ws://localhost:${port})`,
+      `inspector: http://127.0.0.1:${port} (the Stately inspector, fed by ws://127.0.0.1:${port})`,
     );
     const client = new WebSocket(`ws://127.0.0.1:${port}`);
     const received: Relayed[] = [];
@@ -107,7 +107,7 @@ describe("loom inspect", () => {
     try {
       const { code, stderr } = await loom(dir, ["inspect", "done-1", "--db", db, "--once", "--port", String(port)]);
       expect(code).toBe(1);
-      expect(stderr).toBe(`loom: port ${port} is in use (another \`loom inspect\`?); pass --port <n>\n`);
+      expect(stderr).toBe(`loom: port ${port} on 127.0.0.1 is in use (another \`loom inspect\`?); pass --port <n>\n`);
     } finally {
       taken.close();
     }

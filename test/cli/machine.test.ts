@@ -101,9 +101,15 @@ describe("loom machine --json", () => {
   });
 
   it("exits 2 for an unknown machine, or without exactly one of --json and --mermaid", async () => {
-    expect(await loom(".", ["machine", "nope", "--json"])).toMatchObject({
+    expect(await loom(".", ["machine", "nope", "--mermaid"])).toMatchObject({
       code: 2,
       stderr: 'loom: no machine "nope"; choose one of agentLoop, modePin, toolCall (see --help)\n',
+    });
+    // With --json the error is JSON too, on stdout.
+    const json = await loom(".", ["machine", "nope", "--json"]);
+    expect(json.code).toBe(2);
+    expect(JSON.parse(json.stdout)).toEqual({
+      error: { code: "usage", message: 'no machine "nope"; choose one of agentLoop, modePin, toolCall' },
     });
     expect((await loom(".", ["machine", "modePin"])).code).toBe(2);
     expect((await loom(".", ["machine", "modePin", "--json", "--mermaid"])).code).toBe(2);

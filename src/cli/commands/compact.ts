@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { compact } from "../../index.ts";
-import { dbPath, readRun, runInfo, withJournal } from "../db.ts";
-import { int, kB } from "../format.ts";
+import { dbPath, readRun, runInfo, withWritableJournal } from "../db.ts";
+import { count, int, kB, printable } from "../format.ts";
 import { type CliIo, println } from "../io.ts";
 import { type CommonOptions, integerOption, withCommon } from "../program.ts";
 
@@ -18,7 +18,7 @@ export function registerCompact(program: Command, io: CliIo): void {
     .option("--json", "print the result as JSON")
     .action(async (runId: string, options: CommonOptions & { keepTurns: number; json?: boolean }) => {
       const path = dbPath(io, options.db);
-      const result = await withJournal(path, async (journal) => {
+      const result = await withWritableJournal(path, async (journal) => {
         const before = runInfo(runId, await readRun(journal, runId, path));
         const done = await compact(journal, runId, { keepTurns: options.keepTurns });
         const after = runInfo(runId, await readRun(journal, runId, path));
@@ -43,16 +43,16 @@ export function registerCompact(program: Command, io: CliIo): void {
       if (moved === 0) {
         return println(
           io.stdout,
-          `run ${runId}: nothing to compact (no completed tool frame older than the last ${options.keepTurns} turns)`,
+          `run ${printable(runId)}: nothing to compact (no completed tool frame older than the last ${count(options.keepTurns, "turn")})`,
         );
       }
       println(
         io.stdout,
-        `run ${runId}: moved ${int(moved)} tool frames to archive ${archiveRef}, kept the last ${options.keepTurns} turns in the journal`,
+        `run ${printable(runId)}: moved ${count(moved, "tool frame")} to archive ${archiveRef}, kept the last ${count(options.keepTurns, "turn")} in the journal`,
       );
       println(
         io.stdout,
-        `  journal: ${int(before.entries)} → ${int(after.entries)} entries, ${kB(before.bytes)} → ${kB(after.bytes)}`,
+        `  journal: ${int(before.entries)} → ${count(after.entries, "entry", "entries")}, ${kB(before.bytes)} → ${kB(after.bytes)}`,
       );
       println(io.stdout, "  `loom log` and `loom show` read the moved outputs back from the archive, digest verified");
     });

@@ -1,14 +1,15 @@
 import { randomBytes } from "node:crypto";
+import { existsSync } from "node:fs";
 import type { Command } from "commander";
 import { foldRun, openSqliteJournal, readJournal } from "../../index.ts";
-import { DEFAULT_DB, dbPath } from "../db.ts";
+import { DEFAULT_DB, dbPath, openJournalFile } from "../db.ts";
 import { runWorkerAndKill } from "../demo/crash.ts";
 import { MAX_DEMO_TURNS } from "../demo/loop.ts";
 import { runDemoSession } from "../demo/session.ts";
 import { measureRun, type RunFigures } from "../demo/summary.ts";
-import { int, kB, oneLine } from "../format.ts";
+import { count, int, kB, oneLine } from "../format.ts";
 import { type CliIo, println, UsageError } from "../io.ts";
-import { packageRoot } from "../packageRoot.ts";
+import { loomCommand, packageRoot } from "../packageRoot.ts";
 import { type CommonOptions, integerOption, withCommon } from "../program.ts";
 import { progressBar } from "../progress.ts";
 
@@ -33,6 +34,8 @@ export function registerDemo(program: Command, io: CliIo): void {
       if (options.turns > MAX_DEMO_TURNS)
         throw new UsageError(`--turns: at most ${MAX_DEMO_TURNS}, got ${options.turns}`);
       const path = dbPath(io, options.db);
+      // The demo adds a run to an existing journal; another application's database is refused untouched.
+      if (existsSync(path)) await openJournalFile(path, { create: false }).close();
       const root = packageRoot();
       const runId = newDemoRunId();
       const { turns } = options;
@@ -93,14 +96,14 @@ function printSummary(
   const saved = f.foldedState.full > 0 ? (100 * (f.foldedState.full - f.foldedState.lean)) / f.foldedState.full : 0;
   out();
   out(`Run ${runId}: ${f.status} after the crash.`);
-  out(`  iterations     ${int(f.iterations)} model calls, ${int(f.toolCalls)} tool calls`);
+  out(`  iterations     ${count(f.iterations, "model call")}, ${count(f.toolCalls, "tool call")}`);
   out(`  entries        ${int(f.entries)}`);
   out(`  journal bytes  ${kB(f.journalBytes)} (the entries as stored: type, data, meta)`);
   out(`  folded state   full ${kB(f.foldedState.full)} → lean ${kB(f.foldedState.lean)} (−${saved.toFixed(1)}%)`);
   out("                 JSON of foldRun(journal, runId), the loop's value holding the log in each shape");
   out(`  loop's value   full ${kB(f.output.full)} → lean ${kB(f.output.lean)} ({ content, toolCallLog, iterations })`);
   out(
-    `  resume         ran ${s.resume.modelCalls} model calls and ${s.resume.toolCalls} tool calls (turn ${crashAt} on);`,
+    `  resume         ran ${count(s.resume.modelCalls, "model call")} and ${count(s.resume.toolCalls, "tool call")} (turn ${crashAt} on);`,
   );
   out(
     `                 turns 0–${crashAt - 1} were served from the journal, ${crashAt}'s tool ran again (same stepId)`,
@@ -123,10 +126,10 @@ function commandsFor(runId: string, db: string, f: RunFigures): string[] {
   const dbFlag = db === DEFAULT_DB ? "" : ` --db ${db}`;
   const step = f.lean[0]?.stepId ?? "loom-demo#turn:0:tool:0";
   return [
-    `npm run loom -- runs${dbFlag}`,
-    `npm run loom -- log ${runId} --mode full${dbFlag}`,
-    `npm run loom -- show '${step}' --run ${runId}${dbFlag}`,
-    `npm run loom -- inspect ${runId}${dbFlag}`,
-    `npm run loom -- compact ${runId} --keep-turns 10${dbFlag}`,
-  ];
+    `runs${dbFlag}`,
+    `log ${runId} --mode full${dbFlag}`,
+    `show '${step}' --run ${runId}${dbFlag}`,
+    `inspect ${runId}${dbFlag}`,
+    `compact ${runId} --keep-turns 10${dbFlag}`,
+  ].map((args) => loomCommand(args));
 }

@@ -1,16 +1,16 @@
-import { createServer } from "node:net";
 import { createInterface } from "node:readline";
 import type { Command } from "commander";
 import type { InspectionEvent } from "xstate";
 import { foldEntries, hydrateArchived, rebuildToolCallLog } from "../../index.ts";
 import { dbPath, readRun, withJournal } from "../db.ts";
-import { int } from "../format.ts";
+import { count, int, printable } from "../format.ts";
 import { CliError, type CliIo, println } from "../io.ts";
-import { type CommonOptions, integerOption, withCommon } from "../program.ts";
+import { type CommonOptions, integerOption, portOption, withCommon } from "../program.ts";
 import { replayRun } from "../replay.ts";
 
 interface InspectOptions extends CommonOptions {
   readonly port: number;
+  readonly host: string;
   readonly once?: boolean;
   readonly wait?: boolean;
   readonly pace: number;
@@ -24,10 +24,15 @@ const FORWARDED = new Set(["@xstate.actor", "@xstate.event", "@xstate.snapshot"]
 export function registerInspect(program: Command, io: CliIo): void {
   withCommon(program.command("inspect"))
     .description(
-      "replay a recorded run through the loop's statecharts (served from its journal: nothing is re-executed) and stream it to the Stately inspector on localhost",
+      "replay a recorded run through the loop's statecharts (served from its journal: nothing is re-executed) and stream it to the Stately inspector through a server on 127.0.0.1 (--host to widen it); exits 1 when the replay does not match the journal",
     )
     .argument("<runId>", "the run (see `loom runs`)")
-    .option("--port <n>", "port of the local inspector server (http page + websocket)", integerOption(1), 8080)
+    .option("--port <n>", "port of the local inspector server, 1–65535 (http page + websocket)", portOption, 8080)
+    .option(
+      "--host <address>",
+      "address the server listens on; anyone who reaches it sees the run's tool calls (a warning is printed unless it is loopback)",
+      "127.0.0.1",
+    )
     .option("--once", "replay once, deliver the events, and exit")
     .option("--wait", "wait for Enter before each replay (the default on a terminal): open the page first")
     .option("--no-wait", "replay at once")
@@ -45,23 +50,25 @@ export function registerInspect(program: Command, io: CliIo): void {
         await hydrateArchived(journal, state);
         return { state, lean: await rebuildToolCallLog(journal, runId, "lean") };
       });
-      const { createWebSocketInspector, createInspectorServer, WebSocket } = await loadInspect();
-      await ensurePortFree(options.port);
-      const server = createInspectorServer({ port: options.port, autoOpen: options.open === true });
-      const url = `ws://127.0.0.1:${options.port}`;
-      const inspector = createWebSocketInspector({ url, maxDeferredEvents: Number.MAX_SAFE_INTEGER });
+      const { createWebSocketInspector, startInspectorServer, exposureWarning, WebSocket } = await loadInspect();
+      const server = await startInspectorServer({
+        host: options.host,
+        port: options.port,
+        open: options.open === true,
+      });
+      const warning = exposureWarning(options.host, options.port);
+      if (warning) println(io.stderr, `loom inspect: ${warning}`);
+      const inspector = createWebSocketInspector({ url: server.url.ws, maxDeferredEvents: Number.MAX_SAFE_INTEGER });
       // A client of our own counts what the server relays: the replay's events have reached it when the counts match.
-      const probe = new WebSocket(url);
+      const probe = new WebSocket(server.url.ws);
       let relayed = 0;
+      let mismatch: string | undefined;
       probe.on("message", () => relayed++);
       try {
         await new Promise((resolve, reject) => probe.once("open", resolve).once("error", reject));
-        println(
-          io.stdout,
-          `inspector: http://localhost:${options.port} (the Stately inspector, fed by ws://localhost:${options.port})`,
-        );
+        println(io.stdout, `inspector: ${server.url.http} (the Stately inspector, fed by ${server.url.ws})`);
         const replay = async () => {
-          println(io.stdout, `replaying run ${runId}…`);
+          println(io.stdout, `replaying run ${printable(runId)}…`);
           const before = relayed;
           let sent = 0;
           const result = await replayRun(state, lean, {
@@ -74,18 +81,21 @@ export function registerInspect(program: Command, io: CliIo): void {
           const reached = await delivered(() => relayed - before, sent);
           println(
             io.stdout,
-            `replayed run ${runId}: ${int(result.turns)} model responses, ended ${result.ended}; ${int(reached)}/${int(sent)} inspection events delivered; ${int(result.matching)}/${int(result.of)} tool results match the journal (lean digest)`,
+            `replayed run ${printable(runId)}: ${count(result.turns, "model response")}, ended ${result.ended}; ${int(reached)}/${int(sent)} inspection events delivered; ${int(result.matching)}/${int(result.of)} tool results match the journal (lean digest)`,
           );
+          if (result.matching !== result.of) {
+            mismatch = `the replay of run ${printable(runId)} does not match its journal: ${int(result.matching)}/${int(result.of)} tool results match (the inspector shows a run that differs from the recorded one)`;
+          }
         };
         const wait = options.wait ?? io.stdin?.isTTY === true;
         if (!wait) await replay();
-        if (options.once && !wait) return;
-        await serve(io, { wait, once: options.once === true, replay });
+        if (!options.once || wait) await serve(io, { wait, once: options.once === true, replay });
       } finally {
         probe.close();
         inspector.stop();
-        server.stop();
+        await server.stop();
       }
+      if (mismatch) throw new CliError("replayMismatch", mismatch);
     });
 }
 
@@ -123,31 +133,16 @@ async function delivered(count: () => number, expected: number): Promise<number>
 /** @statelyai/inspect and ws, loaded only by this command. */
 async function loadInspect() {
   try {
-    const [{ createWebSocketInspector }, { createInspectorServer }, { WebSocket }] = await Promise.all([
+    const [{ createWebSocketInspector }, { startInspectorServer, exposureWarning }, { WebSocket }] = await Promise.all([
       import("@statelyai/inspect"),
-      import("@statelyai/inspect/server"),
+      import("../inspectServer.ts"),
       import("ws"),
     ]);
-    return { createWebSocketInspector, createInspectorServer, WebSocket };
+    return { createWebSocketInspector, startInspectorServer, exposureWarning, WebSocket };
   } catch (e) {
     throw new CliError(
       "inspectMissing",
       `loom inspect needs the packages @statelyai/inspect and ws (${(e as Error).message.split("\n")[0]}); install them: npm install @statelyai/inspect ws`,
     );
   }
-}
-
-/** The inspector server crashes the process on a taken port: check first, with a clear error. */
-async function ensurePortFree(port: number): Promise<void> {
-  await new Promise<void>((resolve, reject) => {
-    const probe = createServer();
-    probe.once("error", (e: NodeJS.ErrnoException) =>
-      reject(
-        e.code === "EADDRINUSE"
-          ? new CliError("portInUse", `port ${port} is in use (another \`loom inspect\`?); pass --port <n>`)
-          : e,
-      ),
-    );
-    probe.listen(port, () => probe.close(() => resolve()));
-  });
 }

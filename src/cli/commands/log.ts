@@ -7,7 +7,7 @@ import {
   type ToolCallLogMode,
 } from "../../index.ts";
 import { dbPath, readRun, runInfo, stoppedText, withJournal } from "../db.ts";
-import { clip, int, oneLine, shortDigest, table } from "../format.ts";
+import { clip, count, int, oneLine, printable, shortDigest, table } from "../format.ts";
 import { type CliIo, println } from "../io.ts";
 import { type CommonOptions, withCommon } from "../program.ts";
 
@@ -37,7 +37,7 @@ export function registerLog(program: Command, io: CliIo): void {
       const mode = options.mode ?? info.mode;
       println(
         io.stdout,
-        `run ${runId} · loop ${info.loopId} · ${info.interrupted ? `${info.status} (${stoppedText(info)})` : info.status} · ${int(info.iterations)} model calls · ${int(log.length)} tool calls · ${mode} log (recorded shape: ${info.mode})`,
+        `run ${printable(runId)} · loop ${printable(info.loopId ?? "?")} · ${info.interrupted ? `${info.status} (${stoppedText(info)})` : info.status} · ${count(info.iterations, "model call")} · ${count(log.length, "tool call")} · ${mode} log (recorded shape: ${info.mode})`,
       );
       if (log.length === 0) return println(io.stdout, "no tool call has ended yet");
       println(
@@ -50,11 +50,11 @@ export function registerLog(program: Command, io: CliIo): void {
 function leanTable(log: readonly LeanAgentStep[]): string {
   const rows = log.map((e) => [
     String(e.iteration),
-    e.toolName,
+    printable(e.toolName),
     e.status,
     int(e.bytes),
     shortDigest(e.digest),
-    e.stepId,
+    printable(e.stepId),
   ]);
   return table(["iter", "tool", "status", "bytes", "digest", "stepId"], rows, [0, 3]);
 }
@@ -63,7 +63,7 @@ function fullTable(log: readonly AgentStep[], io: CliIo): string {
   const width = Math.max(40, (io.stdout.columns ?? 120) - 60);
   const rows = log.map((e) => [
     String(e.iteration),
-    e.toolName,
+    printable(e.toolName),
     clip(oneLine(e.toolInput), 36),
     clip(oneLine(e.toolOutput), width),
   ]);

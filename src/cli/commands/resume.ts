@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { type AgentOutput, completedOutput, foldEntries, hydrateForLog, recordedModePin } from "../../index.ts";
-import { dbPath, modelCalls, readRun, withJournal } from "../db.ts";
-import { int } from "../format.ts";
+import { dbPath, modelCalls, readRun, withWritableJournal } from "../db.ts";
+import { count, printable } from "../format.ts";
 import { CliError, type CliIo, println } from "../io.ts";
 import { KNOWN_LOOPS } from "../loops.ts";
 import { packageRoot } from "../packageRoot.ts";
@@ -16,9 +16,9 @@ export function registerResume(program: Command, io: CliIo): void {
     .option("--json", "print the run's output as JSON")
     .action(async (runId: string, options: CommonOptions & { json?: boolean }) => {
       const path = dbPath(io, options.db);
-      const result = await withJournal(path, async (journal) => {
+      const result = await withWritableJournal(path, async (journal) => {
         const state = foldEntries(await readRun(journal, runId, path));
-        const known = state.loopId === undefined ? undefined : KNOWN_LOOPS[state.loopId];
+        const known = state.loopId === undefined ? undefined : KNOWN_LOOPS.get(state.loopId);
         if (!known && state.status === "completed") {
           // A completed run is never appended to: its answer is in the journal, no loop is needed.
           const mode = recordedModePin(state) ?? "full";
@@ -33,13 +33,15 @@ export function registerResume(program: Command, io: CliIo): void {
         if (!known) {
           throw new CliError(
             "unknownLoop",
-            `run ${runId} was recorded by loop "${state.loopId}", which this command does not define (it resumes ${Object.keys(KNOWN_LOOPS).join(", ")}); resume it from the program that defines that loop: loop.run({ runId: "${runId}", journal })`,
+            `run ${runId} was recorded by loop "${state.loopId}", which this command does not define (it resumes ${[...KNOWN_LOOPS.keys()].join(", ")}); resume it from the program that defines that loop: loop.run({ runId: "${runId}", journal })`,
           );
         }
         const before = { status: state.status, iterations: modelCalls(state) };
         const bar = progressBar(io.stderr, known.turns(state));
         if (state.status !== "completed")
-          bar.note(`resuming run ${runId} (${state.status}, ${before.iterations} model calls recorded)`);
+          bar.note(
+            `resuming run ${printable(runId)} (${state.status}, ${count(before.iterations, "model call")} recorded)`,
+          );
         const resumed = await known.resume({ journal, runId, root: packageRoot(), onProgress: bar.update });
         if (state.status !== "completed") bar.done();
         return { before, ...resumed };
@@ -51,17 +53,17 @@ export function registerResume(program: Command, io: CliIo): void {
           JSON.stringify({ runId, before, ran: { modelCalls: ran, toolCalls }, output }, null, 2),
         );
       if (before.status === "completed") {
-        println(io.stdout, `run ${runId} had already completed; nothing was run. Its answer:`);
+        println(io.stdout, `run ${printable(runId)} had already completed; nothing was run. Its answer:`);
       } else {
         println(
           io.stdout,
-          `run ${runId} completed: this resume ran ${int(ran)} model calls and ${int(toolCalls)} tool calls, the rest was served from the journal.`,
+          `run ${printable(runId)} completed: this resume ran ${count(ran, "model call")} and ${count(toolCalls, "tool call")}, the rest was served from the journal.`,
         );
       }
       println(io.stdout, `  ${output.content}`);
       println(
         io.stdout,
-        `  ${int(output.iterations)} model calls, ${int(output.toolCallLog.length)} tool calls in all`,
+        `  ${count(output.iterations, "model call")}, ${count(output.toolCallLog.length, "tool call")} in all`,
       );
     });
 }

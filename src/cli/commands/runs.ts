@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { escapeRunId, RUN_ID_RULE, readJournal, runIdProblem } from "../../index.ts";
 import { dbPath, type RunInfo, runInfo, stoppedText, withJournal } from "../db.ts";
-import { clip, int, kB, table } from "../format.ts";
+import { clip, int, kB, printable, table } from "../format.ts";
 import { type CliIo, println } from "../io.ts";
 import { type CommonOptions, withCommon } from "../program.ts";
 
@@ -27,8 +27,8 @@ export function registerRuns(program: Command, io: CliIo): void {
       if (options.json) return println(io.stdout, JSON.stringify(runs, null, 2));
       if (runs.length === 0) return println(io.stdout, `no runs in ${path}`);
       const rows = runs.map((r) => [
-        r.runId,
-        r.loopId ?? "?",
+        printable(r.runId),
+        printable(r.loopId ?? "?"),
         r.status,
         int(r.iterations),
         int(r.entries),

@@ -14,7 +14,7 @@ import {
   verifyTurnResults,
 } from "../../index.ts";
 import { dbPath, type RunInfo, runInfo, stoppedText, withJournal } from "../db.ts";
-import { int } from "../format.ts";
+import { count, int, printable } from "../format.ts";
 import { CliError, type CliIo, println } from "../io.ts";
 import { type CommonOptions, withCommon } from "../program.ts";
 
@@ -29,7 +29,7 @@ export function registerShow(program: Command, io: CliIo): void {
     .description("print a step's full output (a lean entry's stepId), its digest verified; or a run's summary")
     .argument(
       "<stepId>",
-      "a tool step id, e.g. 'loom-demo#turn:3:tool:0' (quote it: it holds a #), or a run id: its status and why it stopped",
+      "a step id: a tool's, e.g. 'loom-demo#turn:3:tool:0', or a model call's, 'loom-demo#turn:3:model' (quote it: it holds a #); or a run id: its status and why it stopped",
     )
     .option("--run <runId>", "the run holding the step (needed when several runs of one loop are in the journal)")
     .option("--json", "print the resolved step as JSON")
@@ -42,22 +42,25 @@ export function registerShow(program: Command, io: CliIo): void {
         // One fold of the run serves the log entry and the checks.
         const state = await hydrateArchived(journal, await foldRun(journal, step.runId));
         const entry = projectToolCallLog(state, "lean").find((e) => e.stepId === stepId);
+        const frame = parseFrameId(stepId);
         return {
           ...step,
+          kind: frame?.kind ?? "tool",
           toolName: entry?.toolName,
-          iteration: entry?.iteration,
+          iteration: entry?.iteration ?? frame?.turn,
           verified: await verify(journal, state, step),
         };
       });
       if (options.json) return println(io.stdout, JSON.stringify(shown, null, 2));
-      const { runId, toolName, iteration, status, source, digest, bytes, verified, output } = shown;
-      println(io.stdout, `step    ${stepId}`);
-      println(io.stdout, `run     ${runId}`);
-      println(
-        io.stdout,
-        `tool    ${toolName ?? "?"} (iteration ${iteration ?? "?"}), status ${status}, read from the ${source}`,
-      );
-      println(io.stdout, `digest  ${digest} (${int(bytes)} bytes)`);
+      const { runId, kind, toolName, iteration, status, source, digest, bytes, verified, output } = shown;
+      println(io.stdout, `step    ${printable(stepId)}`);
+      println(io.stdout, `run     ${printable(runId)}`);
+      const what =
+        kind === "model"
+          ? `model   the model's response (iteration ${iteration})`
+          : `tool    ${printable(toolName ?? "?")} (iteration ${iteration ?? "?"})`;
+      println(io.stdout, `${what}, status ${status}, read from the ${source}`);
+      println(io.stdout, `digest  ${digest} (${count(bytes, "byte")})`);
       println(
         io.stdout,
         `        ${verified.length > 0 ? `verified: ${verified.join("; ")}` : "not verified: nothing else records it yet (the run stopped before its next model call)"}`,

@@ -42,6 +42,7 @@ export async function runWorkerAndKill(options: {
     stderr = (stderr + chunk).slice(-4000);
   });
   let crashPoint: { stepId: string; pid: number } | undefined;
+  let failed: Extract<WorkerMessage, { type: "error" }> | undefined;
   createInterface({ input: child.stdout }).on("line", (line) => {
     let message: WorkerMessage;
     try {
@@ -50,6 +51,7 @@ export async function runWorkerAndKill(options: {
       return; // not ours
     }
     if (message.type === "progress") options.onProgress(message);
+    else if (message.type === "error") failed = message;
     else if (message.type === "crash-point" && !crashPoint) {
       crashPoint = { stepId: message.stepId, pid: message.pid };
       child.kill("SIGKILL");
@@ -57,8 +59,11 @@ export async function runWorkerAndKill(options: {
   });
   const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve, reject) => {
     child.once("error", reject);
-    child.once("exit", (c, s) => resolve([c, s]));
+    child.once("close", (c, s) => resolve([c, s])); // after stdout is read: its last line may be the error
   });
+  if (failed && !crashPoint) {
+    throw new CliError(failed.code ?? "demoWorker", `the demo's worker failed: ${failed.message}`);
+  }
   if (!crashPoint || signal !== "SIGKILL") {
     const why = signal ? `was killed by ${signal}` : `exited with code ${code}`;
     throw new CliError(

@@ -6,7 +6,7 @@
  *   node --import tsx src/cli/demo/worker.ts --db <file> --run <runId> --turns <n> --crash-at <turn>
  */
 import { parseArgs } from "node:util";
-import { openSqliteJournal, parseFrameId } from "../../index.ts";
+import { isLoomError, openSqliteJournal, parseFrameId } from "../../index.ts";
 import { packageRoot } from "../packageRoot.ts";
 import { runDemoSession } from "./session.ts";
 
@@ -14,7 +14,9 @@ import { runDemoSession } from "./session.ts";
 export type WorkerMessage =
   | { readonly type: "progress"; readonly turn: number; readonly entries: number; readonly bytes: number }
   | { readonly type: "crash-point"; readonly stepId: string; readonly pid: number }
-  | { readonly type: "done" };
+  | { readonly type: "done" }
+  /** The worker failed: its own error, passed through to the user (a MissingDependencyError names what to install). */
+  | { readonly type: "error"; readonly name: string; readonly code: string | undefined; readonly message: string };
 
 const send = (message: WorkerMessage) => process.stdout.write(`${JSON.stringify(message)}\n`);
 
@@ -31,18 +33,26 @@ if (!values.db || !values.run || !values.turns) {
   process.exit(2);
 }
 const crashAt = values["crash-at"] === undefined ? undefined : Number(values["crash-at"]);
-const journal = openSqliteJournal(values.db);
-await runDemoSession({
-  journal,
-  runId: values.run,
-  root: packageRoot(),
-  turns: Number(values.turns),
-  onProgress: (p) => send({ type: "progress", ...p }),
-  async beforeTool(stepId) {
-    if (crashAt === undefined || parseFrameId(stepId)?.turn !== crashAt) return;
-    send({ type: "crash-point", stepId, pid: process.pid });
-    await new Promise((resolve) => setTimeout(resolve, 60_000)); // the parent kills us before this ends
-  },
-});
-send({ type: "done" });
-await journal.close();
+try {
+  const journal = openSqliteJournal(values.db);
+  await runDemoSession({
+    journal,
+    runId: values.run,
+    root: packageRoot(),
+    turns: Number(values.turns),
+    onProgress: (p) => send({ type: "progress", ...p }),
+    async beforeTool(stepId) {
+      if (crashAt === undefined || parseFrameId(stepId)?.turn !== crashAt) return;
+      send({ type: "crash-point", stepId, pid: process.pid });
+      await new Promise((resolve) => setTimeout(resolve, 60_000)); // the parent kills us before this ends
+    },
+  });
+  send({ type: "done" });
+  await journal.close();
+} catch (e) {
+  const error = e instanceof Error ? e : new Error(String(e));
+  const code = isLoomError(error) ? error.code : undefined;
+  send({ type: "error", name: error.name, code, message: error.message });
+  process.stderr.write(`${error.stack ?? error.message}\n`);
+  process.exitCode = 1;
+}
