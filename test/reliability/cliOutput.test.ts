@@ -104,8 +104,10 @@ describe("loom inspect listens on loopback", () => {
 });
 
 describe("ids from a journal are escaped in text output", () => {
-  const loopId = "shop"; // loop ids are validated (letters, digits, _ . : -); run ids and tool names are not
-  const runId = "run\u001b]0;pwned\u0007\nfake line\u009b";
+  // Loop ids are validated (letters, digits, _ . : -) and run ids hold no control characters
+  // (RUN_ID_RULE), but a run id may hold a bidi override, and a tool name (the model's) anything.
+  const loopId = "shop";
+  const runId = "run\u202eenil ekaf";
   let evil = "";
   beforeAll(async () => {
     evil = `${dir}/evil.db`;
@@ -114,10 +116,10 @@ describe("ids from a journal are escaped in text output", () => {
       const loop = agentLoop$({
         id: loopId,
         model: scriptedModel([
-          { toolCalls: [{ id: "1", name: "echo\u001b[2J", input: {} }] },
+          { toolCalls: [{ id: "1", name: "echo\u001b[2J\nfake line", input: {} }] },
           { content: "ok", toolCalls: [] },
         ]),
-        tools: { "echo\u001b[2J": { description: "echo", execute: () => ({ ok: true }) } },
+        tools: { "echo\u001b[2J\nfake line": { description: "echo", execute: () => ({ ok: true }) } },
       });
       await loop.run({ runId, journal, input: "hi" });
     } finally {
@@ -138,7 +140,7 @@ describe("ids from a journal are escaped in text output", () => {
     const printed = r.stdout + r.stderr;
     expect(printed).not.toMatch(raw);
     expect(printed).not.toContain("\nfake line");
-    expect(printed).toMatch(/run\\x1b\]0;pwned\\x07\\nfake line\\x9b|echo\\x1b\[2J|step\\x1b\[2J\\u202e/);
+    expect(printed).toMatch(/run\\u202eenil ekaf|echo\\x1b\[2J\\nfake line|step\\x1b\[2J\\u202e/);
   });
 
   it("--json keeps the ids exact (JSON escapes them its own way)", async () => {
