@@ -33,14 +33,19 @@ export {
   type CompactOptions,
   type CompactResult,
   type CompletedRunValue,
+  checkRunId,
   compact,
   createJournal,
   dirBlobStore,
   type EntryOf,
   type EntryType,
+  type ErrorCause,
   type EventStore,
+  escapeRunId,
+  type InterruptReason,
   type Journal,
   type JournalEntry,
+  MAX_RUN_ID_BYTES,
   memoryArchive,
   memoryBlobStore,
   memoryStore,
@@ -48,9 +53,11 @@ export {
   type OpenJournal,
   openSqliteJournal,
   type ReadArchivedOptions,
+  RUN_ID_RULE,
   type RunSummary,
   readArchived,
   readJournal,
+  runIdProblem,
   SCHEMA_VERSION,
   sqliteArchive,
   sqliteBlobStore,
@@ -120,7 +127,7 @@ export type {
   ToolContext,
 } from "./runtime/config.ts";
 export { type ClaimCheckEnvelope, isClaimCheckEnvelope } from "./runtime/conversation.ts";
-export { AgentInterruptedError, isAgentInterruptedError } from "./runtime/errors.ts";
+export { AgentInterruptedError, describeCause, errorCause, isAgentInterruptedError } from "./runtime/errors.ts";
 export {
   foldRun,
   type HydrateOptions,

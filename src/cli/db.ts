@@ -1,7 +1,10 @@
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import {
+  describeCause,
+  type ErrorCause,
   foldEntries,
+  type InterruptReason,
   type JournalEntry,
   type OpenJournal,
   openSqliteJournal,
@@ -66,6 +69,8 @@ export interface RunInfo {
   readonly bytes: number;
   readonly startedAt: string | undefined;
   readonly updatedAt: string | undefined;
+  /** Why an interrupted run stopped, and the model's error for a `model-error`. */
+  readonly interrupted?: { readonly reason: InterruptReason; readonly cause?: ErrorCause };
 }
 
 /** What `loom runs` shows of a run, from its entries. */
@@ -82,7 +87,22 @@ export function runInfo(runId: string, entries: readonly JournalEntry[]): RunInf
     bytes: entries.reduce((sum, e) => sum + entryBytes(e), 0),
     startedAt: entries[0]?.meta.at,
     updatedAt: entries.at(-1)?.meta.at,
+    ...(state.status === "interrupted" && state.interruption
+      ? { interrupted: { reason: state.interruption.reason, cause: state.interruption.cause } }
+      : {}),
   };
+}
+
+/**
+ * Why a run stopped, on one line for text output: `model-error: AI_APICallError (status 401, not
+ * retryable): Unauthorized`, the reason alone without a cause, "" for a run that did not stop.
+ * Control characters in the error's text are escaped (`\u001b`), so it cannot drive the terminal.
+ */
+export function stoppedText(info: RunInfo): string {
+  const i = info.interrupted;
+  if (i === undefined) return "";
+  const text = i.cause === undefined ? i.reason : `${i.reason}: ${describeCause(i.cause)}`;
+  return text.replace(/\p{Cc}/gu, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
 }
 
 /** Completed model frames: the model calls a run made. */

@@ -5,6 +5,7 @@ export { type CompactOptions, type CompactResult, compact } from "./compact.ts";
 export { createJournal, type OpenJournal, openSqliteJournal, readJournal } from "./journal.ts";
 export { type MemoryStoreOptions, memoryStore } from "./memory.ts";
 export { type ReadArchivedOptions, readArchived } from "./readArchived.ts";
+export { checkRunId, escapeRunId, MAX_RUN_ID_BYTES, RUN_ID_RULE, runIdProblem } from "./runId.ts";
 export type { ArchivedFrame, ArchiveStore, BlobInfo, BlobRef, BlobStore, Journal } from "./spi.ts";
 export { type SqliteEventStore, sqliteStore } from "./sqlite.ts";
 export { SQLITE_SCHEMA_VERSION, type SqliteOptions } from "./sqliteFile.ts";

@@ -1,4 +1,5 @@
 import { ConcurrencyError, JournalFormatError } from "../core/errors.ts";
+import { checkRunId } from "./runId.ts";
 import type { AppendOptions, CompactRequest, EventStore, RunSummary } from "./store.ts";
 import { type EntryMeta, type JournalEntry, type NewEntry, SCHEMA_VERSION } from "./types.ts";
 import { checkNewEntries, dataText } from "./validate.ts";
@@ -63,6 +64,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): EventStore {
 
   return {
     async append(runId: string, entries: readonly NewEntry[], { expectedVersion }: AppendOptions) {
+      checkRunId(runId, "append");
       checkNewEntries(runId, entries, expectedVersion);
       const kept = streams.get(runId);
       check(runId, kept, expectedVersion);
@@ -76,6 +78,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): EventStore {
     },
 
     async read(runId: string, readOptions?: { from?: number }) {
+      checkRunId(runId, "read");
       const kept = streams.get(runId);
       if (kept === undefined) return [];
       const from = readOptions?.from ?? 1;
@@ -94,6 +97,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): EventStore {
     },
 
     async compact(runId: string, request: CompactRequest) {
+      checkRunId(runId, "compact");
       checkNewEntries(runId, [request.marker], request.expectedVersion);
       const kept = streams.get(runId);
       check(runId, kept, request.expectedVersion);

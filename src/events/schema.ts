@@ -77,6 +77,23 @@ function checkArchived(d: Data, seq: number | undefined): void {
   }
 }
 
+function checkCause(c: unknown): void {
+  if (typeof c !== "object" || c === null || Array.isArray(c)) {
+    throw new Bad("data.cause", `must be an object, found ${kind(c)}`);
+  }
+  const cause = c as Data;
+  if (typeof cause.name !== "string") throw new Bad("data.cause.name", `must be a string, found ${kind(cause.name)}`);
+  if (typeof cause.message !== "string") {
+    throw new Bad("data.cause.message", `must be a string, found ${kind(cause.message)}`);
+  }
+  if (cause.status !== undefined && !Number.isInteger(cause.status)) {
+    throw new Bad("data.cause.status", `must be an integer, found ${kind(cause.status)}`);
+  }
+  if (cause.retryable !== undefined && typeof cause.retryable !== "boolean") {
+    throw new Bad("data.cause.retryable", `must be a boolean, found ${kind(cause.retryable)}`);
+  }
+}
+
 /** Checks `data` against the schema of `type` (known to be a valid type). */
 export function checkData(type: EntryType, data: unknown, seq: number | undefined): void {
   if (typeof data !== "object" || data === null || Array.isArray(data)) {
@@ -134,6 +151,7 @@ export function checkData(type: EntryType, data: unknown, seq: number | undefine
     }
     case "run.interrupted":
       str(d, "reason");
+      if (d.cause !== undefined) checkCause(d.cause);
       return;
     case "run.failed": {
       const e = d.error as Data | undefined;

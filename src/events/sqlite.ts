@@ -1,6 +1,7 @@
 import type Database from "better-sqlite3";
 import { ConcurrencyError, JournalFormatError } from "../core/errors.ts";
 import { encodeEntries } from "./rows.ts";
+import { checkRunId } from "./runId.ts";
 import { openSqliteFile, type SqliteFile, type SqliteOptions, sqliteFileOf } from "./sqliteFile.ts";
 import { decodeStoredRows, encodeRow, INSERT_ENTRY, type StoredRow } from "./sqliteRows.ts";
 import type { AppendOptions, CompactRequest, EventStore, RunSummary } from "./store.ts";
@@ -109,6 +110,7 @@ export function sqliteStoreOn(shared: SqliteFile): SqliteEventStore {
   });
 
   const compactSync = (runId: string, request: CompactRequest) => {
+    checkRunId(runId, "compact");
     const text = encodeEntries(runId, [request.marker], request.expectedVersion).texts[0] as string;
     compactTx.immediate(runId, request, text);
     return { version: request.expectedVersion + 1 };
@@ -118,12 +120,14 @@ export function sqliteStoreOn(shared: SqliteFile): SqliteEventStore {
     [sqliteFileOf]: file,
 
     async append(runId: string, entries: readonly NewEntry[], { expectedVersion }: AppendOptions) {
+      checkRunId(runId, "append");
       const { types, texts } = encodeEntries(runId, entries, expectedVersion);
       write.immediate(runId, types, texts, expectedVersion);
       return { version: expectedVersion + entries.length };
     },
 
     async read(runId: string, options?: { from?: number }) {
+      checkRunId(runId, "read");
       return readTx(runId, options?.from ?? 1);
     },
 

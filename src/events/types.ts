@@ -146,6 +146,23 @@ export interface CompletedRunValue {
 export interface RunInterruptedData {
   readonly reason: InterruptReason;
   readonly detail: unknown;
+  /** The error that stopped the run (a `model-error`), so a reader after a restart still knows why. */
+  readonly cause?: ErrorCause;
+}
+
+/**
+ * A failed effect's error as the journal keeps it: what tells a 401 from a 429 or a network
+ * failure, never the whole error object (headers, bodies and stacks stay out of the journal).
+ */
+export interface ErrorCause {
+  /** The error's `name` (`APICallError`, `TypeError`…). */
+  readonly name: string;
+  /** Its message (at most 2,000 characters). */
+  readonly message: string;
+  /** The HTTP status, when the error carries one (AI SDK `statusCode`, or `status`). */
+  readonly status?: number;
+  /** Whether the error says a retry may succeed (AI SDK `isRetryable`), when it says. */
+  readonly retryable?: boolean;
 }
 
 export interface RunFailedData {

@@ -1,5 +1,5 @@
 import { assign, enqueueActions, fromPromise, setup } from "xstate";
-import type { InterruptReason, ModelResponse } from "../events/types.ts";
+import type { ErrorCause, InterruptReason, ModelResponse } from "../events/types.ts";
 import { toolStepId } from "../projections/ids.ts";
 import { type ToolCallParentEvent, toolCallMachine } from "./toolCall.machine.ts";
 
@@ -25,7 +25,15 @@ export type ReplayOutput =
 
 export type CallModelOutput =
   | { readonly ok: true; readonly response: ModelResponse }
-  | { readonly ok: false; readonly reason: InterruptReason; readonly detail: unknown };
+  | { readonly ok: false; readonly reason: InterruptReason; readonly detail: unknown; readonly cause?: ErrorCause };
+
+/** Why the run is stopping, as `run.interrupted` will record it. */
+export interface Interruption {
+  readonly reason: InterruptReason;
+  readonly detail: unknown;
+  /** The model's error, for a `model-error`. */
+  readonly cause?: ErrorCause;
+}
 
 export interface AgentLoopContext {
   readonly runId: string;
@@ -38,7 +46,7 @@ export interface AgentLoopContext {
   open: number;
   /** Step ids of calls waiting for an approval. */
   pending: string[];
-  interrupt: { readonly reason: InterruptReason; readonly detail: unknown } | undefined;
+  interrupt: Interruption | undefined;
   error: unknown;
 }
 
@@ -67,9 +75,7 @@ export const agentLoopMachine = setup({
     })),
     toolCall: toolCallMachine,
     complete: fromPromise<void, { turn: number; content: string }>(async () => {}),
-    interrupt: fromPromise<void, { turn: number; reason: InterruptReason; detail: unknown; pending: string[] }>(
-      async () => {},
-    ),
+    interrupt: fromPromise<void, Interruption & { turn: number; pending: string[] }>(async () => {}),
   },
   guards: {
     withinLimit: ({ context }) => context.turn < context.maxIterations,
@@ -182,8 +188,11 @@ export const agentLoopMachine = setup({
                 guard: ({ event }) => !event.output.ok,
                 target: "#agentLoop.interrupting",
                 actions: assign({
-                  interrupt: ({ event }) =>
-                    event.output.ok ? undefined : { reason: event.output.reason, detail: event.output.detail },
+                  interrupt: ({ event }): Interruption | undefined => {
+                    if (event.output.ok) return undefined;
+                    const { reason, detail, cause } = event.output;
+                    return cause === undefined ? { reason, detail } : { reason, detail, cause };
+                  },
                 }),
               },
               {
@@ -248,6 +257,7 @@ export const agentLoopMachine = setup({
           turn: context.turn,
           reason: context.interrupt?.reason ?? "aborted",
           detail: context.interrupt?.detail ?? null,
+          ...(context.interrupt?.cause === undefined ? {} : { cause: context.interrupt.cause }),
           pending: context.pending,
         }),
         onDone: { target: "interrupted" },

@@ -2,6 +2,7 @@ import type pg from "pg";
 import { sha256Hex } from "../core/digest.ts";
 import { ConcurrencyError, JournalFormatError } from "../core/errors.ts";
 import { decodeRows, encodeEntries } from "../events/rows.ts";
+import { checkRunId } from "../events/runId.ts";
 import type { AppendOptions, CompactRequest, EventStore, RunSummary } from "../events/store.ts";
 import { type EntryMeta, type JournalEntry, type NewEntry, SCHEMA_VERSION } from "../events/types.ts";
 import { openPgDatabase, type PgDatabase, type PostgresOptions, pgDatabaseOf } from "./database.ts";
@@ -85,6 +86,7 @@ export function postgresStoreOn(shared: PgDatabase): PostgresEventStore {
     ready: () => db.ready,
 
     async append(runId: string, entries: readonly NewEntry[], { expectedVersion }: AppendOptions) {
+      checkRunId(runId, "append");
       const { types, texts } = encodeEntries(runId, entries, expectedVersion);
       await db.ready;
       if (entries.length === 0) {
@@ -102,6 +104,7 @@ export function postgresStoreOn(shared: PgDatabase): PostgresEventStore {
     },
 
     async read(runId: string, options?: { from?: number }) {
+      checkRunId(runId, "read");
       await db.ready;
       const { rows } = await pool.query<Row>({ ...sql.read, values: [runId, options?.from ?? 1], rowMode: "array" });
       const out: JournalEntry[] = [];
@@ -116,6 +119,7 @@ export function postgresStoreOn(shared: PgDatabase): PostgresEventStore {
     },
 
     async compact(runId: string, request: CompactRequest) {
+      checkRunId(runId, "compact");
       const text = encodeEntries(runId, [request.marker], request.expectedVersion).texts[0] as string;
       await db.ready;
       const client = await pool.connect();

@@ -1,5 +1,6 @@
 import { digestOf, digestOfRecorded } from "../core/digest.ts";
 import { AgentLoopConfigError, ReplayDivergenceError } from "../core/errors.ts";
+import { checkRunId } from "../events/runId.ts";
 import type { Journal } from "../events/spi.ts";
 import type { EntryMeta, Message, NewEntry, RunStartedData } from "../events/types.ts";
 import { SCHEMA_VERSION } from "../events/types.ts";
@@ -39,6 +40,7 @@ export function databaseOf(journal: Journal, what: string): PgDatabase {
  * await submitRun(journal, { runId: "r-1", loop, input: "Where is my order?" });
  */
 export async function submitRun(journal: Journal, request: SubmitRequest): Promise<{ started: boolean }> {
+  checkRunId(request.runId, "submitRun");
   const db = databaseOf(journal, "submitRun");
   await db.ready;
   for (let attempt = 0; ; attempt++) {

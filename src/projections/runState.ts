@@ -44,7 +44,10 @@ export interface RunState {
    * included). The responses themselves are the model frames' outputs: see {@link responseAt}.
    */
   turns: number;
-  /** The last interruption, while the run is interrupted. */
+  /**
+   * The last interruption, while the run is interrupted; for a `model-error`, `cause` is the
+   * model's error (also for entries written before `cause` was journaled, from their detail).
+   */
   interruption: RunInterruptedData | undefined;
   error: RunFailedData["error"] | undefined;
   /**
@@ -140,7 +143,7 @@ export const runStateProjection: Projection<RunState> = {
         break;
       case "run.interrupted":
         state.status = "interrupted";
-        state.interruption = entry.data;
+        state.interruption = withCause(entry.data);
         break;
       case "run.failed":
         state.status = "failed";
@@ -154,6 +157,17 @@ export const runStateProjection: Projection<RunState> = {
     return state;
   },
 };
+
+/**
+ * A model error's cause, also for entries written before `cause` was journaled: those kept the
+ * error's name and message in `detail`.
+ */
+function withCause(data: RunInterruptedData): RunInterruptedData {
+  if (data.cause !== undefined || data.reason !== "model-error") return data;
+  const { name, message } = (data.detail ?? {}) as { name?: unknown; message?: unknown };
+  if (typeof name !== "string" || typeof message !== "string") return data;
+  return { ...data, cause: { name, message } };
+}
 
 function countTurn(state: RunState, frameId: string): void {
   const parsed = parseFrameId(frameId);

@@ -1,4 +1,4 @@
-import type { InterruptReason } from "../events/types.ts";
+import type { ErrorCause, InterruptReason } from "../events/types.ts";
 
 /** The shape of the returned tool-call log. Unset means "full" (and journals no pin). */
 export type ToolCallLogMode = "full" | "lean";
@@ -48,4 +48,6 @@ export interface InterruptedAgentRun {
   readonly iterations: number;
   /** Step ids of tool calls waiting for an approval, with the input each would run with. */
   readonly pendingApprovals: readonly { readonly stepId: string; readonly toolName: string; readonly input: unknown }[];
+  /** The model's error, for a `model-error`: as `run.interrupted` recorded it (the same after a restart). */
+  readonly cause?: ErrorCause;
 }

@@ -2,12 +2,13 @@ import { fromPromise } from "xstate";
 import { digestOf, digestOfRecorded } from "../core/digest.ts";
 import { AgentLoopConfigError, ReplayDivergenceError } from "../core/errors.ts";
 import { readJournal } from "../events/journal.ts";
-import type { InterruptReason, ModelResponse, NewEntry, ToolCall } from "../events/types.ts";
-import type { CallModelOutput, PrepareOutput, ReplayOutput } from "../machines/agentLoop.machine.ts";
+import type { ModelResponse, NewEntry, ToolCall } from "../events/types.ts";
+import type { CallModelOutput, Interruption, PrepareOutput, ReplayOutput } from "../machines/agentLoop.machine.ts";
 import { resolveModePin } from "../machines/modePin.machine.ts";
 import { modelFrameId, modePinId, toolStepId } from "../projections/ids.ts";
 import { foldEntries, responseAt } from "../projections/runState.ts";
 import { Appender } from "./appender.ts";
+import { errorCause } from "./errors.ts";
 import { hydrateArchived } from "./readers.ts";
 import type { RunSession } from "./session.ts";
 
@@ -125,12 +126,10 @@ export function loopActors(session: RunSession) {
       });
     } catch (e) {
       if (runSignal?.aborted || signal.aborted) return { ok: false, reason: "aborted", detail: null };
-      const error = e as Error;
-      return {
-        ok: false,
-        reason: "model-error",
-        detail: { frameId, name: error?.name, message: String(error?.message ?? e) },
-      };
+      const cause = errorCause(e); // never throws, whatever the model threw
+      // `detail` keeps the fields Loom 0.1.0 wrote (readers of it keep working); `cause` is the typed record.
+      const detail = { frameId, name: cause.name, message: cause.message };
+      return { ok: false, reason: "model-error", detail, cause };
     }
     if (signal.aborted) return { ok: false, reason: "aborted", detail: null };
     const response = normalizeResponse(raw);
@@ -148,15 +147,14 @@ export function loopActors(session: RunSession) {
     });
   });
 
-  const interrupt = fromPromise<void, { turn: number; reason: InterruptReason; detail: unknown; pending: string[] }>(
-    async ({ input }) => {
-      session.appender.close(input.reason);
-      await session.appender.appendFinal({
-        type: "run.interrupted",
-        data: { reason: input.reason, detail: input.detail },
-      });
-    },
-  );
+  const interrupt = fromPromise<void, Interruption & { turn: number; pending: string[] }>(async ({ input }) => {
+    const { reason, detail, cause } = input;
+    session.appender.close(reason);
+    await session.appender.appendFinal({
+      type: "run.interrupted",
+      data: cause === undefined ? { reason, detail } : { reason, detail, cause },
+    });
+  });
 
   return { prepare, replay, callModel, complete, interrupt };
 }

@@ -1,4 +1,5 @@
 import { createActor, type InspectionEvent, type Observer } from "xstate";
+import { checkRunId } from "../events/runId.ts";
 import { agentLoopMachine } from "../machines/agentLoop.machine.ts";
 import { toolCallMachine } from "../machines/toolCall.machine.ts";
 import { toolStepId } from "../projections/ids.ts";
@@ -45,6 +46,7 @@ export function agentLoop$(config: AgentLoopConfig): AgentLoop {
 }
 
 async function runLoop(config: AgentLoopConfig, request: RunRequest): Promise<AgentOutput> {
+  checkRunId(request.runId, "loop.run"); // before anything reads or writes the journal
   const session = new RunSession(config, request);
   const machine = agentLoopMachine.provide({
     actors: { ...loopActors(session), toolCall: toolCallMachine.provide({ actors: toolCallActors(session) }) },
@@ -82,6 +84,7 @@ function interruptedRun(session: RunSession, pending: readonly string[]): Interr
   const state = session.state;
   const turn = state.turns - 1;
   const calls = responseAt(state, turn)?.toolCalls ?? [];
+  const cause = state.interruption?.cause; // as journaled: what a reader after a restart sees too
   return {
     runId: session.options.runId,
     reason: state.interruption?.reason ?? "aborted",
@@ -91,5 +94,6 @@ function interruptedRun(session: RunSession, pending: readonly string[]): Interr
       const stepId = toolStepId(session.loopId, turn, index);
       return pending.includes(stepId) ? [{ stepId, toolName: call.name, input: call.input }] : [];
     }),
+    ...(cause === undefined ? {} : { cause }),
   };
 }

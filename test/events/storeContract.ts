@@ -1,5 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { ConcurrencyError, isConcurrencyError, isJournalFormatError } from "../../src/core/errors.ts";
+import {
+  ConcurrencyError,
+  isAgentLoopConfigError,
+  isConcurrencyError,
+  isJournalFormatError,
+} from "../../src/core/errors.ts";
 import type { CompactRequest, EventStore } from "../../src/events/store.ts";
 import { type NewEntry, SCHEMA_VERSION } from "../../src/events/types.ts";
 import { validateEntries } from "../../src/events/validate.ts";
@@ -19,6 +24,35 @@ async function rejection(p: Promise<unknown>): Promise<unknown> {
   }
   throw new Error("expected the promise to reject");
 }
+
+/** Ids every store refuses: a lone surrogate (which UTF-8 cannot hold), NUL and other controls, too long. */
+export const INVALID_RUN_IDS: readonly string[] = [
+  "a\ud800",
+  "a\udbff",
+  "\udc00b",
+  "a\u0000b",
+  "tab\there",
+  "line\nbreak",
+  "del\u007f",
+  "c1\u0085",
+  "",
+  "x".repeat(513),
+  "é".repeat(257), // 514 UTF-8 bytes in 257 characters
+];
+
+/** Ids every store keeps apart and hands back exactly (the first two are what PostgreSQL merged lone surrogates into). */
+export const VALID_RUN_IDS: readonly string[] = [
+  "a\ufffd",
+  "a\u{1f600}",
+  "x".repeat(512),
+  "\u{1f600}".repeat(128), // 512 UTF-8 bytes
+  "ünï-cødé 日本 run/1:#?",
+];
+
+const archivedMarker: CompactRequest["marker"] = {
+  type: "frames.archived",
+  data: { frameIds: [], archiveRef: `sha256:${"a".repeat(64)}`, digests: {}, seqs: [] },
+};
 
 /**
  * The EventStore contract: every adapter's test file calls it with a factory of fresh stores
@@ -201,6 +235,32 @@ export function storeContract(name: string, open: () => Promise<StoreFixture>): 
         expect(isJournalFormatError(await rejection(store.compact("r1", malformed)))).toBe(true);
         expect(await store.read("r1")).toEqual(before);
       });
+    });
+
+    it("refuses an invalid run id on append, read and compact (AgentLoopConfigError invalidRunId) and stores nothing", async () => {
+      for (const runId of INVALID_RUN_IDS) {
+        const refusals = [
+          await rejection(store.append(runId, [runStarted()], { expectedVersion: 0 })),
+          await rejection(store.read(runId)),
+          await rejection(store.compact(runId, { removeSeqs: [], expectedVersion: 0, marker: archivedMarker })),
+        ];
+        for (const e of refusals) {
+          expect(isAgentLoopConfigError(e), `${JSON.stringify(runId)}: ${String(e)}`).toBe(true);
+          expect(e).toMatchObject({ code: "invalidRunId", message: expect.stringContaining("not a valid run id") });
+        }
+      }
+      expect(await store.listRuns()).toEqual([]);
+    });
+
+    it("keeps every valid run id apart, as written: replacement characters, astral code points, 512 UTF-8 bytes", async () => {
+      for (const [i, runId] of VALID_RUN_IDS.entries()) {
+        await store.append(runId, [runStarted(`loop-${i}`)], { expectedVersion: 0 });
+      }
+      for (const [i, runId] of VALID_RUN_IDS.entries()) {
+        const [entry] = await store.read(runId);
+        expect(entry).toMatchObject({ runId, data: { loopId: `loop-${i}` } });
+      }
+      expect((await store.listRuns()).map((r) => r.runId).sort()).toEqual([...VALID_RUN_IDS].sort());
     });
 
     it("holds 100,000 entries in one run and reads them back in order", async () => {

@@ -507,8 +507,14 @@ describe("defective model responses", () => {
         reason: "model-error",
         detail: {
           frameId: "m#turn:1:model",
-          ...(thrown instanceof Error ? { name: "TypeError", message: "upstream 503" } : { message: "a bare string" }),
+          ...(thrown instanceof Error
+            ? { name: "TypeError", message: "upstream 503" }
+            : { name: "Error", message: "a bare string" }),
         },
+        cause:
+          thrown instanceof Error
+            ? { name: "TypeError", message: "upstream 503" }
+            : { name: "Error", message: "a bare string" },
       });
       await nothingHalfJournaled(journal, "r", ["m#turn:1:model"]);
       fail = false;

@@ -6,7 +6,7 @@ import {
   rebuildToolCallLog,
   type ToolCallLogMode,
 } from "../../index.ts";
-import { dbPath, readRun, runInfo, withJournal } from "../db.ts";
+import { dbPath, readRun, runInfo, stoppedText, withJournal } from "../db.ts";
 import { clip, int, oneLine, shortDigest, table } from "../format.ts";
 import { type CliIo, println } from "../io.ts";
 import { type CommonOptions, withCommon } from "../program.ts";
@@ -37,7 +37,7 @@ export function registerLog(program: Command, io: CliIo): void {
       const mode = options.mode ?? info.mode;
       println(
         io.stdout,
-        `run ${runId} · loop ${info.loopId} · ${info.status} · ${int(info.iterations)} model calls · ${int(log.length)} tool calls · ${mode} log (recorded shape: ${info.mode})`,
+        `run ${runId} · loop ${info.loopId} · ${info.interrupted ? `${info.status} (${stoppedText(info)})` : info.status} · ${int(info.iterations)} model calls · ${int(log.length)} tool calls · ${mode} log (recorded shape: ${info.mode})`,
       );
       if (log.length === 0) return println(io.stdout, "no tool call has ended yet");
       println(

@@ -1,21 +1,25 @@
 import type { Command } from "commander";
-import { readJournal } from "../../index.ts";
-import { dbPath, type RunInfo, runInfo, withJournal } from "../db.ts";
-import { int, kB, table } from "../format.ts";
+import { escapeRunId, RUN_ID_RULE, readJournal, runIdProblem } from "../../index.ts";
+import { dbPath, type RunInfo, runInfo, stoppedText, withJournal } from "../db.ts";
+import { clip, int, kB, table } from "../format.ts";
 import { type CliIo, println } from "../io.ts";
 import { type CommonOptions, withCommon } from "../program.ts";
 
 /** `loom runs`: every run of the journal, oldest first. */
 export function registerRuns(program: Command, io: CliIo): void {
   withCommon(program.command("runs"))
-    .description("list the runs in the journal: loop, status, model calls, entries, bytes")
+    .description("list the runs in the journal: loop, status, model calls, entries, bytes, why a run stopped")
     .option("--json", "print an array of runs as JSON")
     .action(async (options: CommonOptions & { json?: boolean }) => {
       const path = dbPath(io, options.db);
       const runs = await withJournal(path, async (journal) => {
         const out: RunInfo[] = [];
-        for (const { runId } of await journal.store.listRuns())
-          out.push(runInfo(runId, await readJournal(journal, runId)));
+        for (const { runId } of await journal.store.listRuns()) {
+          // Written before run ids had a rule: listed, but no store reads it any more.
+          const problem = runIdProblem(runId);
+          if (problem === undefined) out.push(runInfo(runId, await readJournal(journal, runId)));
+          else println(io.stderr, `loom: skipped run ${escapeRunId(runId)}: ${problem}; ${RUN_ID_RULE}`);
+        }
         return out.sort(
           (a, b) => (a.startedAt ?? "").localeCompare(b.startedAt ?? "") || a.runId.localeCompare(b.runId),
         );
@@ -31,10 +35,15 @@ export function registerRuns(program: Command, io: CliIo): void {
         kB(r.bytes),
         r.mode,
         (r.startedAt ?? "").replace("T", " ").slice(0, 19),
+        clip(stoppedText(r), 100),
       ]);
       println(
         io.stdout,
-        table(["run", "loop", "status", "model calls", "entries", "journal", "log", "started"], rows, [3, 4, 5]),
+        table(
+          ["run", "loop", "status", "model calls", "entries", "journal", "log", "started", "stopped"],
+          rows,
+          [3, 4, 5],
+        ),
       );
     });
 }

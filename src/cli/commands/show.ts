@@ -8,10 +8,12 @@ import {
   projectToolCallLog,
   type ResolvedStep,
   type RunState,
+  readJournal,
   resolveStep,
+  runIdProblem,
   verifyTurnResults,
 } from "../../index.ts";
-import { dbPath, withJournal } from "../db.ts";
+import { dbPath, type RunInfo, runInfo, stoppedText, withJournal } from "../db.ts";
 import { int } from "../format.ts";
 import { CliError, type CliIo, println } from "../io.ts";
 import { type CommonOptions, withCommon } from "../program.ts";
@@ -24,12 +26,17 @@ interface ShowOptions extends CommonOptions {
 /** `loom show <stepId>`: one step's full output, its digest checked against what vouches for it. */
 export function registerShow(program: Command, io: CliIo): void {
   withCommon(program.command("show"))
-    .description("print a step's full output (a lean entry's stepId), its digest verified")
-    .argument("<stepId>", "a tool step id, e.g. 'loom-demo#turn:3:tool:0' (quote it: it holds a #)")
+    .description("print a step's full output (a lean entry's stepId), its digest verified; or a run's summary")
+    .argument(
+      "<stepId>",
+      "a tool step id, e.g. 'loom-demo#turn:3:tool:0' (quote it: it holds a #), or a run id: its status and why it stopped",
+    )
     .option("--run <runId>", "the run holding the step (needed when several runs of one loop are in the journal)")
     .option("--json", "print the resolved step as JSON")
     .action(async (stepId: string, options: ShowOptions) => {
       const path = dbPath(io, options.db);
+      const run = await runNamed(path, stepId);
+      if (run !== undefined) return printRun(io, run, options.json === true);
       const shown = await withJournal(path, async (journal) => {
         const step = await resolve(journal, stepId, options.run);
         // One fold of the run serves the log entry and the checks.
@@ -58,6 +65,29 @@ export function registerShow(program: Command, io: CliIo): void {
       println(io.stdout, "output:");
       println(io.stdout, JSON.stringify(output, null, 2) ?? "undefined");
     });
+}
+
+/** The run an argument names, when it is no step id but the id of a run in the journal. */
+async function runNamed(path: string, arg: string): Promise<RunInfo | undefined> {
+  if (parseFrameId(arg) !== undefined || runIdProblem(arg) !== undefined) return undefined;
+  return withJournal(path, async (journal) => {
+    if (!(await journal.store.listRuns()).some((r) => r.runId === arg)) return undefined;
+    return runInfo(arg, await readJournal(journal, arg));
+  });
+}
+
+function printRun(io: CliIo, run: RunInfo, json: boolean): void {
+  if (json) {
+    println(io.stdout, JSON.stringify(run, null, 2));
+    return;
+  }
+  println(io.stdout, `run     ${run.runId}`); // a valid run id: no control character to escape
+  println(io.stdout, `loop    ${run.loopId ?? "?"}`);
+  println(
+    io.stdout,
+    `status  ${run.status}, ${int(run.iterations)} model calls, ${int(run.entries)} entries, ${run.mode} log`,
+  );
+  if (run.interrupted) println(io.stdout, `stopped ${stoppedText(run)}`);
 }
 
 async function resolve(journal: Journal, stepId: string, runId: string | undefined): Promise<ResolvedStep> {
