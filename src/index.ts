@@ -24,6 +24,7 @@ export {
   sha256Hex,
 } from "./core/index.ts";
 export { isMissingDependencyError, MissingDependencyError } from "./core/optional.ts";
+export { describeCause, errorCause } from "./events/errorCause.ts";
 export {
   type ArchivedFrame,
   type ArchiveStore,
@@ -127,7 +128,7 @@ export type {
   ToolContext,
 } from "./runtime/config.ts";
 export { type ClaimCheckEnvelope, isClaimCheckEnvelope } from "./runtime/conversation.ts";
-export { AgentInterruptedError, describeCause, errorCause, isAgentInterruptedError } from "./runtime/errors.ts";
+export { AgentInterruptedError, isAgentInterruptedError } from "./runtime/errors.ts";
 export {
   foldRun,
   type HydrateOptions,

@@ -4,15 +4,15 @@
  * passes `now` and a `random` draw, and journals the decision (its `retryAt`), so a resumed run
  * serves the decision instead of drawing again.
  */
+import { errorCause } from "../events/errorCause.ts";
+import type { ErrorCause } from "../events/types.ts";
 
-/** A failed attempt as the journal records it and `cause` reports it. */
-export interface AttemptError {
-  /** The error's class name (`APICallError`, `TypeError`, `ModelTimeoutError`…). */
-  readonly name: string;
-  readonly message: string;
-  /** The HTTP status, when the error came from an HTTP answer. */
-  readonly status?: number;
-  /** Whether trying again may succeed (see {@link describeError}). */
+/**
+ * A failed attempt as the journal records it: the error's cause (`ErrorCause`, what
+ * `run.interrupted` keeps too) with retryability decided, and how long the server asked to wait.
+ */
+export interface AttemptError extends ErrorCause {
+  /** Whether trying again may succeed (see {@link attemptError}). */
   readonly retryable: boolean;
   /** How long the server asked to wait (`retry-after-ms`, or `retry-after` in seconds or as a date). */
   readonly retryAfterMs?: number;
@@ -101,52 +101,41 @@ const NETWORK_CODES = new Set([
   "UND_ERR_CLOSED",
 ]);
 
-const MAX_MESSAGE = 2_000;
-
 /**
- * Reads what an error says about itself, as the journal records it: its name and message, the
- * HTTP status (`statusCode` of the AI SDK's APICallError, `status`, or `response.status`), whether
- * it is retryable, and how long the server asked to wait. Retryable: never for 400, 401 and 403;
- * otherwise what the error says (`isRetryable`), else HTTP 408, 409, 429 and 5xx, and network
- * failures (a socket reset, a refused connection, `fetch failed`). `now` turns an HTTP-date
- * `Retry-After` into a wait.
+ * Reads what an error says about itself, as the journal records a failed attempt: its cause
+ * (`errorCause`: name, message, HTTP status), whether it is retryable, and how long the server asked
+ * to wait. Retryable: never for 400, 401 and 403; otherwise what the error says (`isRetryable`),
+ * else HTTP 408, 409, 429 and 5xx, and network failures (a socket reset, a refused connection,
+ * `fetch failed`). `now` turns an HTTP-date `Retry-After` into a wait.
  *
  * @example
- * describeError(new APICallError({ statusCode: 429, responseHeaders: { "retry-after": "1" }, … }), Date.now());
+ * attemptError(new APICallError({ statusCode: 429, responseHeaders: { "retry-after": "1" }, … }), Date.now());
  * // { name: "AI_APICallError", message: "…", status: 429, retryable: true, retryAfterMs: 1000 }
  */
-export function describeError(error: unknown, now: number): AttemptError {
+export function attemptError(error: unknown, now: number): AttemptError {
+  const cause = errorCause(error);
   const e = (typeof error === "object" && error !== null ? error : {}) as Record<string, unknown>;
-  const isObject = typeof error === "object" && error !== null;
-  const name = typeof e.name === "string" && e.name !== "" ? e.name : isObject ? "Error" : "Thrown";
-  const rawMessage = typeof e.message === "string" ? e.message : safeString(error);
-  const message = rawMessage.length > MAX_MESSAGE ? `${rawMessage.slice(0, MAX_MESSAGE)}…` : rawMessage;
-  const status = statusOf(e);
+  const status = cause.status ?? statusOf(e);
   const retryAfterMs = retryAfter(headersOf(e), now);
   const retryable =
     status !== undefined && NEVER_RETRIED.has(status)
       ? false
-      : typeof e.isRetryable === "boolean"
-        ? e.isRetryable
-        : status !== undefined
+      : (cause.retryable ??
+        (status !== undefined
           ? status === 408 || status === 409 || status === 429 || status >= 500
-          : isNetworkError(error);
+          : isNetworkError(error)));
   return {
-    name,
-    message,
+    ...cause,
     ...(status === undefined ? {} : { status }),
     retryable,
     ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
   };
 }
 
+/** `response.status` of fetch-like errors (`statusCode` and `status` are errorCause's). */
 function statusOf(e: Record<string, unknown>): number | undefined {
-  const response = e.response as { status?: unknown } | undefined;
-  for (const candidate of [e.statusCode, e.status, response?.status]) {
-    if (typeof candidate === "number" && Number.isInteger(candidate) && candidate >= 100 && candidate <= 599)
-      return candidate;
-  }
-  return undefined;
+  const status = (e.response as { status?: unknown } | undefined)?.status;
+  return typeof status === "number" && Number.isInteger(status) && status >= 100 && status <= 599 ? status : undefined;
 }
 
 /** Response headers as lower-case name → value, from a plain record or a `Headers`. */

@@ -1,6 +1,7 @@
 import { fromPromise } from "xstate";
 import { digestOf, digestOfRecorded } from "../core/digest.ts";
 import { AgentLoopConfigError, ReplayDivergenceError } from "../core/errors.ts";
+import { errorCause } from "../events/errorCause.ts";
 import { readJournal } from "../events/journal.ts";
 import type { ModelResponse, NewEntry, ToolCall } from "../events/types.ts";
 import type { CallModelOutput, Interruption, PrepareOutput, ReplayOutput } from "../machines/agentLoop.machine.ts";
@@ -8,7 +9,6 @@ import { resolveModePin } from "../machines/modePin.machine.ts";
 import { modelFrameId, modePinId, toolStepId } from "../projections/ids.ts";
 import { foldEntries, responseAt } from "../projections/runState.ts";
 import { Appender } from "./appender.ts";
-import { errorCause } from "./errors.ts";
 import { hydrateArchived } from "./readers.ts";
 import type { RunSession } from "./session.ts";
 

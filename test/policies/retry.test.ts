@@ -2,10 +2,10 @@ import { APICallError } from "@ai-sdk/provider";
 import { describe, expect, it } from "vitest";
 import {
   type AttemptError,
+  attemptError,
   DEFAULT_MODEL_RETRY,
   DEFAULT_TOOL_RETRY,
   decideRetry,
-  describeError,
   type RetryPolicy,
   validateRetryPolicy,
 } from "../../src/policies/retry.ts";
@@ -24,7 +24,7 @@ const apiError = (statusCode: number, responseHeaders?: Record<string, string>, 
 
 const networkError = (code: string) => Object.assign(new TypeError("fetch failed"), { cause: { code } });
 
-describe("describeError: what an error says about itself", () => {
+describe("attemptError: what an error says about itself", () => {
   it.each([
     [408, true],
     [409, true],
@@ -37,56 +37,56 @@ describe("describeError: what an error says about itself", () => {
     [404, false],
     [422, false],
   ])("an AI SDK APICallError with status %i is retryable: %s", (status, retryable) => {
-    const described = describeError(apiError(status), NOW);
+    const described = attemptError(apiError(status), NOW);
     expect(described).toMatchObject({ name: "AI_APICallError", status, retryable, message: `HTTP ${status}` });
   });
 
   it("never retries 400, 401 or 403, even when the error claims it may", () => {
-    for (const status of [400, 401, 403]) expect(describeError(apiError(status, {}, true), NOW).retryable).toBe(false);
+    for (const status of [400, 401, 403]) expect(attemptError(apiError(status, {}, true), NOW).retryable).toBe(false);
   });
 
   it("trusts isRetryable over the status otherwise", () => {
-    expect(describeError(apiError(500, {}, false), NOW).retryable).toBe(false);
-    expect(describeError(apiError(404, {}, true), NOW).retryable).toBe(true);
+    expect(attemptError(apiError(500, {}, false), NOW).retryable).toBe(false);
+    expect(attemptError(apiError(404, {}, true), NOW).retryable).toBe(true);
   });
 
   it("reads status from status and response.status (fetch-like errors)", () => {
-    expect(describeError(Object.assign(new Error("x"), { status: 502 }), NOW)).toMatchObject({
+    expect(attemptError(Object.assign(new Error("x"), { status: 502 }), NOW)).toMatchObject({
       status: 502,
       retryable: true,
     });
-    expect(describeError(Object.assign(new Error("x"), { response: { status: 401 } }), NOW)).toMatchObject({
+    expect(attemptError(Object.assign(new Error("x"), { response: { status: 401 } }), NOW)).toMatchObject({
       status: 401,
       retryable: false,
     });
   });
 
   it("retries network failures: fetch failed with a socket code, ECONNRESET on the error itself", () => {
-    expect(describeError(networkError("ECONNRESET"), NOW)).toMatchObject({ name: "TypeError", retryable: true });
-    expect(describeError(Object.assign(new Error("socket hang up"), { code: "ECONNRESET" }), NOW).retryable).toBe(true);
-    expect(describeError(new Error("boom"), NOW).retryable).toBe(false);
-    expect(describeError(new TypeError("x is not a function"), NOW).retryable).toBe(false);
+    expect(attemptError(networkError("ECONNRESET"), NOW)).toMatchObject({ name: "TypeError", retryable: true });
+    expect(attemptError(Object.assign(new Error("socket hang up"), { code: "ECONNRESET" }), NOW).retryable).toBe(true);
+    expect(attemptError(new Error("boom"), NOW).retryable).toBe(false);
+    expect(attemptError(new TypeError("x is not a function"), NOW).retryable).toBe(false);
   });
 
   it("honours retry-after-ms, retry-after in seconds, and retry-after as an HTTP date", () => {
-    expect(describeError(apiError(429, { "retry-after-ms": "1500" }), NOW).retryAfterMs).toBe(1500);
-    expect(describeError(apiError(429, { "Retry-After": "1" }), NOW).retryAfterMs).toBe(1000);
+    expect(attemptError(apiError(429, { "retry-after-ms": "1500" }), NOW).retryAfterMs).toBe(1500);
+    expect(attemptError(apiError(429, { "Retry-After": "1" }), NOW).retryAfterMs).toBe(1000);
     const date = new Date(NOW + 7_000).toUTCString();
-    expect(describeError(apiError(503, { "retry-after": date }), NOW).retryAfterMs).toBe(7000);
-    expect(describeError(apiError(503, { "retry-after": "soon" }), NOW).retryAfterMs).toBeUndefined();
+    expect(attemptError(apiError(503, { "retry-after": date }), NOW).retryAfterMs).toBe(7000);
+    expect(attemptError(apiError(503, { "retry-after": "soon" }), NOW).retryAfterMs).toBeUndefined();
     const headers = new Headers({ "retry-after": "2" });
-    expect(describeError(Object.assign(new Error("x"), { status: 429, headers }), NOW).retryAfterMs).toBe(2000);
+    expect(attemptError(Object.assign(new Error("x"), { status: 429, headers }), NOW).retryAfterMs).toBe(2000);
   });
 
   it("describes anything thrown: a string, null, an object without a name; long messages are cut", () => {
-    expect(describeError("nope", NOW)).toEqual({ name: "Thrown", message: "nope", retryable: false });
-    expect(describeError(null, NOW)).toEqual({ name: "Thrown", message: "null", retryable: false });
-    expect(describeError({ message: "m" }, NOW)).toEqual({ name: "Error", message: "m", retryable: false });
-    expect(describeError(new Error("x".repeat(5000)), NOW).message.length).toBe(2001);
+    expect(attemptError("nope", NOW)).toEqual({ name: "Error", message: "nope", retryable: false });
+    expect(attemptError(null, NOW)).toEqual({ name: "Error", message: "null", retryable: false });
+    expect(attemptError({ message: "m" }, NOW)).toEqual({ name: "Error", message: "m", retryable: false });
+    expect(attemptError(new Error("x".repeat(5000)), NOW).message.length).toBe(2000);
   });
 
   it("gives a JSON form the journal can hold", () => {
-    const described = describeError(apiError(429, { "retry-after": "1" }), NOW);
+    const described = attemptError(apiError(429, { "retry-after": "1" }), NOW);
     expect(JSON.parse(JSON.stringify(described))).toEqual(described);
   });
 });
