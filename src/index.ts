@@ -7,12 +7,14 @@ export {
   type CanonicalJsonErrorCode,
   ConcurrencyError,
   canonicalJson,
+  DefinitionChangedError,
   type Digest,
   digestOf,
   IntegrityError,
   isAgentLoopConfigError,
   isCanonicalJsonError,
   isConcurrencyError,
+  isDefinitionChangedError,
   isIntegrityError,
   isJournalFormatError,
   isLoomError,
@@ -85,6 +87,14 @@ export {
 export { type ToolCallInput, toolCallMachine } from "./machines/toolCall.machine.ts";
 export { type Script, type ScriptContext, ScriptExhaustedError, scriptedModel } from "./models/scripted.ts";
 export type { GenerateRequest, Message, Model, ModelResponse, ToolCall, ToolDescriptor } from "./models/types.ts";
+export {
+  DEFINITION_CHANGE_KINDS,
+  type DefinitionChange,
+  type DefinitionChangeKind,
+  type DefinitionChangePolicy,
+  type DefinitionPin,
+  definitionPin,
+} from "./policies/definition.ts";
 export { approvalId, modelFrameId, modePinId, outcomeId, parseFrameId, toolStepId } from "./projections/ids.ts";
 export {
   type AgentLoopEvalSubject,

@@ -5,23 +5,22 @@
  * kind of change. Pure: digests in, changes out.
  */
 import { digestOf, sha256Hex } from "../core/digest.ts";
+import type { DefinitionPinData } from "../events/types.ts";
 
 /** What `run.started` records of the loop's definition. */
-export interface DefinitionPin {
-  /** sha256 of the loop id and of every part below: equal pins have equal digests. */
-  readonly digest: string;
-  /** The system prompt's digest (16 hex), or null when the loop has none. */
-  readonly system: string | null;
-  /** Each tool's name → its input schema's digest (16 hex), or null for a tool without one. */
-  readonly tools: Readonly<Record<string, string | null>>;
-}
+export type DefinitionPin = DefinitionPinData;
 
-/** The kinds of definition change a loop can accept (`acceptDefinitionChanges`). */
-export type DefinitionChangeKind = "tool-added" | "tool-removed" | "tool-schema-changed" | "system-changed";
+/**
+ * The kinds of definition change a loop can accept (`acceptDefinitionChanges`). A changed system
+ * prompt is not one of them: every model call's prompt digest covers it, so a run recorded under
+ * another system prompt cannot be served from its journal.
+ */
+export const DEFINITION_CHANGE_KINDS = ["tool-added", "tool-removed", "tool-schema-changed"] as const;
+export type DefinitionChangeKind = (typeof DEFINITION_CHANGE_KINDS)[number];
 
 /** One difference between the recorded definition and the loop's. */
 export type DefinitionChange =
-  | { readonly kind: "tool-added" | "tool-removed" | "tool-schema-changed"; readonly tool: string }
+  | { readonly kind: DefinitionChangeKind; readonly tool: string }
   | { readonly kind: "system-changed" };
 
 /** Which changes a loop accepts: a list of kinds, or a predicate over each change. */
@@ -78,8 +77,8 @@ export function unacceptedChanges(
     else if (!after) changes.push({ kind: "tool-removed", tool });
     else if (recorded.tools[tool] !== current.tools[tool]) changes.push({ kind: "tool-schema-changed", tool });
   }
-  const accepted = typeof accept === "function" ? accept : (c: DefinitionChange) => accept.includes(c.kind);
-  return changes.filter((change) => !accepted(change));
+  const accepted = typeof accept === "function" ? accept : (c: DefinitionChange) => accept.some((k) => k === c.kind);
+  return changes.filter((change) => change.kind === "system-changed" || !accepted(change));
 }
 
 /** A change as a reader says it: `tool "lookup" added`, `the system prompt changed`. */

@@ -2,6 +2,7 @@ import type {
   CallSettledData,
   CompletedRunValue,
   DecisionRecordedData,
+  DefinitionPinData,
   JournalEntry,
   Message,
   ModelResponse,
@@ -34,6 +35,8 @@ export interface RunState {
   loopId: string | undefined;
   input: string | readonly Message[] | undefined;
   tools: readonly string[];
+  /** The loop's definition as `run.started` recorded it (absent in runs recorded before 0.3). */
+  definition: DefinitionPinData | undefined;
   /** Frames by id, model and tool alike. */
   frames: Record<string, FrameState>;
   decisions: Record<string, DecisionRecordedData>;
@@ -74,6 +77,7 @@ export const runStateProjection: Projection<RunState> = {
     loopId: undefined,
     input: undefined,
     tools: [],
+    definition: undefined,
     frames: {},
     decisions: {},
     settled: {},
@@ -92,6 +96,7 @@ export const runStateProjection: Projection<RunState> = {
         state.loopId = entry.data.loopId;
         state.input = entry.data.input;
         state.tools = entry.data.tools;
+        state.definition = entry.data.definition;
         break;
       case "decision.recorded":
         state.decisions[entry.data.decisionId] = entry.data;

@@ -74,8 +74,9 @@ describe("unacceptedChanges: given the recorded pin, when resuming with another 
     expect(unacceptedChanges(recorded, changed)).toEqual(all);
   });
 
-  it("leaves out the kinds the loop accepts", () => {
-    expect(unacceptedChanges(recorded, changed, ["tool-added", "system-changed"])).toEqual([all[1], all[2]]);
+  it("leaves out the kinds the loop accepts, never a changed system prompt", () => {
+    expect(unacceptedChanges(recorded, changed, ["tool-added", "tool-removed"])).toEqual([all[0], all[1]]);
+    expect(unacceptedChanges(recorded, changed, () => true)).toEqual([all[0]]);
   });
 
   it("asks a predicate about each change", () => {
