@@ -7,12 +7,14 @@ export {
   type CanonicalJsonErrorCode,
   ConcurrencyError,
   canonicalJson,
+  DefinitionChangedError,
   type Digest,
   digestOf,
   IntegrityError,
   isAgentLoopConfigError,
   isCanonicalJsonError,
   isConcurrencyError,
+  isDefinitionChangedError,
   isIntegrityError,
   isJournalFormatError,
   isLoomError,
@@ -29,6 +31,7 @@ export {
   sha256Hex,
 } from "./core/index.ts";
 export { isMissingDependencyError, MissingDependencyError } from "./core/optional.ts";
+export { describeCause, errorCause } from "./events/errorCause.ts";
 export {
   type AcquireOptions,
   type AppendOptions,
@@ -47,6 +50,7 @@ export {
   compact,
   createJournal,
   type DecisionRecordedData,
+  type DefinitionPinData,
   dirBlobStore,
   type EntryDataByType,
   type EntryMeta,
@@ -159,6 +163,15 @@ export const toolCallMachine: typeof toolCallChart = toolCallChart;
 export { type Script, type ScriptContext, ScriptExhaustedError, scriptedModel } from "./models/scripted.ts";
 export type { GenerateRequest, Message, Model, ModelResponse, ToolCall, ToolDescriptor } from "./models/types.ts";
 export {
+  DEFINITION_CHANGE_KINDS,
+  type DefinitionChange,
+  type DefinitionChangeKind,
+  type DefinitionChangePolicy,
+  type DefinitionPin,
+  type DefinitionSource,
+  definitionPin,
+} from "./policies/definition.ts";
+export {
   approvalId,
   modelFrameId,
   modePinId,
@@ -215,7 +228,7 @@ export type {
   ToolContext,
 } from "./runtime/config.ts";
 export { type ClaimCheckEnvelope, isClaimCheckEnvelope } from "./runtime/conversation.ts";
-export { AgentInterruptedError, describeCause, errorCause, isAgentInterruptedError } from "./runtime/errors.ts";
+export { AgentInterruptedError, isAgentInterruptedError } from "./runtime/errors.ts";
 export { DEFAULT_LEASE_MS, type RunOwnership } from "./runtime/ownership.ts";
 export {
   foldRun,

@@ -171,3 +171,24 @@ export const isRunBusyError = guard(RunBusyError);
 export const isOwnershipLostError = guard(OwnershipLostError);
 export const isIntegrityError = guard(IntegrityError);
 export const isJournalFormatError = guard(JournalFormatError);
+
+/**
+ * A run is resumed under another definition of its loop (a tool added, removed or given another
+ * input schema, another system prompt) than the one `run.started` recorded, and the loop does not
+ * accept that change (`acceptDefinitionChanges`). Thrown before anything is appended.
+ */
+export class DefinitionChangedError extends LoomError {
+  readonly runId: string;
+  /** The changes, in words (`tool "search" added`). */
+  readonly changes: readonly string[];
+  constructor(runId: string, loopId: string, changes: readonly string[], accepts: string) {
+    super(
+      "definitionChanged",
+      `run ${runId} was recorded under another definition of loop "${loopId}": ${changes.join("; ")}. Resume it with the definition that recorded it, start a new run, or declare the change accepted (${accepts}).`,
+    );
+    this.runId = runId;
+    this.changes = changes;
+  }
+}
+
+export const isDefinitionChangedError = guard(DefinitionChangedError);

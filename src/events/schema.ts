@@ -77,6 +77,30 @@ function checkArchived(d: Data, seq: number | undefined): void {
   }
 }
 
+function checkDefinition(p: unknown): void {
+  if (typeof p !== "object" || p === null || Array.isArray(p)) {
+    throw new Bad("data.definition", `must be an object, found ${kind(p)}`);
+  }
+  const pin = p as Data;
+  if (typeof pin.digest !== "string")
+    throw new Bad("data.definition.digest", `must be a string, found ${kind(pin.digest)}`);
+  if (pin.system !== null && typeof pin.system !== "string") {
+    throw new Bad("data.definition.system", `must be a string or null, found ${kind(pin.system)}`);
+  }
+  const tools = pin.tools;
+  if (typeof tools !== "object" || tools === null || Array.isArray(tools)) {
+    throw new Bad("data.definition.tools", `must be an object, found ${kind(tools)}`);
+  }
+  for (const [name, digest] of Object.entries(tools)) {
+    if (digest !== null && typeof digest !== "string") {
+      throw new Bad(
+        `data.definition.tools[${JSON.stringify(name)}]`,
+        `must be a string or null, found ${kind(digest)}`,
+      );
+    }
+  }
+}
+
 function checkCause(c: unknown): void {
   if (typeof c !== "object" || c === null || Array.isArray(c)) {
     throw new Bad("data.cause", `must be an object, found ${kind(c)}`);
@@ -108,6 +132,7 @@ export function checkData(type: EntryType, data: unknown, seq: number | undefine
         throw new Bad("data.input", `must be a string or an array of messages, found ${kind(input)}`);
       }
       strings(d, "tools");
+      if (d.definition !== undefined) checkDefinition(d.definition);
       return;
     }
     case "decision.recorded":

@@ -28,6 +28,7 @@ export class JournalFileError extends LoomError {
   }
 }
 
+/** Is `e` a `JournalFileError` (a file that is not a Loom journal, or cannot be opened as asked)? */
 export const isJournalFileError = (e: unknown): e is JournalFileError => e instanceof JournalFileError;
 
 const sqliteCode = (e: unknown): string =>

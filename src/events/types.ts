@@ -62,6 +62,22 @@ export interface RunStartedData {
   /** A prompt string or a list of messages. */
   readonly input: string | readonly Message[];
   readonly tools: readonly string[];
+  /**
+   * Digests of the loop's definition (loop id, system prompt, tools and their input schemas): a
+   * resume under another definition is refused (`DefinitionChangedError`). Absent in runs
+   * recorded before 0.3, which resume as they did.
+   */
+  readonly definition?: DefinitionPinData;
+}
+
+/** What `run.started` records of the loop's definition (see src/policies/definition.ts). */
+export interface DefinitionPinData {
+  /** sha256 hex of the loop id and every part below. */
+  readonly digest: string;
+  /** The system prompt's digest (16 hex), or null when the loop has none. */
+  readonly system: string | null;
+  /** Each tool's name → its input schema's digest (16 hex), or null for a tool without one. */
+  readonly tools: Readonly<Record<string, string | null>>;
 }
 
 /** `decision.recorded`: a choice made once and served on replay (an approval, the mode pin, a failure's outcome). */

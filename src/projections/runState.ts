@@ -2,6 +2,7 @@ import type {
   CallSettledData,
   CompletedRunValue,
   DecisionRecordedData,
+  DefinitionPinData,
   JournalEntry,
   Message,
   ModelResponse,
@@ -36,6 +37,8 @@ export interface RunState {
   loopId: string | undefined;
   input: string | readonly Message[] | undefined;
   tools: readonly string[];
+  /** The loop's definition as `run.started` recorded it (absent in runs recorded before 0.3). */
+  definition: DefinitionPinData | undefined;
   /** Frames by id, model and tool alike. */
   frames: Record<string, FrameState>;
   decisions: Record<string, DecisionRecordedData>;
@@ -76,6 +79,7 @@ export const runStateProjection: Projection<RunState> = {
     loopId: undefined,
     input: undefined,
     tools: [],
+    definition: undefined,
     // No prototype: ids come from the journal and from users (`loom show constructor`).
     frames: Object.create(null),
     decisions: Object.create(null),
@@ -95,6 +99,7 @@ export const runStateProjection: Projection<RunState> = {
         state.loopId = entry.data.loopId;
         state.input = entry.data.input;
         state.tools = entry.data.tools;
+        state.definition = entry.data.definition;
         break;
       case "decision.recorded":
         state.decisions[entry.data.decisionId] = entry.data;

@@ -1,14 +1,16 @@
 import { fromPromise } from "xstate";
 import { digestOf, digestOfRecorded } from "../core/digest.ts";
-import { AgentLoopConfigError, ReplayDivergenceError } from "../core/errors.ts";
+import { AgentLoopConfigError, DefinitionChangedError, ReplayDivergenceError } from "../core/errors.ts";
+import { errorCause } from "../events/errorCause.ts";
 import { readJournal } from "../events/journal.ts";
 import type { ModelResponse, NewEntry, ToolCall } from "../events/types.ts";
 import type { CallModelOutput, Interruption, PrepareOutput, ReplayOutput } from "../machines/agentLoop.machine.ts";
 import { resolveModePin } from "../machines/modePin.machine.ts";
+import { type DefinitionPin, definitionPin, describeChange, unacceptedChanges } from "../policies/definition.ts";
 import { modelFrameId, modePinId, toolStepId } from "../projections/ids.ts";
 import { foldEntries, responseAt } from "../projections/runState.ts";
 import { Appender, type Fence } from "./appender.ts";
-import { errorCause } from "./errors.ts";
+import type { AgentLoopConfig } from "./config.ts";
 import { hydrateArchived } from "./readers.ts";
 import type { RunSession } from "./session.ts";
 
@@ -45,8 +47,12 @@ export function loopActors(session: RunSession, fence?: Fence) {
         );
       }
       const tools = Object.keys(config.tools ?? {});
+      const definition = definitionPin(config);
       await session.appender.append(
-        { type: "run.started", data: { loopId: config.id, input: jsonForm(options.input) as string, tools } },
+        {
+          type: "run.started",
+          data: { loopId: config.id, input: jsonForm(options.input) as string, tools, definition },
+        },
         ...pinEntry,
       );
       return { kind: "ready" };
@@ -65,6 +71,7 @@ export function loopActors(session: RunSession, fence?: Fence) {
       );
     }
     if (state.status === "completed") return { kind: "completed" };
+    checkDefinition(runId, config, state.definition);
     if (pinEntry.length > 0) await session.appender.append(...pinEntry); // a late pin (ADR 0142 D3)
     return { kind: "ready" };
   });
@@ -222,4 +229,20 @@ export function jsonForm(value: unknown): unknown {
   } catch {
     return null;
   }
+}
+
+/**
+ * Refuses to go on with a run recorded under another definition of the loop than this one, unless
+ * the loop accepts every change (`acceptDefinitionChanges`). Runs recorded before the pin pass.
+ */
+function checkDefinition(runId: string, config: AgentLoopConfig, recorded: DefinitionPin | undefined): void {
+  if (recorded === undefined) return;
+  const changes = unacceptedChanges(recorded, definitionPin(config), config.acceptDefinitionChanges);
+  if (changes.length === 0) return;
+  const kinds = [...new Set(changes.map((c) => c.kind))].filter((k) => k !== "system-changed");
+  const accepts =
+    kinds.length === changes.length
+      ? `acceptDefinitionChanges: [${kinds.map((k) => JSON.stringify(k)).join(", ")}] in the loop's configuration`
+      : "a system prompt change cannot be accepted: every model call's prompt digest covers it";
+  throw new DefinitionChangedError(runId, config.id, changes.map(describeChange), accepts);
 }

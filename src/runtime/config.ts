@@ -1,5 +1,6 @@
 import type { BlobStore } from "../events/spi.ts";
 import type { Model } from "../models/types.ts";
+import type { DefinitionChangePolicy } from "../policies/definition.ts";
 import type { ToolCallLogMode } from "../projections/types.ts";
 
 /** What a tool is given besides its input. */
@@ -125,4 +126,14 @@ export interface AgentLoopConfig<M extends ToolCallLogMode | undefined = ToolCal
   readonly skills?: Readonly<Record<string, Skill>>;
   /** A system prompt put before the input. */
   readonly system?: string;
+  /**
+   * Which changes of the loop's definition a run recorded under an earlier one may be resumed
+   * under: a list of kinds (`"tool-added"`, `"tool-removed"`, `"tool-schema-changed"`,
+   * `"system-changed"`) or a predicate. Default: none, so a resume under another definition
+   * throws `DefinitionChangedError` before anything is appended.
+   *
+   * @example
+   * agentLoop$({ id: "support", model, tools: { lookup, search }, acceptDefinitionChanges: ["tool-added"] });
+   */
+  readonly acceptDefinitionChanges?: DefinitionChangePolicy;
 }

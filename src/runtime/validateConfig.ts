@@ -1,5 +1,6 @@
 import { AgentLoopConfigError } from "../core/errors.ts";
 import { validateToolCallLogMode } from "../machines/modePin.machine.ts";
+import { DEFINITION_CHANGE_KINDS } from "../policies/definition.ts";
 import type { AgentLoopConfig } from "./config.ts";
 
 const LOOP_ID = /^[A-Za-z0-9_.:-]+$/;
@@ -46,4 +47,14 @@ export function validateConfig(config: AgentLoopConfig): void {
       throw fail(id, "claimCheck.thresholdBytes must be a positive integer");
   }
   validateToolCallLogMode(config.toolCallLog, id);
+  const accept = config.acceptDefinitionChanges;
+  if (accept !== undefined && typeof accept !== "function") {
+    const bad = Array.isArray(accept) ? accept.find((k) => !DEFINITION_CHANGE_KINDS.includes(k)) : accept;
+    if (!Array.isArray(accept) || bad !== undefined) {
+      throw fail(
+        id,
+        `acceptDefinitionChanges must be a predicate or a list of ${DEFINITION_CHANGE_KINDS.map((k) => JSON.stringify(k)).join(", ")}; ${JSON.stringify(bad) ?? String(bad)} is not one`,
+      );
+    }
+  }
 }

@@ -1,6 +1,7 @@
 import { APICallError } from "@ai-sdk/provider";
 import { MockLanguageModelV3 } from "ai/test";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { errorCause } from "../../src/events/errorCause.ts";
 import { createJournal, openSqliteJournal, readJournal } from "../../src/events/journal.ts";
 import { memoryStore } from "../../src/events/memory.ts";
 import type { ErrorCause } from "../../src/events/types.ts";
@@ -8,7 +9,7 @@ import { checkNewEntries } from "../../src/events/validate.ts";
 import { fromAiSdk } from "../../src/models/aiSdk.ts";
 import type { Model } from "../../src/models/types.ts";
 import { agentLoop$ } from "../../src/runtime/agentLoop.ts";
-import { type AgentInterruptedError, errorCause, isAgentInterruptedError } from "../../src/runtime/errors.ts";
+import { type AgentInterruptedError, isAgentInterruptedError } from "../../src/runtime/errors.ts";
 import { foldRun } from "../../src/runtime/readers.ts";
 import { loom } from "../cli/support.ts";
 import { tempDir } from "../events/tmp.ts";

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { isAgentLoopConfigError, isReplayDivergenceError } from "../../src/core/errors.ts";
+import { isAgentLoopConfigError, isDefinitionChangedError, isReplayDivergenceError } from "../../src/core/errors.ts";
 import { openSqliteJournal, readJournal } from "../../src/events/journal.ts";
 import { memoryStore } from "../../src/events/memory.ts";
 import type { Journal } from "../../src/events/spi.ts";
@@ -283,14 +283,24 @@ describe("replay divergence", () => {
     return { journal, model };
   }
 
-  it("refuses a renamed tool before any append", async () => {
+  it("refuses a renamed tool before any append: the definition pin names it, the frame guard holds when it is accepted", async () => {
     const { journal, model } = await pendingRun();
     const length = await journalLength(journal, "r");
-    const err = await agentLoop$({ id: "v", model, tools: { plus: add } })
+    const pinned = await agentLoop$({ id: "v", model, tools: { plus: add } })
       .run({ runId: "r", journal })
       .catch((e) => e);
-    expect(isReplayDivergenceError(err)).toBe(true);
-    expect(err.message).toContain("v#turn:0:tool:0");
+    expect(isDefinitionChangedError(pinned)).toBe(true);
+    expect(pinned.changes).toEqual(['tool "add" removed', 'tool "plus" added']);
+    const accepted = await agentLoop$({
+      id: "v",
+      model,
+      tools: { plus: add },
+      acceptDefinitionChanges: ["tool-added", "tool-removed"],
+    })
+      .run({ runId: "r", journal })
+      .catch((e) => e);
+    expect(isReplayDivergenceError(accepted)).toBe(true);
+    expect(accepted.message).toContain("v#turn:0:tool:0");
     expect(await journalLength(journal, "r")).toBe(length);
   });
 
@@ -304,7 +314,8 @@ describe("replay divergence", () => {
     const otherPrompt = await agentLoop$({ id: "v", model, tools: { add }, system: "be brief" })
       .run({ runId: "r", journal })
       .catch((e) => e);
-    expect(isReplayDivergenceError(otherPrompt)).toBe(true);
+    expect(isDefinitionChangedError(otherPrompt)).toBe(true);
+    expect(otherPrompt.changes).toEqual(["the system prompt changed"]);
     expect(await journalLength(journal, "r")).toBe(length);
   });
 });
