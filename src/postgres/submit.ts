@@ -6,7 +6,7 @@ import type { EntryMeta, Message, NewEntry, RunStartedData } from "../events/typ
 import { SCHEMA_VERSION } from "../events/types.ts";
 import { checkNewEntries, dataText } from "../events/validate.ts";
 import { modelFrameId } from "../projections/ids.ts";
-import { jsonForm } from "../runtime/actors.ts";
+import { runStartedData } from "../runtime/actors.ts";
 import type { AgentLoop } from "../runtime/agentLoop.ts";
 import { type PgDatabase, pgDatabaseOf } from "./database.ts";
 import { NotPostgresJournalError } from "./errors.ts";
@@ -71,11 +71,7 @@ async function submitOnce(db: PgDatabase, request: SubmitRequest): Promise<{ sta
           "missingInput",
         );
       }
-      const data: RunStartedData = {
-        loopId,
-        input: jsonForm(input) as string,
-        tools: Object.keys(loop.config.tools ?? {}),
-      };
+      const data = runStartedData(loop.config, input);
       const entry: NewEntry = { type: "run.started", data };
       checkNewEntries(runId, [entry], 0);
       const meta = JSON.stringify({ v: SCHEMA_VERSION, at: new Date().toISOString() } satisfies EntryMeta);

@@ -3,7 +3,7 @@ import { digestOf, digestOfRecorded } from "../core/digest.ts";
 import { AgentLoopConfigError, DefinitionChangedError, ReplayDivergenceError } from "../core/errors.ts";
 import { errorCause } from "../events/errorCause.ts";
 import { readJournal } from "../events/journal.ts";
-import type { ModelResponse, NewEntry, ToolCall } from "../events/types.ts";
+import type { Message, ModelResponse, NewEntry, RunStartedData, ToolCall } from "../events/types.ts";
 import type { CallModelOutput, Interruption, PrepareOutput, ReplayOutput } from "../machines/agentLoop.machine.ts";
 import { resolveModePin } from "../machines/modePin.machine.ts";
 import { type DefinitionPin, definitionPin, describeChange, unacceptedChanges } from "../policies/definition.ts";
@@ -46,15 +46,7 @@ export function loopActors(session: RunSession, fence?: Fence) {
           "missingInput",
         );
       }
-      const tools = Object.keys(config.tools ?? {});
-      const definition = definitionPin(config);
-      await session.appender.append(
-        {
-          type: "run.started",
-          data: { loopId: config.id, input: jsonForm(options.input) as string, tools, definition },
-        },
-        ...pinEntry,
-      );
+      await session.appender.append({ type: "run.started", data: runStartedData(config, options.input) }, ...pinEntry);
       return { kind: "ready" };
     }
     if (state.loopId !== config.id) {
@@ -245,4 +237,17 @@ function checkDefinition(runId: string, config: AgentLoopConfig, recorded: Defin
       ? `acceptDefinitionChanges: [${kinds.map((k) => JSON.stringify(k)).join(", ")}] in the loop's configuration`
       : "a system prompt change cannot be accepted: every model call's prompt digest covers it";
   throw new DefinitionChangedError(runId, config.id, changes.map(describeChange), accepts);
+}
+
+/**
+ * The `run.started` a new run begins with: the loop id, the input in its JSON form, the tool names
+ * and the definition pin. `loop.run` and `submitRun` write exactly this.
+ */
+export function runStartedData(config: AgentLoopConfig, input: string | readonly Message[]): RunStartedData {
+  return {
+    loopId: config.id,
+    input: jsonForm(input) as string,
+    tools: Object.keys(config.tools ?? {}),
+    definition: definitionPin(config),
+  };
 }
