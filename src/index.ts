@@ -51,6 +51,7 @@ export {
   type RunSummary,
   readArchived,
   readJournal,
+  readModePin,
   SCHEMA_VERSION,
   sqliteArchive,
   sqliteBlobStore,

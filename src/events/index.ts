@@ -4,6 +4,7 @@ export { dirBlobStore, memoryBlobStore, refDigest, sqliteBlobStore } from "./blo
 export { type CompactOptions, type CompactResult, compact } from "./compact.ts";
 export { createJournal, type OpenJournal, openSqliteJournal, readJournal } from "./journal.ts";
 export { type MemoryStoreOptions, memoryStore } from "./memory.ts";
+export { isModePinDecision, MODE_PIN_SOURCE, type PinnedMode, readModePin } from "./modePin.ts";
 export { type ReadArchivedOptions, readArchived } from "./readArchived.ts";
 export type { ArchivedFrame, ArchiveStore, BlobInfo, BlobRef, BlobStore, Journal } from "./spi.ts";
 export { type SqliteEventStore, sqliteStore } from "./sqlite.ts";

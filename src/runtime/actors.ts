@@ -2,6 +2,7 @@ import { fromPromise } from "xstate";
 import { digestOf, digestOfRecorded } from "../core/digest.ts";
 import { AgentLoopConfigError, ReplayDivergenceError } from "../core/errors.ts";
 import { readJournal } from "../events/journal.ts";
+import { readModePin } from "../events/modePin.ts";
 import type { InterruptReason, ModelResponse, NewEntry, ToolCall } from "../events/types.ts";
 import type { CallModelOutput, PrepareOutput, ReplayOutput } from "../machines/agentLoop.machine.ts";
 import { resolveModePin } from "../machines/modePin.machine.ts";
@@ -25,7 +26,9 @@ export function loopActors(session: RunSession) {
     const entries = await readJournal(options.journal, runId);
     const state = foldEntries(entries);
     session.appender = new Appender(options.journal.store, runId, state);
-    const recorded = (state.decisions[modePinId(config.id)]?.choice as { mode?: "full" | "lean" } | undefined)?.mode;
+    // The journal's one pin reader (readJournal has refused a damaged pin already, naming its seq).
+    const pinDecision = state.decisions[modePinId(config.id)];
+    const recorded = pinDecision ? readModePin(runId, pinDecision) : undefined;
     const pin = resolveModePin({
       loopId: config.id,
       runId,
