@@ -1,5 +1,7 @@
 import { fromPromise } from "xstate";
+import { canonicalJson, MAX_CANONICAL_DEPTH } from "../core/canonicalJson.ts";
 import { digestOfRecorded } from "../core/digest.ts";
+import { isCanonicalJsonError } from "../core/errors.ts";
 import type { CallSettledData, SettledReason } from "../events/types.ts";
 import type { ApprovalOutput, CheckOutput, ToolCallInput } from "../machines/toolCall.machine.ts";
 import { approvalId, DECISION_SOURCES, outcomeId } from "../projections/ids.ts";
@@ -13,6 +15,27 @@ const invalidInputMessage = (input: unknown): string | undefined => {
   if (typeof input !== "object" || input === null || !("__loomInvalidInput" in input)) return undefined;
   const error = (input as { error?: unknown }).error;
   return `the tool-call input is not valid JSON${typeof error === "string" ? ` (${error})` : ""}`;
+};
+
+/**
+ * Why an input has no canonical JSON form (a lone surrogate, nesting past the canonicalizer's
+ * cap), or undefined when it has one. Such an input has no digest for its frame to record and a
+ * resume to compare, so it is refused before the tool runs, and the model is told why.
+ */
+const noCanonicalForm = (input: unknown): string | undefined => {
+  try {
+    canonicalJson(input);
+    return undefined;
+  } catch (e) {
+    if (!isCanonicalJsonError(e)) return "the tool-call input has no canonical JSON form; send plain JSON";
+    const why =
+      e.code === "lone-surrogate"
+        ? "a string holds a lone UTF-16 surrogate"
+        : e.code === "too-deep"
+          ? `it nests deeper than ${MAX_CANONICAL_DEPTH} levels`
+          : `${e.code}`;
+    return `the tool-call input has no canonical JSON form (${why}); send well-formed, less deeply nested JSON`;
+  }
 };
 
 /**
@@ -63,9 +86,9 @@ export function toolCallActors(session: RunSession) {
         message: `no tool named ${JSON.stringify(call.name)}; available: ${Object.keys(tools).join(", ") || "none"}`,
       });
     }
-    const invalid = invalidInputMessage(call.input);
+    const { digest, bytes: size } = digestOfRecorded(call.input);
+    const invalid = invalidInputMessage(call.input) ?? (digest === null ? noCanonicalForm(call.input) : undefined);
     if (invalid) return settle(stepId, "invalid-input", "error", { error: "invalid-input", message: invalid });
-    const size = digestOfRecorded(call.input).bytes;
     if (size > maxInputBytes) {
       return settle(stepId, "input-too-large", "error", {
         error: "input-too-large",
