@@ -30,15 +30,18 @@ export {
   type BlobInfo,
   type BlobRef,
   type BlobStore,
+  type ClaimCheckEnvelope,
   type CompactOptions,
   type CompactResult,
   type CompletedRunValue,
+  claimCheckOf,
   compact,
   createJournal,
   dirBlobStore,
   type EntryOf,
   type EntryType,
   type EventStore,
+  isClaimCheckEnvelope,
   type Journal,
   type JournalEntry,
   memoryArchive,
@@ -120,7 +123,6 @@ export type {
   Tool,
   ToolContext,
 } from "./runtime/config.ts";
-export { type ClaimCheckEnvelope, isClaimCheckEnvelope } from "./runtime/conversation.ts";
 export { AgentInterruptedError, isAgentInterruptedError } from "./runtime/errors.ts";
 export {
   foldRun,

@@ -1,6 +1,7 @@
 /** The journal: schema, stores, blobs, archive, compaction, and the one validated read. */
 export { memoryArchive, type SqliteArchiveStore, sqliteArchive } from "./archive.ts";
 export { dirBlobStore, memoryBlobStore, refDigest, sqliteBlobStore } from "./blobs.ts";
+export { type ClaimCheckEnvelope, claimCheckOf, isClaimCheckEnvelope } from "./claimCheck.ts";
 export { type CompactOptions, type CompactResult, compact } from "./compact.ts";
 export { createJournal, type OpenJournal, openSqliteJournal, readJournal } from "./journal.ts";
 export { type MemoryStoreOptions, memoryStore } from "./memory.ts";

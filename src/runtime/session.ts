@@ -1,6 +1,7 @@
 import { canonicalJson } from "../core/canonicalJson.ts";
 import { type Digest, digestOfRecorded, sha256Hex } from "../core/digest.ts";
 import { ReplayDivergenceError } from "../core/errors.ts";
+import type { ClaimCheckEnvelope } from "../events/claimCheck.ts";
 import type { Journal } from "../events/spi.ts";
 import type { Message, ModelResponse, ToolCall } from "../events/types.ts";
 import type { ToolDescriptor } from "../models/types.ts";
@@ -12,7 +13,6 @@ import { toolDescriptors } from "./builtins.ts";
 import type { AgentLoopConfig } from "./config.ts";
 import {
   assistantMessage,
-  type ClaimCheckEnvelope,
   chainedPromptDigest,
   type Fed,
   fedFromState,
@@ -20,11 +20,18 @@ import {
   toolResultMessage,
 } from "./conversation.ts";
 
-export { type ClaimCheckEnvelope, type Fed, isClaimCheckEnvelope } from "./conversation.ts";
+export type { Fed } from "./conversation.ts";
 
 /** A tool output prepared for the journal: what the frame records and what the model is fed. */
 export type RecordedOutput =
-  | { readonly ok: true; readonly recorded: unknown; readonly fed: unknown; readonly digest: Digest }
+  | {
+      readonly ok: true;
+      readonly recorded: unknown;
+      readonly fed: unknown;
+      readonly digest: Digest;
+      /** `recorded` is the envelope of a claim-checked output: the frame marks it `claimChecked`. */
+      readonly claimChecked?: true;
+    }
   | { readonly ok: false; readonly message: string };
 
 export interface RunOptions {
@@ -108,7 +115,7 @@ export class RunSession {
    * settled yet. A claim-checked output is resolved through the blob store, digest verified.
    */
   fedFromJournal(stepId: string): Promise<Fed | undefined> {
-    return fedFromState(this.state, stepId, (id, recorded) => this.resolveOutput(id, recorded));
+    return fedFromState(this.state, stepId, (id, envelope) => this.resolveOutput(id, envelope));
   }
 
   /**
@@ -139,10 +146,10 @@ export class RunSession {
     );
   }
 
-  /** Turns a recorded output into what the model is fed: an envelope is replaced by its blob. */
-  resolveOutput(stepId: string, recorded: unknown): Promise<unknown> {
+  /** What the model was fed for a claim-checked output: the envelope's blob, read back verified. */
+  resolveOutput(stepId: string, envelope: ClaimCheckEnvelope): Promise<unknown> {
     const blobs = this.config.claimCheck?.blobs ?? this.options.journal.blobs;
-    return resolveClaimCheck(recorded, blobs, `run ${this.options.runId} step ${stepId}`);
+    return resolveClaimCheck(envelope, blobs, `run ${this.options.runId} step ${stepId}`);
   }
 
   /**
@@ -178,7 +185,13 @@ export class RunSession {
             size: info.size,
             digest: info.digest,
           };
-          return { ok: true, recorded: envelope, fed: recorded, digest: digestOfRecorded(envelope) };
+          return {
+            ok: true,
+            recorded: envelope,
+            fed: recorded,
+            digest: digestOfRecorded(envelope),
+            claimChecked: true,
+          };
         }
         // Kept inline: its canonical text is already at hand.
         return { ok: true, recorded, fed: recorded, digest: { digest: sha256Hex(bytes), bytes: bytes.length } };

@@ -195,10 +195,11 @@ export function toolCallActors(session: RunSession) {
     if (!prepared.ok)
       return fail(stepId, { error: "output-not-json", message: prepared.message }, true, inputDigest, effect);
     const { digest, bytes } = prepared.digest;
-    await session.appender.append({
-      type: "frame.completed",
-      data: { frameId: stepId, digest, bytes, output: prepared.recorded },
-    });
+    // The claim-check mark sits beside the output, where no tool can write it (src/events/claimCheck.ts).
+    const data = prepared.claimChecked
+      ? { frameId: stepId, digest, bytes, claimChecked: true as const, output: prepared.recorded }
+      : { frameId: stepId, digest, bytes, output: prepared.recorded };
+    await session.appender.append({ type: "frame.completed", data });
     session.setFed(stepId, { output: prepared.fed, isError: false });
     return { status: "ok" };
   });
