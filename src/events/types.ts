@@ -47,6 +47,8 @@ export type SettledReason =
   | "input-too-large"
   | "invalid-input"
   | "approval-declined"
+  /** Past `maxToolCallsPerResponse` in one model response: not run, the model told the limit. */
+  | "too-many-calls"
   | "search-tools"
   | "skill-activation";
 

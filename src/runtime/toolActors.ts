@@ -2,13 +2,17 @@ import { fromPromise } from "xstate";
 import { canonicalJson, MAX_CANONICAL_DEPTH } from "../core/canonicalJson.ts";
 import { digestOfRecorded } from "../core/digest.ts";
 import { isCanonicalJsonError } from "../core/errors.ts";
-import type { CallSettledData, SettledReason } from "../events/types.ts";
+import type { CallSettledData, NewEntry, SettledReason } from "../events/types.ts";
 import type { ApprovalOutput, CheckOutput, ToolCallInput } from "../machines/toolCall.machine.ts";
-import { approvalId, DECISION_SOURCES, outcomeId } from "../projections/ids.ts";
+import { approvalId, DECISION_SOURCES, outcomeId, toolStepId } from "../projections/ids.ts";
+import { responseAt } from "../projections/runState.ts";
 import { AppendAfterCloseError } from "./appender.ts";
 import { SEARCH_TOOLS, SKILL_ACTIVATION, searchTools } from "./builtins.ts";
 import type { Tool } from "./config.ts";
 import type { RunSession } from "./session.ts";
+
+/** Tool calls of one model response that run when the loop does not say (`maxToolCallsPerResponse`). */
+export const DEFAULT_MAX_TOOL_CALLS_PER_RESPONSE = 128;
 
 /** The marker an adapter puts in place of a tool-call input that was not valid JSON. */
 const invalidInputMessage = (input: unknown): string | undefined => {
@@ -47,8 +51,35 @@ export function toolCallActors(session: RunSession) {
   const runId = options.runId;
   const tools = config.tools ?? {};
   const maxInputBytes = config.maxToolInputBytes ?? 64 * 1024;
+  const maxCalls = config.maxToolCallsPerResponse ?? DEFAULT_MAX_TOOL_CALLS_PER_RESPONSE;
   // Inputs that passed validateInput, possibly transformed by it: what the tool runs with.
   const validated = new Map<string, unknown>();
+
+  // The calls past maxToolCallsPerResponse of each turn, refused in one append (not one a call).
+  const excessRefused = new Map<number, Promise<void>>();
+  function refuseExcessCalls(turn: number): Promise<void> {
+    let refused = excessRefused.get(turn);
+    if (refused === undefined) {
+      refused = appendExcessRefusals(turn);
+      excessRefused.set(turn, refused);
+    }
+    return refused;
+  }
+
+  async function appendExcessRefusals(turn: number): Promise<void> {
+    const asked = responseAt(session.state, turn)?.toolCalls.length ?? 0;
+    const entries: NewEntry[] = [];
+    for (let index = maxCalls; index < asked; index++) {
+      const stepId = toolStepId(session.loopId, turn, index);
+      if (session.state.settled[stepId] || session.state.frames[stepId]) continue;
+      const result = {
+        error: "too-many-calls",
+        message: `this response asked for ${asked} tool calls, but at most ${maxCalls} run per response: the first ${maxCalls} ran, this one (call ${index}) did not; ask for it again, at most ${maxCalls} calls at a time`,
+      };
+      entries.push({ type: "call.settled", data: { stepId, status: "error", reason: "too-many-calls", result } });
+    }
+    if (entries.length > 0) await session.appender.append(...entries);
+  }
 
   async function settle(stepId: string, reason: SettledReason, status: "ok" | "error", result: unknown) {
     const data: CallSettledData = { stepId, status, reason, result };
@@ -66,6 +97,15 @@ export function toolCallActors(session: RunSession) {
     if (recorded) {
       session.setFed(stepId, recorded);
       return { kind: "settled", status: recorded.isError ? "error" : "ok" };
+    }
+    if (input.index >= maxCalls) {
+      await refuseExcessCalls(input.turn);
+      const refused = session.state.settled[stepId];
+      if (refused) {
+        session.setFed(stepId, { output: refused.result, isError: true });
+        return { kind: "settled", status: "error" };
+      }
+      // A frame this call started under a higher limit: it goes on as it began.
     }
     if (!tool) {
       if (call.name === SEARCH_TOOLS && config.searchTools !== false) {
