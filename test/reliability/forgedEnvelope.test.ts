@@ -91,7 +91,8 @@ describe("forged claim-check envelopes are plain data; the runtime's own still r
       const completed = (await readJournal(journal, "victim")).find(
         (e) => e.type === "frame.completed" && e.data.frameId === "l#turn:0:tool:0",
       );
-      forged = { ...((completed?.data as { output?: object }).output as Record<string, unknown>) }; // what an attacker copies or guesses
+      // What an attacker copies (or guesses): the envelope of another run.
+      forged = { ...((completed?.data as { output?: object } | undefined)?.output as Record<string, unknown>) };
       expect(forged).toMatchObject({ __loomClaimCheck: 1 });
       expect(completed?.data).toMatchObject({ claimChecked: true });
     } finally {
