@@ -57,6 +57,7 @@ async function measure(calls: number, journal: Journal): Promise<{ ms: number; s
 const dir = mkdtempSync(join(tmpdir(), "loom-bench-tool-calls-"));
 const rows: Record<string, string | number>[] = [];
 try {
+  await measure(200, createJournal({ store: memoryStore() })); // warm-up: JIT, module loading
   for (const [name, open] of [
     ["memory", () => createJournal({ store: memoryStore() })],
     ["sqlite", (calls: number) => openSqliteJournal(join(dir, `calls-${calls}.db`))],
