@@ -4,7 +4,8 @@
  * memory and the SQLite journal. Prints the time, its ratio to 500 calls on the same journal
  * (linear: 8 and 20), and the longest stretch the event loop was blocked (perf_hooks
  * monitorEventLoopDelay: a worker whose loop is blocked that long misses its lease renewals).
- * Target: 4,000 calls within 10× the time of 500.
+ * Target: 4,000 calls within 10× the time of 500. Runs of up to 4,000 calls are measured three
+ * times (the best counts: a shared machine only ever adds time), larger ones once.
  *
  *   node --import tsx bench/toolCalls.ts [calls…]
  */
@@ -35,6 +36,7 @@ function floodingModel(calls: number): Model {
   };
 }
 
+let runs = 0;
 async function measure(calls: number, journal: Journal): Promise<{ ms: number; stallMs: number }> {
   const loop = agentLoop$({
     id: "flood",
@@ -45,7 +47,7 @@ async function measure(calls: number, journal: Journal): Promise<{ ms: number; s
   const delay = monitorEventLoopDelay({ resolution: 10 });
   delay.enable();
   const started = performance.now();
-  const out = await loop.run({ runId: `flood-${calls}`, input: "go", journal });
+  const out = await loop.run({ runId: `flood-${calls}-${runs++}`, input: "go", journal });
   const ms = performance.now() - started;
   // A run that never yields to the event loop is one long stall: let the monitor's timer fire once more to see it.
   await new Promise((resolve) => setTimeout(resolve, 25));
@@ -66,7 +68,11 @@ try {
     for (const calls of CALLS) {
       const journal = open(calls);
       try {
-        const { ms, stallMs } = await measure(calls, journal);
+        let { ms, stallMs } = await measure(calls, journal);
+        for (let again = calls <= 4_000 ? 2 : 0; again > 0; again--) {
+          const next = await measure(calls, journal);
+          if (next.ms < ms) ({ ms, stallMs } = next);
+        }
         base ??= ms;
         rows.push({
           journal: name,
