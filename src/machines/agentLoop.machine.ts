@@ -88,6 +88,8 @@ export const agentLoopMachine = setup({
   guards: {
     withinLimit: ({ context }) => context.turn < context.maxIterations,
     allSettled: ({ context }) => context.open === 0,
+    // The current batch ended and the response has calls not dispatched yet.
+    batchEnded: ({ context }) => context.open === 0 && context.dispatched < callCount(context),
   },
   actions: {
     // One toolCall child per call of the current batch.
@@ -241,7 +243,7 @@ export const agentLoopMachine = setup({
           },
           always: [
             {
-              guard: ({ context }) => context.open === 0 && context.dispatched < callCount(context),
+              guard: "batchEnded",
               target: "dispatching",
               reenter: true,
             },
