@@ -1,6 +1,6 @@
 import { digestOf, sha256Hex } from "../core/digest.ts";
 import { IntegrityError, LoomError } from "../core/errors.ts";
-import { type ClaimCheckEnvelope, claimCheckOf } from "../events/claimCheck.ts";
+import { type ClaimCheckEnvelope, claimCheckOf, isClaimCheckEnvelope } from "../events/claimCheck.ts";
 import { readJournal } from "../events/journal.ts";
 import { readArchived } from "../events/readArchived.ts";
 import type { ArchivedFrame, Journal } from "../events/spi.ts";
@@ -284,15 +284,22 @@ export async function verifyTurnResults(journal: Journal, state: RunState, turn:
   const response = responseAt(state, turn);
   if (!frame || !next || !response) return undefined;
   const added: Message[] = [assistantMessage(response)];
+  let unmarked = false; // an envelope-shaped output without the runtime's mark (plain data)
   for (let index = 0; index < response.toolCalls.length; index++) {
-    const fed = await fedFromState(state, toolStepId(loopId, turn, index), (stepId, envelope) =>
-      resolveClaimCheck(envelope, journal.blobs, `run ${state.runId} step ${stepId}`),
+    const stepId = toolStepId(loopId, turn, index);
+    const fed = await fedFromState(state, stepId, (id, envelope) =>
+      resolveClaimCheck(envelope, journal.blobs, `run ${state.runId} step ${id}`),
     );
+    const frame = state.frames[stepId];
+    if (frame && !frame.claimCheck && isClaimCheckEnvelope(frame.output)) unmarked = true;
     added.push(toolResultMessage(response.toolCalls[index] as ToolCall, fed));
   }
   if (chainedPromptDigest(frame.inputDigest, added) !== next.inputDigest) {
+    const legacy = unmarked
+      ? " (or, if the run was recorded by a Loom older than the claim-check mark, an envelope it wrote is now read as plain data: see the CHANGELOG)"
+      : "";
     throw new IntegrityError(
-      `run ${state.runId}: what was fed back after model call ${turn} no longer hashes to the prompt digest ${next.frameId} recorded; the journal was altered: restore it from a backup`,
+      `run ${state.runId}: what was fed back after model call ${turn} no longer hashes to the prompt digest ${next.frameId} recorded; the journal was altered: restore it from a backup${legacy}`,
     );
   }
   return next.frameId;
