@@ -90,6 +90,7 @@ export function loopActors(session: RunSession) {
       let open = false;
       for (let index = 0; index < response.toolCalls.length; index++) {
         const stepId = toolStepId(config.id, turn, index);
+        await session.breathe();
         session.judgeToolFrame(stepId, response.toolCalls[index] as ToolCall);
         const fed = await session.fedFromJournal(stepId);
         if (fed) session.setFed(stepId, fed);

@@ -22,6 +22,9 @@ import {
 
 export type { Fed } from "./conversation.ts";
 
+/** The longest the loop holds the event loop between two turns of it, in ms (about). */
+const BREATH_MS = 10;
+
 /** A tool output prepared for the journal: what the frame records and what the model is fed. */
 export type RecordedOutput =
   | {
@@ -56,6 +59,8 @@ export class RunSession {
   private digested = 0;
   private readonly fed = new Map<string, Fed>();
   private readonly toolResultsPushed = new Set<number>();
+  /** When the run last let the event loop run other work (see {@link breathe}). */
+  private lastBreath = performance.now();
   /** What the model is told it can call (the same list on every call of the run). */
   readonly toolDescriptors: readonly ToolDescriptor[];
 
@@ -91,6 +96,17 @@ export class RunSession {
     this.promptDigest = digest;
     this.digested = this.messages.length;
     this.messages.push(assistantMessage(response));
+  }
+
+  /**
+   * Lets the event loop run other work (timers, I/O: a worker's lease renewal) once the run has
+   * held it for {@link BREATH_MS}. Stores and tools may answer synchronously under their promises,
+   * so a response with thousands of calls would otherwise run in one stretch of microtasks.
+   */
+  async breathe(): Promise<void> {
+    if (performance.now() - this.lastBreath < BREATH_MS) return;
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    this.lastBreath = performance.now();
   }
 
   setFed(stepId: string, fed: Fed): void {

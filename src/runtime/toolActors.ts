@@ -91,6 +91,7 @@ export function toolCallActors(session: RunSession) {
 
   const checkCall = fromPromise<CheckOutput, ToolCallInput>(async ({ input }) => {
     const { stepId, call } = input;
+    await session.breathe();
     const tool: Tool | undefined = Object.hasOwn(tools, call.name) ? tools[call.name] : undefined;
     session.judgeToolFrame(stepId, call);
     const recorded = await session.fedFromJournal(stepId);

@@ -117,6 +117,27 @@ describe("a model response with more tool calls than maxToolCallsPerResponse", (
     expect(model.fed.map((m) => m.toolCallId)).toEqual(Array.from({ length: 700 }, (_, i) => `c${i}`));
   });
 
+  it("lets timers run while it works through a long response (a worker's lease renewal must not starve)", async () => {
+    const model = floodingModel(2000);
+    let ticks = 0;
+    const ticksSeen: number[] = [];
+    const timer = setInterval(() => ticks++, 1);
+    try {
+      const loop = agentLoop$({
+        id: "flood",
+        model,
+        maxToolCallsPerResponse: 2000,
+        tools: { lookup: { description: "looks n up", execute: () => ticksSeen.push(ticks) } },
+      });
+      // Both the memory store and the tools answer without I/O: without a breath, one stretch of microtasks.
+      await loop.run({ runId: "breathes", input: "go", journal: createJournal({ store: memoryStore() }) });
+    } finally {
+      clearInterval(timer);
+    }
+    expect(ticksSeen).toHaveLength(2000);
+    expect(ticksSeen.at(-1), "timer ticks seen by the last call").toBeGreaterThan(0);
+  });
+
   it("reports every call awaiting approval across batches", async () => {
     const model = floodingModel(300);
     const loop = agentLoop$({
