@@ -197,6 +197,7 @@ export function toolCallActors(session: RunSession) {
 
   const runTool = fromPromise<{ status: "ok" | "error" }, ToolCallInput>(async ({ input, signal }) => {
     const { stepId, call } = input;
+    await session.breathe();
     const tool = tools[call.name] as Tool;
     const effect = `tool:${call.name}`;
     const inputDigest = digestOfRecorded(call.input).digest ?? "";
