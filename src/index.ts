@@ -42,11 +42,13 @@ export {
   type BlobRef,
   type BlobStore,
   type CallSettledData,
+  type ClaimCheckEnvelope,
   type CompactOptions,
   type CompactRequest,
   type CompactResult,
   type CompletedRunValue,
   checkRunId,
+  claimCheckOf,
   compact,
   createJournal,
   type DecisionRecordedData,
@@ -63,6 +65,7 @@ export {
   type FrameStartedData,
   type FramesArchivedData,
   type InterruptReason,
+  isClaimCheckEnvelope,
   isJournalFileError,
   type Journal,
   type JournalEntry,
@@ -76,6 +79,7 @@ export {
   type NewEntry,
   type OpenJournal,
   openSqliteJournal,
+  type PinnedMode,
   type ReadArchivedOptions,
   RUN_ID_RULE,
   type RunCompletedData,
@@ -86,6 +90,7 @@ export {
   type RunSummary,
   readArchived,
   readJournal,
+  readModePin,
   runIdProblem,
   SCHEMA_VERSION,
   type SettledReason,
@@ -227,7 +232,6 @@ export type {
   Tool,
   ToolContext,
 } from "./runtime/config.ts";
-export { type ClaimCheckEnvelope, isClaimCheckEnvelope } from "./runtime/conversation.ts";
 export { AgentInterruptedError, isAgentInterruptedError } from "./runtime/errors.ts";
 export { DEFAULT_LEASE_MS, type RunOwnership } from "./runtime/ownership.ts";
 export {

@@ -1,9 +1,11 @@
 /** The journal: schema, stores, blobs, archive, compaction, and the one validated read. */
 export { memoryArchive, type SqliteArchiveStore, sqliteArchive } from "./archive.ts";
 export { dirBlobStore, memoryBlobStore, refDigest, sqliteBlobStore } from "./blobs.ts";
+export { type ClaimCheckEnvelope, claimCheckOf, isClaimCheckEnvelope } from "./claimCheck.ts";
 export { type CompactOptions, type CompactResult, compact } from "./compact.ts";
 export { createJournal, type OpenJournal, openSqliteJournal, readJournal } from "./journal.ts";
 export { type MemoryStoreOptions, memoryStore } from "./memory.ts";
+export { isModePinDecision, MODE_PIN_SOURCE, type PinnedMode, readModePin } from "./modePin.ts";
 export { type ReadArchivedOptions, readArchived } from "./readArchived.ts";
 export { checkRunId, escapeRunId, MAX_RUN_ID_BYTES, RUN_ID_RULE, runIdProblem } from "./runId.ts";
 export type { ArchivedFrame, ArchiveStore, BlobInfo, BlobRef, BlobStore, Journal } from "./spi.ts";

@@ -1,3 +1,4 @@
+import { isClaimCheckEnvelope } from "./claimCheck.ts";
 import type { EntryType } from "./types.ts";
 
 /**
@@ -153,6 +154,9 @@ export function checkData(type: EntryType, data: unknown, seq: number | undefine
       if (d.digest !== undefined) {
         if (d.digest !== null && typeof d.digest !== "string") throw new Bad("data.digest", "must be a string or null");
         if (!Number.isInteger(d.bytes)) throw new Bad("data.bytes", `must be an integer, found ${kind(d.bytes)}`);
+      }
+      if (d.claimChecked !== undefined && (d.claimChecked !== true || !isClaimCheckEnvelope(d.output))) {
+        throw new Bad("data.claimChecked", "must be true, and only beside a claim-check envelope");
       }
       return;
     case "call.settled":

@@ -15,7 +15,8 @@ import type { EntryMeta, EntryType, JournalEntry } from "./types.ts";
  *   32 bytes; `data` is NULL.
  * - `frame.completed` text `{"frameId":"F","digest":"<64 hex>","bytes":REST}` (a tool frame)
  *   → `frame` = F, `digest` = the 32 bytes, `data` = REST (the byte count, the output's JSON text
- *   and whatever followed it, up to the final `}`).
+ *   and whatever followed it, up to the final `}`; a claim-checked frame's `"claimChecked":true`
+ *   mark, between the byte count and the output, stays in REST too).
  * - `frame.completed` text `{"frameId":"F","output":REST}` (a model frame) → `frame` = F,
  *   `data` = REST (the output's JSON text and whatever followed it, up to the final `}`).
  * - Anything else, and any frame text of another form, is kept whole in `data`.
@@ -178,14 +179,21 @@ function frameData(row: StoredRow): unknown {
     const comma = data.indexOf(",");
     const bytesText = data.slice(0, comma);
     const bytes = Number(bytesText);
-    if (comma < 0 || String(bytes) !== bytesText || !data.startsWith(OUTPUT_KEY, comma)) return undefined;
-    return { frameId, digest: hexOf(digest), bytes, output: JSON.parse(data.slice(comma + OUTPUT_KEY.length)) };
+    if (comma < 0 || String(bytes) !== bytesText) return undefined;
+    if (data.startsWith(OUTPUT_KEY, comma)) {
+      return { frameId, digest: hexOf(digest), bytes, output: JSON.parse(data.slice(comma + OUTPUT_KEY.length)) };
+    }
+    // A claim-checked output: the runtime's mark sits between the byte count and the output.
+    if (!data.startsWith(CLAIM_CHECKED_OUTPUT_KEY, comma)) return undefined;
+    const output = JSON.parse(data.slice(comma + CLAIM_CHECKED_OUTPUT_KEY.length));
+    return { frameId, digest: hexOf(digest), bytes, claimChecked: true, output };
   } catch {
     return undefined; // text after the output, or damage: the caller parses the whole text
   }
 }
 
 const OUTPUT_KEY = ',"output":';
+const CLAIM_CHECKED_OUTPUT_KEY = ',"claimChecked":true,"output":';
 // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it looks for
 const ESCAPED_OR_CONTROL = /[\\\u0000-\u001f]/;
 

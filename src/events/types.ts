@@ -50,6 +50,8 @@ export type SettledReason =
   | "input-too-large"
   | "invalid-input"
   | "approval-declined"
+  /** Past `maxToolCallsPerResponse` in one model response: not run, the model told the limit. */
+  | "too-many-calls"
   | "search-tools"
   | "skill-activation";
 
@@ -111,6 +113,12 @@ export type FrameCompletedData =
        */
       readonly digest?: string | null;
       readonly bytes?: number;
+      /**
+       * Set (true) by the runtime when `output` is the claim-check envelope it wrote in place of
+       * a large output (src/events/claimCheck.ts). Never inside the output, which a tool controls:
+       * an envelope-shaped output without it is plain data.
+       */
+      readonly claimChecked?: true;
       readonly output: unknown;
       readonly failed?: undefined;
     }

@@ -1,6 +1,13 @@
 import { JournalFormatError } from "../core/errors.ts";
+import { isModePinDecision, readModePin } from "./modePin.ts";
 import { Bad, checkData, type Data, kind, TYPES } from "./schema.ts";
-import { type EntryType, type JournalEntry, type NewEntry, SCHEMA_VERSION } from "./types.ts";
+import {
+  type DecisionRecordedData,
+  type EntryType,
+  type JournalEntry,
+  type NewEntry,
+  SCHEMA_VERSION,
+} from "./types.ts";
 
 /**
  * The journal's validator: every entry a store hands back passes here before anything folds it
@@ -81,6 +88,7 @@ export function validateEntries(
       }
       if (typeof meta.at !== "string") throw new Bad("meta.at", `must be a string, found ${kind(meta.at)}`);
       checkData(type as EntryType, e.data, seq);
+      if (type === "decision.recorded") checkPin(runId, e.data as DecisionRecordedData, seq);
       if (frames !== undefined && frameError === undefined) {
         const problem = trackFrame(frames, type, e.data as Data);
         if (problem !== undefined)
@@ -98,6 +106,11 @@ export function validateEntries(
   }
   if (gaps !== undefined) checkGaps(runId, gaps, removed, lenientUpTo);
   if (frameError !== undefined) throw frameError;
+}
+
+/** A mode pin must hold a mode (the one reader raises JournalFormatError naming the decision). */
+function checkPin(runId: string, d: DecisionRecordedData, seq: number): void {
+  if (isModePinDecision(d)) readModePin(runId, d, seq);
 }
 
 /** Follows each frame's life (started, completed); returns what is wrong, if anything. */
@@ -149,6 +162,7 @@ export function checkNewEntries(runId: string, entries: readonly NewEntry[], exp
         throw new Bad("type", `unknown entry type ${JSON.stringify(e.type) ?? "(none)"}`);
       }
       checkData(e.type as EntryType, e.data, seq);
+      if (e.type === "decision.recorded") checkPin(runId, e.data as DecisionRecordedData, seq);
     } catch (err) {
       if (err instanceof Bad) {
         throw new JournalFormatError(

@@ -1,5 +1,5 @@
 import { assign, enqueueActions, fromPromise, setup } from "xstate";
-import type { ErrorCause, InterruptReason, ModelResponse } from "../events/types.ts";
+import type { ErrorCause, InterruptReason, ModelResponse, ToolCall } from "../events/types.ts";
 import { toolStepId } from "../projections/ids.ts";
 import { type ToolCallParentEvent, toolCallMachine } from "./toolCall.machine.ts";
 
@@ -8,7 +8,16 @@ export interface AgentLoopInput {
   readonly runId: string;
   readonly loopId: string;
   readonly maxIterations: number;
+  /** How many calls of one response run at a time (default 128). */
+  readonly callBatch?: number;
 }
+
+/**
+ * The calls of one response are dispatched in batches of this many: the next batch once every
+ * call of the current one ended. xstate copies a machine's children on every spawn and stop, so
+ * a child per call for a whole response of n calls would cost O(n²); a batch keeps it O(n).
+ */
+export const CALL_BATCH = 128;
 
 /**
  * `prepare`: the journal folded, the config checked against it, the mode pinned, the run
@@ -44,8 +53,12 @@ export interface AgentLoopContext {
   /** The turn being worked on: the index of its model call. */
   turn: number;
   response: ModelResponse | undefined;
-  /** Calls of the current response still running. */
+  readonly callBatch: number;
+  /** Calls of the current batch still running. */
   open: number;
+  /** The current batch: calls [batchStart, dispatched) of the response. */
+  batchStart: number;
+  dispatched: number;
   /** Step ids of calls waiting for an approval. */
   pending: string[];
   interrupt: Interruption | undefined;
@@ -55,6 +68,7 @@ export interface AgentLoopContext {
 export type AgentLoopEvent = ToolCallParentEvent | { readonly type: "ABORT"; readonly reason?: unknown };
 
 const hasCalls = (r: ModelResponse | undefined) => (r?.toolCalls.length ?? 0) > 0;
+const callCount = (context: AgentLoopContext) => context.response?.toolCalls.length ?? 0;
 
 /**
  * The agent loop: model → tool calls (one child actor each, run concurrently) → results back →
@@ -82,26 +96,38 @@ export const agentLoopMachine = setup({
   guards: {
     withinLimit: ({ context }) => context.turn < context.maxIterations,
     allSettled: ({ context }) => context.open === 0,
+    // The current batch ended and the response has calls not dispatched yet.
+    batchEnded: ({ context }) => context.open === 0 && context.dispatched < callCount(context),
   },
   actions: {
+    // One toolCall child per call of the current batch.
     dispatchCalls: enqueueActions(({ context, enqueue }) => {
       const calls = context.response?.toolCalls ?? [];
-      calls.forEach((call, index) => {
+      for (let index = context.batchStart; index < context.dispatched; index++) {
         const stepId = toolStepId(context.loopId, context.turn, index);
         enqueue.spawnChild("toolCall", {
           id: `call:${index}`,
-          input: { runId: context.runId, turn: context.turn, index, stepId, call },
+          input: { runId: context.runId, turn: context.turn, index, stepId, call: calls[index] as ToolCall },
         });
-      });
+      }
     }),
-    // Leaving a turn early (an abort) stops its calls: their actors' signals abort and they append nothing more.
+    // Leaving a batch stops its calls (leaving it early, an abort: their signals abort and they append nothing more).
     stopCalls: enqueueActions(({ context, enqueue }) => {
-      const calls = context.response?.toolCalls ?? [];
-      calls.forEach((_, index) => {
-        enqueue.stopChild(`call:${index}`);
-      });
+      for (let index = context.batchStart; index < context.dispatched; index++) enqueue.stopChild(`call:${index}`);
     }),
-    nextTurn: assign({ turn: ({ context }) => context.turn + 1, response: undefined, open: 0, pending: [] }),
+    // The calls after those dispatched so far (none on a turn's first entry), up to a batch.
+    nextBatch: assign(({ context }) => {
+      const dispatched = Math.min(callCount(context), context.dispatched + context.callBatch);
+      return { batchStart: context.dispatched, dispatched, open: dispatched - context.dispatched };
+    }),
+    nextTurn: assign({
+      turn: ({ context }) => context.turn + 1,
+      response: undefined,
+      open: 0,
+      batchStart: 0,
+      dispatched: 0,
+      pending: [],
+    }),
   },
 }).createMachine({
   id: "agentLoop",
@@ -109,9 +135,12 @@ export const agentLoopMachine = setup({
     runId: input.runId,
     loopId: input.loopId,
     maxIterations: input.maxIterations,
+    callBatch: input.callBatch ?? CALL_BATCH,
     turn: 0,
     response: undefined,
     open: 0,
+    batchStart: 0,
+    dispatched: 0,
     pending: [],
     interrupt: undefined,
     error: undefined,
@@ -211,10 +240,7 @@ export const agentLoopMachine = setup({
           },
         },
         dispatching: {
-          entry: [
-            assign({ open: ({ context }) => context.response?.toolCalls.length ?? 0, pending: [] }),
-            "dispatchCalls",
-          ],
+          entry: ["nextBatch", "dispatchCalls"],
           exit: "stopCalls",
           on: {
             "CALL.SETTLED": { actions: assign({ open: ({ context }) => context.open - 1 }) },
@@ -227,6 +253,11 @@ export const agentLoopMachine = setup({
             "CALL.FAILED": { target: "#agentLoop.failed", actions: assign({ error: ({ event }) => event.error }) },
           },
           always: [
+            {
+              guard: "batchEnded",
+              target: "dispatching",
+              reenter: true,
+            },
             {
               guard: ({ context }) => context.open === 0 && context.pending.length > 0,
               target: "#agentLoop.interrupting",

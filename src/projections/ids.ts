@@ -1,3 +1,5 @@
+import { MODE_PIN_SOURCE, MODE_PIN_SUFFIX } from "../events/modePin.ts";
+
 /**
  * The deterministic ids of a run (the record's ADR 0061): completion order never changes them,
  * so a resumed run asks for exactly the frames the first attempt recorded.
@@ -11,7 +13,7 @@ export const toolStepId = (loopId: string, turn: number, index: number): string 
   `${loopId}#turn:${turn}:tool:${index}`;
 
 /** `<loop>#toolCallLog`: the mode pin decision. */
-export const modePinId = (loopId: string): string => `${loopId}#toolCallLog`;
+export const modePinId = (loopId: string): string => `${loopId}${MODE_PIN_SUFFIX}`;
 
 /** `<stepId>:outcome`: what the model was fed for a failed tool. */
 export const outcomeId = (stepId: string): string => `${stepId}:outcome`;
@@ -36,7 +38,7 @@ export function parseFrameId(frameId: string): ParsedFrameId | undefined {
 }
 
 export const DECISION_SOURCES = {
-  modePin: "agent-tool-call-log",
+  modePin: MODE_PIN_SOURCE,
   outcome: "tool-outcome",
   approval: "approval",
 } as const;

@@ -29,6 +29,7 @@ const REFUSALS: ReadonlySet<unknown> = new Set<SettledReason>([
   "input-too-large",
   "invalid-input",
   "approval-declined",
+  "too-many-calls",
 ]);
 
 /**

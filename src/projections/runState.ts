@@ -1,3 +1,4 @@
+import { type ClaimCheckEnvelope, claimCheckOf } from "../events/claimCheck.ts";
 import type {
   CallSettledData,
   CompletedRunValue,
@@ -21,6 +22,12 @@ export interface FrameState {
   status: "started" | "completed" | "failed";
   /** The recorded output (JSON as written), for a completed frame still in the hot journal. */
   output?: unknown;
+  /**
+   * The claim-check envelope `output` is, when the runtime marked it so (`claimCheckOf`): only
+   * then is the output resolved through the blob store. Unset for any other output, including
+   * one that merely looks like an envelope (plain data).
+   */
+  claimCheck?: ClaimCheckEnvelope;
   /** `digestOf(output)` as the frame recorded it (tool frames written by Loom after 0.1.0). */
   recorded?: { readonly digest: string | null; readonly bytes: number };
   /** Set when compaction moved the frame: its output lives in the archive under `ref`. */
@@ -121,6 +128,8 @@ export const runStateProjection: Projection<RunState> = {
         else {
           frame.status = "completed";
           frame.output = entry.data.output;
+          const claimCheck = claimCheckOf(entry.data);
+          if (claimCheck) frame.claimCheck = claimCheck;
           const { digest, bytes } = entry.data;
           if (digest !== undefined) frame.recorded = { digest, bytes: bytes ?? 0 };
           countTurn(state, frame.frameId);

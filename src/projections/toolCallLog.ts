@@ -1,5 +1,6 @@
 import { digestOf } from "../core/digest.ts";
-import { JournalFormatError, LoomError } from "../core/errors.ts";
+import { LoomError } from "../core/errors.ts";
+import { readModePin } from "../events/modePin.ts";
 import type { ModelResponse, ToolCall } from "../events/types.ts";
 import { modelFrameId, modePinId, outcomeId, toolStepId } from "./ids.ts";
 import type { RunState } from "./runState.ts";
@@ -223,8 +224,9 @@ export function isFullToolCallLog(log: AgentStep[] | LeanAgentStep[]): log is Ag
 }
 
 /**
- * The mode pin the run's journal recorded (`<loop>#toolCallLog`), if any. A pin that is not
- * `{ mode: "full" | "lean" }` raises `JournalFormatError`.
+ * The mode pin the run's journal recorded (`<loop>#toolCallLog`), if any, read with the journal's
+ * one pin reader (`readModePin`): a pin that is not `{ mode: "full" | "lean" }` raises
+ * `JournalFormatError` naming the run and the decision.
  *
  * @example
  * resolveModePin({ loopId, runId, recorded: recordedModePin(state), configured, runCompleted: state.status === "completed" });
@@ -232,13 +234,5 @@ export function isFullToolCallLog(log: AgentStep[] | LeanAgentStep[]): log is Ag
 export function recordedModePin(state: RunState): ToolCallLogMode | undefined {
   if (state.loopId === undefined) return undefined;
   const pin = state.decisions[modePinId(state.loopId)];
-  if (!pin) return undefined;
-  const mode = (pin.choice as { readonly mode?: unknown } | null | undefined)?.mode;
-  if (mode === "full" || mode === "lean") return mode;
-  throw new JournalFormatError(
-    state.runId ?? "?",
-    undefined,
-    "decision.recorded choice.mode",
-    `the mode pin ${pin.decisionId} holds ${JSON.stringify(pin.choice)}, not { mode: "full" | "lean" }; the journal was altered or written by another program`,
-  );
+  return pin ? readModePin(state.runId ?? "?", pin) : undefined;
 }

@@ -3,6 +3,7 @@ import { digestOf, digestOfRecorded } from "../core/digest.ts";
 import { AgentLoopConfigError, DefinitionChangedError, ReplayDivergenceError } from "../core/errors.ts";
 import { errorCause } from "../events/errorCause.ts";
 import { readJournal } from "../events/journal.ts";
+import { readModePin } from "../events/modePin.ts";
 import type { Message, ModelResponse, NewEntry, RunStartedData, ToolCall } from "../events/types.ts";
 import type { CallModelOutput, Interruption, PrepareOutput, ReplayOutput } from "../machines/agentLoop.machine.ts";
 import { resolveModePin } from "../machines/modePin.machine.ts";
@@ -28,7 +29,9 @@ export function loopActors(session: RunSession, fence?: Fence) {
     const entries = await readJournal(options.journal, runId);
     const state = foldEntries(entries);
     session.appender = new Appender(options.journal.store, runId, state, fence);
-    const recorded = (state.decisions[modePinId(config.id)]?.choice as { mode?: "full" | "lean" } | undefined)?.mode;
+    // The journal's one pin reader (readJournal has refused a damaged pin already, naming its seq).
+    const pinDecision = state.decisions[modePinId(config.id)];
+    const recorded = pinDecision ? readModePin(runId, pinDecision) : undefined;
     const pin = resolveModePin({
       loopId: config.id,
       runId,
@@ -87,6 +90,7 @@ export function loopActors(session: RunSession, fence?: Fence) {
       let open = false;
       for (let index = 0; index < response.toolCalls.length; index++) {
         const stepId = toolStepId(config.id, turn, index);
+        await session.breathe();
         session.judgeToolFrame(stepId, response.toolCalls[index] as ToolCall);
         const fed = await session.fedFromJournal(stepId);
         if (fed) session.setFed(stepId, fed);

@@ -143,6 +143,7 @@ function interruptedRun(session: RunSession, pending: readonly string[]): Interr
   const turn = state.turns - 1;
   const calls = responseAt(state, turn)?.toolCalls ?? [];
   const cause = state.interruption?.cause; // as journaled: what a reader after a restart sees too
+  const waiting = new Set(pending); // a lookup per call: thousands of calls must not cost n × pending
   return {
     runId: session.options.runId,
     reason: state.interruption?.reason ?? "aborted",
@@ -150,7 +151,7 @@ function interruptedRun(session: RunSession, pending: readonly string[]): Interr
     iterations: state.turns,
     pendingApprovals: calls.flatMap((call, index) => {
       const stepId = toolStepId(session.loopId, turn, index);
-      return pending.includes(stepId) ? [{ stepId, toolName: call.name, input: call.input }] : [];
+      return waiting.has(stepId) ? [{ stepId, toolName: call.name, input: call.input }] : [];
     }),
     ...(cause === undefined ? {} : { cause }),
   };

@@ -108,6 +108,15 @@ export interface AgentLoopConfig<M extends ToolCallLogMode | undefined = ToolCal
   readonly tools?: Readonly<Record<string, Tool<any, unknown>>>;
   /** Upper bound on model calls per run (default 50). */
   readonly maxIterations?: number;
+  /**
+   * How many tool calls of one model response run (default 128). The calls past it are not run:
+   * each is settled as refused (`call.settled`, reason `too-many-calls`, status error) and fed
+   * back to the model with a message saying how many calls it may make at once.
+   *
+   * @example
+   * agentLoop$({ id: "support", model, tools, maxToolCallsPerResponse: 32 });
+   */
+  readonly maxToolCallsPerResponse?: number;
   /** Inputs whose canonical JSON is larger are refused (`input-too-large`; default 64 KiB). */
   readonly maxToolInputBytes?: number;
   /**

@@ -1,9 +1,10 @@
 import { digestOfRecorded, sha256Hex } from "../core/digest.ts";
 import { IntegrityError } from "../core/errors.ts";
+import type { ClaimCheckEnvelope } from "../events/claimCheck.ts";
 import type { BlobStore } from "../events/spi.ts";
 import type { Message, ModelResponse, ToolCall } from "../events/types.ts";
 import { outcomeId } from "../projections/ids.ts";
-import type { RunState } from "../projections/runState.ts";
+import type { FrameState, RunState } from "../projections/runState.ts";
 
 /**
  * The conversation as the journal records it, piece by piece: what the model was told after each
@@ -11,22 +12,6 @@ import type { RunState } from "../projections/runState.ts";
  * and the verifier of the CLI (`loom show`) build both from these same functions, so what one
  * writes the other checks.
  */
-
-/** The claim-check envelope a frame records in place of a large output (the record's ADR 0140). */
-export interface ClaimCheckEnvelope {
-  readonly __loomClaimCheck: 1;
-  readonly ref: string;
-  readonly size: number;
-  readonly digest: string;
-}
-
-/** True when a tool output is a claim-check envelope (the output itself is in the blob store at `ref`). */
-export const isClaimCheckEnvelope = (v: unknown): v is ClaimCheckEnvelope =>
-  typeof v === "object" &&
-  v !== null &&
-  (v as ClaimCheckEnvelope).__loomClaimCheck === 1 &&
-  typeof (v as ClaimCheckEnvelope).ref === "string" &&
-  typeof (v as ClaimCheckEnvelope).digest === "string";
 
 /** What the model was fed for one call. */
 export interface Fed {
@@ -59,13 +44,14 @@ export const chainedPromptDigest = (previous: string, added: readonly Message[])
 
 /**
  * What the model was fed for the call at `stepId`, from the folded journal: a settled call's
- * result, a failed tool's outcome decision, or a completed frame's output (a claim-check envelope
- * resolved through `resolve`); undefined while the call has not ended.
+ * result, a failed tool's outcome decision, or a completed frame's output (an envelope the
+ * runtime marked resolved through `resolve`; any other output as recorded, without a call);
+ * undefined while the call has not ended.
  */
 export async function fedFromState(
   state: RunState,
   stepId: string,
-  resolve: (stepId: string, recorded: unknown) => Promise<unknown>,
+  resolve: (stepId: string, envelope: ClaimCheckEnvelope) => Promise<unknown>,
 ): Promise<Fed | undefined> {
   const settled = state.settled[stepId];
   if (settled) return { output: settled.result, isError: settled.status === "error" };
@@ -74,20 +60,28 @@ export async function fedFromState(
     const choice = state.decisions[outcomeId(stepId)]?.choice as { failed?: unknown } | undefined;
     return { output: choice?.failed, isError: true };
   }
-  if (frame?.status === "completed") return { output: await resolve(stepId, frame.output), isError: false };
+  if (frame?.status === "completed") return { output: await resolvedOutput(frame, resolve), isError: false };
   return undefined;
 }
 
+/** A completed frame's output as fed: resolved when the runtime marked it claim-checked (sync otherwise). */
+function resolvedOutput(
+  frame: FrameState,
+  resolve: (stepId: string, envelope: ClaimCheckEnvelope) => Promise<unknown>,
+): unknown | Promise<unknown> {
+  return frame.claimCheck ? resolve(frame.frameId, frame.claimCheck) : frame.output;
+}
+
 /**
- * A claim-checked output read back from `blobs` (verified by the blob store against its digest);
- * any other output as it is. `where` names the run and step in errors.
+ * A claim-checked output read back from `blobs` (verified by the blob store against its digest).
+ * Call it only with an envelope the runtime marked (`FrameState.claimCheck`, `claimCheckOf`):
+ * any other envelope-shaped output is plain data. `where` names the run and step in errors.
  */
 export async function resolveClaimCheck(
-  recorded: unknown,
+  recorded: ClaimCheckEnvelope,
   blobs: BlobStore | undefined,
   where: string,
 ): Promise<unknown> {
-  if (!isClaimCheckEnvelope(recorded)) return recorded;
   if (!blobs) {
     throw new IntegrityError(
       `${where}: its output is claim-checked (${recorded.ref}) but no blob store is configured; pass claimCheck.blobs or journal.blobs`,

@@ -1,5 +1,6 @@
 import { digestOf, sha256Hex } from "../core/digest.ts";
 import { IntegrityError, LoomError } from "../core/errors.ts";
+import { type ClaimCheckEnvelope, claimCheckOf, isClaimCheckEnvelope } from "../events/claimCheck.ts";
 import { readJournal } from "../events/journal.ts";
 import { readArchived } from "../events/readArchived.ts";
 import type { ArchivedFrame, Journal } from "../events/spi.ts";
@@ -11,10 +12,8 @@ import { projectToolCallLog, toolCallResult } from "../projections/toolCallLog.t
 import type { AgentStep, LeanAgentStep, ToolCallLogMode } from "../projections/types.ts";
 import {
   assistantMessage,
-  type ClaimCheckEnvelope,
   chainedPromptDigest,
   fedFromState,
-  isClaimCheckEnvelope,
   resolveClaimCheck,
   toolResultMessage,
 } from "./conversation.ts";
@@ -77,10 +76,12 @@ export async function hydrateArchived(journal: Journal, state: RunState, options
   for (const [ref, ids] of byRef) {
     const batch = await archiveBatch(journal, state.runId, ref);
     for (const id of ids) {
-      const output = verifiedArchivedOutput(state, id, batch.get(id), ref);
+      const data = verifiedArchivedData(state, id, batch.get(id), ref);
       const frame = state.frames[id];
       if (!frame) continue;
-      frame.output = output;
+      frame.output = data.output;
+      const claimCheck = claimCheckOf(data); // the mark travels with the archived entry
+      if (claimCheck) frame.claimCheck = claimCheck;
     }
   }
   return state;
@@ -104,7 +105,7 @@ async function archiveBatch(journal: Journal, runId: string | undefined, ref: st
   return new Map((await journal.archive.get(ref)).map((f) => [f.frameId, f]));
 }
 
-function verifiedArchivedOutput(state: RunState, frameId: string, archived: ArchivedFrame | undefined, ref: string) {
+function verifiedArchivedData(state: RunState, frameId: string, archived: ArchivedFrame | undefined, ref: string) {
   const marker = state.frames[frameId]?.archived;
   if (!archived || !marker) {
     throw new IntegrityError(
@@ -119,7 +120,7 @@ function verifiedArchivedOutput(state: RunState, frameId: string, archived: Arch
       `run ${state.runId}: archived frame ${frameId} (archive ${ref}) hashes to ${actual.digest} (${actual.bytes} bytes), not the ${marker.digest} (${marker.bytes} bytes) its frames.archived marker records; the archive was altered: restore it from a backup`,
     );
   }
-  return output;
+  return archived.completed.data;
 }
 
 /**
@@ -163,7 +164,7 @@ export interface ResolvedStep {
   /** digestOf the recorded output: equal to the lean entry's digest (it covers the envelope when claim-checked). */
   readonly digest: string | null;
   readonly bytes: number;
-  /** The claim-check envelope the journal recorded, when the output was claim-checked. */
+  /** The claim-check envelope the runtime recorded (and marked), when it claim-checked the output. */
   readonly claimCheck?: ClaimCheckEnvelope;
 }
 
@@ -195,10 +196,13 @@ export async function resolveStep(
   }
   let recorded = result.output;
   let source: ResolvedStep["source"] = result.source;
+  // Only an envelope the runtime marked is resolved; any other envelope-shaped output is plain data.
+  let envelope = result.source === "frame" ? state.frames[stepId]?.claimCheck : undefined;
   if (!result.hasOutput) {
     // readArchived verifies the frame against its marker (output digest, effect, input digest).
     const frame = await readArchived(journal, stepId, { runId, entries });
     recorded = frame?.completed.data.output;
+    envelope = frame ? claimCheckOf(frame.completed.data) : undefined;
     source = "archive";
   }
   const { digest, bytes } = digestOf(recorded);
@@ -209,14 +213,14 @@ export async function resolveStep(
     );
   }
   const base = { runId, stepId, source, status: result.status, digest, bytes };
-  if (!isClaimCheckEnvelope(recorded) || !journal.blobs) return { ...base, output: recorded };
-  const blob = await journal.blobs.get(recorded.ref);
-  if (sha256Hex(blob) !== recorded.digest) {
+  if (!envelope || !journal.blobs) return { ...base, output: recorded };
+  const blob = await journal.blobs.get(envelope.ref);
+  if (sha256Hex(blob) !== envelope.digest) {
     throw new IntegrityError(
-      `run ${runId}: step ${stepId}'s blob ${recorded.ref} does not hash to the digest its claim-check envelope records; restore the blob store from a backup`,
+      `run ${runId}: step ${stepId}'s blob ${envelope.ref} does not hash to the digest its claim-check envelope records; restore the blob store from a backup`,
     );
   }
-  return { ...base, output: JSON.parse(Buffer.from(blob).toString("utf8")), claimCheck: recorded };
+  return { ...base, output: JSON.parse(Buffer.from(blob).toString("utf8")), claimCheck: envelope };
 }
 
 async function runHolding(journal: Journal, stepId: string, runId: string | undefined) {
@@ -281,15 +285,22 @@ export async function verifyTurnResults(journal: Journal, state: RunState, turn:
   const response = responseAt(state, turn);
   if (!frame || !next || !response) return undefined;
   const added: Message[] = [assistantMessage(response)];
+  let unmarked = false; // an envelope-shaped output without the runtime's mark (plain data)
   for (let index = 0; index < response.toolCalls.length; index++) {
-    const fed = await fedFromState(state, toolStepId(loopId, turn, index), (stepId, recorded) =>
-      resolveClaimCheck(recorded, journal.blobs, `run ${state.runId} step ${stepId}`),
+    const stepId = toolStepId(loopId, turn, index);
+    const fed = await fedFromState(state, stepId, (id, envelope) =>
+      resolveClaimCheck(envelope, journal.blobs, `run ${state.runId} step ${id}`),
     );
+    const frame = state.frames[stepId];
+    if (frame && !frame.claimCheck && isClaimCheckEnvelope(frame.output)) unmarked = true;
     added.push(toolResultMessage(response.toolCalls[index] as ToolCall, fed));
   }
   if (chainedPromptDigest(frame.inputDigest, added) !== next.inputDigest) {
+    const legacy = unmarked
+      ? " (or, if the run was recorded by a Loom older than the claim-check mark, an envelope it wrote is now read as plain data: see the CHANGELOG)"
+      : "";
     throw new IntegrityError(
-      `run ${state.runId}: what was fed back after model call ${turn} no longer hashes to the prompt digest ${next.frameId} recorded; the journal was altered: restore it from a backup`,
+      `run ${state.runId}: what was fed back after model call ${turn} no longer hashes to the prompt digest ${next.frameId} recorded; the journal was altered: restore it from a backup${legacy}`,
     );
   }
   return next.frameId;

@@ -1,6 +1,7 @@
 import { canonicalJson } from "../core/canonicalJson.ts";
 import { type Digest, digestOfRecorded, sha256Hex } from "../core/digest.ts";
 import { ReplayDivergenceError } from "../core/errors.ts";
+import type { ClaimCheckEnvelope } from "../events/claimCheck.ts";
 import type { Journal } from "../events/spi.ts";
 import type { Message, ModelResponse, ToolCall } from "../events/types.ts";
 import type { ToolDescriptor } from "../models/types.ts";
@@ -12,7 +13,6 @@ import { toolDescriptors } from "./builtins.ts";
 import type { AgentLoopConfig } from "./config.ts";
 import {
   assistantMessage,
-  type ClaimCheckEnvelope,
   chainedPromptDigest,
   type Fed,
   fedFromState,
@@ -20,11 +20,21 @@ import {
   toolResultMessage,
 } from "./conversation.ts";
 
-export { type ClaimCheckEnvelope, type Fed, isClaimCheckEnvelope } from "./conversation.ts";
+export type { Fed } from "./conversation.ts";
+
+/** The longest the loop holds the event loop between two turns of it, in ms (about). */
+const BREATH_MS = 10;
 
 /** A tool output prepared for the journal: what the frame records and what the model is fed. */
 export type RecordedOutput =
-  | { readonly ok: true; readonly recorded: unknown; readonly fed: unknown; readonly digest: Digest }
+  | {
+      readonly ok: true;
+      readonly recorded: unknown;
+      readonly fed: unknown;
+      readonly digest: Digest;
+      /** `recorded` is the envelope of a claim-checked output: the frame marks it `claimChecked`. */
+      readonly claimChecked?: true;
+    }
   | { readonly ok: false; readonly message: string };
 
 /** What one `loop.run(...)` is given (see `RunRequest`). */
@@ -68,6 +78,8 @@ export class RunSession {
   private digested = 0;
   private readonly fed = new Map<string, Fed>();
   private readonly toolResultsPushed = new Set<number>();
+  /** When the run last let the event loop run other work (see {@link breathe}). */
+  private lastBreath = performance.now();
   /** What the model is told it can call (the same list on every call of the run). */
   readonly toolDescriptors: readonly ToolDescriptor[];
 
@@ -105,6 +117,17 @@ export class RunSession {
     this.messages.push(assistantMessage(response));
   }
 
+  /**
+   * Lets the event loop run other work (timers, I/O: a worker's lease renewal) once the run has
+   * held it for {@link BREATH_MS}. Stores and tools may answer synchronously under their promises,
+   * so a response with thousands of calls would otherwise run in one stretch of microtasks.
+   */
+  async breathe(): Promise<void> {
+    if (performance.now() - this.lastBreath < BREATH_MS) return;
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    this.lastBreath = performance.now();
+  }
+
   setFed(stepId: string, fed: Fed): void {
     this.fed.set(stepId, fed);
   }
@@ -127,7 +150,7 @@ export class RunSession {
    * settled yet. A claim-checked output is resolved through the blob store, digest verified.
    */
   fedFromJournal(stepId: string): Promise<Fed | undefined> {
-    return fedFromState(this.state, stepId, (id, recorded) => this.resolveOutput(id, recorded));
+    return fedFromState(this.state, stepId, (id, envelope) => this.resolveOutput(id, envelope));
   }
 
   /**
@@ -158,10 +181,10 @@ export class RunSession {
     );
   }
 
-  /** Turns a recorded output into what the model is fed: an envelope is replaced by its blob. */
-  resolveOutput(stepId: string, recorded: unknown): Promise<unknown> {
+  /** What the model was fed for a claim-checked output: the envelope's blob, read back verified. */
+  resolveOutput(stepId: string, envelope: ClaimCheckEnvelope): Promise<unknown> {
     const blobs = this.config.claimCheck?.blobs ?? this.options.journal.blobs;
-    return resolveClaimCheck(recorded, blobs, `run ${this.options.runId} step ${stepId}`);
+    return resolveClaimCheck(envelope, blobs, `run ${this.options.runId} step ${stepId}`);
   }
 
   /**
@@ -197,7 +220,13 @@ export class RunSession {
             size: info.size,
             digest: info.digest,
           };
-          return { ok: true, recorded: envelope, fed: recorded, digest: digestOfRecorded(envelope) };
+          return {
+            ok: true,
+            recorded: envelope,
+            fed: recorded,
+            digest: digestOfRecorded(envelope),
+            claimChecked: true,
+          };
         }
         // Kept inline: its canonical text is already at hand.
         return { ok: true, recorded, fed: recorded, digest: { digest: sha256Hex(bytes), bytes: bytes.length } };

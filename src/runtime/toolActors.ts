@@ -1,18 +1,45 @@
 import { fromPromise } from "xstate";
+import { canonicalJson, MAX_CANONICAL_DEPTH } from "../core/canonicalJson.ts";
 import { digestOfRecorded } from "../core/digest.ts";
-import type { CallSettledData, SettledReason } from "../events/types.ts";
+import { isCanonicalJsonError } from "../core/errors.ts";
+import type { CallSettledData, NewEntry, SettledReason } from "../events/types.ts";
 import type { ApprovalOutput, CheckOutput, ToolCallInput } from "../machines/toolCall.machine.ts";
-import { approvalId, DECISION_SOURCES, outcomeId } from "../projections/ids.ts";
+import { approvalId, DECISION_SOURCES, outcomeId, toolStepId } from "../projections/ids.ts";
+import { responseAt } from "../projections/runState.ts";
 import { AppendAfterCloseError } from "./appender.ts";
 import { SEARCH_TOOLS, SKILL_ACTIVATION, searchTools } from "./builtins.ts";
 import type { Tool } from "./config.ts";
 import type { RunSession } from "./session.ts";
+
+/** Tool calls of one model response that run when the loop does not say (`maxToolCallsPerResponse`). */
+export const DEFAULT_MAX_TOOL_CALLS_PER_RESPONSE = 128;
 
 /** The marker an adapter puts in place of a tool-call input that was not valid JSON. */
 const invalidInputMessage = (input: unknown): string | undefined => {
   if (typeof input !== "object" || input === null || !("__loomInvalidInput" in input)) return undefined;
   const error = (input as { error?: unknown }).error;
   return `the tool-call input is not valid JSON${typeof error === "string" ? ` (${error})` : ""}`;
+};
+
+/**
+ * Why an input has no canonical JSON form (a lone surrogate, nesting past the canonicalizer's
+ * cap), or undefined when it has one. Such an input has no digest for its frame to record and a
+ * resume to compare, so it is refused before the tool runs, and the model is told why.
+ */
+const noCanonicalForm = (input: unknown): string | undefined => {
+  try {
+    canonicalJson(input);
+    return undefined;
+  } catch (e) {
+    if (!isCanonicalJsonError(e)) return "the tool-call input has no canonical JSON form; send plain JSON";
+    const why =
+      e.code === "lone-surrogate"
+        ? "a string holds a lone UTF-16 surrogate"
+        : e.code === "too-deep"
+          ? `it nests deeper than ${MAX_CANONICAL_DEPTH} levels`
+          : `${e.code}`;
+    return `the tool-call input has no canonical JSON form (${why}); send well-formed, less deeply nested JSON`;
+  }
 };
 
 /**
@@ -24,8 +51,35 @@ export function toolCallActors(session: RunSession) {
   const runId = options.runId;
   const tools = config.tools ?? {};
   const maxInputBytes = config.maxToolInputBytes ?? 64 * 1024;
+  const maxCalls = config.maxToolCallsPerResponse ?? DEFAULT_MAX_TOOL_CALLS_PER_RESPONSE;
   // Inputs that passed validateInput, possibly transformed by it: what the tool runs with.
   const validated = new Map<string, unknown>();
+
+  // The calls past maxToolCallsPerResponse of each turn, refused in one append (not one a call).
+  const excessRefused = new Map<number, Promise<void>>();
+  function refuseExcessCalls(turn: number): Promise<void> {
+    let refused = excessRefused.get(turn);
+    if (refused === undefined) {
+      refused = appendExcessRefusals(turn);
+      excessRefused.set(turn, refused);
+    }
+    return refused;
+  }
+
+  async function appendExcessRefusals(turn: number): Promise<void> {
+    const asked = responseAt(session.state, turn)?.toolCalls.length ?? 0;
+    const entries: NewEntry[] = [];
+    for (let index = maxCalls; index < asked; index++) {
+      const stepId = toolStepId(session.loopId, turn, index);
+      if (session.state.settled[stepId] || session.state.frames[stepId]) continue;
+      const result = {
+        error: "too-many-calls",
+        message: `this response asked for ${asked} tool calls, but at most ${maxCalls} run per response: the first ${maxCalls} ran, this one (call ${index}) did not; ask for it again, at most ${maxCalls} calls at a time`,
+      };
+      entries.push({ type: "call.settled", data: { stepId, status: "error", reason: "too-many-calls", result } });
+    }
+    if (entries.length > 0) await session.appender.append(...entries);
+  }
 
   async function settle(stepId: string, reason: SettledReason, status: "ok" | "error", result: unknown) {
     const data: CallSettledData = { stepId, status, reason, result };
@@ -37,12 +91,22 @@ export function toolCallActors(session: RunSession) {
 
   const checkCall = fromPromise<CheckOutput, ToolCallInput>(async ({ input }) => {
     const { stepId, call } = input;
+    await session.breathe();
     const tool: Tool | undefined = Object.hasOwn(tools, call.name) ? tools[call.name] : undefined;
     session.judgeToolFrame(stepId, call);
     const recorded = await session.fedFromJournal(stepId);
     if (recorded) {
       session.setFed(stepId, recorded);
       return { kind: "settled", status: recorded.isError ? "error" : "ok" };
+    }
+    if (input.index >= maxCalls) {
+      await refuseExcessCalls(input.turn);
+      const refused = session.state.settled[stepId];
+      if (refused) {
+        session.setFed(stepId, { output: refused.result, isError: true });
+        return { kind: "settled", status: "error" };
+      }
+      // A frame this call started under a higher limit: it goes on as it began.
     }
     if (!tool) {
       if (call.name === SEARCH_TOOLS && config.searchTools !== false) {
@@ -63,9 +127,9 @@ export function toolCallActors(session: RunSession) {
         message: `no tool named ${JSON.stringify(call.name)}; available: ${Object.keys(tools).join(", ") || "none"}`,
       });
     }
-    const invalid = invalidInputMessage(call.input);
+    const { digest, bytes: size } = digestOfRecorded(call.input);
+    const invalid = invalidInputMessage(call.input) ?? (digest === null ? noCanonicalForm(call.input) : undefined);
     if (invalid) return settle(stepId, "invalid-input", "error", { error: "invalid-input", message: invalid });
-    const size = digestOfRecorded(call.input).bytes;
     if (size > maxInputBytes) {
       return settle(stepId, "input-too-large", "error", {
         error: "input-too-large",
@@ -133,6 +197,7 @@ export function toolCallActors(session: RunSession) {
 
   const runTool = fromPromise<{ status: "ok" | "error" }, ToolCallInput>(async ({ input, signal }) => {
     const { stepId, call } = input;
+    await session.breathe();
     const tool = tools[call.name] as Tool;
     const effect = `tool:${call.name}`;
     const inputDigest = digestOfRecorded(call.input).digest ?? "";
@@ -172,10 +237,11 @@ export function toolCallActors(session: RunSession) {
     if (!prepared.ok)
       return fail(stepId, { error: "output-not-json", message: prepared.message }, true, inputDigest, effect);
     const { digest, bytes } = prepared.digest;
-    await session.appender.append({
-      type: "frame.completed",
-      data: { frameId: stepId, digest, bytes, output: prepared.recorded },
-    });
+    // The claim-check mark sits beside the output, where no tool can write it (src/events/claimCheck.ts).
+    const data = prepared.claimChecked
+      ? { frameId: stepId, digest, bytes, claimChecked: true as const, output: prepared.recorded }
+      : { frameId: stepId, digest, bytes, output: prepared.recorded };
+    await session.appender.append({ type: "frame.completed", data });
     session.setFed(stepId, { output: prepared.fed, isError: false });
     return { status: "ok" };
   });

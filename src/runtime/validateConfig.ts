@@ -36,6 +36,9 @@ export function validateConfig(config: AgentLoopConfig): void {
   if (config.maxIterations !== undefined && !positiveInteger(config.maxIterations)) {
     throw fail(id, `maxIterations must be a positive integer, not ${String(config.maxIterations)}`);
   }
+  if (config.maxToolCallsPerResponse !== undefined && !positiveInteger(config.maxToolCallsPerResponse)) {
+    throw fail(id, `maxToolCallsPerResponse must be a positive integer, not ${String(config.maxToolCallsPerResponse)}`);
+  }
   if (config.maxToolInputBytes !== undefined && !positiveInteger(config.maxToolInputBytes)) {
     throw fail(id, `maxToolInputBytes must be a positive integer, not ${String(config.maxToolInputBytes)}`);
   }

@@ -84,6 +84,24 @@ describe("validateEntries", () => {
     ],
     ["failed: false", { type: "frame.completed", data: { frameId: "f", failed: false } }, "data.failed"],
     [
+      "a claim-check mark beside an output that is no envelope",
+      { type: "frame.completed", data: { frameId: "f", claimChecked: true, output: { secret: 1 } } },
+      "data.claimChecked",
+    ],
+    [
+      "a claim-check mark that is not true",
+      {
+        type: "frame.completed",
+        data: { frameId: "f", claimChecked: 1, output: { __loomClaimCheck: 1, ref: "r", size: 1, digest: "d" } },
+      },
+      "data.claimChecked",
+    ],
+    [
+      "a mode pin that holds no mode",
+      { type: "decision.recorded", data: { decisionId: "l#toolCallLog", source: "agent-tool-call-log", choice: {} } },
+      "data.choice.mode",
+    ],
+    [
       "a settled call with another status",
       { type: "call.settled", data: { stepId: "s", status: "meh", reason: "x" } },
       "data.status",

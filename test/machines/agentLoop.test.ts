@@ -191,9 +191,12 @@ describe("agentLoopMachine transitions (pure)", () => {
     expect(snapshot.value).toBe("starting");
     expect(snapshot.context).toEqual({
       ...input,
+      callBatch: 128,
       turn: 0,
       response: undefined,
       open: 0,
+      batchStart: 0,
+      dispatched: 0,
       pending: [],
       interrupt: undefined,
       error: undefined,
@@ -348,6 +351,26 @@ describe("agentLoopMachine context and actor inputs (pure)", () => {
     expect(Object.keys(next.children)).toEqual(["interrupt"]);
   });
 
+  it("dispatches a large response in batches: the next batch once every call of the current one ended", () => {
+    const batched = (events: readonly EventName[]) => {
+      let [snapshot] = initialTransition(machine, { ...input, callBatch: 1 });
+      let actions: ReturnType<typeof step>[1] = [];
+      for (const name of events) [snapshot, actions] = step(snapshot, name);
+      return { snapshot, actions };
+    };
+    const first = batched(toDispatching);
+    expect(effects(first.actions).filter((a) => a.includes("call:"))).toEqual(["spawn call:0"]);
+    expect(first.snapshot.context).toMatchObject({ open: 1, batchStart: 0, dispatched: 1 });
+    const second = batched([...toDispatching, "CALL.PENDING 0"]);
+    expect(stateOf(second.snapshot)).toBe("running.dispatching");
+    expect(effects(second.actions)).toEqual(["running.dispatching", "stop call:0", "spawn call:1"].slice(1));
+    expect(second.snapshot.context).toMatchObject({ open: 1, batchStart: 1, dispatched: 2, pending: [step0] });
+    expect(Object.keys(second.snapshot.children)).toEqual(["call:1"]);
+    const last = batched([...toDispatching, "CALL.PENDING 0", "CALL.SETTLED 1"]);
+    expect(stateOf(last.snapshot)).toBe("interrupting");
+    expect(last.snapshot.context.interrupt).toEqual({ reason: "approval-pending", detail: { stepIds: [step0] } });
+  });
+
   it("keeps the error of a failed call or a rejected actor", () => {
     expect(reach([...toDispatching, "CALL.FAILED 1"]).context.error).toBe("append failed");
     expect(reach(["prepare throws"]).context.error).toBe("divergence");
@@ -367,7 +390,8 @@ describe("agentLoopMachine context and actor inputs (pure)", () => {
 
 describe("agentLoopMachine paths (xstate/graph)", () => {
   const events = Object.values(EVENTS).map(asEvent);
-  const options = { input, events };
+  // Batches of one call, so the paths also take the transition to a response's next batch.
+  const options = { input: { ...input, callBatch: 1 }, events };
 
   it("reaches every state it can rest in by a shortest path, replayable with transition()", () => {
     const paths = getShortestPaths(machine, options);
@@ -403,7 +427,7 @@ describe("agentLoopMachine paths (xstate/graph)", () => {
     expect([...visited].sort()).toEqual([...definedStates(machine)].sort());
     const label = (t: AnyTransitionDefinition) => defined.get(t) ?? `not defined: ${t.eventType}`;
     expect([...taken].map(label).sort()).toEqual([...defined.values()].sort());
-    // starting 3, replaying 4, running (ABORT) 1, deciding 2, callingModel 4, dispatching 3 + 2, finishing 2, interrupting 2
-    expect(defined.size).toBe(23);
+    // starting 3, replaying 4, running (ABORT) 1, deciding 2, callingModel 4, dispatching 3 + 3, finishing 2, interrupting 2
+    expect(defined.size).toBe(24);
   });
 });

@@ -247,7 +247,9 @@ describe("resolveStep", () => {
     const bytes = new TextEncoder().encode(canonicalJson(ENVELOPE_TEXT));
     const info = await blobs.put(bytes);
     const envelope = { __loomClaimCheck: 1, ref: info.ref, size: info.size, digest: info.digest };
-    const p = plan("run-12", { turns: [{ calls: [{ kind: "ok", name: "search", input: {}, output: envelope }] }] });
+    const p = plan("run-12", {
+      turns: [{ calls: [{ kind: "ok", name: "search", input: {}, output: envelope, claimChecked: true }] }],
+    });
     const { journal } = await journalFor(p, { blobs });
     const [entry] = await rebuildToolCallLog(journal, "run-12", "lean");
     const step = await resolveStep(journal, "support#turn:0:tool:0");
@@ -265,7 +267,9 @@ describe("resolveStep", () => {
     const info = await blobs.put(new TextEncoder().encode('"real"'));
     const forged: BlobStore = { ...blobs, get: async () => new TextEncoder().encode('"forged"') };
     const envelope = { __loomClaimCheck: 1, ref: info.ref, size: info.size, digest: info.digest };
-    const p = plan("run-13", { turns: [{ calls: [{ kind: "ok", name: "search", input: {}, output: envelope }] }] });
+    const p = plan("run-13", {
+      turns: [{ calls: [{ kind: "ok", name: "search", input: {}, output: envelope, claimChecked: true }] }],
+    });
     const { journal } = await journalFor(p, { blobs: forged });
     const error = await resolveStep(journal, "support#turn:0:tool:0").catch((e: unknown) => e);
     expect(isIntegrityError(error)).toBe(true);

@@ -10,7 +10,14 @@ import type { ToolCallLogMode } from "../../src/projections/types.ts";
 
 export type CallPlan =
   /** The tool ran: `output` is its live value (the frame records its JSON round trip). */
-  | { readonly kind: "ok"; readonly name: string; readonly input: unknown; readonly output: unknown }
+  | {
+      readonly kind: "ok";
+      readonly name: string;
+      readonly input: unknown;
+      readonly output: unknown;
+      /** `output` is a claim-check envelope the runtime wrote: the frame carries the mark. */
+      readonly claimChecked?: true;
+    }
   /** The tool threw: the frame completes failed; `failure` is what the model was fed. */
   | { readonly kind: "failed"; readonly name: string; readonly input: unknown; readonly failure: unknown }
   /** Settled without running (a refusal, search_tools…). */
@@ -94,7 +101,8 @@ export function buildRun(plan: RunPlan): BuiltRun {
       if (!c) continue;
       const stepId = toolStepId(plan.loopId, i, j);
       if (c.kind === "ok") {
-        push({ type: "frame.completed", data: { frameId: stepId, output: c.output } });
+        const mark = c.claimChecked ? { claimChecked: true as const } : {};
+        push({ type: "frame.completed", data: { frameId: stepId, ...mark, output: c.output } });
         fed.set(stepId, { output: c.output, status: "ok" });
       } else if (c.kind === "failed") {
         push({ type: "frame.completed", data: { frameId: stepId, failed: true } });
