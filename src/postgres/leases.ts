@@ -83,11 +83,13 @@ export function leases(db: PgDatabase) {
                 last_error = $4 WHERE run_id = $1 AND owner = $2`,
         [runId, owner, delayMs, error],
       ),
-    /** Hands the run back, due at once (a worker stopping). */
+    /** Hands the run back, due at once (a worker stopping), and tells the listening workers. */
     releaseNow: (runId: string, owner: string) =>
-      changed(`UPDATE ${t.leases} SET owner = NULL, expires_at = now() WHERE run_id = $1 AND owner = $2`, [
-        runId,
-        owner,
-      ]),
+      changed(
+        `WITH released AS (UPDATE ${t.leases} SET owner = NULL, expires_at = now() WHERE run_id = $1 AND owner = $2
+                            RETURNING loop_id)
+         SELECT pg_notify('${t.channel}', loop_id) FROM released`,
+        [runId, owner],
+      ),
   };
 }

@@ -1,4 +1,5 @@
 import type pg from "pg";
+import { sha256Hex } from "../core/digest.ts";
 import { PostgresSchemaError } from "./errors.ts";
 
 /** The version of the tables below, recorded in `loom_meta` so a later Loom can migrate. */
@@ -14,6 +15,11 @@ export interface Tables {
   readonly archive: string;
   /** The workers' queue: one row per submitted run, with its lease (owner, expiry). */
   readonly leases: string;
+  /**
+   * The NOTIFY channel that announces due runs: one per schema (a hash of its name, as channel
+   * names are identifiers of at most 63 characters), so tenants in other schemas are not woken.
+   */
+  readonly channel: string;
 }
 
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
@@ -33,6 +39,7 @@ export function tablesIn(schema: string | undefined): Tables {
     blobs: q("loom_blobs"),
     archive: q("loom_archive"),
     leases: q("loom_leases"),
+    channel: `loom_due_${sha256Hex(schema ?? "").slice(0, 16)}`,
   };
 }
 

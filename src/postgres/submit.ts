@@ -9,6 +9,7 @@ import { jsonForm } from "../runtime/actors.ts";
 import type { AgentLoop } from "../runtime/agentLoop.ts";
 import { type PgDatabase, pgDatabaseOf } from "./database.ts";
 import { NotPostgresJournalError } from "./errors.ts";
+import { notifyDue } from "./notify.ts";
 import type { PostgresEventStore } from "./store.ts";
 
 export interface SubmitRequest {
@@ -111,6 +112,7 @@ async function submitOnce(db: PgDatabase, request: SubmitRequest): Promise<{ sta
        ON CONFLICT (run_id) DO UPDATE SET expires_at = now(), failures = 0 WHERE l.owner IS NULL`,
       [runId, loopId],
     );
+    await client.query(notifyDue(db), [loopId]); // sent on commit: a listening worker claims it at once
     await client.query("COMMIT");
     return { started };
   } catch (e) {

@@ -5,6 +5,7 @@ import type { Journal } from "../events/spi.ts";
 import type { AgentLoop } from "../runtime/agentLoop.ts";
 import { isAgentInterruptedError } from "../runtime/errors.ts";
 import { type Claim, leases } from "./leases.ts";
+import { listenForDue } from "./notify.ts";
 import { databaseOf } from "./submit.ts";
 
 export interface WorkerOptions {
@@ -16,7 +17,11 @@ export interface WorkerOptions {
   readonly owner?: string;
   /** How long a claim lasts without renewal (default 30 s); renewed every third of it while working. */
   readonly leaseMs?: number;
-  /** How long to wait before looking again when no run is due (default 250 ms). */
+  /**
+   * How long to wait before looking again when no run is due (default 1 s). Runs submitted or
+   * handed back are announced with NOTIFY and claimed at once; the poll finds the rest (a lease
+   * that ran out, a retry whose backoff ended, an announcement missed during an outage).
+   */
   readonly pollMs?: number;
   /** Runs worked on at once by this worker (default 1). */
   readonly concurrency?: number;
@@ -56,10 +61,11 @@ const backoffMs = (failures: number) => Math.min(1000 * 2 ** failures, 300_000);
  */
 export function startWorker(options: WorkerOptions): Worker {
   const { journal, loops, onError } = options;
-  const lease = leases(databaseOf(journal, "startWorker"));
+  const db = databaseOf(journal, "startWorker");
+  const lease = leases(db);
   const owner = options.owner ?? `${hostname()}:${process.pid}:${randomBytes(3).toString("hex")}`;
   const leaseMs = options.leaseMs ?? 30_000;
-  const pollMs = options.pollMs ?? 250;
+  const pollMs = options.pollMs ?? 1000;
   const concurrency = options.concurrency ?? 1;
   for (const [id, loop] of Object.entries(loops)) {
     if (loop.config.id !== id) {
@@ -73,14 +79,21 @@ export function startWorker(options: WorkerOptions): Worker {
   const active = new Map<string, { controller: AbortController; done: Promise<void> }>();
   let stopping = false;
   let wake: () => void = () => {};
+  // Set by a wake-up that came while no nap was pending (mid-claim): the next nap returns at once.
+  let kicked = false;
   const nap = (ms: number) =>
     new Promise<void>((resolve) => {
+      if (kicked || stopping) return resolve();
       const timer = setTimeout(resolve, ms);
       wake = () => {
         clearTimeout(timer);
         resolve();
       };
     });
+  const kick = () => {
+    kicked = true;
+    wake();
+  };
   const report = (e: unknown, runId: string | undefined) => {
     try {
       onError?.(e, runId);
@@ -119,11 +132,21 @@ export function startWorker(options: WorkerOptions): Worker {
     }
   }
 
+  const served = new Set(loopIds);
+  const listener = listenForDue(db, {
+    due: (loopId) => {
+      if (served.has(loopId)) kick();
+    },
+    connected: kick,
+    failed: (e) => report(e, undefined),
+  });
+
   let swept = 0; // when the queue was last swept of runs that need no worker (at most once a lease)
   const polling = (async () => {
     while (!stopping) {
+      kicked = false; // a wake-up from here on comes after this look, so it counts
       if (active.size >= concurrency) {
-        await nap(pollMs);
+        await nap(pollMs); // a run that ends wakes it
         continue;
       }
       let claim: Claim | undefined;
@@ -146,7 +169,7 @@ export function startWorker(options: WorkerOptions): Worker {
         .catch((e) => report(e, runId)) // the lease could not be released: it runs out instead
         .finally(() => {
           active.delete(runId);
-          wake();
+          kick();
         });
       active.set(runId, { controller, done });
     }
@@ -165,6 +188,7 @@ export function startWorker(options: WorkerOptions): Worker {
       wake();
       stopped ??= (async () => {
         await polling;
+        await listener.stop();
         while (active.size > 0) await Promise.all([...active.values()].map((a) => a.done));
       })();
       return stopped;
