@@ -6,6 +6,7 @@ import type { AgentLoop } from "../runtime/agentLoop.ts";
 import { isAgentInterruptedError } from "../runtime/errors.ts";
 import { type Claim, leases } from "./leases.ts";
 import { listenForDue } from "./notify.ts";
+import { databaseHealth } from "./outage.ts";
 import { databaseOf } from "./submit.ts";
 
 export interface WorkerOptions {
@@ -25,8 +26,14 @@ export interface WorkerOptions {
   readonly pollMs?: number;
   /** Runs worked on at once by this worker (default 1). */
   readonly concurrency?: number;
-  /** Told of each run that failed an attempt (it is retried later) and of database errors. */
+  /**
+   * Told of each run that failed an attempt (it is retried later) and of database errors, these
+   * as `WorkerDatabaseError`: the first at once, then at most one per `errorIntervalMs` counting
+   * the ones left out, so an outage does not flood the log.
+   */
   readonly onError?: (error: unknown, runId: string | undefined) => void;
+  /** The least time between two reports of database errors (default 10 s). */
+  readonly errorIntervalMs?: number;
 }
 
 export interface Worker {
@@ -101,6 +108,7 @@ export function startWorker(options: WorkerOptions): Worker {
       // a throwing reporter must not stop the worker
     }
   };
+  const health = databaseHealth(owner, db.label, (e) => report(e, undefined), options.errorIntervalMs ?? 10_000);
 
   async function work(claim: Claim, controller: AbortController): Promise<void> {
     const { runId } = claim;
@@ -112,7 +120,7 @@ export function startWorker(options: WorkerOptions): Worker {
           lost = true;
           controller.abort(new Error(`worker ${owner} lost its lease on run ${runId}`));
         },
-        (e) => report(e, runId),
+        (e) => health.failed(`renewing the lease on run ${runId}`, e),
       );
     }, leaseMs / 3);
     try {
@@ -138,7 +146,7 @@ export function startWorker(options: WorkerOptions): Worker {
       if (served.has(loopId)) kick();
     },
     connected: kick,
-    failed: (e) => report(e, undefined),
+    failed: (e) => health.failed("listening for due runs", e),
   });
 
   let swept = 0; // when the queue was last swept of runs that need no worker (at most once a lease)
@@ -149,16 +157,24 @@ export function startWorker(options: WorkerOptions): Worker {
         await nap(pollMs); // a run that ends wakes it
         continue;
       }
+      // Back-pressure: statements already wait for a connection (the database is slow, or the
+      // pool too small for the runs in hand), so taking on another run would only add to the queue.
+      if (db.pool.waitingCount > 0) {
+        await nap(Math.min(pollMs, 50));
+        continue;
+      }
       let claim: Claim | undefined;
       try {
         claim = await lease.claim(owner, loopIds, leaseMs);
+        health.ok();
       } catch (e) {
-        report(e, undefined);
+        await nap(health.failed("claiming a run", e)); // growing waits while the database is down
+        continue;
       }
       if (claim === undefined) {
         if (Date.now() - swept >= leaseMs) {
           swept = Date.now();
-          await lease.sweep().catch((e) => report(e, undefined));
+          await lease.sweep().catch((e) => health.failed("sweeping the queue", e));
         }
         await nap(pollMs);
         continue;
@@ -166,7 +182,9 @@ export function startWorker(options: WorkerOptions): Worker {
       const { runId } = claim;
       const controller = new AbortController();
       const done = work(claim, controller)
-        .catch((e) => report(e, runId)) // the lease could not be released: it runs out instead
+        .catch((e) => {
+          health.failed(`releasing run ${runId}`, e); // the lease runs out instead
+        })
         .finally(() => {
           active.delete(runId);
           kick();
