@@ -1,4 +1,5 @@
 import pg from "pg";
+import { PostgresSchemaError } from "./errors.ts";
 import { ensureSchema, type Tables, tablesIn } from "./schema.ts";
 
 /**
@@ -57,8 +58,10 @@ export function openPgDatabase(target: string | pg.Pool, options: PostgresOption
   let failed = false;
   const attempt = () => {
     const p = ensureSchema(pool, tables, label, options.schema);
-    p.catch(() => {
-      failed = true; // surfaced by the operation that awaits it; the next read of `ready` tries again
+    // Surfaced by the operation that awaits it. A connection failure is tried again by the next
+    // read of `ready`; a schema this Loom cannot use stays refused.
+    p.catch((e: unknown) => {
+      failed = !(e instanceof PostgresSchemaError);
     });
     return p;
   };
