@@ -1,4 +1,5 @@
 import type { PgDatabase } from "./database.ts";
+import { CODE } from "./rows.ts";
 
 /**
  * The workers' queue and leases, one row per submitted run in `loom_leases`: a run is due when
@@ -21,16 +22,16 @@ export function leases(db: PgDatabase) {
 
   // The run's journal says no worker can take it further: completed or failed, or waiting for an
   // approval or a higher iteration limit (those need the caller). `s`: its stream, `e`: its last entry.
-  const settled = `(s.last_type IN ('run.completed', 'run.failed') OR CASE WHEN s.last_type = 'run.interrupted'
+  const settled = `(s.last_type IN (${CODE.completed}, ${CODE.failed}) OR CASE WHEN s.last_type = ${CODE.interrupted}
     THEN (e.data::json ->> 'reason') IN ('approval-pending', 'max-iterations') ELSE false END)`;
-  const lastEntry = `JOIN ${t.entries} e ON e.run_id = s.run_id AND e.seq = s.version`;
+  const lastEntry = `JOIN ${t.entries} e ON e.run = s.run AND e.seq = s.version`;
 
   // A due run of one of our loops that may go on. SKIP LOCKED: concurrent claimers never wait on,
   // nor take, the same row.
   const claimSql = `
     UPDATE ${t.leases} AS l SET owner = $1, expires_at = now() + ${msInterval("$2")}
      WHERE l.run_id = (
-       SELECT q.run_id FROM ${t.leases} q JOIN ${t.streams} s ON s.run_id = q.run_id ${lastEntry}
+       SELECT q.run_id FROM ${t.leases} q JOIN ${t.runs} s ON s.run_id = q.run_id ${lastEntry}
         WHERE q.expires_at <= now() AND q.loop_id = ANY($3::text[]) AND NOT ${settled}
         ORDER BY q.expires_at
         LIMIT 1
@@ -61,7 +62,7 @@ export function leases(db: PgDatabase) {
     async sweep(): Promise<number> {
       await db.ready;
       const { rowCount } = await pool.query(
-        `DELETE FROM ${t.leases} l USING ${t.streams} s ${lastEntry}
+        `DELETE FROM ${t.leases} l USING ${t.runs} s ${lastEntry}
           WHERE s.run_id = l.run_id AND l.expires_at <= now() AND ${settled}`,
       );
       return rowCount ?? 0;

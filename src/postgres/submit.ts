@@ -1,16 +1,16 @@
 import { digestOf, digestOfRecorded } from "../core/digest.ts";
-import { AgentLoopConfigError, ReplayDivergenceError } from "../core/errors.ts";
+import { AgentLoopConfigError, ConcurrencyError, ReplayDivergenceError } from "../core/errors.ts";
+import { encodeEntries } from "../events/rows.ts";
 import type { Journal } from "../events/spi.ts";
-import type { EntryMeta, Message, NewEntry, RunStartedData } from "../events/types.ts";
-import { SCHEMA_VERSION } from "../events/types.ts";
-import { checkNewEntries, dataText } from "../events/validate.ts";
+import { TYPE_CODES } from "../events/sqliteRows.ts";
+import type { Message, RunStartedData } from "../events/types.ts";
 import { modelFrameId } from "../projections/ids.ts";
 import { jsonForm } from "../runtime/actors.ts";
 import type { AgentLoop } from "../runtime/agentLoop.ts";
 import { type PgDatabase, pgDatabaseOf } from "./database.ts";
 import { NotPostgresJournalError } from "./errors.ts";
 import { notifyDue } from "./notify.ts";
-import type { PostgresEventStore } from "./store.ts";
+import { appendEntries, type PostgresEventStore } from "./store.ts";
 
 export interface SubmitRequest {
   readonly runId: string;
@@ -59,7 +59,7 @@ async function submitOnce(db: PgDatabase, request: SubmitRequest): Promise<{ sta
   const client = await db.pool.connect();
   try {
     await client.query("BEGIN");
-    const head = await client.query(`SELECT version FROM ${t.streams} WHERE run_id = $1 FOR UPDATE`, [runId]);
+    const head = await client.query(`SELECT version FROM ${t.runs} WHERE run_id = $1 FOR UPDATE`, [runId]);
     const started = head.rowCount === 0;
     if (started) {
       if (input === undefined) {
@@ -73,22 +73,12 @@ async function submitOnce(db: PgDatabase, request: SubmitRequest): Promise<{ sta
         input: jsonForm(input) as string,
         tools: Object.keys(loop.config.tools ?? {}),
       };
-      const entry: NewEntry = { type: "run.started", data };
-      checkNewEntries(runId, [entry], 0);
-      const meta = JSON.stringify({ v: SCHEMA_VERSION, at: new Date().toISOString() } satisfies EntryMeta);
-      await client.query(`INSERT INTO ${t.entries} (run_id, seq, type, data, meta) VALUES ($1, 1, $2, $3, $4)`, [
-        runId,
-        entry.type,
-        dataText(runId, entry, 1),
-        meta,
-      ]);
-      await client.query(`INSERT INTO ${t.streams} (run_id, version, entries, last_type) VALUES ($1, 1, 1, $2)`, [
-        runId,
-        entry.type,
-      ]);
+      const { types, texts } = encodeEntries(runId, [{ type: "run.started", data }], 0);
+      if (!(await appendEntries(client, t, runId, 0, types, texts))) throw new ConcurrencyError(runId, 0, 1);
     } else {
       const first = await client.query<{ data: string }>(
-        `SELECT data FROM ${t.entries} WHERE run_id = $1 AND seq = 1 AND type = 'run.started'`,
+        `SELECT e.data FROM ${t.entries} e JOIN ${t.runs} r ON r.run = e.run
+          WHERE r.run_id = $1 AND e.seq = 1 AND e.type = ${TYPE_CODES["run.started"]}`,
         [runId],
       );
       const recorded = first.rows[0] && (JSON.parse(first.rows[0].data) as RunStartedData);
