@@ -24,6 +24,26 @@ export interface CompactRequest {
   readonly expectedVersion: number;
 }
 
+/** What `pruneRuns` asks a store to remove (see src/events/prune.ts). */
+export interface PruneRequest {
+  /** Runs whose last entry is older than this (ms since the epoch) go. */
+  readonly completedBefore: number;
+  /** Runs removed per transaction. */
+  readonly batchSize: number;
+  /** Count what would go, remove nothing. */
+  readonly dryRun: boolean;
+}
+
+/** What a prune removed (or, dry, would remove). */
+export interface PruneResult {
+  readonly runs: number;
+  readonly entries: number;
+  /** Blobs no remaining run names. */
+  readonly blobs: number;
+  /** Archived batches of compacted frames. */
+  readonly archives: number;
+}
+
 /**
  * The event store SPI: small on purpose. Adapters are factories returning plain objects
  * (`memoryStore()`, `sqliteStore(path)`, `postgresStore(url)`); one contract suite
@@ -41,5 +61,10 @@ export interface EventStore {
   listRuns(): Promise<RunSummary[]>;
   /** Removes `removeSeqs` and appends `marker`, atomically; `ConcurrencyError` if the stream moved. */
   compact(runId: string, request: CompactRequest): Promise<{ version: number }>;
+  /**
+   * Optional: removes finished runs (completed or failed) older than the cutoff, with the blobs
+   * and archive batches in the store's own database that no remaining run names (`pruneRuns`).
+   */
+  prune?(request: PruneRequest): Promise<PruneResult>;
   close(): Promise<void>;
 }

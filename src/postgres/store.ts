@@ -6,6 +6,7 @@ import { decodeStoredRows, type StoredRow, TYPE_CODES } from "../events/sqliteRo
 import type { AppendOptions, CompactRequest, EventStore, RunSummary } from "../events/store.ts";
 import { type EntryType, type JournalEntry, type NewEntry, SCHEMA_VERSION } from "../events/types.ts";
 import { openPgDatabase, type PgDatabase, type PostgresOptions, pgDatabaseOf } from "./database.ts";
+import { prunePostgres } from "./prune.ts";
 import { entryArrays } from "./rows.ts";
 import type { Tables } from "./schema.ts";
 
@@ -185,6 +186,8 @@ export function postgresStoreOn(shared: PgDatabase): PostgresEventStore {
       }
       return { version: request.expectedVersion + 1 };
     },
+
+    prune: (request) => prunePostgres(db, request),
 
     async close() {
       await db.release();
