@@ -163,15 +163,15 @@ export function startWorker(options: WorkerOptions): Worker {
         await nap(Math.min(pollMs, 50));
         continue;
       }
-      let claim: Claim | undefined;
+      let claims: Claim[];
       try {
-        claim = await lease.claim(owner, loopIds, leaseMs);
+        claims = await lease.claim(owner, loopIds, leaseMs, concurrency - active.size);
         health.ok();
       } catch (e) {
         await nap(health.failed("claiming a run", e)); // growing waits while the database is down
         continue;
       }
-      if (claim === undefined) {
+      if (claims.length === 0) {
         if (Date.now() - swept >= leaseMs) {
           swept = Date.now();
           await lease.sweep().catch((e) => health.failed("sweeping the queue", e));
@@ -179,17 +179,19 @@ export function startWorker(options: WorkerOptions): Worker {
         await nap(pollMs);
         continue;
       }
-      const { runId } = claim;
-      const controller = new AbortController();
-      const done = work(claim, controller)
-        .catch((e) => {
-          health.failed(`releasing run ${runId}`, e); // the lease runs out instead
-        })
-        .finally(() => {
-          active.delete(runId);
-          kick();
-        });
-      active.set(runId, { controller, done });
+      for (const claim of claims) {
+        const { runId } = claim;
+        const controller = new AbortController();
+        const done = work(claim, controller)
+          .catch((e) => {
+            health.failed(`releasing run ${runId}`, e); // the lease runs out instead
+          })
+          .finally(() => {
+            active.delete(runId);
+            kick();
+          });
+        active.set(runId, { controller, done });
+      }
     }
   })();
 
