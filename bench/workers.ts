@@ -1,6 +1,6 @@
 /**
  * Worker processes on one PostgreSQL (needs a server: LOOM_PG_URL), through 1, 2, 4 and 8
- * processes (`startWorker`, this file run with `--worker`, 8 runs in hand each):
+ * processes (`startWorker`, this file run with `--worker`, 8 runs in hand each, warmed up):
  * - 1,000 one-turn runs (a tool call, then the answer) submitted, held, then released at once
  *   (one UPDATE and one NOTIFY): runs/s until the last completes;
  * - the same loop at a steady submit rate of half that throughput for 4 s: time from submit to
@@ -20,6 +20,8 @@ import { randomBytes } from "node:crypto";
 import { loadavg } from "node:os";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
+import { createJournal } from "../src/events/journal.ts";
+import { memoryStore } from "../src/events/memory.ts";
 import { scriptedModel } from "../src/models/scripted.ts";
 import { tablesIn } from "../src/postgres/schema.ts";
 import { openPostgresJournal, startWorker, submitRun } from "../src/postgres.ts";
@@ -49,6 +51,11 @@ const one = loopOf("one", 1);
 const twenty = loopOf("twenty", 20);
 
 if (process.argv[2] === "--worker") {
+  // Warm up (JIT) on an in-memory journal first, as a long-lived worker would be: the measured
+  // runs are few per process at 8 processes, and a cold process would spend them compiling.
+  const warm = createJournal({ store: memoryStore() });
+  for (let i = 0; i < 40; i++) await one.run({ runId: `warm-${i}`, journal: warm, input: "go" });
+  for (let i = 0; i < 4; i++) await twenty.run({ runId: `warm-t-${i}`, journal: warm, input: "go" });
   const journal = openPostgresJournal(url!, { schema: process.argv[3]!, pool: { max: 10 } });
   const worker = startWorker({
     journal,

@@ -42,7 +42,8 @@ export const TYPE_CODES: Readonly<Record<EntryType, number>> = {
   "run.failed": 8,
 };
 
-const TYPE_OF: readonly (EntryType | undefined)[] = (() => {
+/** The entry type of each stored code (undefined for a code this Loom does not know). */
+export const TYPE_OF: readonly (EntryType | undefined)[] = (() => {
   const out: (EntryType | undefined)[] = [];
   for (const [type, code] of Object.entries(TYPE_CODES)) out[code] = type as EntryType;
   return out;

@@ -2,17 +2,13 @@ import type pg from "pg";
 import { sha256Hex } from "../core/digest.ts";
 import { ConcurrencyError, JournalFormatError } from "../core/errors.ts";
 import { encodeEntries } from "../events/rows.ts";
-import { decodeStoredRows, type StoredRow, TYPE_CODES } from "../events/sqliteRows.ts";
+import { decodeStoredRows, type StoredRow, TYPE_CODES, TYPE_OF } from "../events/sqliteRows.ts";
 import type { AppendOptions, CompactRequest, EventStore, RunSummary } from "../events/store.ts";
 import { type EntryType, type JournalEntry, type NewEntry, SCHEMA_VERSION } from "../events/types.ts";
 import { openPgDatabase, type PgDatabase, type PostgresOptions, pgDatabaseOf } from "./database.ts";
 import { prunePostgres } from "./prune.ts";
 import { entryArrays } from "./rows.ts";
 import type { Tables } from "./schema.ts";
-
-const TYPE_OF: Record<number, EntryType> = Object.fromEntries(
-  Object.entries(TYPE_CODES).map(([type, code]) => [code, type as EntryType]),
-);
 
 /** A postgres store also tells which database it lives in (for submitRun and the workers). */
 export interface PostgresEventStore extends EventStore {
@@ -165,7 +161,12 @@ export function postgresStoreOn(shared: PgDatabase): PostgresEventStore {
       await db.ready;
       const { rows } = await pool.query<[string, number, number, number]>({ ...sql.runs, rowMode: "array" });
       return rows.map(
-        ([runId, version, last, entries]): RunSummary => ({ runId, version, lastType: TYPE_OF[last] ?? "?", entries }),
+        ([runId, version, last, entries]): RunSummary => ({
+          runId,
+          version,
+          lastType: TYPE_OF[last] ?? `code ${last}`,
+          entries,
+        }),
       );
     },
 
