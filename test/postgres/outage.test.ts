@@ -29,6 +29,7 @@ function outageProxy(target: URL) {
   let mostOpen = 0;
   const up = () =>
     new Promise<void>((resolve) => {
+      if (server !== undefined) return resolve(); // already up
       server = createServer((client) => {
         const upstream = dial(Number(target.port || 5432), target.hostname);
         open++;
@@ -141,5 +142,65 @@ describe.skipIf(PG_URL === undefined)("a worker through a database outage", () =
       await worker.stop();
       await workerJournal.close();
     }
+  }, 60_000);
+
+  it("runs in flight when every connection drops finish afterwards, no frame journaled twice", async () => {
+    const started = new Set<string>(); // run/step of every tool execution
+    const slow = agentLoop$({
+      id: "slow",
+      model: scriptedModel(({ turn, messages }) => {
+        const first = messages.find((m) => m.role === "user");
+        const run = first?.role === "user" ? first.content : "?"; // the input is the run id
+        return turn < 2
+          ? { toolCalls: [{ id: `c${turn}`, name: "work", input: { run } }] }
+          : { content: "ok", toolCalls: [] };
+      }),
+      tools: {
+        work: {
+          description: "works for 300 ms",
+          execute: async (input, { stepId }) => {
+            started.add(`${(input as { run: string }).run}/${stepId}`);
+            await sleep(300);
+            return { done: stepId };
+          },
+        },
+      },
+    });
+    await proxy.up();
+    const workerJournal = openPostgresJournal(proxy.url(), { schema, pool: { max: 4 } });
+    let failedAttempts = 0; // attempts the outage cut off (retried later)
+    const worker = startWorker({
+      journal: workerJournal,
+      loops: { slow },
+      leaseMs: 1500, // a run whose release failed in the outage is taken up again soon after
+      concurrency: 6,
+      onError: (_e, runId) => {
+        if (runId !== undefined) failedAttempts++;
+      },
+    });
+    const runIds = Array.from({ length: 6 }, (_, i) => `inflight-${i}`);
+    try {
+      for (const runId of runIds) await submitRun(journal, { runId, loop: slow, input: runId });
+      await until("every run inside its first tool", async () => started.size >= 6);
+      await proxy.cut(); // as a server restart does: every connection gone, none accepted
+      await sleep(1000);
+      await proxy.up();
+      await until(
+        "every run to complete",
+        async () => (await Promise.all(runIds.map((r) => completed(r)()))).every(Boolean),
+        30_000,
+      );
+    } finally {
+      await worker.stop();
+      await workerJournal.close();
+    }
+    for (const runId of runIds) {
+      const frames = (await readJournal(journal, runId)).flatMap((e) =>
+        e.type === "frame.completed" ? [e.data.frameId] : [],
+      );
+      expect(new Set(frames).size, runId).toBe(frames.length); // each frame completed once
+      expect(frames.length, runId).toBe(5); // 3 model calls, 2 tool calls
+    }
+    expect(failedAttempts).toBeGreaterThanOrEqual(1); // the outage did cut runs off mid-way
   }, 60_000);
 });
