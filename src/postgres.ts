@@ -8,8 +8,10 @@ export type { PostgresOptions } from "./postgres/database.ts";
 export {
   isNotPostgresJournalError,
   isPostgresSchemaError,
+  isWorkerDatabaseError,
   NotPostgresJournalError,
   PostgresSchemaError,
+  WorkerDatabaseError,
 } from "./postgres/errors.ts";
 export { openPostgresJournal } from "./postgres/journal.ts";
 export { POSTGRES_SCHEMA_VERSION } from "./postgres/schema.ts";

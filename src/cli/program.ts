@@ -4,6 +4,7 @@ import { registerDemo } from "./commands/demo.ts";
 import { registerInspect } from "./commands/inspect.ts";
 import { registerLog } from "./commands/log.ts";
 import { registerMachine } from "./commands/machine.ts";
+import { registerPrune } from "./commands/prune.ts";
 import { registerResume } from "./commands/resume.ts";
 import { registerRuns } from "./commands/runs.ts";
 import { registerShow } from "./commands/show.ts";
@@ -73,6 +74,7 @@ export function buildProgram(io: CliIo): Command {
     registerShow,
     registerResume,
     registerCompact,
+    registerPrune,
     registerInspect,
     registerMachine,
   ]) {

@@ -6,12 +6,27 @@ export { type CompactOptions, type CompactResult, compact } from "./compact.ts";
 export { createJournal, type OpenJournal, openSqliteJournal, readJournal } from "./journal.ts";
 export { type MemoryStoreOptions, memoryStore } from "./memory.ts";
 export { isModePinDecision, MODE_PIN_SOURCE, type PinnedMode, readModePin } from "./modePin.ts";
+export {
+  isPruneNotSupportedError,
+  PruneNotSupportedError,
+  type PruneOptions,
+  type PruneResult,
+  pruneRuns,
+} from "./prune.ts";
 export { type ReadArchivedOptions, readArchived } from "./readArchived.ts";
 export { checkRunId, escapeRunId, MAX_RUN_ID_BYTES, RUN_ID_RULE, runIdProblem } from "./runId.ts";
 export type { ArchivedFrame, ArchiveStore, BlobInfo, BlobRef, BlobStore, Journal } from "./spi.ts";
 export { type SqliteEventStore, sqliteStore } from "./sqlite.ts";
 export { SQLITE_SCHEMA_VERSION, type SqliteDatabase, type SqliteOptions } from "./sqliteFile.ts";
 export { isJournalFileError, JournalFileError, type JournalFileErrorCode } from "./sqliteOpen.ts";
-export type { AcquireOptions, AppendOptions, CompactRequest, EventStore, RunLease, RunSummary } from "./store.ts";
+export type {
+  AcquireOptions,
+  AppendOptions,
+  CompactRequest,
+  EventStore,
+  PruneRequest,
+  RunLease,
+  RunSummary,
+} from "./store.ts";
 export * from "./types.ts";
 export { checkNewEntries, validateEntries } from "./validate.ts";

@@ -43,7 +43,8 @@ export const TYPE_CODES: Readonly<Record<EntryType, number>> = {
   "run.failed": 8,
 };
 
-const TYPE_OF: readonly (EntryType | undefined)[] = (() => {
+/** The entry type of each stored code (undefined for a code this Loom does not know). */
+export const TYPE_OF: readonly (EntryType | undefined)[] = (() => {
   const out: (EntryType | undefined)[] = [];
   for (const [type, code] of Object.entries(TYPE_CODES)) out[code] = type as EntryType;
   return out;
@@ -254,10 +255,15 @@ function isoOf(runId: string, seq: number, at: number, where: string): string {
  * The same rebuild in SQL, for the `loom_journal` view (an `e` alias on loom_entries): the
  * entry's data text, and its meta as the JSON `{"v":…,"at":"…"}`.
  */
-export const SQL_DATA_TEXT = `CASE
+export const SQL_DATA_TEXT = sqlDataText("lower(hex(e.digest))");
+
+/** The rebuild in another SQL dialect, given its expression for `e.digest` as lowercase hex. */
+export function sqlDataText(digestHex: string): string {
+  return `CASE
     WHEN e.frame IS NULL THEN e.data
-    WHEN e.effect IS NOT NULL THEN '${STARTED_1}' || e.frame || '${STARTED_2}' || e.effect || '${STARTED_3}' || lower(hex(e.digest)) || '${STARTED_4}'
-    WHEN e.digest IS NOT NULL THEN '${STARTED_1}' || e.frame || '${DIGESTED_2}' || lower(hex(e.digest)) || '${DIGESTED_3}' || e.data || '}'
+    WHEN e.effect IS NOT NULL THEN '${STARTED_1}' || e.frame || '${STARTED_2}' || e.effect || '${STARTED_3}' || ${digestHex} || '${STARTED_4}'
+    WHEN e.digest IS NOT NULL THEN '${STARTED_1}' || e.frame || '${DIGESTED_2}' || ${digestHex} || '${DIGESTED_3}' || e.data || '}'
     ELSE '${STARTED_1}' || e.frame || '${COMPLETED_2}' || e.data || '}'
   END`;
+}
 export const SQL_META_TEXT = `'{"v":' || e.v || ',"at":"' || strftime('%Y-%m-%dT%H:%M:%S', e.at / 1000, 'unixepoch') || '.' || printf('%03d', e.at % 1000) || 'Z"}'`;

@@ -47,6 +47,26 @@ export interface CompactRequest {
   readonly expectedVersion: number;
 }
 
+/** What `pruneRuns` asks a store to remove (see src/events/prune.ts). */
+export interface PruneRequest {
+  /** Runs whose last entry is older than this (ms since the epoch) go. */
+  readonly completedBefore: number;
+  /** Runs removed per transaction. */
+  readonly batchSize: number;
+  /** Count what would go, remove nothing. */
+  readonly dryRun: boolean;
+}
+
+/** What a prune removed (or, dry, would remove). */
+export interface PruneResult {
+  readonly runs: number;
+  readonly entries: number;
+  /** Blobs no remaining run names. */
+  readonly blobs: number;
+  /** Archived batches of compacted frames. */
+  readonly archives: number;
+}
+
 /**
  * The event store SPI: small on purpose. Adapters are factories returning plain objects
  * (`memoryStore()`, `sqliteStore(path)`, `postgresStore(url)`); one contract suite
@@ -77,6 +97,11 @@ export interface EventStore {
   release(lease: RunLease): Promise<void>;
   /** Removes `removeSeqs` and appends `marker`, atomically; `ConcurrencyError` if the stream moved. */
   compact(runId: string, request: CompactRequest): Promise<{ version: number }>;
+  /**
+   * Optional: removes finished runs (completed or failed) older than the cutoff, with the blobs
+   * and archive batches in the store's own database that no remaining run names (`pruneRuns`).
+   */
+  prune?(request: PruneRequest): Promise<PruneResult>;
   /** Releases the connection or file (a database handed in by the caller stays open). */
   close(): Promise<void>;
 }

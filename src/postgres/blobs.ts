@@ -26,9 +26,17 @@ export function postgresBlobStoreOn(shared: PgDatabase): BlobStore {
     async put(bytes) {
       const digest = sha256Hex(bytes);
       await db.ready;
+      // A blob put again is marked as put now: pruneRuns never removes one put after its cutoff,
+      // so a live run about to record a ref to it keeps it.
       await pool.query(
-        `INSERT INTO ${tables.blobs} (digest, size, bytes) VALUES ($1, $2, $3) ON CONFLICT (digest) DO NOTHING`,
-        [digest, bytes.byteLength, Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)],
+        `INSERT INTO ${tables.blobs} (put_at, size, digest, bytes) VALUES ($1, $2, $3, $4)
+         ON CONFLICT (digest) DO UPDATE SET put_at = EXCLUDED.put_at`,
+        [
+          Date.now(),
+          bytes.byteLength,
+          Buffer.from(digest, "hex"),
+          Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength),
+        ],
       );
       return { ref: `sha256:${digest}` as BlobRef, size: bytes.byteLength, digest };
     },
@@ -36,14 +44,16 @@ export function postgresBlobStoreOn(shared: PgDatabase): BlobStore {
       const digest = refDigest(ref);
       await db.ready;
       const { rows } = await pool.query<{ bytes: Buffer }>(`SELECT bytes FROM ${tables.blobs} WHERE digest = $1`, [
-        digest,
+        Buffer.from(digest, "hex"),
       ]);
       return verified(ref, digest, rows[0]?.bytes, where);
     },
     async has(ref) {
       const digest = refDigest(ref);
       await db.ready;
-      const { rowCount } = await pool.query(`SELECT 1 FROM ${tables.blobs} WHERE digest = $1`, [digest]);
+      const { rowCount } = await pool.query(`SELECT 1 FROM ${tables.blobs} WHERE digest = $1`, [
+        Buffer.from(digest, "hex"),
+      ]);
       return rowCount === 1;
     },
     async close() {

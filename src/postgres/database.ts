@@ -1,4 +1,5 @@
 import pg from "pg";
+import { PostgresSchemaError } from "./errors.ts";
 import { ensureSchema, type Tables, tablesIn } from "./schema.ts";
 
 /**
@@ -13,7 +14,12 @@ export interface PostgresOptions {
    * where the connection's `search_path` puts them (usually `public`). Letters, digits and `_`.
    */
   readonly schema?: string;
-  /** Settings for the pool Loom creates from a URL (ignored when a pool is passed). */
+  /**
+   * Settings for the pool Loom creates from a URL (ignored when a pool is passed). The pool is
+   * bounded: `max` connections (default 10), and requests beyond it wait their turn, so a process
+   * never opens more than `max` connections however many runs it has in hand. Size it above a
+   * worker's `concurrency` (each run in hand holds a connection only for one statement at a time).
+   */
   readonly pool?: Omit<pg.PoolConfig, "connectionString">;
 }
 
@@ -22,7 +28,11 @@ export interface PgDatabase {
   readonly tables: Tables;
   /** Where it is, for messages: host, database and schema, never a password. */
   readonly label: string;
-  /** Settles once the schema is created and its version checked; every operation awaits it. */
+  /**
+   * Settles once the schema is created and its version checked; every operation awaits it. A
+   * failed attempt (the server was down) is tried again by the next operation that reads `ready`,
+   * so a process started before its database recovers with it.
+   */
   readonly ready: Promise<void>;
   /** Counts one more holder. */
   acquire(): PgDatabase;
@@ -45,15 +55,30 @@ export function openPgDatabase(target: string | pg.Pool, options: PostgresOption
   // An idle client's error (a server restart) must not crash the process: the pool replaces it.
   if (!external) pool.on("error", () => {});
   const label = `${external ? "the given pool" : where(target)}${options.schema ? ` schema ${options.schema}` : ""}`;
-  const ready = ensureSchema(pool, tables, label, options.schema);
-  ready.catch(() => {}); // surfaced by the first operation that awaits it
+  let failed = false;
+  const attempt = () => {
+    const p = ensureSchema(pool, tables, label, options.schema);
+    // Surfaced by the operation that awaits it. A connection failure is tried again by the next
+    // read of `ready`; a schema this Loom cannot use stays refused.
+    p.catch((e: unknown) => {
+      failed = !(e instanceof PostgresSchemaError);
+    });
+    return p;
+  };
+  let ready = attempt();
   let holders = 0;
   let ended = false;
   const db: PgDatabase = {
     pool,
     tables,
     label,
-    ready,
+    get ready() {
+      if (failed && !ended) {
+        failed = false;
+        ready = attempt();
+      }
+      return ready;
+    },
     acquire() {
       holders++;
       return db;

@@ -17,6 +17,31 @@ export class NotPostgresJournalError extends LoomError {
   }
 }
 
+/**
+ * What a worker reports (through `onError`) when its database fails: the first failure at once,
+ * then at most one report per interval, counting the failures it did not report, so an outage
+ * gives a few lines, not thousands. The worker keeps retrying with a growing delay.
+ */
+export class WorkerDatabaseError extends LoomError {
+  /** Failures since the last report that were not reported one by one (this one excluded). */
+  readonly suppressed: number;
+  constructor(owner: string, where: string, cause: unknown, suppressed: number, sinceMs: number, retryMs: number) {
+    const more =
+      suppressed > 0
+        ? `; ${suppressed} more database errors in the last ${Math.round(sinceMs / 1000)} s not reported`
+        : "";
+    super(
+      "workerDatabase",
+      `worker ${owner}: ${where} failed: ${String((cause as Error)?.message ?? cause)}${more}; it retries (next look in ${Math.round(retryMs)} ms): check that the database is up and reachable`,
+      { cause },
+    );
+    this.suppressed = suppressed;
+  }
+}
+
+/** Is `e` a `WorkerDatabaseError` (a worker's rate-limited report of a database failure)? */
+export const isWorkerDatabaseError = (e: unknown): e is WorkerDatabaseError => e instanceof WorkerDatabaseError;
+
 /** True when `e` is a `PostgresSchemaError`. */
 export const isPostgresSchemaError = (e: unknown): e is PostgresSchemaError => e instanceof PostgresSchemaError;
 /** True when `e` is a `NotPostgresJournalError`. */

@@ -1,4 +1,5 @@
 import type { PgDatabase } from "./database.ts";
+import { CODE } from "./rows.ts";
 
 /**
  * The workers' queue and leases, one row per submitted run in `loom_leases`: a run is due when
@@ -21,19 +22,20 @@ export function leases(db: PgDatabase) {
 
   // The run's journal says no worker can take it further: completed or failed, or waiting for an
   // approval or a higher iteration limit (those need the caller). `s`: its stream, `e`: its last entry.
-  const settled = `(s.last_type IN ('run.completed', 'run.failed') OR CASE WHEN s.last_type = 'run.interrupted'
+  const settled = `(s.last_type IN (${CODE.completed}, ${CODE.failed}) OR CASE WHEN s.last_type = ${CODE.interrupted}
     THEN (e.data::json ->> 'reason') IN ('approval-pending', 'max-iterations') ELSE false END)`;
-  const lastEntry = `JOIN ${t.entries} e ON e.run_id = s.run_id AND e.seq = s.version`;
+  const lastEntry = `JOIN ${t.entries} e ON e.run = s.run AND e.seq = s.version`;
 
-  // A due run of one of our loops that may go on. SKIP LOCKED: concurrent claimers never wait on,
-  // nor take, the same row.
+  // Due runs of our loops that may go on, up to $4 of them in one statement (a worker with free
+  // slots fills them in one round trip). SKIP LOCKED: concurrent claimers never wait on, nor
+  // take, the same row.
   const claimSql = `
     UPDATE ${t.leases} AS l SET owner = $1, expires_at = now() + ${msInterval("$2")}
-     WHERE l.run_id = (
-       SELECT q.run_id FROM ${t.leases} q JOIN ${t.streams} s ON s.run_id = q.run_id ${lastEntry}
+     WHERE l.run_id IN (
+       SELECT q.run_id FROM ${t.leases} q JOIN ${t.runs} s ON s.run_id = q.run_id ${lastEntry}
         WHERE q.expires_at <= now() AND q.loop_id = ANY($3::text[]) AND NOT ${settled}
         ORDER BY q.expires_at
-        LIMIT 1
+        LIMIT $4
         FOR UPDATE OF q SKIP LOCKED)
     RETURNING l.run_id, l.loop_id, l.failures`;
 
@@ -43,16 +45,16 @@ export function leases(db: PgDatabase) {
   };
 
   return {
-    /** Takes one due run for `owner` until `leaseMs` from now, or undefined when none is due. */
-    async claim(owner: string, loopIds: readonly string[], leaseMs: number): Promise<Claim | undefined> {
+    /** Takes up to `limit` due runs for `owner` until `leaseMs` from now (none when none is due). */
+    async claim(owner: string, loopIds: readonly string[], leaseMs: number, limit: number): Promise<Claim[]> {
       await db.ready;
       const { rows } = await pool.query<{ run_id: string; loop_id: string; failures: number }>(claimSql, [
         owner,
         leaseMs,
         loopIds,
+        limit,
       ]);
-      const row = rows[0];
-      return row && { runId: row.run_id, loopId: row.loop_id, failures: row.failures };
+      return rows.map((row) => ({ runId: row.run_id, loopId: row.loop_id, failures: row.failures }));
     },
     /**
      * Removes due rows of runs that need no worker: a worker killed after its run's last append
@@ -61,7 +63,7 @@ export function leases(db: PgDatabase) {
     async sweep(): Promise<number> {
       await db.ready;
       const { rowCount } = await pool.query(
-        `DELETE FROM ${t.leases} l USING ${t.streams} s ${lastEntry}
+        `DELETE FROM ${t.leases} l USING ${t.runs} s ${lastEntry}
           WHERE s.run_id = l.run_id AND l.expires_at <= now() AND ${settled}`,
       );
       return rowCount ?? 0;
@@ -89,11 +91,13 @@ export function leases(db: PgDatabase) {
         `UPDATE ${t.leases} SET owner = NULL, expires_at = now() + ${msInterval("$3")} WHERE run_id = $1 AND owner = $2`,
         [runId, owner, delayMs],
       ),
-    /** Hands the run back, due at once (a worker stopping). */
+    /** Hands the run back, due at once (a worker stopping), and tells the listening workers. */
     releaseNow: (runId: string, owner: string) =>
-      changed(`UPDATE ${t.leases} SET owner = NULL, expires_at = now() WHERE run_id = $1 AND owner = $2`, [
-        runId,
-        owner,
-      ]),
+      changed(
+        `WITH released AS (UPDATE ${t.leases} SET owner = NULL, expires_at = now() WHERE run_id = $1 AND owner = $2
+                            RETURNING loop_id)
+         SELECT pg_notify('${t.channel}', loop_id) FROM released`,
+        [runId, owner],
+      ),
   };
 }

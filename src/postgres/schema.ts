@@ -1,21 +1,35 @@
 import type pg from "pg";
+import { sha256Hex } from "../core/digest.ts";
+import { sqlDataText, TYPE_CODES } from "../events/sqliteRows.ts";
 import { PostgresSchemaError } from "./errors.ts";
+import { migrateFromV1, renameV1 } from "./migrate.ts";
 
 /** The version of the tables below, recorded in `loom_meta` so a later Loom can migrate. */
-export const POSTGRES_SCHEMA_VERSION = 1;
+export const POSTGRES_SCHEMA_VERSION = 2;
 
 /** Loom's table names, qualified by the schema when one is configured. */
 export interface Tables {
   readonly meta: string;
+  /** One row per run: its integer key, id, version (last seq), entry count, last type and time. */
+  readonly runs: string;
+  readonly entryTypes: string;
+  /** The entries, laid out as `sqliteRows.ts` describes (integer run and type keys, frame columns). */
   readonly entries: string;
-  /** One row per run: its version (last seq), entry count and last type, locked by each append. */
-  readonly streams: string;
   readonly blobs: string;
+  /** Which runs refer to which blob (a `"sha256:…"` ref in an entry's text): what `pruneRuns` keeps. */
+  readonly blobRefs: string;
   readonly archive: string;
   /** The workers' queue: one row per submitted run, with its lease (owner, expiry). */
   readonly leases: string;
   /** Run ownership: one row per run ever owned, its fencing token and current owner (owners.ts). */
   readonly owners: string;
+  /** Every entry as text (`select * from loom_journal`), for reading the tables with psql. */
+  readonly journal: string;
+  /**
+   * The NOTIFY channel that announces due runs: one per schema (a hash of its name, as channel
+   * names are identifiers of at most 63 characters), so tenants in other schemas are not woken.
+   */
+  readonly channel: string;
 }
 
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
@@ -30,32 +44,59 @@ export function tablesIn(schema: string | undefined): Tables {
   const q = (name: string) => (schema === undefined ? name : `"${schema}".${name}`);
   return {
     meta: q("loom_meta"),
+    runs: q("loom_runs"),
+    entryTypes: q("loom_entry_types"),
     entries: q("loom_entries"),
-    streams: q("loom_streams"),
     blobs: q("loom_blobs"),
+    blobRefs: q("loom_blob_refs"),
     archive: q("loom_archive"),
     leases: q("loom_leases"),
     owners: q("loom_owners"),
+    journal: q("loom_journal"),
+    channel: `loom_due_${sha256Hex(schema ?? "").slice(0, 16)}`,
   };
 }
 
+/**
+ * Version 2. Columns are ordered widest first, so no byte goes to alignment padding. An entry row
+ * spends about 30 bytes beside its data (v1: about 100): the run and type are integers, `meta` is
+ * `at` (ms since the epoch) and `v`, and a frame's id and digest are columns (the digest 32 bytes).
+ */
 const ddl = (t: Tables) => `
-CREATE TABLE IF NOT EXISTS ${t.meta} (key text PRIMARY KEY, value text NOT NULL);
-CREATE TABLE IF NOT EXISTS ${t.entries} (
-  run_id text NOT NULL,
-  seq integer NOT NULL,
-  type text NOT NULL,
-  data text NOT NULL,
-  meta text NOT NULL,
-  PRIMARY KEY (run_id, seq)
-);
-CREATE TABLE IF NOT EXISTS ${t.streams} (
-  run_id text PRIMARY KEY,
+CREATE TABLE IF NOT EXISTS ${t.runs} (
+  updated_at bigint NOT NULL,
+  run integer GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
   version integer NOT NULL,
   entries integer NOT NULL,
-  last_type text NOT NULL
+  last_type smallint NOT NULL,
+  run_id text NOT NULL UNIQUE
 );
-CREATE TABLE IF NOT EXISTS ${t.blobs} (digest text PRIMARY KEY, size integer NOT NULL, bytes bytea NOT NULL);
+CREATE TABLE IF NOT EXISTS ${t.entryTypes} (code smallint PRIMARY KEY, type text NOT NULL UNIQUE);
+INSERT INTO ${t.entryTypes} (code, type)
+  VALUES ${Object.entries(TYPE_CODES)
+    .map(([type, code]) => `(${code}, '${type}')`)
+    .join(", ")}
+  ON CONFLICT (code) DO NOTHING;
+CREATE TABLE IF NOT EXISTS ${t.entries} (
+  at bigint NOT NULL,
+  run integer NOT NULL,
+  seq integer NOT NULL,
+  type smallint NOT NULL,
+  v smallint NOT NULL,
+  frame text,
+  effect text,
+  digest bytea,
+  data text,
+  PRIMARY KEY (run, seq)
+);
+CREATE TABLE IF NOT EXISTS ${t.blobs} (
+  put_at bigint NOT NULL,
+  size integer NOT NULL,
+  digest bytea PRIMARY KEY,
+  bytes bytea NOT NULL
+);
+CREATE TABLE IF NOT EXISTS ${t.blobRefs} (digest bytea NOT NULL, run integer NOT NULL, PRIMARY KEY (digest, run));
+CREATE INDEX IF NOT EXISTS loom_blob_refs_run ON ${t.blobRefs} (run);
 CREATE TABLE IF NOT EXISTS ${t.archive} (ref text PRIMARY KEY, run_id text NOT NULL, body text NOT NULL);
 CREATE INDEX IF NOT EXISTS loom_archive_run ON ${t.archive} (run_id);
 CREATE TABLE IF NOT EXISTS ${t.leases} (
@@ -76,6 +117,10 @@ CREATE TABLE IF NOT EXISTS ${t.owners} (
   pid integer,
   expires_at timestamptz NOT NULL
 );
+CREATE OR REPLACE VIEW ${t.journal} AS
+  SELECT r.run_id, e.seq, ty.type, ${sqlDataText("encode(e.digest, 'hex')")} AS data,
+         '{"v":' || e.v || ',"at":"' || to_char(to_timestamp(e.at / 1000.0) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') || '"}' AS meta
+    FROM ${t.entries} e JOIN ${t.runs} r ON r.run = e.run JOIN ${t.entryTypes} ty ON ty.code = e.type;
 `;
 
 /**
@@ -93,19 +138,24 @@ export async function ensureSchema(
     await client.query("BEGIN");
     await client.query("SELECT pg_advisory_xact_lock(hashtext($1))", [`loom.schema:${schema ?? ""}`]);
     if (schema !== undefined) await client.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
-    await client.query(ddl(tables));
+    await client.query(`CREATE TABLE IF NOT EXISTS ${tables.meta} (key text PRIMARY KEY, value text NOT NULL)`);
     const found = await client.query<{ value: string }>(`SELECT value FROM ${tables.meta} WHERE key = $1`, [
       "schema_version",
     ]);
     const row = found.rows[0];
-    if (row === undefined) {
-      await client.query(`INSERT INTO ${tables.meta} (key, value) VALUES ($1, $2)`, [
-        "schema_version",
-        String(POSTGRES_SCHEMA_VERSION),
-      ]);
-    } else if (!(Number(row.value) <= POSTGRES_SCHEMA_VERSION)) {
+    if (row !== undefined && !(Number(row.value) <= POSTGRES_SCHEMA_VERSION)) {
       throw new PostgresSchemaError(
         `${label}: the Loom tables are at schema version ${row.value}, newer than this Loom knows (${POSTGRES_SCHEMA_VERSION}); upgrade Loom to open this database`,
+      );
+    }
+    const v1 = row !== undefined && Number(row.value) === 1;
+    if (v1) await renameV1(client, tables);
+    await client.query(ddl(tables));
+    if (v1) await migrateFromV1(client, tables, label);
+    if (row === undefined || v1) {
+      await client.query(
+        `INSERT INTO ${tables.meta} (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`,
+        ["schema_version", String(POSTGRES_SCHEMA_VERSION)],
       );
     }
     await client.query("COMMIT");

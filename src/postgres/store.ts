@@ -1,8 +1,9 @@
 import type pg from "pg";
 import { sha256Hex } from "../core/digest.ts";
 import { ConcurrencyError, JournalFormatError } from "../core/errors.ts";
-import { decodeRows, encodeEntries } from "../events/rows.ts";
+import { encodeEntries } from "../events/rows.ts";
 import { checkRunId } from "../events/runId.ts";
+import { decodeStoredRows, type StoredRow, TYPE_CODES, TYPE_OF } from "../events/sqliteRows.ts";
 import type {
   AcquireOptions,
   AppendOptions,
@@ -11,9 +12,11 @@ import type {
   RunLease,
   RunSummary,
 } from "../events/store.ts";
-import { type EntryMeta, type JournalEntry, type NewEntry, SCHEMA_VERSION } from "../events/types.ts";
+import { type EntryType, type JournalEntry, type NewEntry, SCHEMA_VERSION } from "../events/types.ts";
 import { openPgDatabase, type PgDatabase, type PostgresOptions, pgDatabaseOf } from "./database.ts";
 import { pgOwners } from "./owners.ts";
+import { prunePostgres } from "./prune.ts";
+import { entryArrays } from "./rows.ts";
 import type { Tables } from "./schema.ts";
 
 /** A postgres store also tells which database it lives in (for submitRun and the workers). */
@@ -23,21 +26,21 @@ export interface PostgresEventStore extends EventStore {
   ready(): Promise<void>;
 }
 
-type Row = [seq: number, type: string, data: string, meta: string];
-
 /**
  * The `EventStore` on PostgreSQL (`pg`), for many processes on many machines. An append is one
- * statement, so one transaction: it locks the run's row in `loom_streams` (FOR UPDATE), checks
- * `expectedVersion` against it, inserts the entries and moves the row, or writes nothing. The
- * `(run_id, seq)` primary key backs that up for a run's first append, where there is no row to
- * lock yet: the loser of that race gets a unique violation, reported as `ConcurrencyError`. A
- * fenced append also reads the run's owner row (`loom_owners`, see owners.ts) FOR SHARE in the
- * same statement and writes nothing unless its token still owns the run (`OwnershipLostError`).
- * Entry data is a `text` column holding exactly what `JSON.stringify` wrote (not jsonb, which
- * reorders keys), so a run resumed from PostgreSQL is byte-identical to the live one.
+ * statement, so one transaction (see `appendEntries`): it locks the run's row in
+ * `loom_runs` (FOR UPDATE), checks `expectedVersion` against it, inserts the entries and moves
+ * the row, or writes nothing. The unique `run_id` backs that up for a run's first append, where
+ * there is no row to lock yet: the loser of that race gets a unique violation, reported as
+ * `ConcurrencyError`. A fenced append also reads the run's owner row (`loom_owners`, see owners.ts)
+ * FOR SHARE in the same statement and writes nothing unless its token still owns the run
+ * (`OwnershipLostError`). Entries are laid out as SQLite's (`sqliteRows.ts`: integer run and type
+ * keys, meta as two columns, a frame's id and digest in columns, the rest as the exact text
+ * `JSON.stringify` wrote), so a run resumed from PostgreSQL is byte-identical to the live one.
  *
  * Pass a URL (Loom creates the pool and ends it on `close`) or your own `pg.Pool` (never ended
- * by Loom). Tables are created on open; `options.schema` puts them in a schema of their own.
+ * by Loom). Tables are created on open (a version 1 database is migrated, in one transaction);
+ * `options.schema` puts them in a schema of their own.
  *
  * @example
  * import { postgresStore } from "loom-agent/postgres";
@@ -52,32 +55,73 @@ export function postgresStore(target: string | pg.Pool, options?: PostgresOption
 /** Named statements: parsed once per connection. The name hashes the text (two schemas, two names). */
 const named = (text: string) => ({ name: `loom_${sha256Hex(text).slice(0, 20)}`, text });
 
-function statements(t: Tables) {
+const cache = new WeakMap<Tables, ReturnType<typeof build>>();
+const statements = (t: Tables) => {
+  let s = cache.get(t);
+  if (s === undefined) cache.set(t, (s = build(t)));
+  return s;
+};
+
+function build(t: Tables) {
   return {
-    // $8, the fence: the owner row is read FOR SHARE, so an acquisition (an UPDATE of that row)
+    // $1 run id, $2 expected version, $3 entry count, $4 last type code, $5 at (ms), $6 v,
+    // $7… the columns of the entries, $12 the digests of the blobs they name.
+    // $13, the fence: the owner row is read FOR SHARE, so an acquisition (an UPDATE of that row)
     // waits for this append to commit, and this append sees a committed acquisition's token.
     append: named(`
-      WITH locked AS (SELECT version FROM ${t.streams} WHERE run_id = $1 FOR UPDATE),
+      WITH locked AS (SELECT run, version FROM ${t.runs} WHERE run_id = $1 FOR UPDATE),
       fence AS (SELECT token FROM ${t.owners} WHERE run_id = $1 AND owner IS NOT NULL FOR SHARE),
       cur AS (
-        SELECT coalesce((SELECT version FROM locked), 0) AS v,
-               ($8::int IS NULL OR $8::int IS NOT DISTINCT FROM (SELECT token FROM fence)) AS owned
-      ),
+        SELECT (SELECT run FROM locked) AS run, coalesce((SELECT version FROM locked), 0) AS v,
+               ($13::int IS NULL OR $13::int IS NOT DISTINCT FROM (SELECT token FROM fence)) AS owned),
+      added AS (
+        INSERT INTO ${t.runs} (updated_at, version, entries, last_type, run_id)
+        SELECT $5::bigint, $3::int, $3::int, $4::smallint, $1 FROM cur WHERE cur.run IS NULL AND $2::int = 0 AND cur.owned
+        RETURNING run),
+      moved AS (
+        UPDATE ${t.runs} r SET updated_at = $5::bigint, version = $2::int + $3::int, entries = r.entries + $3::int,
+               last_type = $4::smallint
+          FROM cur WHERE r.run = cur.run AND cur.v = $2::int AND cur.owned
+        RETURNING r.run),
+      target AS (SELECT run FROM added UNION ALL SELECT run FROM moved),
       ins AS (
-        INSERT INTO ${t.entries} (run_id, seq, type, data, meta)
-        SELECT $1, $2::int + x.ord::int, x.t, x.d, $5
-          FROM cur, unnest($3::text[], $4::text[]) WITH ORDINALITY AS x(t, d, ord)
-         WHERE cur.v = $2::int AND cur.owned
-      )
-      INSERT INTO ${t.streams} AS s (run_id, version, entries, last_type)
-      SELECT $1, $2::int + $6::int, $6::int, $7 FROM cur WHERE cur.v = $2::int AND cur.owned
-      ON CONFLICT (run_id) DO UPDATE
-        SET version = EXCLUDED.version, entries = s.entries + EXCLUDED.entries, last_type = EXCLUDED.last_type
-      RETURNING version`),
-    version: named(`SELECT version FROM ${t.streams} WHERE run_id = $1`),
-    read: named(`SELECT seq, type, data, meta FROM ${t.entries} WHERE run_id = $1 AND seq >= $2 ORDER BY seq`),
-    runs: named(`SELECT run_id, version, last_type, entries FROM ${t.streams} ORDER BY run_id COLLATE "C"`),
+        INSERT INTO ${t.entries} (at, run, seq, type, v, frame, effect, digest, data)
+        SELECT $5::bigint, target.run, $2::int + x.ord::int, x.type, $6::smallint, x.frame, x.effect, x.digest, x.data
+          FROM target, unnest($7::smallint[], $8::text[], $9::text[], $10::bytea[], $11::text[])
+               WITH ORDINALITY AS x(type, frame, effect, digest, data, ord)),
+      refs AS (
+        INSERT INTO ${t.blobRefs} (digest, run) SELECT d, target.run FROM target, unnest($12::bytea[]) AS d
+        ON CONFLICT DO NOTHING)
+      SELECT run FROM target`),
+    version: named(`SELECT version FROM ${t.runs} WHERE run_id = $1`),
+    read: named(
+      `SELECT e.seq, e.type, e.at::float8, e.v, e.frame, e.effect, e.digest, e.data
+         FROM ${t.entries} e JOIN ${t.runs} r ON r.run = e.run WHERE r.run_id = $1 AND e.seq >= $2 ORDER BY e.seq`,
+    ),
+    runs: named(`SELECT run_id, version, last_type, entries FROM ${t.runs} ORDER BY run_id COLLATE "C"`),
   };
+}
+
+/**
+ * Appends `entries` (checked and serialized by `encodeEntries`) after `expectedVersion`, in one
+ * statement on `q`: a pool (its own transaction) or a client inside the caller's (submitRun).
+ * True when written; false when the run has moved on (a `ConcurrencyError` for the caller).
+ */
+export async function appendEntries(
+  q: pg.Pool | pg.PoolClient,
+  t: Tables,
+  runId: string,
+  expectedVersion: number,
+  types: readonly EntryType[],
+  texts: readonly string[],
+  fence?: number,
+): Promise<boolean> {
+  const c = entryArrays(types, texts);
+  const last = TYPE_CODES[types[types.length - 1] as EntryType];
+  const values: unknown[] = [runId, expectedVersion, types.length, last, Date.now(), SCHEMA_VERSION];
+  values.push(c.types, c.frames, c.effects, c.digests, c.datas, c.refs, fence ?? null);
+  const result = await q.query({ ...statements(t).append, values });
+  return result.rowCount === 1;
 }
 
 /** The store on an already opened database (shared with blobs and archive by `openPostgresJournal`). */
@@ -86,7 +130,6 @@ export function postgresStoreOn(shared: PgDatabase): PostgresEventStore {
   const { pool, tables } = db;
   const sql = statements(tables);
   const owners = pgOwners(db);
-  const metaText = () => JSON.stringify({ v: SCHEMA_VERSION, at: new Date().toISOString() } satisfies EntryMeta);
 
   const versionOf = async (q: pg.Pool | pg.PoolClient, runId: string): Promise<number> =>
     (await q.query<{ version: number }>({ ...sql.version, values: [runId] })).rows[0]?.version ?? 0;
@@ -120,26 +163,37 @@ export function postgresStoreOn(shared: PgDatabase): PostgresEventStore {
         if (actual !== expectedVersion) throw new ConcurrencyError(runId, expectedVersion, actual);
         return { version: expectedVersion };
       }
-      const last = types[types.length - 1]!;
-      const values = [runId, expectedVersion, types, texts, metaText(), entries.length, last, fence ?? null];
-      const result = await pool.query({ ...sql.append, values }).catch((e) => lostRace(runId, expectedVersion, e));
-      if (result.rowCount !== 1) throw await refused();
+      const written = await appendEntries(pool, tables, runId, expectedVersion, types, texts, fence).catch((e) =>
+        lostRace(runId, expectedVersion, e),
+      );
+      if (!written) throw await refused();
       return { version: expectedVersion + entries.length };
     },
 
     async read(runId: string, options?: { from?: number }) {
       checkRunId(runId, "read");
       await db.ready;
-      const { rows } = await pool.query<Row>({ ...sql.read, values: [runId, options?.from ?? 1], rowMode: "array" });
+      const { rows } = await pool.query<[...StoredRow]>({
+        ...sql.read,
+        values: [runId, options?.from ?? 1],
+        rowMode: "array",
+      });
       const out: JournalEntry[] = [];
-      decodeRows(runId, rows, out, db.label);
+      decodeStoredRows(runId, rows, out, db.label);
       return out;
     },
 
     async listRuns() {
       await db.ready;
-      const { rows } = await pool.query<[string, number, string, number]>({ ...sql.runs, rowMode: "array" });
-      return rows.map(([runId, version, lastType, entries]): RunSummary => ({ runId, version, lastType, entries }));
+      const { rows } = await pool.query<[string, number, number, number]>({ ...sql.runs, rowMode: "array" });
+      return rows.map(
+        ([runId, version, last, entries]): RunSummary => ({
+          runId,
+          version,
+          lastType: TYPE_OF[last] ?? `code ${last}`,
+          entries,
+        }),
+      );
     },
 
     async compact(runId: string, request: CompactRequest) {
@@ -149,7 +203,7 @@ export function postgresStoreOn(shared: PgDatabase): PostgresEventStore {
       const client = await pool.connect();
       try {
         await client.query("BEGIN");
-        await compactIn(client, tables, runId, request, text, metaText());
+        await compactIn(client, tables, runId, request, text);
         await client.query("COMMIT");
       } catch (e) {
         await client.query("ROLLBACK").catch(() => {});
@@ -164,6 +218,7 @@ export function postgresStoreOn(shared: PgDatabase): PostgresEventStore {
     acquire: (runId: string, options: AcquireOptions) => owners.acquire(runId, options),
     renew: (lease: RunLease, leaseMs: number) => owners.renew(lease, leaseMs),
     release: (lease: RunLease) => owners.release(lease),
+    prune: (request) => prunePostgres(db, request),
 
     async close() {
       await db.release();
@@ -178,18 +233,18 @@ async function compactIn(
   runId: string,
   request: CompactRequest,
   text: string,
-  meta: string,
 ): Promise<void> {
   const { expectedVersion, removeSeqs } = request;
-  const head = await client.query<{ version: number }>(
-    `SELECT version FROM ${t.streams} WHERE run_id = $1 FOR UPDATE`,
+  const head = await client.query<{ run: number; version: number }>(
+    `SELECT run, version FROM ${t.runs} WHERE run_id = $1 FOR UPDATE`,
     [runId],
   );
   const actual = head.rows[0]?.version ?? 0;
   if (actual !== expectedVersion) throw new ConcurrencyError(runId, expectedVersion, actual);
+  const run = head.rows[0]!.run;
   const removed = await client.query<{ seq: number }>(
-    `DELETE FROM ${t.entries} WHERE run_id = $1 AND seq = ANY($2::int[]) RETURNING seq`,
-    [runId, removeSeqs],
+    `DELETE FROM ${t.entries} WHERE run = $1 AND seq = ANY($2::int[]) RETURNING seq`,
+    [run, removeSeqs],
   );
   const gone = new Set(removed.rows.map((r) => r.seq));
   const seen = new Set<number>();
@@ -204,16 +259,10 @@ async function compactIn(
     }
     seen.add(seq);
   }
-  await client.query(`INSERT INTO ${t.entries} (run_id, seq, type, data, meta) VALUES ($1, $2, $3, $4, $5)`, [
-    runId,
-    expectedVersion + 1,
-    request.marker.type,
-    text,
-    meta,
-  ]);
-  await client.query(
-    `INSERT INTO ${t.streams} AS s (run_id, version, entries, last_type) VALUES ($1, $2, 1, $3)
-     ON CONFLICT (run_id) DO UPDATE SET version = EXCLUDED.version, entries = s.entries - $4 + 1, last_type = EXCLUDED.last_type`,
-    [runId, expectedVersion + 1, request.marker.type, gone.size],
-  );
+  // The run's row now says `expectedVersion - gone + …`: take the entries off, then append the
+  // marker as any append would (it moves the row from `expectedVersion`).
+  await client.query(`UPDATE ${t.runs} SET entries = entries - $2 WHERE run = $1`, [run, gone.size]);
+  if (!(await appendEntries(client, t, runId, expectedVersion, [request.marker.type], [text]))) {
+    throw new ConcurrencyError(runId, expectedVersion, actual);
+  }
 }

@@ -1,16 +1,17 @@
 import { digestOf, digestOfRecorded } from "../core/digest.ts";
-import { AgentLoopConfigError, ReplayDivergenceError } from "../core/errors.ts";
+import { AgentLoopConfigError, ConcurrencyError, ReplayDivergenceError } from "../core/errors.ts";
+import { encodeEntries } from "../events/rows.ts";
 import { checkRunId } from "../events/runId.ts";
 import type { Journal } from "../events/spi.ts";
-import type { EntryMeta, Message, NewEntry, RunStartedData } from "../events/types.ts";
-import { SCHEMA_VERSION } from "../events/types.ts";
-import { checkNewEntries, dataText } from "../events/validate.ts";
+import { TYPE_CODES } from "../events/sqliteRows.ts";
+import type { Message, RunStartedData } from "../events/types.ts";
 import { modelFrameId } from "../projections/ids.ts";
 import { runStartedData } from "../runtime/actors.ts";
 import type { AgentLoop } from "../runtime/agentLoop.ts";
 import { type PgDatabase, pgDatabaseOf } from "./database.ts";
 import { NotPostgresJournalError } from "./errors.ts";
-import type { PostgresEventStore } from "./store.ts";
+import { notifyDue } from "./notify.ts";
+import { appendEntries, type PostgresEventStore } from "./store.ts";
 
 /** A run to hand to the workers (`submitRun`). */
 export interface SubmitRequest {
@@ -62,7 +63,7 @@ async function submitOnce(db: PgDatabase, request: SubmitRequest): Promise<{ sta
   const client = await db.pool.connect();
   try {
     await client.query("BEGIN");
-    const head = await client.query(`SELECT version FROM ${t.streams} WHERE run_id = $1 FOR UPDATE`, [runId]);
+    const head = await client.query(`SELECT version FROM ${t.runs} WHERE run_id = $1 FOR UPDATE`, [runId]);
     const started = head.rowCount === 0;
     if (started) {
       if (input === undefined) {
@@ -72,22 +73,12 @@ async function submitOnce(db: PgDatabase, request: SubmitRequest): Promise<{ sta
         );
       }
       const data = runStartedData(loop.config, input);
-      const entry: NewEntry = { type: "run.started", data };
-      checkNewEntries(runId, [entry], 0);
-      const meta = JSON.stringify({ v: SCHEMA_VERSION, at: new Date().toISOString() } satisfies EntryMeta);
-      await client.query(`INSERT INTO ${t.entries} (run_id, seq, type, data, meta) VALUES ($1, 1, $2, $3, $4)`, [
-        runId,
-        entry.type,
-        dataText(runId, entry, 1),
-        meta,
-      ]);
-      await client.query(`INSERT INTO ${t.streams} (run_id, version, entries, last_type) VALUES ($1, 1, 1, $2)`, [
-        runId,
-        entry.type,
-      ]);
+      const { types, texts } = encodeEntries(runId, [{ type: "run.started", data }], 0);
+      if (!(await appendEntries(client, t, runId, 0, types, texts))) throw new ConcurrencyError(runId, 0, 1);
     } else {
       const first = await client.query<{ data: string }>(
-        `SELECT data FROM ${t.entries} WHERE run_id = $1 AND seq = 1 AND type = 'run.started'`,
+        `SELECT e.data FROM ${t.entries} e JOIN ${t.runs} r ON r.run = e.run
+          WHERE r.run_id = $1 AND e.seq = 1 AND e.type = ${TYPE_CODES["run.started"]}`,
         [runId],
       );
       const recorded = first.rows[0] && (JSON.parse(first.rows[0].data) as RunStartedData);
@@ -111,6 +102,7 @@ async function submitOnce(db: PgDatabase, request: SubmitRequest): Promise<{ sta
        ON CONFLICT (run_id) DO UPDATE SET expires_at = now(), failures = 0 WHERE l.owner IS NULL`,
       [runId, loopId],
     );
+    await client.query(notifyDue(db), [loopId]); // sent on commit: a listening worker claims it at once
     await client.query("COMMIT");
     return { started };
   } catch (e) {

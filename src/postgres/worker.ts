@@ -6,6 +6,8 @@ import type { RunLease } from "../events/store.ts";
 import type { AgentLoop } from "../runtime/agentLoop.ts";
 import { isAgentInterruptedError } from "../runtime/errors.ts";
 import { type Claim, leases } from "./leases.ts";
+import { listenForDue } from "./notify.ts";
+import { databaseHealth } from "./outage.ts";
 import { databaseOf } from "./submit.ts";
 
 /** What `startWorker` runs: a journal on PostgreSQL and the loops it may resume. */
@@ -18,12 +20,22 @@ export interface WorkerOptions {
   readonly owner?: string;
   /** How long a claim lasts without renewal (default 30 s); renewed every third of it while working. */
   readonly leaseMs?: number;
-  /** How long to wait before looking again when no run is due (default 250 ms). */
+  /**
+   * How long to wait before looking again when no run is due (default 1 s). Runs submitted or
+   * handed back are announced with NOTIFY and claimed at once; the poll finds the rest (a lease
+   * that ran out, a retry whose backoff ended, an announcement missed during an outage).
+   */
   readonly pollMs?: number;
   /** Runs worked on at once by this worker (default 1). */
   readonly concurrency?: number;
-  /** Told of each run that failed an attempt (it is retried later) and of database errors. */
+  /**
+   * Told of each run that failed an attempt (it is retried later) and of database errors, these
+   * as `WorkerDatabaseError`: the first at once, then at most one per `errorIntervalMs` counting
+   * the ones left out, so an outage does not flood the log.
+   */
   readonly onError?: (error: unknown, runId: string | undefined) => void;
+  /** The least time between two reports of database errors (default 10 s). */
+  readonly errorIntervalMs?: number;
 }
 
 /** A running worker (`startWorker`): who it is, what it works on, and how to stop it. */
@@ -60,10 +72,11 @@ const backoffMs = (failures: number) => Math.min(1000 * 2 ** failures, 300_000);
  */
 export function startWorker(options: WorkerOptions): Worker {
   const { journal, loops, onError } = options;
-  const lease = leases(databaseOf(journal, "startWorker"));
+  const db = databaseOf(journal, "startWorker");
+  const lease = leases(db);
   const owner = options.owner ?? `${hostname()}:${process.pid}:${randomBytes(3).toString("hex")}`;
   const leaseMs = options.leaseMs ?? 30_000;
-  const pollMs = options.pollMs ?? 250;
+  const pollMs = options.pollMs ?? 1000;
   const concurrency = options.concurrency ?? 1;
   for (const [id, loop] of Object.entries(loops)) {
     if (loop.config.id !== id) {
@@ -77,14 +90,21 @@ export function startWorker(options: WorkerOptions): Worker {
   const active = new Map<string, { controller: AbortController; done: Promise<void> }>();
   let stopping = false;
   let wake: () => void = () => {};
+  // Set by a wake-up that came while no nap was pending (mid-claim): the next nap returns at once.
+  let kicked = false;
   const nap = (ms: number) =>
     new Promise<void>((resolve) => {
+      if (kicked || stopping) return resolve();
       const timer = setTimeout(resolve, ms);
       wake = () => {
         clearTimeout(timer);
         resolve();
       };
     });
+  const kick = () => {
+    kicked = true;
+    wake();
+  };
   const report = (e: unknown, runId: string | undefined) => {
     try {
       onError?.(e, runId);
@@ -92,6 +112,7 @@ export function startWorker(options: WorkerOptions): Worker {
       // a throwing reporter must not stop the worker
     }
   };
+  const health = databaseHealth(owner, db.label, (e) => report(e, undefined), options.errorIntervalMs ?? 10_000);
 
   async function work(claim: Claim, controller: AbortController): Promise<void> {
     const { runId } = claim;
@@ -117,7 +138,7 @@ export function startWorker(options: WorkerOptions): Worker {
         (held) => {
           if (!held) lose(new Error(`worker ${owner} lost its lease on run ${runId}`));
         },
-        (e) => report(e, runId),
+        (e) => health.failed(`renewing the lease on run ${runId}`, e),
       );
       journal.store.renew(owned, leaseMs).then(
         (renewed) => {
@@ -145,36 +166,58 @@ export function startWorker(options: WorkerOptions): Worker {
     }
   }
 
+  const served = new Set(loopIds);
+  const listener = listenForDue(db, {
+    due: (loopId) => {
+      if (served.has(loopId)) kick();
+    },
+    connected: kick,
+    failed: (e) => health.failed("listening for due runs", e),
+  });
+
   let swept = 0; // when the queue was last swept of runs that need no worker (at most once a lease)
   const polling = (async () => {
     while (!stopping) {
+      kicked = false; // a wake-up from here on comes after this look, so it counts
       if (active.size >= concurrency) {
-        await nap(pollMs);
+        await nap(pollMs); // a run that ends wakes it
         continue;
       }
-      let claim: Claim | undefined;
-      try {
-        claim = await lease.claim(owner, loopIds, leaseMs);
-      } catch (e) {
-        report(e, undefined);
+      // Back-pressure: statements already wait for a connection (the database is slow, or the
+      // pool too small for the runs in hand), so taking on another run would only add to the queue.
+      if (db.pool.waitingCount > 0) {
+        await nap(Math.min(pollMs, 50));
+        continue;
       }
-      if (claim === undefined) {
+      let claims: Claim[];
+      try {
+        claims = await lease.claim(owner, loopIds, leaseMs, concurrency - active.size);
+        health.ok();
+      } catch (e) {
+        await nap(health.failed("claiming a run", e)); // growing waits while the database is down
+        continue;
+      }
+      if (claims.length === 0) {
         if (Date.now() - swept >= leaseMs) {
           swept = Date.now();
-          await lease.sweep().catch((e) => report(e, undefined));
+          await lease.sweep().catch((e) => health.failed("sweeping the queue", e));
         }
         await nap(pollMs);
         continue;
       }
-      const { runId } = claim;
-      const controller = new AbortController();
-      const done = work(claim, controller)
-        .catch((e) => report(e, runId)) // the lease could not be released: it runs out instead
-        .finally(() => {
-          active.delete(runId);
-          wake();
-        });
-      active.set(runId, { controller, done });
+      for (const claim of claims) {
+        const { runId } = claim;
+        const controller = new AbortController();
+        const done = work(claim, controller)
+          .catch((e) => {
+            health.failed(`releasing run ${runId}`, e); // the lease runs out instead
+          })
+          .finally(() => {
+            active.delete(runId);
+            kick();
+          });
+        active.set(runId, { controller, done });
+      }
     }
   })();
 
@@ -191,6 +234,7 @@ export function startWorker(options: WorkerOptions): Worker {
       wake();
       stopped ??= (async () => {
         await polling;
+        await listener.stop();
         while (active.size > 0) await Promise.all([...active.values()].map((a) => a.done));
       })();
       return stopped;

@@ -43,7 +43,10 @@ describe.skipIf(PG_URL === undefined)("postgres journal", () => {
       await expect(blobs.get("sha256:../../etc/passwd")).rejects.toMatchObject({ code: "malformedRef" });
       await expect(blobs.get(`sha256:${"1".repeat(64)}`)).rejects.toMatchObject({ code: "blobMissing" });
       const { ref, digest } = await blobs.put(bytes("honest"));
-      await sql(`UPDATE "${schema}".loom_blobs SET bytes = $1 WHERE digest = $2`, [Buffer.from("forged"), digest]);
+      await sql(`UPDATE "${schema}".loom_blobs SET bytes = $1 WHERE digest = decode($2, 'hex')`, [
+        Buffer.from("forged"),
+        digest,
+      ]);
       const e = await blobs.get(ref).catch((x: unknown) => x);
       expect(isIntegrityError(e)).toBe(true);
       expect(String(e)).toMatch(/does not match its digest/);

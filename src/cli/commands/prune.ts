@@ -1,0 +1,76 @@
+import { type Command, InvalidArgumentError, Option } from "commander";
+import { type OpenJournal, type PruneResult, pruneRuns } from "../../index.ts";
+import { dbPath, withJournal } from "../db.ts";
+import { int } from "../format.ts";
+import { type CliIo, println } from "../io.ts";
+import { type CommonOptions, integerOption, withCommon } from "../program.ts";
+
+const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 };
+
+/** Parses a duration such as `7d`, `12h`, `30m`, `90s` (a usage error otherwise) into ms. */
+export function parseDuration(value: string): number {
+  const m = /^(\d+)(ms|s|m|h|d|w)$/.exec(value.trim());
+  if (!m) throw new InvalidArgumentError(`expected a duration such as 7d, 12h, 30m or 90s, got "${value}"`);
+  return Number(m[1]) * (UNITS[m[2] as string] as number);
+}
+
+interface PruneCliOptions extends CommonOptions {
+  readonly completedBefore: number;
+  readonly pg?: string;
+  readonly schema?: string;
+  readonly batch: number;
+  readonly dryRun?: boolean;
+  readonly json?: boolean;
+}
+
+/** `loom prune --completed-before 7d`: retention for finished runs, their blobs and archives. */
+export function registerPrune(program: Command, io: CliIo): void {
+  withCommon(program.command("prune"))
+    .description(
+      "remove runs that completed or failed longer ago than a duration, with their archived frames and the blobs no other run names (interrupted runs are kept: they can be resumed)",
+    )
+    .requiredOption(
+      "--completed-before <duration>",
+      "how long ago a run must have finished: 7d, 12h, 30m, 90s",
+      parseDuration,
+    )
+    .addOption(new Option("--pg <url>", "prune a PostgreSQL journal (its URL) instead of the SQLite file"))
+    .option("--schema <name>", "with --pg: the schema that holds Loom's tables")
+    .option("--batch <n>", "runs removed per transaction", integerOption(1), 100)
+    .option("--dry-run", "count what would go, remove nothing")
+    .option("--json", "print the counts as JSON")
+    .action(async (options: PruneCliOptions) => {
+      const cutoff = Date.now() - options.completedBefore;
+      const prune = (journal: OpenJournal) =>
+        pruneRuns(journal, { completedBefore: cutoff, batchSize: options.batch, dryRun: options.dryRun ?? false });
+      let where: string;
+      let result: PruneResult;
+      if (options.pg !== undefined) {
+        const { openPostgresJournal } = await import("../../postgres.ts");
+        const journal = openPostgresJournal(options.pg, options.schema === undefined ? {} : { schema: options.schema });
+        where = `postgres${options.schema ? ` schema ${options.schema}` : ""}`;
+        try {
+          result = await prune(journal);
+        } finally {
+          await journal.close();
+        }
+      } else {
+        where = dbPath(io, options.db);
+        result = await withJournal(where, prune);
+      }
+      if (options.json)
+        return println(
+          io.stdout,
+          JSON.stringify(
+            { ...result, dryRun: options.dryRun ?? false, cutoff: new Date(cutoff).toISOString() },
+            null,
+            2,
+          ),
+        );
+      const verb = options.dryRun ? "would remove" : "removed";
+      println(
+        io.stdout,
+        `${where}: ${verb} ${int(result.runs)} runs finished before ${new Date(cutoff).toISOString()} (${int(result.entries)} entries, ${int(result.archives)} archived batches, ${int(result.blobs)} blobs no other run names)`,
+      );
+    });
+}
