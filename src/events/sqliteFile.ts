@@ -2,7 +2,7 @@ import type Database from "better-sqlite3";
 import { JournalFormatError, LoomError } from "../core/errors.ts";
 import { loadOptional } from "../core/optional.ts";
 import { JournalFileError, journalFileError, notAJournal, openReadonly, recordedSchemaVersion } from "./sqliteOpen.ts";
-import { encodeRow, INSERT_ENTRY, SQL_DATA_TEXT, SQL_META_TEXT, TYPE_CODES } from "./sqliteRows.ts";
+import { encodeRow, INSERT_ENTRY, metaOfV1Row, SQL_DATA_TEXT, SQL_META_TEXT, TYPE_CODES } from "./sqliteRows.ts";
 import type { EntryType } from "./types.ts";
 
 /**
@@ -227,27 +227,13 @@ function migrateFromV1(db: Database.Database): void {
           `unknown entry type ${JSON.stringify(type)} in ${where}; ${fix}`,
         );
       }
-      let meta: { v?: unknown; at?: unknown } | undefined;
-      try {
-        meta = JSON.parse(metaText);
-      } catch {
-        meta = undefined;
-      }
-      const at = typeof meta?.at === "string" ? Date.parse(meta.at) : Number.NaN;
-      if (!Number.isInteger(meta?.v) || !Number.isFinite(at) || new Date(at).toISOString() !== meta?.at) {
-        throw new JournalFormatError(
-          runId,
-          seq,
-          "meta",
-          `the stored meta ${metaText} is not {v, at} as Loom writes it, in ${where}; ${fix}`,
-        );
-      }
+      const { at, v } = metaOfV1Row(runId, seq, metaText, where, fix);
       let key = keys.get(runId);
       if (key === undefined) {
         key = addRun.run(runId).lastInsertRowid;
         keys.set(runId, key);
       }
-      const c = encodeRow(type as EntryType, data, at, meta?.v as number);
+      const c = encodeRow(type as EntryType, data, at, v);
       insert.run(key, seq, c.type, c.at, c.v, c.frame, c.effect, c.digest, c.data);
     }
     if (rows.length < 512) break;

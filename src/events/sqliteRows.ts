@@ -267,3 +267,27 @@ export function sqlDataText(digestHex: string): string {
   END`;
 }
 export const SQL_META_TEXT = `'{"v":' || e.v || ',"at":"' || strftime('%Y-%m-%dT%H:%M:%S', e.at / 1000, 'unixepoch') || '.' || printf('%03d', e.at % 1000) || 'Z"}'`;
+
+/**
+ * The `{ v, at }` of a version 1 row's meta text, as the v2 layouts (SQLite's and PostgreSQL's)
+ * keep it: two numbers. A meta that is not exactly what Loom wrote raises `JournalFormatError`, so
+ * a migration never keeps a row it could not hand back byte for byte.
+ */
+export function metaOfV1Row(runId: string, seq: number, metaText: string, where: string, fix: string) {
+  let meta: { v?: unknown; at?: unknown } | undefined;
+  try {
+    meta = JSON.parse(metaText);
+  } catch {
+    meta = undefined;
+  }
+  const at = typeof meta?.at === "string" ? Date.parse(meta.at) : Number.NaN;
+  if (!Number.isInteger(meta?.v) || !Number.isFinite(at) || new Date(at).toISOString() !== meta?.at) {
+    throw new JournalFormatError(
+      runId,
+      seq,
+      "meta",
+      `the stored meta ${metaText} is not {v, at} as Loom writes it, in ${where}; ${fix}`,
+    );
+  }
+  return { at, v: meta?.v as number };
+}

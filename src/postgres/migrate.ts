@@ -1,6 +1,6 @@
 import type pg from "pg";
 import { JournalFormatError } from "../core/errors.ts";
-import { encodeRow, TYPE_CODES } from "../events/sqliteRows.ts";
+import { encodeRow, metaOfV1Row, TYPE_CODES } from "../events/sqliteRows.ts";
 import type { EntryType } from "../events/types.ts";
 import { SQL_BLOB_REF } from "./rows.ts";
 import type { Tables } from "./schema.ts";
@@ -80,7 +80,7 @@ export async function migrateFromV1(client: pg.PoolClient, t: Tables, label: str
           `unknown entry type ${JSON.stringify(type)} in ${where}; ${fix}`,
         );
       }
-      const { at, v } = metaOf(runId, seq, metaText, where, fix);
+      const { at, v } = metaOfV1Row(runId, seq, metaText, where, fix);
       const c = encodeRow(type as EntryType, data, at, v);
       cols.at.push(at);
       cols.run.push(run);
@@ -124,23 +124,4 @@ export async function migrateFromV1(client: pg.PoolClient, t: Tables, label: str
      SELECT (extract(epoch FROM now()) * 1000)::bigint, size, decode(digest, 'hex'), bytes FROM ${blobsV1}`,
   );
   await client.query(`DROP TABLE ${v1.entries}, ${v1.streams}, ${blobsV1}`);
-}
-
-function metaOf(runId: string, seq: number, metaText: string, where: string, fix: string) {
-  let meta: { v?: unknown; at?: unknown } | undefined;
-  try {
-    meta = JSON.parse(metaText);
-  } catch {
-    meta = undefined;
-  }
-  const at = typeof meta?.at === "string" ? Date.parse(meta.at) : Number.NaN;
-  if (!Number.isInteger(meta?.v) || !Number.isFinite(at) || new Date(at).toISOString() !== meta?.at) {
-    throw new JournalFormatError(
-      runId,
-      seq,
-      "meta",
-      `the stored meta ${metaText} is not {v, at} as Loom writes it, in ${where}; ${fix}`,
-    );
-  }
-  return { at, v: meta?.v as number };
 }
