@@ -71,7 +71,7 @@ export function journalFileError(path: string, e: unknown): unknown {
   return e;
 }
 
-/** Loom's schema version recorded in the file, or undefined when it holds no Loom tables. */
+/** Loom's schema version recorded in the file, or undefined when it holds no Loom tables. @internal */
 export function recordedSchemaVersion(db: Database.Database, path: string): number | undefined {
   try {
     const meta = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'loom_meta'").get();
@@ -96,6 +96,7 @@ export function notAJournal(path: string): JournalFileError {
  * Opens `path` read-only. A journal in WAL mode needs its -shm file, which SQLite cannot create
  * in a read-only folder: then the file is read whole into memory (a snapshot, WAL flag cleared in
  * the copy's header) and opened from there. Nothing on disk is changed either way.
+ * @internal
  */
 export function openReadonly(
   Driver: typeof Database,
