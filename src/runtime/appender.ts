@@ -8,8 +8,9 @@ import { type RunState, runStateProjection } from "../projections/runState.ts";
  * Appends one run's entries in order (tool calls run concurrently, the stream is one line) and
  * keeps the run's folded state current by evolving each appended entry into `state`.
  *
- * Group commit: appends queued while one is being written go out together in the next store
- * append (one transaction, one commit); each caller's promise resolves once its own entries are
+ * Group commit: appends queued in one turn of the event loop (a response's calls, dispatched
+ * together), or while one is being written, go out together in one store append (one
+ * transaction, one commit); each caller's promise resolves once its own entries are
  * durable, and a refused combined append rejects every caller in it. Results nothing has acted
  * on yet (a model's response, a tool's output) are `defer`red: folded into `state` at once and
  * written with the next append, which is always one an effect waits on (the next `frame.started`)
@@ -82,6 +83,9 @@ export class Appender {
     this.writing = true;
     try {
       while (this.queue.some((q) => !q.deferred)) {
+        // One turn of the event loop first: the other calls of a response, dispatched together,
+        // queue their frame.started meanwhile (a synchronous store would otherwise commit each alone).
+        await new Promise<void>((resolve) => setImmediate(resolve));
         const batch = this.queue.splice(0);
         const live: Queued[] = [];
         for (const q of batch) {

@@ -11,7 +11,9 @@ const started = (frameId: string): NewEntry => ({
 });
 const completed = (frameId: string): NewEntry => ({ type: "frame.completed", data: { frameId, output: frameId } });
 
-/** A memory store that records each append's entry types, and refuses the appends `refuse` names. */
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A memory store that records each append's entry types, takes 10 ms over each, and refuses the appends `refuse` names. */
 function watched(refuse = new Set<number>()) {
   const inner = memoryStore({ json: true });
   const batches: string[][] = [];
@@ -19,6 +21,7 @@ function watched(refuse = new Set<number>()) {
     ...inner,
     async append(runId, entries, options) {
       batches.push(entries.map((e) => `${e.type}:${(e.data as { frameId?: string }).frameId ?? ""}`));
+      await sleep(10);
       if (refuse.has(batches.length)) throw new Error(`refused append ${batches.length}`);
       return inner.append(runId, entries, options);
     },
@@ -33,19 +36,28 @@ async function opened(store: EventStore) {
 }
 
 describe("Appender: group commit and deferred results", () => {
-  it("appends queued while one is written go out together, each caller resolved once its entries are durable", async () => {
+  it("appends queued together or while one is written go out as one, each caller resolved once its entries are durable", async () => {
     const { store, batches, inner } = watched();
     const appender = await opened(store);
     const order: string[] = [];
-    const a = appender.append(started("a")).then(() => order.push("a"));
-    const b = appender.append(started("b")).then(() => order.push("b"));
-    const c = appender.append(started("c")).then(() => order.push("c"));
-    await Promise.all([a, b, c]);
-    expect(batches.slice(1)).toEqual([["frame.started:a"], ["frame.started:b", "frame.started:c"]]);
-    expect(order).toEqual(["a", "b", "c"]);
-    expect((await inner.read("r")).map((e) => e.seq)).toEqual([1, 2, 3, 4]);
-    expect(appender.state.version).toBe(4);
-    expect(appender.appends).toBe(3);
+    const track = (p: Promise<void>, id: string) => p.then(() => order.push(id));
+    // Dispatched together (a response's calls): one append.
+    await Promise.all(["a", "b", "c"].map((id) => track(appender.append(started(id)), id)));
+    // Queued while one is being written: the next append.
+    const d = track(appender.append(started("d")), "d");
+    await sleep(3);
+    const e = track(appender.append(started("e")), "e");
+    const f = track(appender.append(started("f")), "f");
+    await Promise.all([d, e, f]);
+    expect(batches.slice(1)).toEqual([
+      ["frame.started:a", "frame.started:b", "frame.started:c"],
+      ["frame.started:d"],
+      ["frame.started:e", "frame.started:f"],
+    ]);
+    expect(order).toEqual(["a", "b", "c", "d", "e", "f"]);
+    expect((await inner.read("r")).map((x) => x.seq)).toEqual([1, 2, 3, 4, 5, 6, 7]);
+    expect(appender.state.version).toBe(7);
+    expect(appender.appends).toBe(4);
   });
 
   it("a deferred result is folded at once and written with the next append, before the entries it carries", async () => {
@@ -69,6 +81,7 @@ describe("Appender: group commit and deferred results", () => {
     const appender = await opened(store);
     await appender.append(started("a"));
     const x = appender.append(started("x")); // being written while the next ones queue
+    await sleep(3);
     appender.defer(completed("a"));
     const b = appender.append(started("b"));
     const c = appender.append(started("c"));
