@@ -5,7 +5,8 @@
  * (linear: 8 and 20), and the longest stretch the event loop was blocked (perf_hooks
  * monitorEventLoopDelay: a worker whose loop is blocked that long misses its lease renewals).
  * Target: 4,000 calls within 10× the time of 500. Runs of up to 4,000 calls are measured three
- * times (the best counts: a shared machine only ever adds time), larger ones once.
+ * times (the best counts: a shared machine only ever adds time), larger ones once. Also prints
+ * the store appends (commits) per call: appends queued while one commits go out together.
  *
  *   node --import tsx bench/toolCalls.ts [calls…]
  */
@@ -37,7 +38,19 @@ function floodingModel(calls: number): Model {
 }
 
 let runs = 0;
-async function measure(calls: number, journal: Journal): Promise<{ ms: number; stallMs: number }> {
+async function measure(calls: number, opened: Journal): Promise<{ ms: number; stallMs: number; appends: number }> {
+  let appends = 0; // store appends: one transaction (one commit) each
+  const store = opened.store;
+  const journal: Journal = {
+    ...opened,
+    store: {
+      ...store,
+      append: (...args) => {
+        appends++;
+        return store.append(...args);
+      },
+    },
+  };
   const loop = agentLoop$({
     id: "flood",
     model: floodingModel(calls),
@@ -54,7 +67,7 @@ async function measure(calls: number, journal: Journal): Promise<{ ms: number; s
   await new Promise((resolve) => setTimeout(resolve, 25));
   delay.disable();
   if (out.toolCallLog.length !== calls) throw new Error(`expected ${calls} log entries, got ${out.toolCallLog.length}`);
-  return { ms, stallMs: delay.max / 1e6 };
+  return { ms, stallMs: delay.max / 1e6, appends };
 }
 
 const dir = mkdtempSync(join(tmpdir(), "loom-bench-tool-calls-"));
@@ -69,10 +82,10 @@ try {
     for (const calls of CALLS) {
       const journal = open(calls);
       try {
-        let { ms, stallMs } = await measure(calls, journal);
+        let { ms, stallMs, appends } = await measure(calls, journal);
         for (let again = calls <= 4_000 ? 2 : 0; again > 0; again--) {
           const next = await measure(calls, journal);
-          if (next.ms < ms) ({ ms, stallMs } = next);
+          if (next.ms < ms) ({ ms, stallMs, appends } = next);
         }
         base ??= ms;
         rows.push({
@@ -82,6 +95,7 @@ try {
           [`× ${CALLS[0]}`]: ms / base,
           "calls/ms": calls / ms,
           "longest stall ms": stallMs,
+          "appends per call": appends / calls,
         });
       } finally {
         await journal.close?.();

@@ -78,6 +78,18 @@ export function leases(db: PgDatabase) {
     /** The run needs no worker any more (completed, or waiting for its caller): off the queue. */
     finish: (runId: string, owner: string) =>
       changed(`DELETE FROM ${t.leases} WHERE run_id = $1 AND owner = $2`, [runId, owner]),
+    /**
+     * `finish`, and the run's ownership (the lease `token` fences) released, in one statement: the
+     * worker's last round trip for a run that needs it no more.
+     */
+    finishAndRelease: (runId: string, owner: string, token: number) =>
+      changed(
+        `WITH finished AS (DELETE FROM ${t.leases} WHERE run_id = $1 AND owner = $2 RETURNING run_id),
+              released AS (UPDATE ${t.owners} SET owner = NULL, host = NULL, pid = NULL, expires_at = to_timestamp(0)
+                            WHERE run_id = $1 AND token = $3)
+         SELECT run_id FROM finished`,
+        [runId, owner, token],
+      ),
     /** The attempt failed: due again after `delayMs`, with the error kept for operators. */
     retryLater: (runId: string, owner: string, delayMs: number, error: string) =>
       changed(

@@ -1,5 +1,13 @@
 import type pg from "pg";
-import { acquisition, leaseOf, lost, type OwnerRow, stillOwned } from "../events/ownership.ts";
+import {
+  acquisition,
+  checkLeaseMs,
+  leaseOf,
+  lost,
+  type OwnerRow,
+  stillOwned,
+  thisProcess,
+} from "../events/ownership.ts";
 import type { AcquireOptions, RunLease } from "../events/store.ts";
 import type { PgDatabase } from "./database.ts";
 
@@ -18,9 +26,29 @@ export function pgOwners(db: PgDatabase) {
     (await q.query<OwnerRow & { now: number }>(`SELECT ${columns}, ${now} FROM ${t.owners} WHERE run_id = $1`, [runId]))
       .rows[0];
 
+  // The common case in one statement: a run nobody holds (never owned, released, or its lease ran
+  // out by the database's clock) is taken at once, the token moved on. A live holder leaves the
+  // row as it is and returns nothing: the locked read below then decides (a holder whose process
+  // is gone from this host, or RunBusyError).
+  const takeFree = {
+    name: `loom-take-free-${t.owners}`,
+    text: `INSERT INTO ${t.owners} AS o (run_id, token, owner, host, pid, expires_at)
+             VALUES ($1, 1, $2, $4, $5, now() + ${msInterval})
+           ON CONFLICT (run_id) DO UPDATE SET token = o.token + 1, owner = $2, host = $4, pid = $5,
+                  expires_at = now() + ${msInterval}
+            WHERE o.owner IS NULL OR o.expires_at <= now()
+           RETURNING ${columns}`,
+  };
+
   return {
     async acquire(runId: string, options: AcquireOptions): Promise<RunLease> {
+      checkLeaseMs(options.leaseMs);
       await db.ready;
+      const free = await pool.query<OwnerRow>({
+        ...takeFree,
+        values: [runId, options.owner, options.leaseMs, thisProcess.host, thisProcess.pid],
+      });
+      if (free.rows[0] !== undefined) return leaseOf(runId, free.rows[0]);
       const client = await pool.connect();
       try {
         await client.query("BEGIN");

@@ -147,14 +147,20 @@ export function startWorker(options: WorkerOptions): Worker {
         (e) => (isOwnershipLostError(e) ? lose(e) : report(e, runId)),
       );
     }, leaseMs / 3);
+    let released = false;
     try {
       await loops[claim.loopId]!.run({ runId, journal, signal: controller.signal, ownership: { lease: owned } });
-      await lease.finish(runId, owner);
+      clearInterval(renewal); // the run is done: no renewal after its release
+      await lease.finishAndRelease(runId, owner, owned.token);
+      released = true;
     } catch (e) {
       if (lost || isOwnershipLostError(e)) return; // another worker holds the run now
       const reason = isAgentInterruptedError(e) ? e.run.reason : undefined;
-      if (reason === "approval-pending" || reason === "max-iterations") await lease.finish(runId, owner);
-      else if (reason === "aborted" && controller.signal.aborted) await lease.releaseNow(runId, owner);
+      if (reason === "approval-pending" || reason === "max-iterations") {
+        clearInterval(renewal);
+        await lease.finishAndRelease(runId, owner, owned.token);
+        released = true;
+      } else if (reason === "aborted" && controller.signal.aborted) await lease.releaseNow(runId, owner);
       else {
         report(e, runId);
         await lease.retryLater(runId, owner, backoffMs(claim.failures), String(e));
@@ -162,7 +168,7 @@ export function startWorker(options: WorkerOptions): Worker {
     } finally {
       clearInterval(renewal);
       // A no-op when another worker holds the run now (the token moved on).
-      await journal.store.release(owned).catch((e) => report(e, runId));
+      if (!released) await journal.store.release(owned).catch((e) => report(e, runId));
     }
   }
 

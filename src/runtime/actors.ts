@@ -137,7 +137,8 @@ export function loopActors(session: RunSession, fence?: Fence) {
     }
     if (signal.aborted) return { ok: false, reason: "aborted", detail: null };
     const response = normalizeResponse(raw);
-    await session.appender.append({ type: "frame.completed", data: { frameId, output: response } });
+    // Written with the next append (its tools' frame.started, or the run's end): nothing acts on it before.
+    session.appender.defer({ type: "frame.completed", data: { frameId, output: response } });
     const recorded = responseAt(session.state, turn) as ModelResponse;
     session.modelAnswered(digest, recorded);
     return { ok: true, response: recorded };

@@ -120,6 +120,9 @@ async function runHeld(
     await done;
   } finally {
     signal.removeEventListener("abort", onAbort);
+    // Results deferred to a next append that never came (the run threw): journaled, or a resume would
+    // see their effects' outcome as unknown. A failure here leaves the run's own outcome as it is.
+    await session.appender?.flush().catch(() => {});
   }
   // An append the fence refused stops the run, whatever state that left the chart in.
   const lost = session.appender?.lostOwnership;

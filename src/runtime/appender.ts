@@ -8,6 +8,15 @@ import { type RunState, runStateProjection } from "../projections/runState.ts";
  * Appends one run's entries in order (tool calls run concurrently, the stream is one line) and
  * keeps the run's folded state current by evolving each appended entry into `state`.
  *
+ * Group commit: appends queued in one turn of the event loop (a response's calls, dispatched
+ * together), or while one is being written, go out together in one store append (one
+ * transaction, one commit); each caller's promise resolves once its own entries are
+ * durable, and a refused combined append rejects every caller in it. Results nothing has acted
+ * on yet (a model's response, a tool's output) are `defer`red: folded into `state` at once and
+ * written with the next append, which is always one an effect waits on (the next `frame.started`)
+ * or the run's last (`run.completed`, `run.interrupted`). So an effect still starts only once its
+ * `frame.started` is durable, and whatever it was computed from is durable with it or before.
+ *
  * Entries must already be in their JSON form (what a JSON store hands back: the runtime round-
  * trips user values where they enter: the input, tool outputs, model responses), so the state
  * of a live run equals the state of a resumed one without a second round trip here.
@@ -18,16 +27,23 @@ import { type RunState, runStateProjection } from "../projections/runState.ts";
  * run (its `frames.archived` marker moved the version) is folded in and the append retried.
  */
 export class Appender {
-  private tail: Promise<unknown> = Promise.resolve();
+  private queue: Queued[] = [];
+  private writing = false;
+  /** The version of the last durable entry (`state` may hold deferred entries past it). */
+  private durable: number;
   private closedBecause: string | undefined;
   private lostTo: OwnershipLostError | undefined;
+  /** Store appends made (each one transaction): what a turn costs in commits. */
+  appends = 0;
 
   constructor(
     private readonly store: EventStore,
     readonly runId: string,
     readonly state: RunState,
     private readonly fence?: Fence,
-  ) {}
+  ) {
+    this.durable = state.version;
+  }
 
   /** Appends atomically after everything queued before. Resolves once the entries are durable. */
   append(...entries: NewEntry[]): Promise<void> {
@@ -39,37 +55,94 @@ export class Appender {
     return this.enqueue([entry], true);
   }
 
-  private enqueue(entries: NewEntry[], final: boolean): Promise<void> {
-    const next = this.tail.then(async () => {
-      if (this.lostTo !== undefined) throw this.lostTo;
-      if (this.closedBecause !== undefined && !final) throw new AppendAfterCloseError(this.runId, this.closedBecause);
-      const expectedVersion = await this.write(entries);
-      const at = new Date().toISOString();
-      entries.forEach((entry, i) => {
-        const recorded = {
-          runId: this.runId,
-          seq: expectedVersion + i + 1,
-          type: entry.type,
-          data: entry.data,
-          meta: { v: SCHEMA_VERSION, at },
-        } as JournalEntry;
-        runStateProjection.evolve(this.state, recorded);
-      });
-    });
-    this.tail = next.catch(() => {});
-    return next;
+  /**
+   * Folds entries into `state` now and writes them with the next append, without waiting: for a
+   * result no effect has been started from yet. Throws, as an append would, once the run stopped.
+   */
+  defer(...entries: NewEntry[]): void {
+    if (this.lostTo !== undefined) throw this.lostTo;
+    if (this.closedBecause !== undefined) throw new AppendAfterCloseError(this.runId, this.closedBecause);
+    this.fold(entries);
+    this.queue.push({ entries, deferred: true, final: false });
   }
 
-  /** Appends at the state's version (after folding any compaction marker in); returns that version. */
-  private async write(entries: NewEntry[]): Promise<number> {
+  /** Writes what was deferred, if anything; resolves once it is durable. */
+  flush(): Promise<void> {
+    return this.queue.length === 0 ? Promise.resolve() : this.enqueue([], true);
+  }
+
+  private enqueue(entries: NewEntry[], final: boolean): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      this.queue.push({ entries, deferred: false, final, resolve, reject });
+      if (!this.writing) void this.drain();
+    });
+  }
+
+  /** Writes the queue, all of it in one store append each time, until nothing waits. */
+  private async drain(): Promise<void> {
+    this.writing = true;
+    try {
+      while (this.queue.some((q) => !q.deferred)) {
+        // One turn of the event loop first: the other calls of a response, dispatched together,
+        // queue their frame.started meanwhile (a synchronous store would otherwise commit each alone).
+        await new Promise<void>((resolve) => setImmediate(resolve));
+        const batch = this.queue.splice(0);
+        const live: Queued[] = [];
+        for (const q of batch) {
+          if (this.lostTo !== undefined) q.reject?.(this.lostTo);
+          else if (this.closedBecause !== undefined && !q.final && !q.deferred)
+            q.reject?.(new AppendAfterCloseError(this.runId, this.closedBecause));
+          else live.push(q);
+        }
+        if (live.every((q) => q.entries.length === 0)) {
+          for (const q of live) q.resolve?.();
+          continue;
+        }
+        try {
+          await this.write(live.flatMap((q) => q.entries));
+        } catch (e) {
+          // Deferred results stay queued for a later append (the run's last); callers are told.
+          if (this.lostTo === undefined) this.queue.unshift(...live.filter((q) => q.deferred));
+          for (const q of live) q.reject?.(e);
+          continue;
+        }
+        for (const q of live) if (!q.deferred) this.fold(q.entries);
+        for (const q of live) q.resolve?.();
+      }
+    } finally {
+      this.writing = false;
+    }
+  }
+
+  /** Evolves entries into `state` as they will be journaled; `state.version` stays the durable one. */
+  private fold(entries: readonly NewEntry[]): void {
+    const at = new Date().toISOString();
+    for (const entry of entries) {
+      const recorded = {
+        runId: this.runId,
+        seq: this.durable + 1,
+        type: entry.type,
+        data: entry.data,
+        meta: { v: SCHEMA_VERSION, at },
+      } as JournalEntry;
+      runStateProjection.evolve(this.state, recorded);
+    }
+    this.state.version = this.durable;
+  }
+
+  /** Appends at the durable version (after folding any compaction marker in). */
+  private async write(entries: NewEntry[]): Promise<void> {
     for (;;) {
-      const expectedVersion = this.state.version;
+      const expectedVersion = this.durable;
       try {
+        this.appends++;
         await this.store.append(this.runId, entries, {
           expectedVersion,
           ...(this.fence === undefined ? {} : { fence: this.fence.token }),
         });
-        return expectedVersion;
+        this.durable = expectedVersion + entries.length;
+        this.state.version = this.durable;
+        return;
       } catch (e) {
         if (isOwnershipLostError(e)) this.lost(e);
         if (!isConcurrencyError(e) || !(await this.foldCompaction(expectedVersion))) throw e;
@@ -94,6 +167,7 @@ export class Appender {
       }
     }
     for (const e of since) runStateProjection.evolve(this.state, e);
+    this.durable = this.state.version;
     return true;
   }
 
@@ -118,6 +192,15 @@ export class Appender {
   get closed(): boolean {
     return this.closedBecause !== undefined;
   }
+}
+
+/** An append waiting in the queue (deferred ones have no caller waiting). */
+interface Queued {
+  readonly entries: NewEntry[];
+  readonly deferred: boolean;
+  readonly final: boolean;
+  readonly resolve?: () => void;
+  readonly reject?: (e: unknown) => void;
 }
 
 /** The run's lease as its appends use it: the token, and whom to tell once it is refused. */

@@ -83,7 +83,7 @@ export function toolCallActors(session: RunSession) {
 
   async function settle(stepId: string, reason: SettledReason, status: "ok" | "error", result: unknown) {
     const data: CallSettledData = { stepId, status, reason, result };
-    await session.appender.append({ type: "call.settled", data });
+    session.appender.defer({ type: "call.settled", data }); // no effect ran: durable with the next append
     const recorded = session.state.settled[stepId];
     session.setFed(stepId, { output: recorded?.result, isError: status === "error" });
     return { kind: "settled", status } as const;
@@ -182,7 +182,9 @@ export function toolCallActors(session: RunSession) {
   });
 
   async function fail(stepId: string, failed: unknown, started: boolean, inputDigest: string, effect: string) {
-    await session.appender.append(
+    // A tool's completion (and what follows it) is durable with the next append: the next model
+    // call's frame.started, fed this result, or the run's end. Lost in a crash, it reads as unknown.
+    session.appender.defer(
       ...(started ? [] : [{ type: "frame.started", data: { frameId: stepId, effect, inputDigest } } as const]),
       { type: "frame.completed", data: { frameId: stepId, failed: true } },
       {
@@ -241,7 +243,7 @@ export function toolCallActors(session: RunSession) {
     const data = prepared.claimChecked
       ? { frameId: stepId, digest, bytes, claimChecked: true as const, output: prepared.recorded }
       : { frameId: stepId, digest, bytes, output: prepared.recorded };
-    await session.appender.append({ type: "frame.completed", data });
+    session.appender.defer({ type: "frame.completed", data }); // durable with the next append, as in fail
     session.setFed(stepId, { output: prepared.fed, isError: false });
     return { status: "ok" };
   });

@@ -63,21 +63,27 @@ async function uninterrupted(backend: Backend, mode: ToolCallLogMode): Promise<R
 }
 
 /**
- * Crashes the run after `k` appends and resumes it. Returns false when the run completed
- * without reaching a crash (k is past the last append point).
+ * Crashes the run after `k` appends and resumes it. Returns true, or the appends the run made
+ * when it completed without reaching a crash (k is past its last append point).
  */
-async function crashAndResume(backend: Backend, mode: ToolCallLogMode, k: number, ref: Reference): Promise<boolean> {
+async function crashAndResume(
+  backend: Backend,
+  mode: ToolCallLogMode,
+  k: number,
+  ref: Reference,
+): Promise<true | number> {
   const at = `${backend.name}, ${mode}, crash after append ${k}`;
   const { store, runId } = await backend.fresh(`${mode}-${k}`);
   const blobs = memoryBlobStore(); // outlives the crash, like the store
   const first = kitchenSink({ turns: TURNS, mode, blobs });
-  const crashed = await first.loop
-    .run({ runId, input: INPUT, journal: createJournal({ store: crashingStore(store, k) }) })
-    .then(
-      () => undefined,
-      (e: unknown) => e,
-    );
-  if (crashed === undefined) return false;
+  const crashing = crashingStore(store, k);
+  const crashed = await first.loop.run({ runId, input: INPUT, journal: createJournal({ store: crashing }) }).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  // Appends queued together go out as one, so a run can take fewer appends than the reference
+  // (the slow and fast calls finish in another order): past its own last append it completes.
+  if (crashed === undefined) return crashing.appends;
   expect(String((crashed as Error).message), at).toMatch(/simulated crash before append/);
 
   const journal = createJournal({ store });
@@ -113,26 +119,33 @@ async function crashAndResume(backend: Backend, mode: ToolCallLogMode, k: number
 
 /**
  * Crashes the run after each of its appends, `concurrency` crash points at a time (each on its
- * own run), then checks that one more append point is past the end: the run completes.
+ * own run), then checks that a point past the end is: the run completes. Appends queued
+ * together go out as one, so the count varies a little with the order concurrent calls finish in.
  */
 async function everyCrashPoint(backend: Backend, mode: ToolCallLogMode, concurrency: number): Promise<number> {
   const ref = await uninterrupted(backend, mode);
   const n = ref.appends;
   const crashed = await mapConcurrently(n, concurrency, (k) => crashAndResume(backend, mode, k, ref));
-  expect(crashed.every(Boolean), "every append point below the run's count crashes it").toBe(true);
-  expect(await crashAndResume(backend, mode, n, ref), `a crash after append ${n}`).toBe(false);
+  crashed.forEach((c, k) => {
+    if (c !== true) expect(c, `a run not crashed after append ${k} made no more appends`).toBeLessThanOrEqual(k);
+  });
+  expect(crashed.filter((c) => c === true).length, "most append points crash the run").toBeGreaterThan(n * 0.9);
+  const past = await crashAndResume(backend, mode, n + 3, ref);
+  expect(past, `a crash after append ${n + 3}: the run completes first`).not.toBe(true);
   console.log(
-    `crashPoints [${backend.name}, ${mode}]: ${n} crash points tried (after append 0..${n - 1} of ${n}), ${n} resumed byte-identical (output, full and lean logs), no completed tool run twice`,
+    `crashPoints [${backend.name}, ${mode}]: ${n} crash points tried (after append 0..${n - 1} of ${n}), ${crashed.filter((c) => c === true).length} resumed byte-identical (output, full and lean logs), no completed tool run twice`,
   );
   return n;
 }
 
-// run.started, 21 model frames (2 appends each), 20 fetches (2 each), 40 other calls (1–3 each), run.completed
-const FLOOR = 2 + 21 * 2 + 20 * 2 + 40;
+// What write-ahead needs at least (results ride with the next append, appends queued together go
+// out as one): run.started, each of the 21 model calls' frame.started, each turn's first tool
+// frame.started (a fetch every turn, with the model's completion), run.completed.
+const FLOOR = 1 + 21 + 20 + 1;
 
 describe.each(["full", "lean"] as const)("a crash at every append point of a %s 20-turn run", (mode) => {
   it(`resumes each to the uninterrupted output and logs, runs no completed tool twice, and leaves a valid journal (${CALL_KINDS.length} call kinds)`, async () => {
-    expect(await everyCrashPoint(memory, mode, 4)).toBeGreaterThan(FLOOR);
+    expect(await everyCrashPoint(memory, mode, 4)).toBeGreaterThanOrEqual(FLOOR);
   });
 });
 
@@ -155,7 +168,7 @@ describe.skipIf(PG_URL === undefined)("the same crash points on PostgreSQL (LOOM
   it.each(["full", "lean"] as const)(
     "%s: every crash point resumes to the uninterrupted output and logs",
     async (mode) => {
-      expect(await everyCrashPoint(postgres, mode, 16)).toBeGreaterThan(FLOOR);
+      expect(await everyCrashPoint(postgres, mode, 16)).toBeGreaterThanOrEqual(FLOOR);
     },
     600_000,
   );
