@@ -5,18 +5,9 @@
  * serves the decision instead of drawing again.
  */
 import { errorCause } from "../events/errorCause.ts";
-import type { ErrorCause } from "../events/types.ts";
+import type { AttemptError } from "../events/types.ts";
 
-/**
- * A failed attempt as the journal records it: the error's cause (`ErrorCause`, what
- * `run.interrupted` keeps too) with retryability decided, and how long the server asked to wait.
- */
-export interface AttemptError extends ErrorCause {
-  /** Whether trying again may succeed (see {@link attemptError}). */
-  readonly retryable: boolean;
-  /** How long the server asked to wait (`retry-after-ms`, or `retry-after` in seconds or as a date). */
-  readonly retryAfterMs?: number;
-}
+export type { AttemptError } from "../events/types.ts";
 
 /**
  * How a failing call is tried again: up to `maxAttempts` attempts in all, waiting
