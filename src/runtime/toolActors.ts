@@ -3,12 +3,13 @@ import { canonicalJson, MAX_CANONICAL_DEPTH } from "../core/canonicalJson.ts";
 import { digestOfRecorded } from "../core/digest.ts";
 import { isCanonicalJsonError } from "../core/errors.ts";
 import type { CallSettledData, NewEntry, SettledReason } from "../events/types.ts";
-import type { ApprovalOutput, CheckOutput, ToolCallInput } from "../machines/toolCall.machine.ts";
+import type { ApprovalOutput, CheckOutput, RunToolOutput, ToolCallInput } from "../machines/toolCall.machine.ts";
 import { approvalId, DECISION_SOURCES, outcomeId, toolStepId } from "../projections/ids.ts";
 import { responseAt } from "../projections/runState.ts";
 import { AppendAfterCloseError } from "./appender.ts";
 import { SEARCH_TOOLS, SKILL_ACTIVATION, searchTools } from "./builtins.ts";
 import type { Tool } from "./config.ts";
+import { nextAttempt, timeoutError, toolAttemptError, toolPolicy, waitUntil, withLimits } from "./failurePolicy.ts";
 import type { RunSession } from "./session.ts";
 
 /** Tool calls of one model response that run when the loop does not say (`maxToolCallsPerResponse`). */
@@ -181,9 +182,17 @@ export function toolCallActors(session: RunSession) {
     return { kind: "declined" };
   });
 
-  async function fail(stepId: string, failed: unknown, started: boolean, inputDigest: string, effect: string) {
+  async function fail(
+    stepId: string,
+    failed: unknown,
+    started: boolean,
+    inputDigest: string,
+    effect: string,
+    attempt?: NewEntry,
+  ) {
     await session.appender.append(
       ...(started ? [] : [{ type: "frame.started", data: { frameId: stepId, effect, inputDigest } } as const]),
+      ...(attempt ? [attempt] : []),
       { type: "frame.completed", data: { frameId: stepId, failed: true } },
       {
         type: "decision.recorded",
@@ -195,14 +204,16 @@ export function toolCallActors(session: RunSession) {
     return { status: "error" } as const;
   }
 
-  const runTool = fromPromise<{ status: "ok" | "error" }, ToolCallInput>(async ({ input, signal }) => {
+  const runTool = fromPromise<RunToolOutput, ToolCallInput>(async ({ input, signal }) => {
     const { stepId, call } = input;
     await session.breathe();
     const tool = tools[call.name] as Tool;
     const effect = `tool:${call.name}`;
     const inputDigest = digestOfRecorded(call.input).digest ?? "";
     const frame = session.state.frames[stepId];
-    const unknownOutcome = frame?.status === "started";
+    const failed = session.state.attempts[stepId];
+    // Started after a failed attempt's record: the outcome of that new attempt is what is unknown.
+    const unknownOutcome = frame?.status === "started" && !failed?.waiting;
     if (unknownOutcome && tool.onUnknownOutcome === "fail") {
       return fail(
         stepId,
@@ -218,20 +229,45 @@ export function toolCallActors(session: RunSession) {
     const runSignal = options.signal;
     const toolSignal = runSignal ? AbortSignal.any([runSignal, signal]) : signal;
     if (toolSignal.aborted) throw new AppendAfterCloseError(runId, "aborted");
-    // A re-run (outcome unknown) appends a new attempt too: the fenced append proves ownership first.
+    const now = Date.now();
+    // Resumed during a back-off (or woken early): wait what remains of it, as journaled.
+    if (failed?.waiting && failed.retryAt !== null && failed.retryAt > now) {
+      return { status: "retry", attempt: failed.attempt, delayMs: waitUntil(failed.retryAt, now, undefined) };
+    }
+    const attempt = (failed?.attempt ?? 0) + 1;
+    // Each attempt appends frame.started: the fenced append proves ownership before the effect runs.
     await session.appender.append({ type: "frame.started", data: { frameId: stepId, effect, inputDigest } });
-    let output: unknown;
-    try {
-      output = await tool.execute(validated.has(stepId) ? validated.get(stepId) : call.input, {
-        stepId,
-        signal: toolSignal,
-      });
-    } catch (e) {
+    const timeoutMs = tool.timeoutMs ?? config.timeouts?.toolMs;
+    const result = await withLimits(toolSignal, timeoutMs, undefined, (s) =>
+      tool.execute(validated.has(stepId) ? validated.get(stepId) : call.input, { stepId, signal: s }),
+    );
+    if ("error" in result) {
       // Stopped by the abort: the outcome is unknown, so nothing is journaled (onUnknownOutcome decides on resume).
       if (toolSignal.aborted) throw new AppendAfterCloseError(runId, "aborted");
-      const error = e instanceof Error ? { error: e.name, message: e.message } : { error: "Error", message: String(e) };
-      return fail(stepId, error, true, inputDigest, effect);
+      const failedAt = Date.now();
+      const error =
+        result.stopped === "timeout"
+          ? timeoutError(`${call.name} (step ${stepId})`, timeoutMs as number)
+          : toolAttemptError(result.error, failedAt);
+      const policy = toolPolicy(config, tool);
+      const decision = nextAttempt(policy, attempt, 0, error, failedAt);
+      const retryAt = decision.retry ? decision.retryAt : null;
+      const record: NewEntry = { type: "attempt.failed", data: { frameId: stepId, attempt, error, retryAt } };
+      if (decision.retry) {
+        await session.appender.append(record);
+        return { status: "retry", attempt, delayMs: waitUntil(decision.retryAt, Date.now(), undefined) };
+      }
+      const e = result.error;
+      const fed =
+        result.stopped === "timeout"
+          ? { error: error.name, message: error.message }
+          : e instanceof Error
+            ? { error: e.name, message: e.message }
+            : { error: "Error", message: String(e) };
+      // A tool with one attempt (the default) journals its failure as before: its outcome alone.
+      return fail(stepId, fed, true, inputDigest, effect, policy.maxAttempts > 1 ? record : undefined);
     }
+    const output = result.value;
     if (toolSignal.aborted) throw new AppendAfterCloseError(runId, "aborted");
     const prepared = await session.recordOutput(output);
     if (!prepared.ok)
