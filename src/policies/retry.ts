@@ -106,15 +106,21 @@ const NETWORK_CODES = new Set([
 export function attemptError(error: unknown, now: number): AttemptError {
   const cause = errorCause(error);
   const e = (typeof error === "object" && error !== null ? error : {}) as Record<string, unknown>;
-  const status = cause.status ?? statusOf(e);
-  const retryAfterMs = retryAfter(headersOf(e), now);
+  let status = cause.status;
+  let retryAfterMs: number | undefined;
+  let network = false;
+  try {
+    status ??= statusOf(e);
+    retryAfterMs = retryAfter(headersOf(e), now);
+    network = status === undefined && isNetworkError(error);
+  } catch {
+    // a getter that throws tells nothing more than the cause already says
+  }
   const retryable =
     status !== undefined && NEVER_RETRIED.has(status)
       ? false
       : (cause.retryable ??
-        (status !== undefined
-          ? status === 408 || status === 409 || status === 429 || status >= 500
-          : isNetworkError(error)));
+        (status !== undefined ? status === 408 || status === 409 || status === 429 || status >= 500 : network));
   return {
     ...cause,
     ...(status === undefined ? {} : { status }),

@@ -170,7 +170,7 @@ export function loopActors(session: RunSession, fence?: Fence) {
       }
       const cause = causeOf(error);
       // `detail` keeps the fields Loom 0.1.0 wrote (readers of it keep working); `cause` is the typed record.
-      const detail = { frameId, name: cause.name, message: cause.message, attempts: attempt - (failed?.spent ?? 0) };
+      const detail = { frameId, name: cause.name, message: cause.message };
       return { ok: false, reason: "model-error", detail, cause };
     }
     const raw = result.value;
