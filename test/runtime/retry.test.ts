@@ -286,6 +286,47 @@ describe("tool retries and timeouts", () => {
     expect(attempts(await readJournal(journal, "r"))).toEqual([]);
   });
 
+  it("an abort during a tool's back-off, then a resume: the same step goes on at attempt 2 after the remaining wait", async () => {
+    const seen: string[] = [];
+    let failNext = true;
+    const tool: Tool = {
+      description: "flaky",
+      retry: { maxAttempts: 3, initialDelayMs: 600, jitter: 0 },
+      execute: (_input, { stepId }) => {
+        seen.push(stepId);
+        if (failNext) {
+          failNext = false;
+          throw new Error("flake");
+        }
+        return "fine";
+      },
+    };
+    const journal = memoryJournal();
+    const loop = agentLoop$({ id: "m", model: callsThenAnswers("flaky"), tools: { flaky: tool } });
+    const controller = new AbortController();
+    const running = loop.run({ runId: "r", journal, input: "go", signal: controller.signal });
+    for (let i = 0; i < 200 && attempts(await readJournal(journal, "r")).length === 0; i++) {
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    controller.abort();
+    const e = await rejection(running);
+    if (!isAgentInterruptedError(e)) throw e;
+    expect(e.run.reason).toBe("aborted");
+    expect(seen).toHaveLength(1); // the back-off was cut short: no second attempt yet
+    const resumedAt = Date.now();
+    const out = await loop.run({ runId: "r", journal });
+    expect(JSON.parse(out.content)).toBe("fine");
+    expect(seen).toEqual(["m#turn:0:tool:0", "m#turn:0:tool:0"]);
+    const [failed] = attempts(await readJournal(journal, "r"));
+    expect(failed?.data).toMatchObject({ frameId: "m#turn:0:tool:0", attempt: 1 });
+    // The second attempt did not start before the journaled retryAt.
+    const second = (await readJournal(journal, "r")).filter(
+      (x) => x.type === "frame.started" && x.data.frameId === "m#turn:0:tool:0",
+    )[1];
+    expect(Date.parse(second?.meta.at ?? "")).toBeGreaterThanOrEqual((failed?.data.retryAt as number) - 5);
+    expect(Date.now() - resumedAt).toBeLessThan(600 + 500);
+  });
+
   it("a tool past its timeoutMs is aborted and fails: the model is fed a TimeoutError", async () => {
     let aborted = false;
     const slow: Tool = {
