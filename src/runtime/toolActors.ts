@@ -230,20 +230,25 @@ export function toolCallActors(session: RunSession) {
     const toolSignal = runSignal ? AbortSignal.any([runSignal, signal]) : signal;
     if (toolSignal.aborted) throw new AppendAfterCloseError(runId, "aborted");
     const now = Date.now();
+    const deadlineAt = session.deadlineAt;
+    const late = { error: "deadline", message: `the run's deadline (timeouts.runMs) passed; ${call.name} was stopped` };
+    // Past the run's deadline: not run (the next model step interrupts the run with `deadline`).
+    if (deadlineAt !== undefined && now >= deadlineAt) return fail(stepId, late, false, inputDigest, effect);
     // Resumed during a back-off (or woken early): wait what remains of it, as journaled.
     if (failed?.waiting && failed.retryAt !== null && failed.retryAt > now) {
-      return { status: "retry", attempt: failed.attempt, delayMs: waitUntil(failed.retryAt, now, undefined) };
+      return { status: "retry", attempt: failed.attempt, delayMs: waitUntil(failed.retryAt, now, deadlineAt) };
     }
     const attempt = (failed?.attempt ?? 0) + 1;
     // Each attempt appends frame.started: the fenced append proves ownership before the effect runs.
     await session.appender.append({ type: "frame.started", data: { frameId: stepId, effect, inputDigest } });
     const timeoutMs = tool.timeoutMs ?? config.timeouts?.toolMs;
-    const result = await withLimits(toolSignal, timeoutMs, undefined, (s) =>
+    const result = await withLimits(toolSignal, timeoutMs, deadlineAt, (s) =>
       tool.execute(validated.has(stepId) ? validated.get(stepId) : call.input, { stepId, signal: s }),
     );
     if ("error" in result) {
       // Stopped by the abort: the outcome is unknown, so nothing is journaled (onUnknownOutcome decides on resume).
       if (toolSignal.aborted) throw new AppendAfterCloseError(runId, "aborted");
+      if (result.stopped === "deadline") return fail(stepId, late, true, inputDigest, effect);
       const failedAt = Date.now();
       const error =
         result.stopped === "timeout"
@@ -255,7 +260,7 @@ export function toolCallActors(session: RunSession) {
       const record: NewEntry = { type: "attempt.failed", data: { frameId: stepId, attempt, error, retryAt } };
       if (decision.retry) {
         await session.appender.append(record);
-        return { status: "retry", attempt, delayMs: waitUntil(decision.retryAt, Date.now(), undefined) };
+        return { status: "retry", attempt, delayMs: waitUntil(decision.retryAt, Date.now(), deadlineAt) };
       }
       const e = result.error;
       const fed =

@@ -385,6 +385,41 @@ describe("the run deadline (timeouts.runMs)", () => {
   });
 });
 
+describe("the run deadline stops a tool", () => {
+  it("a tool still running at the deadline is aborted and fails; the run then interrupts with deadline", async () => {
+    let aborted = false;
+    const slow: Tool = {
+      description: "slow",
+      execute: (_input, { signal }) =>
+        new Promise((resolve) => {
+          signal.addEventListener("abort", () => {
+            aborted = true;
+          });
+          setTimeout(() => resolve("too late"), 5_000).unref();
+        }),
+    };
+    let calls = 0;
+    const model: Model = {
+      generate: async () => {
+        calls++;
+        return { toolCalls: [{ id: "c1", name: "slow", input: {} }] };
+      },
+    };
+    const journal = memoryJournal();
+    const started = Date.now();
+    const loop = agentLoop$({ id: "m", model, tools: { slow }, timeouts: { runMs: 150 } });
+    const e = await rejection(loop.run({ runId: "r", journal, input: "go" }));
+    if (!isAgentInterruptedError(e)) throw e;
+    expect(e.run.reason).toBe("deadline");
+    expect(e.message).toContain("deadline");
+    expect(aborted).toBe(true);
+    expect(calls).toBe(1);
+    expect(Date.now() - started).toBeLessThan(2_000);
+    const entries = await readJournal(journal, "r");
+    expect(failedFrames(entries)).toEqual(["m#turn:0:tool:0"]);
+  });
+});
+
 describe("configuration", () => {
   const model: Model = { generate: async () => ({ toolCalls: [] }) };
   const tool: Tool = { description: "t", execute: () => 1 };
