@@ -38,6 +38,8 @@ export {
   type ArchivedFrame,
   type ArchivedFrameDigest,
   type ArchiveStore,
+  type AttemptError,
+  type AttemptFailedData,
   type BlobInfo,
   type BlobRef,
   type BlobStore,
@@ -109,7 +111,7 @@ export {
   sqliteStore,
   validateEntries,
 } from "./events/index.ts";
-export type { AgentLoopContext, AgentLoopInput, Interruption } from "./machines/agentLoop.machine.ts";
+export type { AgentLoopContext, AgentLoopInput, Backoff, Interruption } from "./machines/agentLoop.machine.ts";
 export {
   type ModePinContext,
   type ModePinEvent,
@@ -183,6 +185,14 @@ export {
   definitionPin,
 } from "./policies/definition.ts";
 export {
+  attemptError,
+  DEFAULT_MODEL_RETRY,
+  DEFAULT_TOOL_RETRY,
+  decideRetry,
+  type RetryDecision,
+  type RetryPolicy,
+} from "./policies/retry.ts";
+export {
   approvalId,
   modelFrameId,
   modePinId,
@@ -199,6 +209,7 @@ export {
   toolNamesByIteration,
 } from "./projections/readers.ts";
 export {
+  type AttemptState,
   type FrameState,
   foldEntries,
   type RunState,
@@ -234,7 +245,9 @@ export type {
   ApprovalAnswer,
   ApprovalRequest,
   InputCheck,
+  RetryConfig,
   Skill,
+  TimeoutsConfig,
   Tool,
   ToolContext,
 } from "./runtime/config.ts";

@@ -84,7 +84,15 @@ function transitionsOf(node: Node): Transition[] {
 
 function label(t: Transition): string {
   const done = /^xstate\.(done|error)\.actor\.(.+)$/.exec(t.eventType);
-  const event = done ? `${done[2]} ${done[1]}` : t.eventType === "" ? "always" : t.eventType;
+  // A delayed transition (`after`): `xstate.after.<delay>.<state id>` reads as `after <delay>`.
+  const after = /^xstate\.after\.([^.]+)\./.exec(t.eventType);
+  const event = done
+    ? `${done[2]} ${done[1]}`
+    : after
+      ? `after ${after[1]}`
+      : t.eventType === ""
+        ? "always"
+        : t.eventType;
   const guard = guardText(t.guard);
   return guard === undefined ? event : `${event} [${guard}]`;
 }

@@ -18,6 +18,7 @@ export const TYPES: Record<EntryType, true> = {
   "run.completed": true,
   "run.interrupted": true,
   "run.failed": true,
+  "attempt.failed": true,
 };
 
 /** Thrown inside the checks; the caller adds the run and the seq. Cheap: only built on failure. */
@@ -102,20 +103,20 @@ function checkDefinition(p: unknown): void {
   }
 }
 
-function checkCause(c: unknown): void {
+function checkCause(c: unknown, at = "data.cause"): void {
   if (typeof c !== "object" || c === null || Array.isArray(c)) {
-    throw new Bad("data.cause", `must be an object, found ${kind(c)}`);
+    throw new Bad(at, `must be an object, found ${kind(c)}`);
   }
   const cause = c as Data;
-  if (typeof cause.name !== "string") throw new Bad("data.cause.name", `must be a string, found ${kind(cause.name)}`);
+  if (typeof cause.name !== "string") throw new Bad(`${at}.name`, `must be a string, found ${kind(cause.name)}`);
   if (typeof cause.message !== "string") {
-    throw new Bad("data.cause.message", `must be a string, found ${kind(cause.message)}`);
+    throw new Bad(`${at}.message`, `must be a string, found ${kind(cause.message)}`);
   }
   if (cause.status !== undefined && !Number.isInteger(cause.status)) {
-    throw new Bad("data.cause.status", `must be an integer, found ${kind(cause.status)}`);
+    throw new Bad(`${at}.status`, `must be an integer, found ${kind(cause.status)}`);
   }
   if (cause.retryable !== undefined && typeof cause.retryable !== "boolean") {
-    throw new Bad("data.cause.retryable", `must be a boolean, found ${kind(cause.retryable)}`);
+    throw new Bad(`${at}.retryable`, `must be a boolean, found ${kind(cause.retryable)}`);
   }
 }
 
@@ -188,6 +189,22 @@ export function checkData(type: EntryType, data: unknown, seq: number | undefine
       if (typeof e.name !== "string") throw new Bad("data.error.name", "must be a string");
       if (typeof e.message !== "string") throw new Bad("data.error.message", "must be a string");
       if (e.code !== undefined && typeof e.code !== "string") throw new Bad("data.error.code", "must be a string");
+      return;
+    }
+    case "attempt.failed": {
+      str(d, "frameId");
+      if (!Number.isInteger(d.attempt) || (d.attempt as number) < 1) {
+        throw new Bad("data.attempt", `must be an integer ≥ 1, found ${kind(d.attempt)}`);
+      }
+      checkCause(d.error, "data.error");
+      const e = d.error as Data;
+      if (typeof e.retryable !== "boolean") throw new Bad("data.error.retryable", "must be a boolean");
+      if (e.retryAfterMs !== undefined && !(Number.isFinite(e.retryAfterMs) && (e.retryAfterMs as number) >= 0)) {
+        throw new Bad("data.error.retryAfterMs", `must be a number ≥ 0, found ${kind(e.retryAfterMs)}`);
+      }
+      if (d.retryAt !== null && !Number.isFinite(d.retryAt)) {
+        throw new Bad("data.retryAt", `must be a time in ms or null, found ${kind(d.retryAt)}`);
+      }
       return;
     }
     default: {

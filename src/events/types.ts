@@ -56,7 +56,7 @@ export type SettledReason =
   | "skill-activation";
 
 /** Why a run stopped before its answer. */
-export type InterruptReason = "aborted" | "max-iterations" | "approval-pending" | "model-error";
+export type InterruptReason = "aborted" | "max-iterations" | "approval-pending" | "model-error" | "deadline";
 
 /** `run.started`: the run's first entry. */
 export interface RunStartedData {
@@ -201,6 +201,31 @@ export interface ErrorCause {
   readonly retryable?: boolean;
 }
 
+/**
+ * A failed attempt's error as the journal records it: its cause (`ErrorCause`) with
+ * retryability decided, and how long the server asked to wait (see `attemptError`).
+ */
+export interface AttemptError extends ErrorCause {
+  /** Whether trying again may succeed (decided: never for 400, 401, 403; see `attemptError`). */
+  readonly retryable: boolean;
+  /** How long the server asked to wait (`retry-after-ms`, or `retry-after` in seconds or as a date). */
+  readonly retryAfterMs?: number;
+}
+
+/**
+ * `attempt.failed`: one attempt of a durable step (a model call, a tool call) failed. The frame
+ * stays started; the next attempt appends `frame.started` again. `retryAt` is when that attempt
+ * is due (ms since the epoch), so a resume waits only what remains; null when none follows.
+ */
+export interface AttemptFailedData {
+  /** The step's frame id (the model frame, or the tool step id). */
+  readonly frameId: string;
+  /** 1-based: the attempt that failed, counted over the run's whole journal. */
+  readonly attempt: number;
+  readonly error: AttemptError;
+  readonly retryAt: number | null;
+}
+
 /** `run.failed`: the run ended with an error (its name, code and message). */
 export interface RunFailedData {
   readonly error: { readonly name: string; readonly code?: string; readonly message: string };
@@ -217,6 +242,7 @@ export interface EntryDataByType {
   "run.completed": RunCompletedData;
   "run.interrupted": RunInterruptedData;
   "run.failed": RunFailedData;
+  "attempt.failed": AttemptFailedData;
 }
 
 /** Every entry type (`run.started`, `frame.completed`, …). */
@@ -232,6 +258,7 @@ export const ENTRY_TYPES: readonly EntryType[] = [
   "run.completed",
   "run.interrupted",
   "run.failed",
+  "attempt.failed",
 ];
 
 /** What a caller appends. */

@@ -115,9 +115,12 @@ function checkPin(runId: string, d: DecisionRecordedData, seq: number): void {
 
 /** Follows each frame's life (started, completed); returns what is wrong, if anything. */
 function trackFrame(frames: Map<string, number>, type: string, d: Data): string | undefined {
-  if (type !== "frame.started" && type !== "frame.completed") return undefined;
+  if (type !== "frame.started" && type !== "frame.completed" && type !== "attempt.failed") return undefined;
   const id = d.frameId as string;
   const state = frames.get(id);
+  // Compaction may have removed the attempt's start (it moves a completed frame's entries): only
+  // an attempt recorded after its frame completed is wrong.
+  if (type === "attempt.failed") return state === 2 ? `frame ${id} has a failed attempt after it completed` : undefined;
   if (type === "frame.started") {
     if (state === 2) return `frame ${id} started again after it completed`;
     frames.set(id, 1);

@@ -35,7 +35,22 @@ export type ReplayOutput =
 
 export type CallModelOutput =
   | { readonly ok: true; readonly response: ModelResponse }
-  | { readonly ok: false; readonly reason: InterruptReason; readonly detail: unknown; readonly cause?: ErrorCause };
+  | {
+      readonly ok: false;
+      readonly reason: InterruptReason;
+      readonly detail: unknown;
+      readonly cause?: ErrorCause;
+      readonly retry?: undefined;
+    }
+  /** The attempt failed and the failure policy tries again after `delayMs` (journaled as `attempt.failed`). */
+  | { readonly ok: false; readonly retry: Backoff };
+
+/** A wait before the next attempt of a failed call: the delay the runtime computed from the journaled `retryAt`. */
+export interface Backoff {
+  /** The attempt that failed (1-based). */
+  readonly attempt: number;
+  readonly delayMs: number;
+}
 
 /** Why the run is stopping, as `run.interrupted` will record it. */
 export interface Interruption {
@@ -62,6 +77,8 @@ export interface AgentLoopContext {
   /** Step ids of calls waiting for an approval. */
   pending: string[];
   interrupt: Interruption | undefined;
+  /** The wait before the model is called again, while `running.backingOff`. */
+  backoff: Backoff | undefined;
   error: unknown;
 }
 
@@ -93,7 +110,16 @@ export const agentLoopMachine = setup({
     complete: fromPromise<void, { turn: number; content: string }>(async () => {}),
     interrupt: fromPromise<void, Interruption & { turn: number; pending: string[] }>(async () => {}),
   },
+  delays: {
+    // Computed by the runtime from the journaled retryAt and its clock: the chart only waits it.
+    backoff: ({ context }) => context.backoff?.delayMs ?? 0,
+  },
   guards: {
+    // The failure policy decided (pure, in src/policies/retry.ts) to try the model again.
+    willRetry: ({ event }) => {
+      const output = (event as { output?: CallModelOutput }).output;
+      return output !== undefined && !output.ok && output.retry !== undefined;
+    },
     withinLimit: ({ context }) => context.turn < context.maxIterations,
     allSettled: ({ context }) => context.open === 0,
     // The current batch ended and the response has calls not dispatched yet.
@@ -143,6 +169,7 @@ export const agentLoopMachine = setup({
     dispatched: 0,
     pending: [],
     interrupt: undefined,
+    backoff: undefined,
     error: undefined,
   }),
   initial: "starting",
@@ -216,11 +243,18 @@ export const agentLoopMachine = setup({
             input: ({ context }) => ({ turn: context.turn }),
             onDone: [
               {
+                guard: "willRetry",
+                target: "backingOff",
+                actions: assign({
+                  backoff: ({ event }) => (event.output.ok ? undefined : event.output.retry),
+                }),
+              },
+              {
                 guard: ({ event }) => !event.output.ok,
                 target: "#agentLoop.interrupting",
                 actions: assign({
                   interrupt: ({ event }): Interruption | undefined => {
-                    if (event.output.ok) return undefined;
+                    if (event.output.ok || event.output.retry !== undefined) return undefined;
                     const { reason, detail, cause } = event.output;
                     return cause === undefined ? { reason, detail } : { reason, detail, cause };
                   },
@@ -238,6 +272,10 @@ export const agentLoopMachine = setup({
             ],
             onError: { target: "#agentLoop.failed", actions: assign({ error: ({ event }) => event.error }) },
           },
+        },
+        // A failed model attempt waits here before the next one (an abort interrupts the wait).
+        backingOff: {
+          after: { backoff: { target: "callingModel", actions: assign({ backoff: undefined }) } },
         },
         dispatching: {
           entry: ["nextBatch", "dispatchCalls"],

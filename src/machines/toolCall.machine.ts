@@ -28,8 +28,18 @@ export type ApprovalOutput =
   | { readonly kind: "declined" }
   | { readonly kind: "pending" };
 
+/**
+ * `runTool`: the call settled (its frame completed, or failed and fed back as an error), or an
+ * attempt failed and its retry policy tries again after `delayMs` (journaled as `attempt.failed`).
+ */
+export type RunToolOutput =
+  | { readonly status: "ok" | "error" }
+  | { readonly status: "retry"; readonly attempt: number; readonly delayMs: number };
+
 export interface ToolCallContext extends ToolCallInput {
   status: "ok" | "error" | undefined;
+  /** The wait before the next attempt, while `backingOff`. */
+  delayMs: number;
 }
 
 /** Events a call sends its parent loop. */
@@ -39,7 +49,8 @@ export type ToolCallParentEvent =
   | { readonly type: "CALL.FAILED"; readonly index: number; readonly error: unknown };
 
 /**
- * One tool call of a model response: validating → awaiting approval → running → settled.
+ * One tool call of a model response: validating → awaiting approval → running (⇄ backingOff
+ * between failed attempts) → settled.
  * Every effect (journal reads and appends, the approval callback, the tool) is an invoked
  * actor the runtime provides; the machine only decides. The actors named here are
  * placeholders that the runtime replaces with `machine.provide({ actors })`.
@@ -52,7 +63,11 @@ export const toolCallMachine = setup({
   actors: {
     checkCall: fromPromise<CheckOutput, ToolCallInput>(async () => ({ kind: "run" })),
     askApproval: fromPromise<ApprovalOutput, ToolCallInput>(async () => ({ kind: "pending" })),
-    runTool: fromPromise<{ status: "ok" | "error" }, ToolCallInput>(async () => ({ status: "ok" })),
+    runTool: fromPromise<RunToolOutput, ToolCallInput>(async () => ({ status: "ok" })),
+  },
+  delays: {
+    // Computed by the runtime from the journaled retryAt and its clock.
+    backoff: ({ context }) => context.delayMs,
   },
   actions: {
     reportSettled: sendParent(
@@ -75,7 +90,7 @@ export const toolCallMachine = setup({
   },
 }).createMachine({
   id: "toolCall",
-  context: ({ input }) => ({ ...input, status: undefined }),
+  context: ({ input }) => ({ ...input, status: undefined, delayMs: 0 }),
   initial: "validating",
   states: {
     validating: {
@@ -119,10 +134,22 @@ export const toolCallMachine = setup({
         id: "runTool",
         src: "runTool",
         input: ({ context }) => context,
-        onDone: { target: "settled", actions: assign({ status: ({ event }) => event.output.status }) },
+        onDone: [
+          {
+            guard: ({ event }) => event.output.status === "retry",
+            target: "backingOff",
+            actions: assign({ delayMs: ({ event }) => (event.output.status === "retry" ? event.output.delayMs : 0) }),
+          },
+          {
+            target: "settled",
+            actions: assign({ status: ({ event }) => (event.output.status === "ok" ? "ok" : "error") }),
+          },
+        ],
         onError: { target: "failed" },
       },
     },
+    // A failed attempt waits here before the next one (stopping the call stops the wait).
+    backingOff: { after: { backoff: { target: "running" } } },
     settled: { type: "final", entry: "reportSettled" },
     pending: { type: "final", entry: "reportPending" },
     // Not final: the loop stops on CALL.FAILED and stops this call with it; a final state would

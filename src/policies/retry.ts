@@ -5,18 +5,9 @@
  * serves the decision instead of drawing again.
  */
 import { errorCause } from "../events/errorCause.ts";
-import type { ErrorCause } from "../events/types.ts";
+import type { AttemptError } from "../events/types.ts";
 
-/**
- * A failed attempt as the journal records it: the error's cause (`ErrorCause`, what
- * `run.interrupted` keeps too) with retryability decided, and how long the server asked to wait.
- */
-export interface AttemptError extends ErrorCause {
-  /** Whether trying again may succeed (see {@link attemptError}). */
-  readonly retryable: boolean;
-  /** How long the server asked to wait (`retry-after-ms`, or `retry-after` in seconds or as a date). */
-  readonly retryAfterMs?: number;
-}
+export type { AttemptError } from "../events/types.ts";
 
 /**
  * How a failing call is tried again: up to `maxAttempts` attempts in all, waiting
@@ -115,15 +106,21 @@ const NETWORK_CODES = new Set([
 export function attemptError(error: unknown, now: number): AttemptError {
   const cause = errorCause(error);
   const e = (typeof error === "object" && error !== null ? error : {}) as Record<string, unknown>;
-  const status = cause.status ?? statusOf(e);
-  const retryAfterMs = retryAfter(headersOf(e), now);
+  let status = cause.status;
+  let retryAfterMs: number | undefined;
+  let network = false;
+  try {
+    status ??= statusOf(e);
+    retryAfterMs = retryAfter(headersOf(e), now);
+    network = status === undefined && isNetworkError(error);
+  } catch {
+    // a getter that throws tells nothing more than the cause already says
+  }
   const retryable =
     status !== undefined && NEVER_RETRIED.has(status)
       ? false
       : (cause.retryable ??
-        (status !== undefined
-          ? status === 408 || status === 409 || status === 429 || status >= 500
-          : isNetworkError(error)));
+        (status !== undefined ? status === 408 || status === 409 || status === 429 || status >= 500 : network));
   return {
     ...cause,
     ...(status === undefined ? {} : { status }),

@@ -21,9 +21,10 @@ export function leases(db: PgDatabase) {
   const { pool, tables: t } = db;
 
   // The run's journal says no worker can take it further: completed or failed, or waiting for an
-  // approval or a higher iteration limit (those need the caller). `s`: its stream, `e`: its last entry.
+  // approval or a higher iteration limit, or past its deadline (those need the caller). `s`: its
+  // stream, `e`: its last entry.
   const settled = `(s.last_type IN (${CODE.completed}, ${CODE.failed}) OR CASE WHEN s.last_type = ${CODE.interrupted}
-    THEN (e.data::json ->> 'reason') IN ('approval-pending', 'max-iterations') ELSE false END)`;
+    THEN (e.data::json ->> 'reason') IN ('approval-pending', 'max-iterations', 'deadline') ELSE false END)`;
   const lastEntry = `JOIN ${t.entries} e ON e.run = s.run AND e.seq = s.version`;
 
   // Due runs of our loops that may go on, up to $4 of them in one statement (a worker with free

@@ -156,7 +156,7 @@ export function startWorker(options: WorkerOptions): Worker {
     } catch (e) {
       if (lost || isOwnershipLostError(e)) return; // another worker holds the run now
       const reason = isAgentInterruptedError(e) ? e.run.reason : undefined;
-      if (reason === "approval-pending" || reason === "max-iterations") {
+      if (reason === "approval-pending" || reason === "max-iterations" || reason === "deadline") {
         clearInterval(renewal);
         await lease.finishAndRelease(runId, owner, owned.token);
         released = true;

@@ -1,5 +1,6 @@
 import { type ClaimCheckEnvelope, claimCheckOf } from "../events/claimCheck.ts";
 import type {
+  AttemptError,
   CallSettledData,
   CompletedRunValue,
   DecisionRecordedData,
@@ -34,6 +35,19 @@ export interface FrameState {
   archived?: { readonly ref: string; readonly digest: string | null; readonly bytes: number };
 }
 
+/** A step's failed attempts as the fold sees them (`attempt.failed`). */
+export interface AttemptState {
+  /** The last failed attempt's number (1-based, over the whole journal). */
+  attempt: number;
+  /** Attempts before this count do not count against the policy: the run was interrupted for them (`model-error`) and resumed. */
+  spent: number;
+  error: AttemptError;
+  /** When the next attempt is due (ms since the epoch), or null when none was to follow. */
+  retryAt: number | null;
+  /** The last failed attempt is the frame's latest event: no next attempt has started yet. */
+  waiting: boolean;
+}
+
 /** Where a run is: `new` (no entries) → `running` → `interrupted` / `completed` / `failed`. */
 export type RunStatus = "new" | "running" | "interrupted" | "completed" | "failed";
 
@@ -51,6 +65,8 @@ export interface RunState {
   decisions: Record<string, DecisionRecordedData>;
   /** Calls settled without running, by step id. */
   settled: Record<string, CallSettledData>;
+  /** Failed attempts by frame id (model frames and tool steps that failed at least once). */
+  attempts: Record<string, AttemptState>;
   /**
    * Model calls recorded: one past the highest turn with a completed model frame (archived ones
    * included). The responses themselves are the model frames' outputs: see {@link responseAt}.
@@ -91,6 +107,7 @@ export const runStateProjection: Projection<RunState> = {
     frames: Object.create(null),
     decisions: Object.create(null),
     settled: Object.create(null),
+    attempts: Object.create(null),
     turns: 0,
     interruption: undefined,
     error: undefined,
@@ -120,6 +137,10 @@ export const runStateProjection: Projection<RunState> = {
           inputDigest: entry.data.inputDigest,
           status: "started",
         };
+        {
+          const attempts = state.attempts[entry.data.frameId];
+          if (attempts) attempts.waiting = false;
+        }
         break;
       case "frame.completed": {
         const frame = state.frames[entry.data.frameId];
@@ -161,7 +182,15 @@ export const runStateProjection: Projection<RunState> = {
       case "run.interrupted":
         state.status = "interrupted";
         state.interruption = withCause(entry.data);
+        // Out of attempts: a resume tries again with the policy's whole budget.
+        if (entry.data.reason === "model-error") for (const a of Object.values(state.attempts)) a.spent = a.attempt;
         break;
+      case "attempt.failed": {
+        const { frameId, attempt, error, retryAt } = entry.data;
+        const spent = state.attempts[frameId]?.spent ?? 0;
+        state.attempts[frameId] = { attempt, spent, error, retryAt, waiting: true };
+        break;
+      }
       case "run.failed":
         state.status = "failed";
         state.error = entry.data.error;

@@ -76,7 +76,7 @@ export interface AgentOutput<M extends ToolCallLogMode | undefined = ToolCallLog
  */
 export interface InterruptedAgentRun<M extends ToolCallLogMode | undefined = ToolCallLogMode | undefined> {
   readonly runId: string;
-  /** Why it stopped: `aborted` (the signal), `max-iterations`, `approval-pending` or `model-error`. */
+  /** Why it stopped: `aborted` (the signal), `max-iterations`, `approval-pending`, `model-error` or `deadline` (`timeouts.runMs`). */
   readonly reason: InterruptReason;
   /** The tool calls settled so far, in the run's shape. */
   readonly toolCallLog: ToolCallLog<M>;

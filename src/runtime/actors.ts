@@ -1,17 +1,26 @@
 import { fromPromise } from "xstate";
 import { digestOf, digestOfRecorded } from "../core/digest.ts";
 import { AgentLoopConfigError, DefinitionChangedError, ReplayDivergenceError } from "../core/errors.ts";
-import { errorCause } from "../events/errorCause.ts";
 import { readJournal } from "../events/journal.ts";
 import { readModePin } from "../events/modePin.ts";
 import type { Message, ModelResponse, NewEntry, RunStartedData, ToolCall } from "../events/types.ts";
 import type { CallModelOutput, Interruption, PrepareOutput, ReplayOutput } from "../machines/agentLoop.machine.ts";
 import { resolveModePin } from "../machines/modePin.machine.ts";
 import { type DefinitionPin, definitionPin, describeChange, unacceptedChanges } from "../policies/definition.ts";
+import { attemptError } from "../policies/retry.ts";
 import { modelFrameId, modePinId, toolStepId } from "../projections/ids.ts";
 import { foldEntries, responseAt } from "../projections/runState.ts";
 import { Appender, type Fence } from "./appender.ts";
 import type { AgentLoopConfig } from "./config.ts";
+import {
+  causeOf,
+  modelPolicy,
+  nextAttempt,
+  runDeadline,
+  timeoutError,
+  waitUntil,
+  withLimits,
+} from "./failurePolicy.ts";
 import { hydrateArchived } from "./readers.ts";
 import type { RunSession } from "./session.ts";
 
@@ -49,7 +58,13 @@ export function loopActors(session: RunSession, fence?: Fence) {
           "missingInput",
         );
       }
-      await session.appender.append({ type: "run.started", data: runStartedData(config, options.input) }, ...pinEntry);
+      const deadline = runDeadline(config, state, Date.now());
+      session.deadlineAt = deadline.deadlineAt;
+      await session.appender.append(
+        { type: "run.started", data: runStartedData(config, options.input) },
+        ...pinEntry,
+        ...deadline.append,
+      );
       return { kind: "ready" };
     }
     if (state.loopId !== config.id) {
@@ -67,7 +82,11 @@ export function loopActors(session: RunSession, fence?: Fence) {
     }
     if (state.status === "completed") return { kind: "completed" };
     checkDefinition(runId, config, state.definition);
-    if (pinEntry.length > 0) await session.appender.append(...pinEntry); // a late pin (ADR 0142 D3)
+    // A late pin (ADR 0142 D3); a deadline configured after the run started runs from now.
+    const deadline = runDeadline(config, state, Date.now());
+    session.deadlineAt = deadline.deadlineAt;
+    if (pinEntry.length > 0 || deadline.append.length > 0)
+      await session.appender.append(...pinEntry, ...deadline.append);
     return { kind: "ready" };
   });
 
@@ -118,23 +137,43 @@ export function loopActors(session: RunSession, fence?: Fence) {
     }
     const runSignal = options.signal;
     if (runSignal?.aborted) return { ok: false, reason: "aborted", detail: null };
+    const deadlineAt = session.deadlineAt;
+    const now = Date.now();
+    if (deadlineAt !== undefined && now >= deadlineAt) return pastDeadline(deadlineAt);
+    const failed = session.state.attempts[frameId];
+    // Resumed during a back-off (or woken early): wait what remains of it, as journaled.
+    if (failed?.waiting && failed.retryAt !== null && failed.retryAt > now) {
+      return { ok: false, retry: { attempt: failed.attempt, delayMs: waitUntil(failed.retryAt, now, deadlineAt) } };
+    }
+    const attempt = (failed?.attempt ?? 0) + 1;
     // Always, a re-run of a call whose outcome is unknown too (a new attempt): the fenced append
     // is what proves this process still owns the run before the model is called.
     await session.appender.append({ type: "frame.started", data: { frameId, effect: "model", inputDigest: digest } });
-    let raw: ModelResponse;
-    try {
-      raw = await config.model.generate({
-        messages: session.messages,
-        tools: session.toolDescriptors,
-        signal: runSignal ? AbortSignal.any([runSignal, signal]) : signal,
-      });
-    } catch (e) {
+    const timeoutMs = config.timeouts?.modelAttemptMs;
+    const callSignal = runSignal ? AbortSignal.any([runSignal, signal]) : signal;
+    const result = await withLimits(callSignal, timeoutMs, deadlineAt, (s) =>
+      config.model.generate({ messages: session.messages, tools: session.toolDescriptors, signal: s }),
+    );
+    if ("error" in result) {
       if (runSignal?.aborted || signal.aborted) return { ok: false, reason: "aborted", detail: null };
-      const cause = errorCause(e); // never throws, whatever the model threw
+      if (result.stopped === "deadline") return pastDeadline(deadlineAt as number);
+      const failedAt = Date.now();
+      const error =
+        result.stopped === "timeout"
+          ? timeoutError(`model call ${frameId}`, timeoutMs as number)
+          : attemptError(result.error, failedAt); // never throws, whatever the model threw
+      const decision = nextAttempt(modelPolicy(config), attempt, failed?.spent ?? 0, error, failedAt);
+      const retryAt = decision.retry ? decision.retryAt : null;
+      await session.appender.append({ type: "attempt.failed", data: { frameId, attempt, error, retryAt } });
+      if (decision.retry) {
+        return { ok: false, retry: { attempt, delayMs: waitUntil(decision.retryAt, Date.now(), deadlineAt) } };
+      }
+      const cause = causeOf(error);
       // `detail` keeps the fields Loom 0.1.0 wrote (readers of it keep working); `cause` is the typed record.
       const detail = { frameId, name: cause.name, message: cause.message };
       return { ok: false, reason: "model-error", detail, cause };
     }
+    const raw = result.value;
     if (signal.aborted) return { ok: false, reason: "aborted", detail: null };
     const response = normalizeResponse(raw);
     // Written with the next append (its tools' frame.started, or the run's end): nothing acts on it before.
@@ -162,6 +201,11 @@ export function loopActors(session: RunSession, fence?: Fence) {
   });
 
   return { prepare, replay, callModel, complete, interrupt };
+}
+
+/** The run's deadline (`timeouts.runMs`, journaled at its start) has passed: it stops for good. */
+function pastDeadline(deadlineAt: number): CallModelOutput {
+  return { ok: false, reason: "deadline", detail: { deadlineAt: new Date(deadlineAt).toISOString() } };
 }
 
 /**

@@ -1,6 +1,7 @@
 import type { BlobStore } from "../events/spi.ts";
 import type { Model } from "../models/types.ts";
 import type { DefinitionChangePolicy } from "../policies/definition.ts";
+import type { RetryPolicy } from "../policies/retry.ts";
 import type { ToolCallLogMode } from "../projections/types.ts";
 
 /** What a tool is given besides its input. */
@@ -57,6 +58,49 @@ export interface Tool<I = unknown, O = unknown> {
    * run twice).
    */
   readonly onUnknownOutcome?: "retry" | "fail";
+  /**
+   * How a call that throws (or passes `timeoutMs`) is tried again; fields not given come from
+   * `AgentLoopConfig.retry.tools`, then `DEFAULT_TOOL_RETRY` (one attempt: no retry). A throw is
+   * retryable unless the error says otherwise (`isRetryable: false`, HTTP 400/401/403). Each
+   * failed attempt is journaled; the last one's error is fed back to the model.
+   *
+   * @example
+   * const lookup: Tool<{ id: string }> = { description: "looks an order up", execute, retry: { maxAttempts: 3 }, timeoutMs: 5_000 };
+   */
+  readonly retry?: Partial<RetryPolicy>;
+  /** A call that has not answered after this many ms is aborted (its signal) and fails (default: `timeouts.toolMs`). */
+  readonly timeoutMs?: number;
+}
+
+/**
+ * The loop's failure policy for its calls (see README "Failure policy: retries and timeouts").
+ * Fields not given come from `DEFAULT_MODEL_RETRY` (3 attempts, retrying what says it may
+ * succeed later: HTTP 408/409/429/5xx, network errors, `isRetryable`) and `DEFAULT_TOOL_RETRY`
+ * (one attempt).
+ *
+ * @example
+ * agentLoop$({ id: "support", model, retry: { model: { maxAttempts: 5, maxDelayMs: 60_000 }, tools: { maxAttempts: 2 } } });
+ */
+export interface RetryConfig {
+  /** Model calls: failed attempts are journaled and tried again after a back-off (a state of the chart). */
+  readonly model?: Partial<RetryPolicy>;
+  /** Every tool without its own `retry`. */
+  readonly tools?: Partial<RetryPolicy>;
+}
+
+/**
+ * Time limits, in ms. A model attempt past `modelAttemptMs` is aborted and counts as a failed,
+ * retryable attempt (`TimeoutError`); a tool past `toolMs` (or its own `timeoutMs`) is aborted and
+ * fails unless its retry policy tries it again; `runMs` is the run's deadline, journaled at its
+ * start, so it holds across suspensions and restarts: past it, the run interrupts with `deadline`.
+ *
+ * @example
+ * agentLoop$({ id: "support", model, timeouts: { modelAttemptMs: 60_000, toolMs: 10_000, runMs: 3_600_000 } });
+ */
+export interface TimeoutsConfig {
+  readonly modelAttemptMs?: number;
+  readonly toolMs?: number;
+  readonly runMs?: number;
 }
 
 /** A skill: instructions the model can activate by calling the `activate_skill` tool. */
@@ -145,4 +189,18 @@ export interface AgentLoopConfig<M extends ToolCallLogMode | undefined = ToolCal
    * agentLoop$({ id: "support", model, tools: { lookup, search }, acceptDefinitionChanges: ["tool-added"] });
    */
   readonly acceptDefinitionChanges?: DefinitionChangePolicy;
+  /**
+   * Retry policies: `model` for model calls, `tools` for tools without their own `retry`.
+   *
+   * @example
+   * agentLoop$({ id: "support", model, retry: { model: { maxAttempts: 5 } } });
+   */
+  readonly retry?: RetryConfig;
+  /**
+   * Time limits: a model attempt, a tool call, the whole run (a deadline journaled at its start).
+   *
+   * @example
+   * agentLoop$({ id: "support", model, timeouts: { modelAttemptMs: 30_000, runMs: 15 * 60_000 } });
+   */
+  readonly timeouts?: TimeoutsConfig;
 }

@@ -30,9 +30,11 @@ export class AgentInterruptedError<
         ? `waiting for approval of ${run.pendingApprovals.map((p) => p.stepId).join(", ")}; resume with loop.run({ runId: "${run.runId}", approvals: { [stepId]: true | false } })`
         : run.reason === "max-iterations"
           ? `the iteration limit was reached after ${run.iterations} model calls; raise maxIterations and call loop.run({ runId: "${run.runId}" }) to go on`
-          : run.cause !== undefined
-            ? `the model call failed: ${describeCause(run.cause)}; fix what it says and call loop.run({ runId: "${run.runId}" }) to call the model again`
-            : `call loop.run({ runId: "${run.runId}" }) to resume from where it stopped`;
+          : run.reason === "deadline"
+            ? `the run's deadline (timeouts.runMs, journaled when it started) has passed; it will not go on: start a new run`
+            : run.cause !== undefined
+              ? `the model call failed: ${describeCause(run.cause)}; fix what it says and call loop.run({ runId: "${run.runId}" }) to call the model again`
+              : `call loop.run({ runId: "${run.runId}" }) to resume from where it stopped`;
     super("agentInterrupted", `run ${run.runId} interrupted (${run.reason}): ${what}`, { cause: run.cause });
     this.run = run;
   }

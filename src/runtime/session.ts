@@ -72,6 +72,8 @@ export interface RunOptions {
 export class RunSession {
   appender!: Appender;
   mode: ToolCallLogMode = "full";
+  /** The run's deadline (ms since the epoch) as journaled, when the loop has `timeouts.runMs`. */
+  deadlineAt: number | undefined;
   readonly messages: Message[] = [];
   /** Chained prompt digest up to the last model call, and how many messages it covers. */
   promptDigest = "";

@@ -3,12 +3,13 @@ import { canonicalJson, MAX_CANONICAL_DEPTH } from "../core/canonicalJson.ts";
 import { digestOfRecorded } from "../core/digest.ts";
 import { isCanonicalJsonError } from "../core/errors.ts";
 import type { CallSettledData, NewEntry, SettledReason } from "../events/types.ts";
-import type { ApprovalOutput, CheckOutput, ToolCallInput } from "../machines/toolCall.machine.ts";
+import type { ApprovalOutput, CheckOutput, RunToolOutput, ToolCallInput } from "../machines/toolCall.machine.ts";
 import { approvalId, DECISION_SOURCES, outcomeId, toolStepId } from "../projections/ids.ts";
 import { responseAt } from "../projections/runState.ts";
 import { AppendAfterCloseError } from "./appender.ts";
 import { SEARCH_TOOLS, SKILL_ACTIVATION, searchTools } from "./builtins.ts";
 import type { Tool } from "./config.ts";
+import { nextAttempt, timeoutError, toolAttemptError, toolPolicy, waitUntil, withLimits } from "./failurePolicy.ts";
 import type { RunSession } from "./session.ts";
 
 /** Tool calls of one model response that run when the loop does not say (`maxToolCallsPerResponse`). */
@@ -181,11 +182,30 @@ export function toolCallActors(session: RunSession) {
     return { kind: "declined" };
   });
 
-  async function fail(stepId: string, failed: unknown, started: boolean, inputDigest: string, effect: string) {
-    // A tool's completion (and what follows it) is durable with the next append: the next model
-    // call's frame.started, fed this result, or the run's end. Lost in a crash, it reads as unknown.
-    session.appender.defer(
+  /**
+   * Journals a tool's result (and what follows it). Write-ahead only needs it durable with the next
+   * model call's frame.started, which it rides with when this was the turn's last running tool. While
+   * other tools of the turn still run (they may take minutes), it is written now: a finished tool
+   * must not run again because a slow neighbour kept its result in memory when the process died.
+   */
+  async function recordResult(...entries: NewEntry[]) {
+    session.appender.defer(...entries);
+    if (running > 0) await session.appender.flush();
+  }
+  /** Tools of this run executing now. */
+  let running = 0;
+
+  async function fail(
+    stepId: string,
+    failed: unknown,
+    started: boolean,
+    inputDigest: string,
+    effect: string,
+    attempt?: NewEntry,
+  ) {
+    await recordResult(
       ...(started ? [] : [{ type: "frame.started", data: { frameId: stepId, effect, inputDigest } } as const]),
+      ...(attempt ? [attempt] : []),
       { type: "frame.completed", data: { frameId: stepId, failed: true } },
       {
         type: "decision.recorded",
@@ -197,14 +217,16 @@ export function toolCallActors(session: RunSession) {
     return { status: "error" } as const;
   }
 
-  const runTool = fromPromise<{ status: "ok" | "error" }, ToolCallInput>(async ({ input, signal }) => {
+  const runTool = fromPromise<RunToolOutput, ToolCallInput>(async ({ input, signal }) => {
     const { stepId, call } = input;
     await session.breathe();
     const tool = tools[call.name] as Tool;
     const effect = `tool:${call.name}`;
     const inputDigest = digestOfRecorded(call.input).digest ?? "";
     const frame = session.state.frames[stepId];
-    const unknownOutcome = frame?.status === "started";
+    const failed = session.state.attempts[stepId];
+    // Started after a failed attempt's record: the outcome of that new attempt is what is unknown.
+    const unknownOutcome = frame?.status === "started" && !failed?.waiting;
     if (unknownOutcome && tool.onUnknownOutcome === "fail") {
       return fail(
         stepId,
@@ -220,20 +242,51 @@ export function toolCallActors(session: RunSession) {
     const runSignal = options.signal;
     const toolSignal = runSignal ? AbortSignal.any([runSignal, signal]) : signal;
     if (toolSignal.aborted) throw new AppendAfterCloseError(runId, "aborted");
-    // A re-run (outcome unknown) appends a new attempt too: the fenced append proves ownership first.
+    const now = Date.now();
+    const deadlineAt = session.deadlineAt;
+    const late = { error: "deadline", message: `the run's deadline (timeouts.runMs) passed; ${call.name} was stopped` };
+    // Past the run's deadline: not run (the next model step interrupts the run with `deadline`).
+    if (deadlineAt !== undefined && now >= deadlineAt) return fail(stepId, late, false, inputDigest, effect);
+    // Resumed during a back-off (or woken early): wait what remains of it, as journaled.
+    if (failed?.waiting && failed.retryAt !== null && failed.retryAt > now) {
+      return { status: "retry", attempt: failed.attempt, delayMs: waitUntil(failed.retryAt, now, deadlineAt) };
+    }
+    const attempt = (failed?.attempt ?? 0) + 1;
+    // Each attempt appends frame.started: the fenced append proves ownership before the effect runs.
     await session.appender.append({ type: "frame.started", data: { frameId: stepId, effect, inputDigest } });
-    let output: unknown;
-    try {
-      output = await tool.execute(validated.has(stepId) ? validated.get(stepId) : call.input, {
-        stepId,
-        signal: toolSignal,
-      });
-    } catch (e) {
+    const timeoutMs = tool.timeoutMs ?? config.timeouts?.toolMs;
+    running++;
+    const result = await withLimits(toolSignal, timeoutMs, deadlineAt, (s) =>
+      tool.execute(validated.has(stepId) ? validated.get(stepId) : call.input, { stepId, signal: s }),
+    ).finally(() => running--);
+    if ("error" in result) {
       // Stopped by the abort: the outcome is unknown, so nothing is journaled (onUnknownOutcome decides on resume).
       if (toolSignal.aborted) throw new AppendAfterCloseError(runId, "aborted");
-      const error = e instanceof Error ? { error: e.name, message: e.message } : { error: "Error", message: String(e) };
-      return fail(stepId, error, true, inputDigest, effect);
+      if (result.stopped === "deadline") return fail(stepId, late, true, inputDigest, effect);
+      const failedAt = Date.now();
+      const error =
+        result.stopped === "timeout"
+          ? timeoutError(`${call.name} (step ${stepId})`, timeoutMs as number)
+          : toolAttemptError(result.error, failedAt);
+      const policy = toolPolicy(config, tool);
+      const decision = nextAttempt(policy, attempt, 0, error, failedAt);
+      const retryAt = decision.retry ? decision.retryAt : null;
+      const record: NewEntry = { type: "attempt.failed", data: { frameId: stepId, attempt, error, retryAt } };
+      if (decision.retry) {
+        await session.appender.append(record);
+        return { status: "retry", attempt, delayMs: waitUntil(decision.retryAt, Date.now(), deadlineAt) };
+      }
+      const e = result.error;
+      const fed =
+        result.stopped === "timeout"
+          ? { error: error.name, message: error.message }
+          : e instanceof Error
+            ? { error: e.name, message: e.message }
+            : { error: "Error", message: String(e) };
+      // A tool with one attempt (the default) journals its failure as before: its outcome alone.
+      return fail(stepId, fed, true, inputDigest, effect, policy.maxAttempts > 1 ? record : undefined);
     }
+    const output = result.value;
     if (toolSignal.aborted) throw new AppendAfterCloseError(runId, "aborted");
     const prepared = await session.recordOutput(output);
     if (!prepared.ok)
@@ -243,7 +296,7 @@ export function toolCallActors(session: RunSession) {
     const data = prepared.claimChecked
       ? { frameId: stepId, digest, bytes, claimChecked: true as const, output: prepared.recorded }
       : { frameId: stepId, digest, bytes, output: prepared.recorded };
-    session.appender.defer({ type: "frame.completed", data }); // durable with the next append, as in fail
+    await recordResult({ type: "frame.completed", data });
     session.setFed(stepId, { output: prepared.fed, isError: false });
     return { status: "ok" };
   });

@@ -1,6 +1,7 @@
 import { AgentLoopConfigError } from "../core/errors.ts";
 import { validateToolCallLogMode } from "../machines/modePin.machine.ts";
 import { DEFINITION_CHANGE_KINDS } from "../policies/definition.ts";
+import { DEFAULT_MODEL_RETRY, DEFAULT_TOOL_RETRY, validateRetryPolicy } from "../policies/retry.ts";
 import type { AgentLoopConfig } from "./config.ts";
 
 const LOOP_ID = /^[A-Za-z0-9_.:-]+$/;
@@ -32,7 +33,11 @@ export function validateConfig(config: AgentLoopConfig): void {
         `tool "${name}": onUnknownOutcome must be "retry" or "fail", not ${JSON.stringify(tool.onUnknownOutcome)}`,
       );
     }
+    validateRetryPolicy(tool.retry, DEFAULT_TOOL_RETRY, `tools.${name}.retry`, (m) => fail(id, m));
+    if (tool.timeoutMs !== undefined && !positiveInteger(tool.timeoutMs))
+      throw fail(id, `tools.${name}.timeoutMs must be a positive integer (ms), not ${String(tool.timeoutMs)}`);
   }
+  validateFailurePolicy(config, id);
   if (config.maxIterations !== undefined && !positiveInteger(config.maxIterations)) {
     throw fail(id, `maxIterations must be a positive integer, not ${String(config.maxIterations)}`);
   }
@@ -58,6 +63,31 @@ export function validateConfig(config: AgentLoopConfig): void {
         id,
         `acceptDefinitionChanges must be a predicate or a list of ${DEFINITION_CHANGE_KINDS.map((k) => JSON.stringify(k)).join(", ")}; ${JSON.stringify(bad) ?? String(bad)} is not one`,
       );
+    }
+  }
+}
+
+const RETRY_KEYS = ["model", "tools"];
+const TIMEOUT_KEYS = ["modelAttemptMs", "toolMs", "runMs"];
+
+/** `retry` and `timeouts`: known keys only (streaming's chunk timeouts come with streaming). */
+function validateFailurePolicy(config: AgentLoopConfig, id: string): void {
+  const { retry, timeouts } = config;
+  if (retry !== undefined) {
+    if (typeof retry !== "object" || retry === null) throw fail(id, "retry must be an object { model?, tools? }");
+    const unknown = Object.keys(retry).find((k) => !RETRY_KEYS.includes(k));
+    if (unknown !== undefined) throw fail(id, `retry.${unknown} is not a setting; retry takes model and tools`);
+    validateRetryPolicy(retry.model, DEFAULT_MODEL_RETRY, "retry.model", (m) => fail(id, m));
+    validateRetryPolicy(retry.tools, DEFAULT_TOOL_RETRY, "retry.tools", (m) => fail(id, m));
+  }
+  if (timeouts !== undefined) {
+    if (typeof timeouts !== "object" || timeouts === null) throw fail(id, "timeouts must be an object");
+    for (const [key, value] of Object.entries(timeouts)) {
+      if (!TIMEOUT_KEYS.includes(key)) {
+        throw fail(id, `timeouts.${key} is not a setting (yet); timeouts takes ${TIMEOUT_KEYS.join(", ")}`);
+      }
+      if (value !== undefined && !positiveInteger(value))
+        throw fail(id, `timeouts.${key} must be a positive integer (ms), not ${String(value)}`);
     }
   }
 }

@@ -14,6 +14,25 @@ const every: NewEntry[] = [
   frameStarted("demo#turn:0:tool:0"),
   frameCompleted("demo#turn:0:tool:0", { ok: 1 }),
   frameStarted("demo#turn:0:tool:1"),
+  {
+    type: "attempt.failed",
+    data: {
+      frameId: "demo#turn:0:tool:1",
+      attempt: 1,
+      error: { name: "AI_APICallError", message: "slow down", status: 429, retryable: true, retryAfterMs: 1000 },
+      retryAt: 1_764_752_000_000,
+    },
+  },
+  frameStarted("demo#turn:0:tool:1"),
+  {
+    type: "attempt.failed",
+    data: {
+      frameId: "demo#turn:0:tool:1",
+      attempt: 2,
+      error: { name: "E", message: "m", retryable: false },
+      retryAt: null,
+    },
+  },
   frameFailed("demo#turn:0:tool:1"),
   frameStarted("demo#turn:0:tool:2"),
   { type: "frame.completed", data: { frameId: "demo#turn:0:tool:2" } } as NewEntry, // a tool that returned undefined
@@ -106,6 +125,27 @@ describe("validateEntries", () => {
       { type: "call.settled", data: { stepId: "s", status: "meh", reason: "x" } },
       "data.status",
     ],
+    [
+      "a failed attempt whose retryability is not decided",
+      { type: "attempt.failed", data: { frameId: "f", attempt: 1, error: { name: "E", message: "m" }, retryAt: null } },
+      "data.error.retryable",
+    ],
+    [
+      "a failed attempt numbered 0",
+      {
+        type: "attempt.failed",
+        data: { frameId: "f", attempt: 0, error: { name: "E", message: "m", retryable: true }, retryAt: null },
+      },
+      "data.attempt",
+    ],
+    [
+      "a failed attempt with a retryAt that is not a time",
+      {
+        type: "attempt.failed",
+        data: { frameId: "f", attempt: 1, error: { name: "E", message: "m", retryable: true }, retryAt: "soon" },
+      },
+      "data.retryAt",
+    ],
     ["an interruption without a reason", { type: "run.interrupted", data: { detail: 1 } }, "data.reason"],
     ["a failure without a message", { type: "run.failed", data: { error: { name: "E" } } }, "data.error.message"],
     ["a completed run without output", { type: "run.completed", data: {} }, "data.output"],
@@ -138,6 +178,15 @@ describe("validateEntries", () => {
     expect(
       failure(stored([runStarted(), frameStarted("f"), frameStarted("f"), frameCompleted("f", 1)])),
     ).toBeUndefined();
+  });
+
+  it("refuses a failed attempt recorded after its frame completed", () => {
+    const attempt = {
+      type: "attempt.failed",
+      data: { frameId: "f", attempt: 1, error: { name: "E", message: "m", retryable: true }, retryAt: null },
+    } as NewEntry;
+    const late = [runStarted(), frameStarted("f"), frameCompleted("f", 1), attempt];
+    expect(failure(stored(late))?.message).toMatch(/frame f has a failed attempt after it completed/);
   });
 
   it("does not judge frame life when the read starts after seq 1", () => {

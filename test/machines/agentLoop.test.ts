@@ -54,6 +54,16 @@ const EVENTS = {
     reason: "model-error",
     detail: { message: "rate limited" },
   } satisfies CallModelOutput),
+  "model fails, retried": done("callModel", {
+    ok: false,
+    retry: { attempt: 1, delayMs: 1000 },
+  } satisfies CallModelOutput),
+  "model past the deadline": done("callModel", {
+    ok: false,
+    reason: "deadline",
+    detail: { deadlineAt: "2026-12-03T12:00:00.000Z" },
+  } satisfies CallModelOutput),
+  "backoff elapsed": { type: "xstate.after.backoff.agentLoop.running.backingOff" },
   "callModel throws": error("callModel", "append failed"),
   "CALL.SETTLED 0": { type: "CALL.SETTLED", index: 0, status: "ok" },
   "CALL.SETTLED 1": { type: "CALL.SETTLED", index: 1, status: "error" },
@@ -80,6 +90,7 @@ const START = {
   starting: [],
   replaying: ["prepare ready"],
   callingModel: toCallingModel,
+  backingOff: [...toCallingModel, "model fails, retried"],
   "dispatching, 2 open": toDispatching,
   "dispatching, 1 open": [...toDispatching, "CALL.SETTLED 0"],
   "dispatching, 1 open, 1 pending": [...toDispatching, "CALL.PENDING 0"],
@@ -112,6 +123,8 @@ function effects(actions: readonly { type: string; params?: unknown }[]): string
     const id = (a.params as { id?: string } | undefined)?.id;
     if (a.type === "xstate.spawnChild") return `spawn ${id}`;
     if (a.type === "xstate.stopChild") return `stop ${id}`;
+    if (a.type === "xstate.raise") return `wait ${(a.params as { delay?: number }).delay}`;
+    if (a.type === "xstate.cancel") return "cancel wait";
     return a.type;
   });
 }
@@ -137,8 +150,14 @@ const TABLE: Record<Start, Partial<Record<EventName, readonly string[]>>> = {
     "model calls 2 tools": ["running.dispatching", "stop callModel", "spawn call:0", "spawn call:1"],
     "model answers": ["finishing", "stop callModel", "spawn complete"],
     "model fails": ["interrupting", "stop callModel", "spawn interrupt"],
+    "model fails, retried": ["running.backingOff", "stop callModel", "wait 1000"],
+    "model past the deadline": ["interrupting", "stop callModel", "spawn interrupt"],
     "callModel throws": ["failed", "stop callModel"],
     ABORT: ["interrupting", "stop callModel", "spawn interrupt"],
+  },
+  backingOff: {
+    "backoff elapsed": ["running.callingModel", "cancel wait", "spawn callModel"],
+    ABORT: ["interrupting", "cancel wait", "spawn interrupt"],
   },
   "dispatching, 2 open": {
     "CALL.SETTLED 0": ["running.dispatching"],
@@ -346,6 +365,27 @@ describe("agentLoopMachine context and actor inputs (pure)", () => {
     expect(actions.at(-1)?.params).toMatchObject({ src: "interrupt", input: { reason: "model-error" } });
   });
 
+  it("waits in backingOff the delay callModel computed, then calls the model again for the same turn", () => {
+    const waiting = reach(START.backingOff);
+    expect(stateOf(waiting)).toBe("running.backingOff");
+    expect(waiting.context.backoff).toEqual({ attempt: 1, delayMs: 1000 });
+    expect(waiting.context.interrupt).toBeUndefined();
+    const [again, actions] = step(waiting, "backoff elapsed");
+    expect(again.context.backoff).toBeUndefined();
+    expect(actions.at(-1)?.params).toMatchObject({ src: "callModel", input: { turn: 0 } });
+  });
+
+  it("interrupts an abort during the back-off with aborted (the journaled retryAt says when to go on)", () => {
+    const [next] = step(reach(START.backingOff), "ABORT");
+    expect(next.context.interrupt).toEqual({ reason: "aborted", detail: "user pressed stop" });
+  });
+
+  it("interrupts with deadline when callModel finds the run's deadline passed", () => {
+    const [next, actions] = step(reach(START.callingModel), "model past the deadline");
+    expect(next.context.interrupt).toEqual({ reason: "deadline", detail: { deadlineAt: "2026-12-03T12:00:00.000Z" } });
+    expect(actions.at(-1)?.params).toMatchObject({ src: "interrupt", input: { reason: "deadline" } });
+  });
+
   it("stops the calls of the turn it leaves, and no longer has them as children", () => {
     const [next] = step(reach(START["dispatching, 2 open"]), "ABORT");
     expect(Object.keys(next.children)).toEqual(["interrupt"]);
@@ -403,6 +443,7 @@ describe("agentLoopMachine paths (xstate/graph)", () => {
       "interrupted",
       "interrupting",
       "replaying",
+      "running.backingOff",
       "running.callingModel",
       "running.dispatching",
       "starting",
@@ -427,7 +468,7 @@ describe("agentLoopMachine paths (xstate/graph)", () => {
     expect([...visited].sort()).toEqual([...definedStates(machine)].sort());
     const label = (t: AnyTransitionDefinition) => defined.get(t) ?? `not defined: ${t.eventType}`;
     expect([...taken].map(label).sort()).toEqual([...defined.values()].sort());
-    // starting 3, replaying 4, running (ABORT) 1, deciding 2, callingModel 4, dispatching 3 + 3, finishing 2, interrupting 2
-    expect(defined.size).toBe(24);
+    // starting 3, replaying 4, running (ABORT) 1, deciding 2, callingModel 5, backingOff 1, dispatching 3 + 3, finishing 2, interrupting 2
+    expect(defined.size).toBe(26);
   });
 });

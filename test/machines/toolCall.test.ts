@@ -51,7 +51,9 @@ const EVENTS = {
   "askApproval throws": error("askApproval", "approve threw"),
   "runTool ok": done("runTool", { status: "ok" }),
   "runTool error": done("runTool", { status: "error" }),
+  "runTool retry": done("runTool", { status: "retry", attempt: 1, delayMs: 250 }),
   "runTool throws": error("runTool", "append after close"),
+  "backoff elapsed": { type: "xstate.after.backoff.toolCall.backingOff" },
 } as const satisfies Record<string, AnyEventObject>;
 type EventName = keyof typeof EVENTS;
 
@@ -62,6 +64,7 @@ const START = {
   validating: [],
   awaitingApproval: ["checkCall needs-approval"],
   running: ["checkCall run"],
+  backingOff: ["checkCall run", "runTool retry"],
   settled: ["checkCall settled ok"],
   pending: ["checkCall needs-approval", "askApproval pending"],
   failed: ["checkCall throws"],
@@ -79,6 +82,8 @@ function effects(actions: readonly { type: string; params?: unknown }[]): string
     const id = (a.params as { id?: string } | undefined)?.id;
     if (a.type === "xstate.spawnChild") return `spawn ${id}`;
     if (a.type === "xstate.stopChild") return `stop ${id}`;
+    if (a.type === "xstate.raise") return `wait ${(a.params as { delay?: number }).delay}`;
+    if (a.type === "xstate.cancel") return "cancel wait";
     return a.type;
   });
 }
@@ -101,7 +106,11 @@ const TABLE: Record<keyof typeof START, Partial<Record<EventName, readonly strin
   running: {
     "runTool ok": ["settled", "stop runTool", "reportSettled"],
     "runTool error": ["settled", "stop runTool", "reportSettled"],
+    "runTool retry": ["backingOff", "stop runTool", "wait 250"],
     "runTool throws": ["failed", "stop runTool", "reportFailed"],
+  },
+  backingOff: {
+    "backoff elapsed": ["running", "cancel wait", "spawn runTool"],
   },
   settled: {},
   pending: {},
@@ -112,7 +121,7 @@ describe("toolCallMachine transitions (pure)", () => {
   it("starts validating, asking checkCall about the call with the whole input", () => {
     const [snapshot, actions] = initialTransition(machine, input);
     expect(snapshot.value).toBe("validating");
-    expect(snapshot.context).toEqual({ ...input, status: undefined });
+    expect(snapshot.context).toEqual({ ...input, status: undefined, delayMs: 0 });
     expect(effects(actions)).toEqual(["spawn checkCall"]);
     expect(actions[0]?.params).toMatchObject({ src: "checkCall", input: { ...input, status: undefined } });
   });
@@ -154,6 +163,15 @@ describe("toolCallMachine transitions (pure)", () => {
     expect(reach(["checkCall run", "runTool error"]).context.status).toBe("error");
   });
 
+  it("waits the delay runTool computed for a retry, then runs the tool again with the same input", () => {
+    const waiting = reach(START.backingOff);
+    expect(waiting.context.delayMs).toBe(250);
+    expect(waiting.context.status).toBeUndefined();
+    const [again, actions] = step(waiting, "backoff elapsed");
+    expect(actions[1]?.params).toMatchObject({ src: "runTool", input: { ...input } });
+    expect(step(again, "runTool ok")[0].context.status).toBe("ok");
+  });
+
   it("leaves the status unset when the call ends pending or failed", () => {
     expect(reach(START.pending).context.status).toBeUndefined();
     expect(reach(START.failed).context.status).toBeUndefined();
@@ -176,7 +194,7 @@ describe("toolCallMachine transitions (pure)", () => {
   it("is done when settled or pending; a failed call waits to be stopped by its loop", () => {
     for (const state of ["settled", "pending"] as const) expect(reach(START[state]).status).toBe("done");
     // Not final: a done event from it would reach a loop that already stopped on CALL.FAILED.
-    for (const state of ["validating", "awaitingApproval", "running", "failed"] as const) {
+    for (const state of ["validating", "awaitingApproval", "running", "backingOff", "failed"] as const) {
       expect(reach(START[state]).status).toBe("active");
     }
   });
@@ -273,6 +291,6 @@ describe("toolCallMachine paths (xstate/graph)", () => {
     expect([...visited].sort()).toEqual([...definedStates(machine)].sort());
     const label = (t: AnyTransitionDefinition) => defined.get(t) ?? `not defined: ${t.eventType}`;
     expect([...taken].map(label).sort()).toEqual([...defined.values()].sort());
-    expect(defined.size).toBe(10); // 4 from validating, 4 from awaitingApproval, 2 from running
+    expect(defined.size).toBe(12); // 4 from validating, 4 from awaitingApproval, 3 from running, 1 from backingOff
   });
 });

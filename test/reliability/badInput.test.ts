@@ -513,8 +513,8 @@ describe("defective model responses", () => {
         },
         cause:
           thrown instanceof Error
-            ? { name: "TypeError", message: "upstream 503" }
-            : { name: "Error", message: "a bare string" },
+            ? { name: "TypeError", message: "upstream 503", retryable: false }
+            : { name: "Error", message: "a bare string", retryable: false },
       });
       await nothingHalfJournaled(journal, "r", ["m#turn:1:model"]);
       fail = false;

@@ -90,12 +90,12 @@ describe("the model's error is the interruption's cause", () => {
     const rateLimited = Object.assign(new Error("Rate limit reached"), { name: "RateLimitError", status: 429 });
     const network = new TypeError("fetch failed", { cause: new Error("connect ECONNREFUSED 127.0.0.1:9") });
     for (const [thrown, cause] of [
-      [rateLimited, { name: "RateLimitError", message: "Rate limit reached", status: 429 }],
-      [network, { name: "TypeError", message: "fetch failed: connect ECONNREFUSED 127.0.0.1:9" }],
-      ["a bare string", { name: "Error", message: "a bare string" }],
+      [rateLimited, { name: "RateLimitError", message: "Rate limit reached", status: 429, retryable: true }],
+      [network, { name: "TypeError", message: "fetch failed: connect ECONNREFUSED 127.0.0.1:9", retryable: true }],
+      ["a bare string", { name: "Error", message: "a bare string", retryable: false }],
       [
         { statusCode: 999, status: "503", isRetryable: "yes" },
-        { name: "Error", message: "[object Object]" },
+        { name: "Error", message: "[object Object]", retryable: false },
       ],
     ] as const) {
       const journal = createJournal({ store: memoryStore({ json: true }) });
@@ -104,7 +104,9 @@ describe("the model's error is the interruption's cause", () => {
           throw thrown;
         },
       };
-      const e = await interrupted(agentLoop$({ id: "m", model }).run({ runId: "r", journal, input: "hi" }));
+      // One attempt: the cause is what this test is about (retries: test/runtime/retry.test.ts).
+      const loop = agentLoop$({ id: "m", model, retry: { model: { maxAttempts: 1 } } });
+      const e = await interrupted(loop.run({ runId: "r", journal, input: "hi" }));
       expect(e.cause).toEqual(cause);
       expect((await foldRun(journal, "r")).interruption?.cause).toEqual(cause);
     }
@@ -127,7 +129,7 @@ describe("the model's error is the interruption's cause", () => {
     };
     const journal = createJournal({ store: memoryStore({ json: true }) });
     const e = await interrupted(agentLoop$({ id: "m", model }).run({ runId: "r", journal, input: "hi" }));
-    expect(e.cause).toEqual({ name: "Error", message: "[object Object]" });
+    expect(e.cause).toEqual({ name: "Error", message: "[object Object]", retryable: false });
   });
 
   it("keeps a long message to 2,000 characters", () => {

@@ -3,6 +3,7 @@ import { readJournal } from "../../src/events/journal.ts";
 import { memoryStore } from "../../src/events/memory.ts";
 import type { ModelResponse } from "../../src/events/types.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
+import type { Model } from "../../src/models/types.ts";
 import { agentLoop$ } from "../../src/runtime/agentLoop.ts";
 import type { Tool } from "../../src/runtime/config.ts";
 import { crashingStore, jsonJournal } from "../support/loop.ts";
@@ -20,7 +21,16 @@ const script = (turn: number): ModelResponse =>
       }
     : { content: `finished after ${turn} turns`, toolCalls: [] };
 
-function setup(mode: "full" | "lean") {
+/**
+ * The outside world's flakiness, shared by a run and its resume: the model answers each turn's
+ * first request with a 503 and `fast` fails each call's first attempt; both are retried.
+ */
+interface Flaky {
+  readonly modelTurns: Set<number>;
+  readonly toolSteps: Set<string>;
+}
+
+function setup(mode: "full" | "lean", flaky?: Flaky) {
   const executions = new Map<string, number>();
   const count = (stepId: string) => executions.set(stepId, (executions.get(stepId) ?? 0) + 1);
   const tools: Record<string, Tool> = {
@@ -36,8 +46,13 @@ function setup(mode: "full" | "lean") {
       description: "fast",
       execute: (input, { stepId }) => {
         count(stepId);
+        if (flaky && !flaky.toolSteps.has(stepId)) {
+          flaky.toolSteps.add(stepId);
+          throw new Error("flaky on purpose");
+        }
         return { fast: (input as { turn: number }).turn };
       },
+      ...(flaky ? { retry: { maxAttempts: 3, initialDelayMs: 1 } } : {}),
     },
     broken: {
       description: "always fails",
@@ -47,8 +62,25 @@ function setup(mode: "full" | "lean") {
       },
     },
   };
-  const model = scriptedModel(({ turn }) => script(turn));
-  return { loop: agentLoop$({ id: "cp", model, tools, toolCallLog: mode, maxIterations: 20 }), executions, model };
+  const scripted = scriptedModel(({ turn }) => script(turn));
+  const model: Model = flaky
+    ? {
+        generate: async (request) => {
+          const turn = request.messages.filter((m) => m.role === "assistant").length;
+          if (!flaky.modelTurns.has(turn)) {
+            flaky.modelTurns.add(turn);
+            throw Object.assign(new Error("busy"), { status: 503 });
+          }
+          return scripted.generate(request);
+        },
+      }
+    : scripted;
+  const retry = { model: { maxAttempts: 3, initialDelayMs: 1 } };
+  return {
+    loop: agentLoop$({ id: "cp", model, tools, toolCallLog: mode, maxIterations: 20, ...(flaky ? { retry } : {}) }),
+    executions,
+    model,
+  };
 }
 
 describe.each(["full", "lean"] as const)("crash at every append point of a %s 10-turn run", (mode) => {
@@ -76,4 +108,34 @@ describe.each(["full", "lean"] as const)("crash at every append point of a %s 10
     // first tool frame.started (10, with the model's completion), run.completed.
     expect(k).toBeGreaterThanOrEqual(1 + (TURNS + 1) + TURNS + 1);
   });
+});
+
+describe.each(["full", "lean"] as const)("crash at every append point of a %s run with retries in play", (mode) => {
+  it("a model failing each turn once and a tool failing each call once: every resume ends as the uninterrupted run", async () => {
+    const flaky = (): Flaky => ({ modelTurns: new Set(), toolSteps: new Set() });
+    const reference = await setup(mode, flaky()).loop.run({ runId: "r", input: "go", journal: jsonJournal() });
+    let k = 0;
+    for (; ; k++) {
+      const store = memoryStore({ json: true });
+      const world = flaky();
+      const { loop, executions } = setup(mode, world);
+      const first = await loop.run({ runId: "r", input: "go", journal: jsonJournal(crashingStore(store, k)) }).then(
+        () => "completed",
+        () => "crashed",
+      );
+      if (first === "completed") break;
+      const recorded = await readJournal(jsonJournal(store), "r");
+      const completed = new Set(recorded.flatMap((e) => (e.type === "frame.completed" ? [e.data.frameId] : [])));
+      const before = new Map(executions);
+      const out = await loop.run({ runId: "r", input: "go", journal: jsonJournal(store) });
+      expect(out).toEqual(reference);
+      for (const id of completed) expect(executions.get(id), `${id} after a crash at append ${k}`).toBe(before.get(id));
+      // A flaky call runs twice; a crash in its second attempt, once more.
+      for (const [id, n] of executions) expect(n, `${id} ran more than three times`).toBeLessThanOrEqual(3);
+      const failures = (await readJournal(jsonJournal(store), "r")).filter((e) => e.type === "attempt.failed");
+      expect(failures.length).toBeGreaterThan(0);
+    }
+    // The plain run's append points, plus an attempt.failed for each turn's model and each fast call.
+    expect(k).toBeGreaterThan(TURNS * 6);
+  }, 60_000);
 });
