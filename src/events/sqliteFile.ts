@@ -1,9 +1,8 @@
 import type Database from "better-sqlite3";
-import { JournalFormatError, LoomError } from "../core/errors.ts";
+import { LoomError } from "../core/errors.ts";
 import { loadOptional } from "../core/optional.ts";
 import { JournalFileError, journalFileError, notAJournal, openReadonly, recordedSchemaVersion } from "./sqliteOpen.ts";
-import { encodeRow, INSERT_ENTRY, metaOfV1Row, SQL_DATA_TEXT, SQL_META_TEXT, TYPE_CODES } from "./sqliteRows.ts";
-import type { EntryType } from "./types.ts";
+import { INSERT_ENTRY, SQL_DATA_TEXT, SQL_META_TEXT, TYPE_CODES, v1RowColumns } from "./sqliteRows.ts";
 
 /**
  * The SQLite file the embedded journal lives in: one file holds the entries, the blobs and the
@@ -219,21 +218,12 @@ function migrateFromV1(db: Database.Database): void {
   for (let after = 0; ; ) {
     const rows = page.all(after) as [number, string, number, string, string, string][];
     for (const [, runId, seq, type, data, metaText] of rows) {
-      if (!Object.hasOwn(TYPE_CODES, type)) {
-        throw new JournalFormatError(
-          runId,
-          seq,
-          "type",
-          `unknown entry type ${JSON.stringify(type)} in ${where}; ${fix}`,
-        );
-      }
-      const { at, v } = metaOfV1Row(runId, seq, metaText, where, fix);
       let key = keys.get(runId);
       if (key === undefined) {
         key = addRun.run(runId).lastInsertRowid;
         keys.set(runId, key);
       }
-      const c = encodeRow(type as EntryType, data, at, v);
+      const c = v1RowColumns(runId, seq, type, data, metaText, where, fix);
       insert.run(key, seq, c.type, c.at, c.v, c.frame, c.effect, c.digest, c.data);
     }
     if (rows.length < 512) break;

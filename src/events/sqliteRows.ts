@@ -270,11 +270,23 @@ export function sqlDataText(digestHex: string): string {
 export const SQL_META_TEXT = `'{"v":' || e.v || ',"at":"' || strftime('%Y-%m-%dT%H:%M:%S', e.at / 1000, 'unixepoch') || '.' || printf('%03d', e.at % 1000) || 'Z"}'`;
 
 /**
- * The `{ v, at }` of a version 1 row's meta text, as the v2 layouts (SQLite's and PostgreSQL's)
- * keep it: two numbers. A meta that is not exactly what Loom wrote raises `JournalFormatError`, so
- * a migration never keeps a row it could not hand back byte for byte.
+ * A version 1 row (run id, seq, type and meta as text) in the v2 layouts' columns (SQLite's and
+ * PostgreSQL's): the type must be a known one, the meta exactly `{ v, at }` as Loom wrote it, or
+ * `JournalFormatError` names the row, so a migration never keeps a row it could not hand back
+ * byte for byte.
  */
-export function metaOfV1Row(runId: string, seq: number, metaText: string, where: string, fix: string) {
+export function v1RowColumns(
+  runId: string,
+  seq: number,
+  type: string,
+  data: string,
+  metaText: string,
+  where: string,
+  fix: string,
+): EntryColumns {
+  if (!Object.hasOwn(TYPE_CODES, type)) {
+    throw new JournalFormatError(runId, seq, "type", `unknown entry type ${JSON.stringify(type)} in ${where}; ${fix}`);
+  }
   let meta: { v?: unknown; at?: unknown } | undefined;
   try {
     meta = JSON.parse(metaText);
@@ -290,5 +302,5 @@ export function metaOfV1Row(runId: string, seq: number, metaText: string, where:
       `the stored meta ${metaText} is not {v, at} as Loom writes it, in ${where}; ${fix}`,
     );
   }
-  return { at, v: meta?.v as number };
+  return encodeRow(type as EntryType, data, at, meta?.v as number);
 }

@@ -1,7 +1,6 @@
 import type pg from "pg";
 import { JournalFormatError } from "../core/errors.ts";
-import { encodeRow, metaOfV1Row, TYPE_CODES } from "../events/sqliteRows.ts";
-import type { EntryType } from "../events/types.ts";
+import { v1RowColumns } from "../events/sqliteRows.ts";
 import { SQL_BLOB_REF } from "./rows.ts";
 import type { Tables } from "./schema.ts";
 
@@ -72,21 +71,12 @@ export async function migrateFromV1(client: pg.PoolClient, t: Tables, label: str
           `the entry's run has no row in loom_streams in ${where}; ${fix}`,
         );
       }
-      if (TYPE_CODES[type as EntryType] === undefined) {
-        throw new JournalFormatError(
-          runId,
-          seq,
-          "type",
-          `unknown entry type ${JSON.stringify(type)} in ${where}; ${fix}`,
-        );
-      }
-      const { at, v } = metaOfV1Row(runId, seq, metaText, where, fix);
-      const c = encodeRow(type as EntryType, data, at, v);
-      cols.at.push(at);
+      const c = v1RowColumns(runId, seq, type, data, metaText, where, fix);
+      cols.at.push(c.at);
       cols.run.push(run);
       cols.seq.push(seq);
       cols.type.push(c.type);
-      more.v.push(v);
+      more.v.push(c.v);
       more.frame.push(c.frame);
       more.effect.push(c.effect);
       rest.digest.push(c.digest);

@@ -4,7 +4,14 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createJournal, readJournal } from "../../src/events/journal.ts";
 import { sqliteStore } from "../../src/events/sqlite.ts";
 import { SQLITE_SCHEMA_VERSION } from "../../src/events/sqliteFile.ts";
-import { decodeStoredRows, encodeRow, rowText, type StoredRow, TYPE_CODES } from "../../src/events/sqliteRows.ts";
+import {
+  decodeStoredRows,
+  encodeRow,
+  rowText,
+  type StoredRow,
+  TYPE_CODES,
+  v1RowColumns,
+} from "../../src/events/sqliteRows.ts";
 import type { EntryType, JournalEntry } from "../../src/events/types.ts";
 import { decision, frameCompleted, frameFailed, frameStarted, runCompleted, runStarted } from "./entries.ts";
 import { tempDir } from "./tmp.ts";
@@ -139,5 +146,25 @@ describe("a schema version 1 file", () => {
     expect(db.prepare("SELECT value FROM loom_meta WHERE key = 'schema_version'").pluck().get()).toBe("1");
     expect(db.prepare("SELECT count(*) FROM loom_entries").pluck().get()).toBe(2);
     db.close();
+  });
+});
+
+describe("v1RowColumns: a version 1 row migrated to the v2 columns", () => {
+  const meta = JSON.stringify({ v: 1, at: "2026-12-03T10:00:00.000Z" });
+
+  it("refuses a type that is only a name on Object.prototype (constructor, toString) with JournalFormatError", () => {
+    for (const type of ["constructor", "toString", "__proto__", "run.begun"]) {
+      expect(() => v1RowColumns("r", 3, type, "{}", meta, "the file", "restore it")).toThrow(
+        expect.objectContaining({ code: "journalFormat", seq: 3, field: "type" }),
+      );
+    }
+  });
+
+  it("refuses a meta Loom did not write, and keeps a good row's time and version", () => {
+    expect(() => v1RowColumns("r", 1, "run.completed", "{}", '{"v":1}', "the file", "restore it")).toThrow(/meta/);
+    expect(v1RowColumns("r", 1, "run.completed", '{"output":{}}', meta, "the file", "x")).toMatchObject({
+      at: Date.parse("2026-12-03T10:00:00.000Z"),
+      v: 1,
+    });
   });
 });
