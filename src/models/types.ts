@@ -28,3 +28,19 @@ export interface Model {
   /** Answers one call: content, tool calls, or both. */
   generate(request: GenerateRequest): Promise<ModelResponse>;
 }
+
+/**
+ * One part of a streamed model call (`Model.stream`): deltas as they arrive, then the whole
+ * response, exactly once and last. The response is what the journal records, so it must equal
+ * what `generate` would have returned for the same call.
+ */
+export type ModelStreamPart =
+  | { readonly type: "text-delta"; readonly delta: string }
+  | { readonly type: "reasoning-delta"; readonly delta: string }
+  | {
+      readonly type: "tool-input-delta";
+      readonly toolCallId: string;
+      readonly toolName: string;
+      readonly delta: string;
+    }
+  | { readonly type: "response"; readonly response: ModelResponse };
