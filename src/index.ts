@@ -140,7 +140,7 @@ import { toolCallMachine as toolCallChart } from "./machines/toolCall.machine.ts
  * ```ts
  * import { agentLoopMachine } from "loom-agent";
  *
- * console.log(Object.keys(agentLoopMachine.states)); // ["starting", "replaying", "running", …]
+ * console.log(Object.keys(agentLoopMachine.states)); // ["starting", "running", "finishing", …]
  * ```
  */
 export const agentLoopMachine: typeof agentLoopChart = agentLoopChart;

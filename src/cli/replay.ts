@@ -1,30 +1,33 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import {
-  agentLoop$,
+  type AgentLoopConfig,
   approvalId,
-  createJournal,
+  type EventStore,
   isAgentInterruptedError,
+  type Journal,
+  type JournalEntry,
   type LeanAgentStep,
   type ModelResponse,
   memoryStore,
   modelFrameId,
-  outcomeId,
   parseFrameId,
   type RunRequest,
   type RunState,
   rebuildToolCallLog,
   recordedModePin,
-  type Skill,
+  SCHEMA_VERSION,
   type Tool,
 } from "../index.ts";
+import { replayRecording } from "../runtime/agentLoop.ts";
 
 /**
- * Replays a recorded run through the real statecharts, for an inspector to watch: a stand-in
- * loop whose model answers each turn with the recorded response, whose tools return the recorded
- * outputs (or throw the recorded failures and refusals), whose approvals are the recorded
- * decisions, run against a fresh in-memory journal. Where the recording stops (a crash, an abort,
- * a pending approval, a model error, the iteration limit) the replay stops the same way. Nothing
- * of the original run is executed again, and its journal is only read.
+ * Replays a recorded run through the real statecharts, for an inspector to watch: the run's
+ * entries, but its last (`run.completed`, `run.interrupted`), are copied into an in-memory journal
+ * and the loop runs on that copy as a resume would, every step served from the journal by the
+ * durable step. Nothing recorded is executed again and the run's own journal is only read. The
+ * stand-in model and tools answer only where the recording stops: the walk stops there the way
+ * the run did (a pending approval, the iteration limit, the deadline, the model's last error), or,
+ * where the run was cut off mid-step, with "the recording ends here".
  */
 
 export interface ReplayResult {
@@ -39,110 +42,114 @@ export interface ReplayResult {
 const ABORT = Symbol("the recording ends here");
 
 /**
- * @param state the run's folded state, archived frames hydrated (`hydrateArchived`)
+ * @param journal the run's journal (only read; its blobs and archive serve claim-checked and archived outputs)
+ * @param entries the run's entries, as `readJournal` gives them
+ * @param state their fold, archived frames hydrated (`hydrateArchived`)
  * @param recorded the run's lean log, to compare the replay with
  * @example
- * const result = await replayRun(state, lean, { inspect: inspector.inspect });
+ * const result = await replayRun(journal, entries, state, lean, { inspect: inspector.inspect });
  */
 export async function replayRun(
+  journal: Journal,
+  entries: readonly JournalEntry[],
   state: RunState,
   recorded: readonly LeanAgentStep[],
   options: { readonly inspect: NonNullable<RunRequest["inspect"]>; readonly paceMs?: number },
 ): Promise<ReplayResult> {
   const loopId = state.loopId ?? "?";
   const runId = state.runId ?? "?";
-  const responses = recordedResponses(state, loopId);
+  const last = entries.at(-1);
+  const ended = last?.type === "run.completed" || last?.type === "run.interrupted";
+  const replayJournal: Journal = {
+    store: scratchStore(ended ? entries.slice(0, -1) : entries),
+    ...(journal.blobs ? { blobs: journal.blobs } : {}),
+    ...(journal.archive ? { archive: journal.archive } : {}),
+  };
   const stop = new AbortController();
+  // Where the recording has nothing more: the walk stops there.
   const hold = async (signal: AbortSignal): Promise<never> => {
     stop.abort(ABORT);
     if (!signal.aborted) await new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }));
     throw new Error("the recording ends here");
   };
+  const turns = recordedTurns(state, loopId);
+  const interruption = state.interruption;
   const model = {
-    async generate({ messages, signal }: { messages: readonly { role: string }[]; signal: AbortSignal }) {
-      const turn = messages.filter((m) => m.role === "assistant").length;
-      if (options.paceMs) await sleep(options.paceMs);
-      const response = responses[turn];
-      if (response) return response;
-      const interruption = state.interruption;
-      if (interruption?.reason === "model-error" && turn === responses.length) {
-        throw new Error(String((interruption.detail as { message?: unknown } | null)?.message ?? "model error"));
+    async generate({ signal }: { signal: AbortSignal }) {
+      // The run ended on the model's error: the walk ends on it too (one attempt, no retry).
+      if (interruption?.reason === "model-error" && interruption.cause) {
+        throw Object.assign(new Error(interruption.cause.message), {
+          name: interruption.cause.name,
+          ...(interruption.cause.status === undefined ? {} : { statusCode: interruption.cause.status }),
+          isRetryable: false,
+        });
       }
       return hold(signal);
     },
   };
-  const approvals = approvalTools(state);
-  // fromEntries defines own keys: recorded names (`__proto__` too) stay tools, never a prototype.
   const tools: Record<string, Tool> = Object.fromEntries(
-    state.tools.map((name): [string, Tool] => [
+    recordedTools(state).map((name): [string, Tool] => [
       name,
       {
-        description: `replays the outputs ${name} recorded`,
-        ...(approvals.has(name) ? { requiresApproval: true } : {}),
-        execute: (_input, { stepId, signal }) => recordedOutput(state, stepId, () => hold(signal)),
+        description: `serves the outputs ${name} recorded`,
+        ...(asksApproval(state, name) ? { requiresApproval: true } : {}),
+        execute: (_input, { signal }) => hold(signal),
       },
     ]),
   );
-  const limit = state.interruption?.reason === "max-iterations";
   const pin = recordedModePin(state);
-  const loop = agentLoop$({
+  const config: AgentLoopConfig = {
     id: loopId,
     model,
     tools,
-    maxIterations: Math.max(1, limit || state.status === "completed" ? responses.length : responses.length + 1),
+    maxIterations: interruption?.reason === "max-iterations" ? Math.max(1, turns) : turns + 1,
+    retry: { model: { maxAttempts: 1 } },
+    searchTools: false,
     ...(pin ? { toolCallLog: pin } : {}),
-    ...skillsOf(state),
-    approve: ({ stepId }) => {
-      const choice = state.decisions[approvalId(stepId)]?.choice as { approved?: boolean } | undefined;
-      return choice === undefined ? "pending" : choice.approved === true;
-    },
-  });
-  const journal = createJournal({ store: memoryStore() });
-  let ended = "completed";
+  };
+  let how = "completed";
   try {
-    await loop.run({ runId, journal, input: state.input ?? "", signal: stop.signal, inspect: options.inspect });
+    await replayRecording(config, {
+      runId,
+      journal: replayJournal,
+      signal: stop.signal,
+      inspect: options.inspect,
+      ...(options.paceMs ? { pace: () => sleep(options.paceMs) } : {}),
+    });
   } catch (e) {
     if (!isAgentInterruptedError(e)) throw e;
-    ended = `interrupted (${e.run.reason === "aborted" && stop.signal.reason === ABORT ? "the recording ends here" : e.run.reason})`;
+    how = `interrupted (${e.run.reason === "aborted" && stop.signal.reason === ABORT ? "the recording ends here" : e.run.reason})`;
   }
-  const replayed = new Map((await rebuildToolCallLog(journal, runId, "lean")).map((e) => [e.stepId, e]));
+  const replayed = new Map((await rebuildToolCallLog(replayJournal, runId, "lean")).map((e) => [e.stepId, e] as const));
   const matching = recorded.filter((e) => {
     const r = replayed.get(e.stepId);
     return r?.digest === e.digest && r.status === e.status;
   }).length;
-  return { ended, turns: responses.length, matching, of: recorded.length };
+  return { ended: how, turns, matching, of: recorded.length };
 }
 
-/** The model's recorded responses, turn by turn, up to the first turn without one. */
-function recordedResponses(state: RunState, loopId: string): ModelResponse[] {
-  const out: ModelResponse[] = [];
-  for (;;) {
-    const frame = state.frames[modelFrameId(loopId, out.length)];
-    if (frame?.status !== "completed" || !("output" in frame)) return out;
-    out.push(frame.output as ModelResponse);
+/** How many model responses the recording holds, from turn 0. */
+function recordedTurns(state: RunState, loopId: string): number {
+  let turn = 0;
+  while (state.frames[modelFrameId(loopId, turn)]?.status === "completed") turn++;
+  return turn;
+}
+
+/** The tool names the recording knows: those the run started with, and every tool frame's. */
+function recordedTools(state: RunState): string[] {
+  const names = new Set(state.tools);
+  for (const frame of Object.values(state.frames)) {
+    if (frame.effect.startsWith("tool:")) names.add(frame.effect.slice("tool:".length));
   }
-}
-
-/** What the step recorded: its output, its failure or refusal (thrown, as the model saw it), or nothing yet. */
-function recordedOutput(state: RunState, stepId: string, nothing: () => Promise<never>): unknown {
-  const frame = state.frames[stepId];
-  if (frame?.status === "completed") return frame.output;
-  const failed =
-    frame?.status === "failed"
-      ? (state.decisions[outcomeId(stepId)]?.choice as { failed?: unknown } | undefined)?.failed
-      : state.settled[stepId]?.result;
-  if (failed === undefined) return nothing();
-  // The runtime records a thrown error as { error: name, message }: the shape failures and refusals have.
-  const { error, message } = (failed ?? {}) as { error?: unknown; message?: unknown };
-  throw Object.assign(new Error(String(message ?? JSON.stringify(failed))), { name: String(error ?? "Error") });
+  return [...names];
 }
 
 /**
- * The tools that ask for approval: those some call of which asked in the recording, by an
- * approval decision or by being pending when the run interrupted (`approval-pending` names its
- * steps). A tool that asks asks for every call, so no other tool does.
+ * Whether some call of the tool asked for approval in the recording: by an approval decision, or
+ * by being pending when the run interrupted (`approval-pending` names its steps). A tool that asks
+ * asks for every call.
  */
-function approvalTools(state: RunState): Set<string> {
+function asksApproval(state: RunState, name: string): boolean {
   const asked = Object.keys(state.decisions)
     .filter((id) => id.endsWith(APPROVAL))
     .map((id) => id.slice(0, -APPROVAL.length));
@@ -150,12 +157,7 @@ function approvalTools(state: RunState): Set<string> {
     const { stepIds } = (state.interruption.detail ?? {}) as { stepIds?: unknown };
     if (Array.isArray(stepIds)) asked.push(...stepIds.filter((id): id is string => typeof id === "string"));
   }
-  const tools = new Set<string>();
-  for (const stepId of asked) {
-    const name = calledTool(state, stepId);
-    if (name !== undefined) tools.add(name);
-  }
-  return tools;
+  return asked.some((stepId) => calledTool(state, stepId) === name);
 }
 
 const APPROVAL = approvalId("");
@@ -168,14 +170,44 @@ function calledTool(state: RunState, stepId: string): string | undefined {
   return response?.toolCalls?.[step.index]?.name;
 }
 
-/** Skills the run activated, with the instructions it was fed (none: no `skills` option). */
-function skillsOf(state: RunState): { skills?: Record<string, Skill> } {
-  const skills = new Map<string, Skill>();
-  for (const settled of Object.values(state.settled)) {
-    const result = settled.result as { skill?: unknown; instructions?: unknown } | null;
-    if (settled.reason === "skill-activation" && typeof result?.skill === "string") {
-      skills.set(result.skill, { description: "a skill the run activated", instructions: String(result.instructions) });
-    }
-  }
-  return skills.size > 0 ? { skills: Object.fromEntries(skills) } : {};
+/**
+ * The replay's journal: the recorded entries as they are (their seqs kept: a compacted run's
+ * `frames.archived` marker names seqs), then whatever the walk appends, in memory only.
+ */
+function scratchStore(recorded: readonly JournalEntry[]): EventStore {
+  const owners = memoryStore(); // ownership only
+  const entries = [...recorded];
+  let version = recorded.at(-1)?.seq ?? 0;
+  return {
+    acquire: owners.acquire,
+    renew: owners.renew,
+    release: owners.release,
+    async append(runId, added, { expectedVersion }) {
+      if (expectedVersion !== version)
+        throw new Error(`replay of run ${runId}: expected version ${version}, got ${expectedVersion}`);
+      const meta = { v: SCHEMA_VERSION, at: new Date().toISOString() };
+      for (const e of added) {
+        entries.push({
+          runId,
+          seq: ++version,
+          type: e.type,
+          data: JSON.parse(JSON.stringify(e.data)),
+          meta,
+        } as JournalEntry);
+      }
+      return { version };
+    },
+    async read(runId, options) {
+      const from = options?.from ?? 1;
+      return entries.filter((e) => e.runId === runId && e.seq >= from);
+    },
+    async listRuns() {
+      const last = entries.at(-1);
+      return last ? [{ runId: last.runId, version, lastType: last.type, entries: entries.length }] : [];
+    },
+    async compact(runId) {
+      throw new Error(`replay of run ${runId}: its in-memory copy is never compacted`);
+    },
+    async close() {},
+  };
 }

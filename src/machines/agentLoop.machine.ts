@@ -20,18 +20,11 @@ export interface AgentLoopInput {
 export const CALL_BATCH = 128;
 
 /**
- * `prepare`: the journal folded, the config checked against it, the mode pinned, the run
- * started. `replay`: the recorded turns restored (conversation, fed outputs), and where to go on.
+ * `prepare`: the journal folded, the config checked against it, the mode pinned, the run started
+ * (or the conversation of a recorded run restored). The chart then walks the run from turn 0: a
+ * resumed run's recorded steps are served from the journal by the same actors that run new ones.
  */
 export type PrepareOutput = { readonly kind: "completed" } | { readonly kind: "ready" };
-
-export type ReplayOutput =
-  /** Go on at `turn`: call the model (no response recorded for it yet). */
-  | { readonly kind: "next-turn"; readonly turn: number }
-  /** The response of `turn` is recorded but some of its calls are not settled: dispatch them. */
-  | { readonly kind: "dispatch"; readonly turn: number; readonly response: ModelResponse }
-  /** The final answer is recorded (turn's response has no tool calls); the run only needs completing. */
-  | { readonly kind: "answered"; readonly turn: number; readonly response: ModelResponse };
 
 export type CallModelOutput =
   | { readonly ok: true; readonly response: ModelResponse }
@@ -89,9 +82,10 @@ const callCount = (context: AgentLoopContext) => context.response?.toolCalls.len
 
 /**
  * The agent loop: model → tool calls (one child actor each, run concurrently) → results back →
- * repeat. It decides; the runtime's actors (`prepare`, `replay`, `callModel`, `toolCall`'s
- * actors, `complete`, `interrupt`) do the journaled work. Recovering a run never uses xstate's
- * persisted snapshots: `prepare` and `replay` rebuild everything from the journal.
+ * repeat. It decides; the runtime's actors (`prepare`, `callModel`, `toolCall`'s actors,
+ * `complete`, `interrupt`) do the journaled work. Resuming a run is running this chart again from
+ * the start: every step the journal recorded is served by the durable step instead of run, so live
+ * and resumed runs take the same path. xstate's persisted snapshots are never used.
  */
 export const agentLoopMachine = setup({
   types: {
@@ -101,7 +95,6 @@ export const agentLoopMachine = setup({
   },
   actors: {
     prepare: fromPromise<PrepareOutput, { runId: string }>(async () => ({ kind: "ready" })),
-    replay: fromPromise<ReplayOutput, { runId: string }>(async () => ({ kind: "next-turn", turn: 0 })),
     callModel: fromPromise<CallModelOutput, { turn: number }>(async () => ({
       ok: true,
       response: { toolCalls: [] },
@@ -181,34 +174,7 @@ export const agentLoopMachine = setup({
         input: ({ context }) => ({ runId: context.runId }),
         onDone: [
           { guard: ({ event }) => event.output.kind === "completed", target: "completed" },
-          { target: "replaying" },
-        ],
-        onError: { target: "failed", actions: assign({ error: ({ event }) => event.error }) },
-      },
-    },
-    replaying: {
-      invoke: {
-        id: "replay",
-        src: "replay",
-        input: ({ context }) => ({ runId: context.runId }),
-        onDone: [
-          {
-            guard: ({ event }) => event.output.kind === "dispatch",
-            target: "running.dispatching",
-            actions: assign({
-              turn: ({ event }) => event.output.turn,
-              response: ({ event }) => (event.output.kind === "dispatch" ? event.output.response : undefined),
-            }),
-          },
-          {
-            guard: ({ event }) => event.output.kind === "answered",
-            target: "finishing",
-            actions: assign({
-              turn: ({ event }) => event.output.turn,
-              response: ({ event }) => (event.output.kind === "answered" ? event.output.response : undefined),
-            }),
-          },
-          { target: "running.deciding", actions: assign({ turn: ({ event }) => event.output.turn }) },
+          { target: "running" },
         ],
         onError: { target: "failed", actions: assign({ error: ({ event }) => event.error }) },
       },

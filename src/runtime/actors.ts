@@ -4,23 +4,16 @@ import { AgentLoopConfigError, DefinitionChangedError, ReplayDivergenceError } f
 import { readJournal } from "../events/journal.ts";
 import { readModePin } from "../events/modePin.ts";
 import type { Message, ModelResponse, NewEntry, RunStartedData, ToolCall } from "../events/types.ts";
-import type { CallModelOutput, Interruption, PrepareOutput, ReplayOutput } from "../machines/agentLoop.machine.ts";
+import type { CallModelOutput, Interruption, PrepareOutput } from "../machines/agentLoop.machine.ts";
 import { resolveModePin } from "../machines/modePin.machine.ts";
 import { type DefinitionPin, definitionPin, describeChange, unacceptedChanges } from "../policies/definition.ts";
 import { attemptError } from "../policies/retry.ts";
-import { modelFrameId, modePinId, toolStepId } from "../projections/ids.ts";
+import { modelFrameId, modePinId } from "../projections/ids.ts";
 import { foldEntries, responseAt } from "../projections/runState.ts";
 import { Appender, type Fence } from "./appender.ts";
 import type { AgentLoopConfig } from "./config.ts";
-import {
-  causeOf,
-  modelPolicy,
-  nextAttempt,
-  runDeadline,
-  timeoutError,
-  waitUntil,
-  withLimits,
-} from "./failurePolicy.ts";
+import { durableStep } from "./durableStep.ts";
+import { causeOf, modelPolicy, runDeadline } from "./failurePolicy.ts";
 import { hydrateArchived } from "./readers.ts";
 import type { RunSession } from "./session.ts";
 
@@ -31,8 +24,6 @@ import type { RunSession } from "./session.ts";
 export function loopActors(session: RunSession, fence?: Fence) {
   const { config, options } = session;
   const runId = options.runId;
-
-  const divergence = (frameId: string, what: string) => session.divergence(frameId, `a model frame ${what}`);
 
   const prepare = fromPromise<PrepareOutput, { runId: string }>(async () => {
     const entries = await readJournal(options.journal, runId);
@@ -65,6 +56,7 @@ export function loopActors(session: RunSession, fence?: Fence) {
         ...pinEntry,
         ...deadline.append,
       );
+      session.startConversation(session.state.input ?? "");
       return { kind: "ready" };
     }
     if (state.loopId !== config.id) {
@@ -81,106 +73,62 @@ export function loopActors(session: RunSession, fence?: Fence) {
       );
     }
     if (state.status === "completed") return { kind: "completed" };
-    checkDefinition(runId, config, state.definition);
+    if (!session.replaying) checkDefinition(runId, config, state.definition);
     // A late pin (ADR 0142 D3); a deadline configured after the run started runs from now.
     const deadline = runDeadline(config, state, Date.now());
     session.deadlineAt = deadline.deadlineAt;
     if (pinEntry.length > 0 || deadline.append.length > 0)
       await session.appender.append(...pinEntry, ...deadline.append);
-    return { kind: "ready" };
-  });
-
-  const replay = fromPromise<ReplayOutput, { runId: string }>(async () => {
-    const state = session.state;
+    // The chart then walks the recorded turns, each step served from the journal: archived outputs first.
     await hydrateArchived(options.journal, state);
     session.startConversation(state.input ?? "");
-    for (let turn = 0; turn < state.turns; turn++) {
-      const response = responseAt(state, turn) as ModelResponse;
-      const frameId = modelFrameId(config.id, turn);
-      const digest = session.nextPromptDigest();
-      if (state.frames[frameId]?.inputDigest !== digest) {
-        throw divergence(
-          frameId,
-          "with a prompt digest this run does not produce (the system prompt, input or a tool result differs)",
-        );
-      }
-      session.modelAnswered(digest, response);
-      if (response.toolCalls.length === 0) return { kind: "answered", turn, response };
-      let open = false;
-      for (let index = 0; index < response.toolCalls.length; index++) {
-        const stepId = toolStepId(config.id, turn, index);
-        await session.breathe();
-        session.judgeToolFrame(stepId, response.toolCalls[index] as ToolCall);
-        const fed = await session.fedFromJournal(stepId);
-        if (fed) session.setFed(stepId, fed);
-        else open = true;
-      }
-      if (open) return { kind: "dispatch", turn, response };
-      session.pushToolResults(turn, response);
-    }
-    return { kind: "next-turn", turn: state.turns };
+    return { kind: "ready" };
   });
 
   const callModel = fromPromise<CallModelOutput, { turn: number }>(async ({ input, signal }) => {
     const { turn } = input;
+    await session.pace?.();
     if (turn > 0) session.pushToolResults(turn - 1, responseAt(session.state, turn - 1) as ModelResponse);
     const frameId = modelFrameId(config.id, turn);
     const digest = session.nextPromptDigest();
-    const existing = session.state.frames[frameId];
-    if (existing && (existing.effect !== "model" || existing.inputDigest !== digest)) {
-      throw divergence(frameId, `for effect ${existing.effect} with another prompt digest`);
-    }
-    if (existing?.status === "completed") {
-      const response = existing.output as ModelResponse;
-      session.modelAnswered(digest, response);
-      return { ok: true, response };
-    }
     const runSignal = options.signal;
-    if (runSignal?.aborted) return { ok: false, reason: "aborted", detail: null };
-    const deadlineAt = session.deadlineAt;
-    const now = Date.now();
-    if (deadlineAt !== undefined && now >= deadlineAt) return pastDeadline(deadlineAt);
-    const failed = session.state.attempts[frameId];
-    // Resumed during a back-off (or woken early): wait what remains of it, as journaled.
-    if (failed?.waiting && failed.retryAt !== null && failed.retryAt > now) {
-      return { ok: false, retry: { attempt: failed.attempt, delayMs: waitUntil(failed.retryAt, now, deadlineAt) } };
-    }
-    const attempt = (failed?.attempt ?? 0) + 1;
-    // Always, a re-run of a call whose outcome is unknown too (a new attempt): the fenced append
-    // is what proves this process still owns the run before the model is called.
-    await session.appender.append({ type: "frame.started", data: { frameId, effect: "model", inputDigest: digest } });
-    const timeoutMs = config.timeouts?.modelAttemptMs;
-    const callSignal = runSignal ? AbortSignal.any([runSignal, signal]) : signal;
-    const result = await withLimits(callSignal, timeoutMs, deadlineAt, (s) =>
-      config.model.generate({ messages: session.messages, tools: session.toolDescriptors, signal: s }),
+    const result = await durableStep<ModelResponse, ModelResponse>(
+      session,
+      { frameId, effect: "model", inputDigest: digest, onUnknownOutcome: "rerun", checkInput: !session.replaying },
+      {
+        serve: (frame) => frame.output as ModelResponse,
+        execute: (s) =>
+          config.model.generate({ messages: session.messages, tools: session.toolDescriptors, signal: s }),
+        record: (raw) => {
+          // Written with the next append (its tools' frame.started, or the run's end): nothing acts on it before.
+          session.appender.defer({ type: "frame.completed", data: { frameId, output: normalizeResponse(raw) } });
+          return responseAt(session.state, turn) as ModelResponse;
+        },
+        classify: attemptError,
+        policy: modelPolicy(config),
+        timeoutMs: config.timeouts?.modelAttemptMs,
+        describe: `model call ${frameId}`,
+        signal: runSignal ? AbortSignal.any([runSignal, signal]) : signal,
+      },
     );
-    if ("error" in result) {
-      if (runSignal?.aborted || signal.aborted) return { ok: false, reason: "aborted", detail: null };
-      if (result.stopped === "deadline") return pastDeadline(deadlineAt as number);
-      const failedAt = Date.now();
-      const error =
-        result.stopped === "timeout"
-          ? timeoutError(`model call ${frameId}`, timeoutMs as number)
-          : attemptError(result.error, failedAt); // never throws, whatever the model threw
-      const decision = nextAttempt(modelPolicy(config), attempt, failed?.spent ?? 0, error, failedAt);
-      const retryAt = decision.retry ? decision.retryAt : null;
-      await session.appender.append({ type: "attempt.failed", data: { frameId, attempt, error, retryAt } });
-      if (decision.retry) {
-        return { ok: false, retry: { attempt, delayMs: waitUntil(decision.retryAt, Date.now(), deadlineAt) } };
+    switch (result.kind) {
+      case "done":
+        session.modelAnswered(digest, result.value);
+        return { ok: true, response: result.value };
+      case "retry":
+        return { ok: false, retry: { attempt: result.attempt, delayMs: result.delayMs } };
+      case "past-deadline":
+        return pastDeadline(session.deadlineAt as number);
+      case "gave-up": {
+        await session.appender.append(result.record);
+        const cause = causeOf(result.error);
+        // `detail` keeps the fields Loom 0.1.0 wrote (readers of it keep working); `cause` is the typed record.
+        const detail = { frameId, name: cause.name, message: cause.message };
+        return { ok: false, reason: "model-error", detail, cause };
       }
-      const cause = causeOf(error);
-      // `detail` keeps the fields Loom 0.1.0 wrote (readers of it keep working); `cause` is the typed record.
-      const detail = { frameId, name: cause.name, message: cause.message };
-      return { ok: false, reason: "model-error", detail, cause };
+      default: // aborted (a model call's unknown outcome is always asked again)
+        return { ok: false, reason: "aborted", detail: null };
     }
-    const raw = result.value;
-    if (signal.aborted) return { ok: false, reason: "aborted", detail: null };
-    const response = normalizeResponse(raw);
-    // Written with the next append (its tools' frame.started, or the run's end): nothing acts on it before.
-    session.appender.defer({ type: "frame.completed", data: { frameId, output: response } });
-    const recorded = responseAt(session.state, turn) as ModelResponse;
-    session.modelAnswered(digest, recorded);
-    return { ok: true, response: recorded };
   });
 
   // The log is not journaled again: the value returned is rebuilt from the frames (completedOutput).
@@ -200,7 +148,7 @@ export function loopActors(session: RunSession, fence?: Fence) {
     });
   });
 
-  return { prepare, replay, callModel, complete, interrupt };
+  return { prepare, callModel, complete, interrupt };
 }
 
 /** The run's deadline (`timeouts.runMs`, journaled at its start) has passed: it stops for good. */

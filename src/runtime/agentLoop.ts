@@ -71,12 +71,35 @@ export function agentLoop$<M extends ToolCallLogMode | undefined = undefined>(
   return { config, run: (request) => runLoop(config, request) as Promise<AgentOutput<M>> };
 }
 
-async function runLoop(config: AgentLoopConfig, request: RunRequest): Promise<AgentOutput> {
+/**
+ * Walks a copy of a recording through the chart, every step served from the journal and neither
+ * the prompt digests nor the loop's definition compared (the stand-in loop of `loom inspect`
+ * cannot reproduce them). `pace` is awaited before each model step.
+ *
+ * @internal
+ */
+export function replayRecording(
+  config: AgentLoopConfig,
+  request: RunRequest & { readonly pace?: () => Promise<unknown> },
+): Promise<AgentOutput> {
+  validateConfig(config);
+  return runLoop(config, request, (session) => {
+    session.replaying = true;
+    session.pace = request.pace;
+  });
+}
+
+async function runLoop(
+  config: AgentLoopConfig,
+  request: RunRequest,
+  setUp?: (session: RunSession) => void,
+): Promise<AgentOutput> {
   checkRunId(request.runId, "loop.run"); // before anything reads or writes the journal
   // Losing the run (a renewal finds it taken over) stops it like an abort, with that error.
   const lostRun = new AbortController();
   const signal = request.signal ? AbortSignal.any([request.signal, lostRun.signal]) : lostRun.signal;
   const session = new RunSession(config, { ...request, signal });
+  setUp?.(session);
   const held = await holdRun(
     request.journal.store,
     request.runId,

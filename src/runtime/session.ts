@@ -72,6 +72,13 @@ export interface RunOptions {
 export class RunSession {
   appender!: Appender;
   mode: ToolCallLogMode = "full";
+  /**
+   * A replay of a recording (`loom inspect`): every step is served from the journal without
+   * comparing prompt digests or the loop's definition, which the stand-in loop cannot reproduce.
+   */
+  replaying = false;
+  /** Awaited before each model step of a replay, to watch it step by step. */
+  pace: (() => Promise<unknown>) | undefined;
   /** The run's deadline (ms since the epoch) as journaled, when the loop has `timeouts.runMs`. */
   deadlineAt: number | undefined;
   readonly messages: Message[] = [];

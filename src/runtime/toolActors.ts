@@ -9,7 +9,8 @@ import { responseAt } from "../projections/runState.ts";
 import { AppendAfterCloseError } from "./appender.ts";
 import { SEARCH_TOOLS, SKILL_ACTIVATION, searchTools } from "./builtins.ts";
 import type { Tool } from "./config.ts";
-import { nextAttempt, timeoutError, toolAttemptError, toolPolicy, waitUntil, withLimits } from "./failurePolicy.ts";
+import { durableStep } from "./durableStep.ts";
+import { toolAttemptError, toolPolicy } from "./failurePolicy.ts";
 import type { RunSession } from "./session.ts";
 
 /** Tool calls of one model response that run when the loop does not say (`maxToolCallsPerResponse`). */
@@ -223,82 +224,85 @@ export function toolCallActors(session: RunSession) {
     const tool = tools[call.name] as Tool;
     const effect = `tool:${call.name}`;
     const inputDigest = digestOfRecorded(call.input).digest ?? "";
-    const frame = session.state.frames[stepId];
-    const failed = session.state.attempts[stepId];
-    // Started after a failed attempt's record: the outcome of that new attempt is what is unknown.
-    const unknownOutcome = frame?.status === "started" && !failed?.waiting;
-    if (unknownOutcome && tool.onUnknownOutcome === "fail") {
-      return fail(
-        stepId,
-        {
-          error: "outcome-unknown",
-          message: `${call.name} was started (step ${stepId}) but its outcome was never recorded; it is not run twice`,
-        },
-        true,
-        inputDigest,
-        effect,
-      );
-    }
     const runSignal = options.signal;
     const toolSignal = runSignal ? AbortSignal.any([runSignal, signal]) : signal;
-    if (toolSignal.aborted) throw new AppendAfterCloseError(runId, "aborted");
-    const now = Date.now();
-    const deadlineAt = session.deadlineAt;
-    const late = { error: "deadline", message: `the run's deadline (timeouts.runMs) passed; ${call.name} was stopped` };
-    // Past the run's deadline: not run (the next model step interrupts the run with `deadline`).
-    if (deadlineAt !== undefined && now >= deadlineAt) return fail(stepId, late, false, inputDigest, effect);
-    // Resumed during a back-off (or woken early): wait what remains of it, as journaled.
-    if (failed?.waiting && failed.retryAt !== null && failed.retryAt > now) {
-      return { status: "retry", attempt: failed.attempt, delayMs: waitUntil(failed.retryAt, now, deadlineAt) };
-    }
-    const attempt = (failed?.attempt ?? 0) + 1;
-    // Each attempt appends frame.started: the fenced append proves ownership before the effect runs.
-    await session.appender.append({ type: "frame.started", data: { frameId: stepId, effect, inputDigest } });
+    const policy = toolPolicy(config, tool);
     const timeoutMs = tool.timeoutMs ?? config.timeouts?.toolMs;
-    running++;
-    const result = await withLimits(toolSignal, timeoutMs, deadlineAt, (s) =>
-      tool.execute(validated.has(stepId) ? validated.get(stepId) : call.input, { stepId, signal: s }),
-    ).finally(() => running--);
-    if ("error" in result) {
-      // Stopped by the abort: the outcome is unknown, so nothing is journaled (onUnknownOutcome decides on resume).
-      if (toolSignal.aborted) throw new AppendAfterCloseError(runId, "aborted");
-      if (result.stopped === "deadline") return fail(stepId, late, true, inputDigest, effect);
-      const failedAt = Date.now();
-      const error =
-        result.stopped === "timeout"
-          ? timeoutError(`${call.name} (step ${stepId})`, timeoutMs as number)
-          : toolAttemptError(result.error, failedAt);
-      const policy = toolPolicy(config, tool);
-      const decision = nextAttempt(policy, attempt, 0, error, failedAt);
-      const retryAt = decision.retry ? decision.retryAt : null;
-      const record: NewEntry = { type: "attempt.failed", data: { frameId: stepId, attempt, error, retryAt } };
-      if (decision.retry) {
-        await session.appender.append(record);
-        return { status: "retry", attempt, delayMs: waitUntil(decision.retryAt, Date.now(), deadlineAt) };
-      }
-      const e = result.error;
-      const fed =
-        result.stopped === "timeout"
-          ? { error: error.name, message: error.message }
+    const result = await durableStep<unknown, RunToolOutput>(
+      session,
+      { frameId: stepId, effect, inputDigest, onUnknownOutcome: tool.onUnknownOutcome === "fail" ? "fail" : "rerun" },
+      {
+        // checkCall served a recorded outcome already; a frame recorded since (a late flush) is served the same way.
+        serve: async () => {
+          const fed = await session.fedFromJournal(stepId);
+          if (fed) session.setFed(stepId, fed);
+          return { status: fed?.isError ? "error" : "ok" };
+        },
+        execute: async (s) => {
+          running++;
+          try {
+            return await tool.execute(validated.has(stepId) ? validated.get(stepId) : call.input, {
+              stepId,
+              signal: s,
+            });
+          } finally {
+            running--;
+          }
+        },
+        record: async (output) => {
+          const prepared = await session.recordOutput(output);
+          if (!prepared.ok)
+            return fail(stepId, { error: "output-not-json", message: prepared.message }, true, inputDigest, effect);
+          const { digest, bytes } = prepared.digest;
+          // The claim-check mark sits beside the output, where no tool can write it (src/events/claimCheck.ts).
+          const data = prepared.claimChecked
+            ? { frameId: stepId, digest, bytes, claimChecked: true as const, output: prepared.recorded }
+            : { frameId: stepId, digest, bytes, output: prepared.recorded };
+          await recordResult({ type: "frame.completed", data });
+          session.setFed(stepId, { output: prepared.fed, isError: false });
+          return { status: "ok" };
+        },
+        classify: toolAttemptError,
+        policy,
+        timeoutMs,
+        describe: `${call.name} (step ${stepId})`,
+        signal: toolSignal,
+      },
+    );
+    const late = { error: "deadline", message: `the run's deadline (timeouts.runMs) passed; ${call.name} was stopped` };
+    switch (result.kind) {
+      case "done":
+        return result.value;
+      case "retry":
+        return { status: "retry", attempt: result.attempt, delayMs: result.delayMs };
+      case "outcome-unknown":
+        return fail(
+          stepId,
+          {
+            error: "outcome-unknown",
+            message: `${call.name} was started (step ${stepId}) but its outcome was never recorded; it is not run twice`,
+          },
+          true,
+          inputDigest,
+          effect,
+        );
+      // Past the run's deadline: not run, or stopped (the next model step interrupts the run with `deadline`).
+      case "past-deadline":
+        return fail(stepId, late, result.started, inputDigest, effect);
+      case "gave-up": {
+        const e = result.thrown;
+        const fed = result.timedOut
+          ? { error: result.error.name, message: result.error.message }
           : e instanceof Error
             ? { error: e.name, message: e.message }
             : { error: "Error", message: String(e) };
-      // A tool with one attempt (the default) journals its failure as before: its outcome alone.
-      return fail(stepId, fed, true, inputDigest, effect, policy.maxAttempts > 1 ? record : undefined);
+        // A tool with one attempt (the default) journals its failure as before: its outcome alone.
+        return fail(stepId, fed, true, inputDigest, effect, policy.maxAttempts > 1 ? result.record : undefined);
+      }
+      default:
+        // Stopped by the abort: the outcome is unknown, so nothing is journaled (onUnknownOutcome decides on resume).
+        throw new AppendAfterCloseError(runId, "aborted");
     }
-    const output = result.value;
-    if (toolSignal.aborted) throw new AppendAfterCloseError(runId, "aborted");
-    const prepared = await session.recordOutput(output);
-    if (!prepared.ok)
-      return fail(stepId, { error: "output-not-json", message: prepared.message }, true, inputDigest, effect);
-    const { digest, bytes } = prepared.digest;
-    // The claim-check mark sits beside the output, where no tool can write it (src/events/claimCheck.ts).
-    const data = prepared.claimChecked
-      ? { frameId: stepId, digest, bytes, claimChecked: true as const, output: prepared.recorded }
-      : { frameId: stepId, digest, bytes, output: prepared.recorded };
-    await recordResult({ type: "frame.completed", data });
-    session.setFed(stepId, { output: prepared.fed, isError: false });
-    return { status: "ok" };
   });
 
   return { checkCall, askApproval, runTool };

@@ -69,7 +69,6 @@ describe("loom inspect", () => {
     const turn = ["running.callingModel", "running.dispatching"];
     expect(walk).toEqual([
       "starting",
-      "replaying",
       ...turn,
       ...turn,
       ...turn,

@@ -14,7 +14,6 @@ import {
   agentLoopMachine,
   type CallModelOutput,
   type PrepareOutput,
-  type ReplayOutput,
 } from "../../src/machines/agentLoop.machine.ts";
 import type { ToolCallParentEvent } from "../../src/machines/toolCall.machine.ts";
 import { toolStepId } from "../../src/projections/ids.ts";
@@ -41,12 +40,6 @@ const EVENTS = {
   "prepare ready": done("prepare", { kind: "ready" } satisfies PrepareOutput),
   "prepare completed": done("prepare", { kind: "completed" } satisfies PrepareOutput),
   "prepare throws": error("prepare", "divergence"),
-  "replay next-turn 0": done("replay", { kind: "next-turn", turn: 0 } satisfies ReplayOutput),
-  "replay next-turn 1": done("replay", { kind: "next-turn", turn: 1 } satisfies ReplayOutput),
-  "replay next-turn 2 (the limit)": done("replay", { kind: "next-turn", turn: 2 } satisfies ReplayOutput),
-  "replay dispatch": done("replay", { kind: "dispatch", turn: 0, response: twoCalls } satisfies ReplayOutput),
-  "replay answered": done("replay", { kind: "answered", turn: 1, response: answer } satisfies ReplayOutput),
-  "replay throws": error("replay", "divergence"),
   "model calls 2 tools": done("callModel", { ok: true, response: twoCalls } satisfies CallModelOutput),
   "model answers": done("callModel", { ok: true, response: answer } satisfies CallModelOutput),
   "model fails": done("callModel", {
@@ -82,19 +75,24 @@ type EventName = keyof typeof EVENTS;
 const asEvent = (event: AnyEventObject) => event as unknown as AgentLoopEvent;
 const step = (snapshot: Snapshot, name: EventName) => transition(machine, snapshot, asEvent(EVENTS[name]));
 
-const toCallingModel = ["prepare ready", "replay next-turn 0"] as const satisfies readonly EventName[];
+const toCallingModel = ["prepare ready"] as const satisfies readonly EventName[];
 const toDispatching = [...toCallingModel, "model calls 2 tools"] as const satisfies readonly EventName[];
 
 /** The snapshots the loop can rest in, each reached from the initial one by these events. */
 const START = {
   starting: [],
-  replaying: ["prepare ready"],
   callingModel: toCallingModel,
   backingOff: [...toCallingModel, "model fails, retried"],
   "dispatching, 2 open": toDispatching,
   "dispatching, 1 open": [...toDispatching, "CALL.SETTLED 0"],
   "dispatching, 1 open, 1 pending": [...toDispatching, "CALL.PENDING 0"],
-  "dispatching the last turn, 1 open": ["prepare ready", "replay next-turn 1", "model calls 2 tools", "CALL.SETTLED 0"],
+  "dispatching the last turn, 1 open": [
+    ...toDispatching,
+    "CALL.SETTLED 0",
+    "CALL.SETTLED 1",
+    "model calls 2 tools",
+    "CALL.SETTLED 0",
+  ],
   finishing: [...toCallingModel, "model answers"],
   interrupting: [...toCallingModel, "ABORT"],
   completed: ["prepare completed"],
@@ -134,17 +132,9 @@ const STOP_CALLS = ["stop call:0", "stop call:1"];
 /** `[next state, ...effects]`; an event missing from a row is ignored: same snapshot, no actions. */
 const TABLE: Record<Start, Partial<Record<EventName, readonly string[]>>> = {
   starting: {
-    "prepare ready": ["replaying", "stop prepare", "spawn replay"],
+    "prepare ready": ["running.callingModel", "stop prepare", "spawn callModel"],
     "prepare completed": ["completed", "stop prepare"],
     "prepare throws": ["failed", "stop prepare"],
-  },
-  replaying: {
-    "replay next-turn 0": ["running.callingModel", "stop replay", "spawn callModel"],
-    "replay next-turn 1": ["running.callingModel", "stop replay", "spawn callModel"],
-    "replay next-turn 2 (the limit)": ["interrupting", "stop replay", "spawn interrupt"],
-    "replay dispatch": ["running.dispatching", "stop replay", "spawn call:0", "spawn call:1"],
-    "replay answered": ["finishing", "stop replay", "spawn complete"],
-    "replay throws": ["failed", "stop replay"],
   },
   callingModel: {
     "model calls 2 tools": ["running.dispatching", "stop callModel", "spawn call:0", "spawn call:1"],
@@ -248,7 +238,7 @@ describe("agentLoopMachine transitions (pure)", () => {
   }
 
   it("ignores ABORT before running and while finishing or interrupting (callModel checks the signal itself)", () => {
-    for (const start of ["starting", "replaying", "finishing", "interrupting"] as const) {
+    for (const start of ["starting", "finishing", "interrupting"] as const) {
       const snapshot = reach(START[start]);
       expect(step(snapshot, "ABORT"), start).toEqual([snapshot, []]);
     }
@@ -256,14 +246,14 @@ describe("agentLoopMachine transitions (pure)", () => {
 });
 
 describe("agentLoopMachine context and actor inputs (pure)", () => {
-  it("goes on at the replayed turn", () => {
-    const [next, actions] = step(reach(START.replaying), "replay next-turn 1");
-    expect(next.context.turn).toBe(1);
-    expect(actions[1]?.params).toMatchObject({ src: "callModel", input: { turn: 1 } });
+  it("walks a run from turn 0 once prepared: a resumed run's recorded steps are served by the same actors", () => {
+    const [next, actions] = step(reach([]), "prepare ready");
+    expect(next.context.turn).toBe(0);
+    expect(actions.at(-1)?.params).toMatchObject({ src: "callModel", input: { turn: 0 } });
   });
 
-  it("dispatches a replayed response with open calls: one toolCall child a call, with its step id", () => {
-    const [next, actions] = step(reach(START.replaying), "replay dispatch");
+  it("dispatches a response: one toolCall child a call, with its step id", () => {
+    const [next, actions] = step(reach(START.callingModel), "model calls 2 tools");
     expect(next.context).toMatchObject({ turn: 0, response: twoCalls, open: 2, pending: [] });
     const spawned = actions.filter((a) => a.type === "xstate.spawnChild").map((a) => a.params);
     expect(spawned).toMatchObject([
@@ -279,12 +269,6 @@ describe("agentLoopMachine context and actor inputs (pure)", () => {
       },
     ]);
     expect(Object.keys(next.children).sort()).toEqual(["call:0", "call:1"]);
-  });
-
-  it("completes a replayed answer with its recorded content", () => {
-    const [next, actions] = step(reach(START.replaying), "replay answered");
-    expect(next.context).toMatchObject({ turn: 1, response: answer });
-    expect(actions[1]?.params).toMatchObject({ src: "complete", input: { turn: 1, content: answer.content } });
   });
 
   it("completes an answer without content with an empty string", () => {
@@ -321,15 +305,9 @@ describe("agentLoopMachine context and actor inputs (pure)", () => {
     });
   });
 
-  it("interrupts with max-iterations when a resumed run is already at the limit", () => {
-    const [next] = step(reach(START.replaying), "replay next-turn 2 (the limit)");
-    expect(next.context.interrupt).toEqual({ reason: "max-iterations", detail: { maxIterations: 2 } });
-  });
-
   it("never calls the model with maxIterations 0", () => {
-    let [snapshot] = initialTransition(machine, { ...input, maxIterations: 0 });
-    [snapshot] = transition(machine, snapshot, asEvent(EVENTS["prepare ready"]));
-    const [next, actions] = transition(machine, snapshot, asEvent(EVENTS["replay next-turn 0"]));
+    const [snapshot] = initialTransition(machine, { ...input, maxIterations: 0 });
+    const [next, actions] = transition(machine, snapshot, asEvent(EVENTS["prepare ready"]));
     expect(next.value).toBe("interrupting");
     expect(effects(actions)).not.toContain("spawn callModel");
   });
@@ -414,7 +392,6 @@ describe("agentLoopMachine context and actor inputs (pure)", () => {
   it("keeps the error of a failed call or a rejected actor", () => {
     expect(reach([...toDispatching, "CALL.FAILED 1"]).context.error).toBe("append failed");
     expect(reach(["prepare throws"]).context.error).toBe("divergence");
-    expect(reach(["prepare ready", "replay throws"]).context.error).toBe("divergence");
     expect(reach([...toCallingModel, "callModel throws"]).context.error).toBe("append failed");
     expect(reach([...START.finishing, "complete throws"]).context.error).toBe("append failed");
     expect(reach([...START.interrupting, "interrupt throws"]).context.error).toBe("append failed");
@@ -442,7 +419,6 @@ describe("agentLoopMachine paths (xstate/graph)", () => {
       "finishing",
       "interrupted",
       "interrupting",
-      "replaying",
       "running.backingOff",
       "running.callingModel",
       "running.dispatching",
@@ -468,7 +444,7 @@ describe("agentLoopMachine paths (xstate/graph)", () => {
     expect([...visited].sort()).toEqual([...definedStates(machine)].sort());
     const label = (t: AnyTransitionDefinition) => defined.get(t) ?? `not defined: ${t.eventType}`;
     expect([...taken].map(label).sort()).toEqual([...defined.values()].sort());
-    // starting 3, replaying 4, running (ABORT) 1, deciding 2, callingModel 5, backingOff 1, dispatching 3 + 3, finishing 2, interrupting 2
-    expect(defined.size).toBe(26);
+    // starting 3, running (ABORT) 1, deciding 2, callingModel 5, backingOff 1, dispatching 3 + 3, finishing 2, interrupting 2
+    expect(defined.size).toBe(22);
   });
 });

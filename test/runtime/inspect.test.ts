@@ -80,7 +80,6 @@ describe("loop.run({ inspect })", () => {
     const turn = ["running.deciding", "running.callingModel", "running.dispatching"];
     expect(seen.entered).toEqual([
       "starting",
-      "replaying",
       ...turn,
       ...turn,
       "running.deciding",
@@ -108,7 +107,6 @@ describe("loop.run({ inspect })", () => {
     expect(isAgentInterruptedError(error) && error.run.reason).toBe("max-iterations");
     expect(seen.entered).toEqual([
       "starting",
-      "replaying",
       "running.deciding",
       "running.callingModel",
       "running.dispatching",
@@ -129,7 +127,6 @@ describe("loop.run({ inspect })", () => {
     expect(isAgentInterruptedError(error) && error.run.reason).toBe("approval-pending");
     expect(seen.snapshots).toEqual([
       "starting",
-      "replaying",
       "running.callingModel",
       "running.dispatching",
       "interrupting",
@@ -184,7 +181,6 @@ describe("@statelyai/inspect over a websocket", () => {
       await completed;
       expect(walk).toEqual([
         "starting",
-        "replaying",
         "running.callingModel",
         "running.dispatching",
         "running.callingModel",

@@ -45,57 +45,59 @@ export function registerInspect(program: Command, io: CliIo): void {
     .option("--open", "open the inspector page in the default browser")
     .action(async (runId: string, options: InspectOptions) => {
       const path = dbPath(io, options.db);
-      const { state, lean } = await withJournal(path, async (journal) => {
-        const state = foldEntries(await readRun(journal, runId, path));
+      // Open (read-only) while the inspector serves: each replay reads archived and claim-checked outputs from it.
+      await withJournal(path, async (journal) => {
+        const entries = await readRun(journal, runId, path);
+        const state = foldEntries(entries);
         await hydrateArchived(journal, state);
-        return { state, lean: await rebuildToolCallLog(journal, runId, "lean") };
+        const lean = await rebuildToolCallLog(journal, runId, "lean");
+        const { createWebSocketInspector, startInspectorServer, exposureWarning, WebSocket } = await loadInspect();
+        const server = await startInspectorServer({
+          host: options.host,
+          port: options.port,
+          open: options.open === true,
+        });
+        const warning = exposureWarning(options.host, options.port);
+        if (warning) println(io.stderr, `loom inspect: ${warning}`);
+        const inspector = createWebSocketInspector({ url: server.url.ws, maxDeferredEvents: Number.MAX_SAFE_INTEGER });
+        // A client of our own counts what the server relays: the replay's events have reached it when the counts match.
+        const probe = new WebSocket(server.url.ws);
+        let relayed = 0;
+        let mismatch: string | undefined;
+        probe.on("message", () => relayed++);
+        try {
+          await new Promise((resolve, reject) => probe.once("open", resolve).once("error", reject));
+          println(io.stdout, `inspector: ${server.url.http} (the Stately inspector, fed by ${server.url.ws})`);
+          const replay = async () => {
+            println(io.stdout, `replaying run ${printable(runId)}…`);
+            const before = relayed;
+            let sent = 0;
+            const result = await replayRun(journal, entries, state, lean, {
+              paceMs: options.pace,
+              inspect: (event: InspectionEvent) => {
+                if (FORWARDED.has(event.type)) sent++;
+                inspector.inspect.next?.(event);
+              },
+            });
+            const reached = await delivered(() => relayed - before, sent);
+            println(
+              io.stdout,
+              `replayed run ${printable(runId)}: ${count(result.turns, "model response")}, ended ${result.ended}; ${int(reached)}/${int(sent)} inspection events delivered; ${int(result.matching)}/${int(result.of)} tool results match the journal (lean digest)`,
+            );
+            if (result.matching !== result.of) {
+              mismatch = `the replay of run ${printable(runId)} does not match its journal: ${int(result.matching)}/${int(result.of)} tool results match (the inspector shows a run that differs from the recorded one)`;
+            }
+          };
+          const wait = options.wait ?? io.stdin?.isTTY === true;
+          if (!wait) await replay();
+          if (!options.once || wait) await serve(io, { wait, once: options.once === true, replay });
+        } finally {
+          probe.close();
+          inspector.stop();
+          await server.stop();
+        }
+        if (mismatch) throw new CliError("replayMismatch", mismatch);
       });
-      const { createWebSocketInspector, startInspectorServer, exposureWarning, WebSocket } = await loadInspect();
-      const server = await startInspectorServer({
-        host: options.host,
-        port: options.port,
-        open: options.open === true,
-      });
-      const warning = exposureWarning(options.host, options.port);
-      if (warning) println(io.stderr, `loom inspect: ${warning}`);
-      const inspector = createWebSocketInspector({ url: server.url.ws, maxDeferredEvents: Number.MAX_SAFE_INTEGER });
-      // A client of our own counts what the server relays: the replay's events have reached it when the counts match.
-      const probe = new WebSocket(server.url.ws);
-      let relayed = 0;
-      let mismatch: string | undefined;
-      probe.on("message", () => relayed++);
-      try {
-        await new Promise((resolve, reject) => probe.once("open", resolve).once("error", reject));
-        println(io.stdout, `inspector: ${server.url.http} (the Stately inspector, fed by ${server.url.ws})`);
-        const replay = async () => {
-          println(io.stdout, `replaying run ${printable(runId)}…`);
-          const before = relayed;
-          let sent = 0;
-          const result = await replayRun(state, lean, {
-            paceMs: options.pace,
-            inspect: (event: InspectionEvent) => {
-              if (FORWARDED.has(event.type)) sent++;
-              inspector.inspect.next?.(event);
-            },
-          });
-          const reached = await delivered(() => relayed - before, sent);
-          println(
-            io.stdout,
-            `replayed run ${printable(runId)}: ${count(result.turns, "model response")}, ended ${result.ended}; ${int(reached)}/${int(sent)} inspection events delivered; ${int(result.matching)}/${int(result.of)} tool results match the journal (lean digest)`,
-          );
-          if (result.matching !== result.of) {
-            mismatch = `the replay of run ${printable(runId)} does not match its journal: ${int(result.matching)}/${int(result.of)} tool results match (the inspector shows a run that differs from the recorded one)`;
-          }
-        };
-        const wait = options.wait ?? io.stdin?.isTTY === true;
-        if (!wait) await replay();
-        if (!options.once || wait) await serve(io, { wait, once: options.once === true, replay });
-      } finally {
-        probe.close();
-        inspector.stop();
-        await server.stop();
-      }
-      if (mismatch) throw new CliError("replayMismatch", mismatch);
     });
 }
 
