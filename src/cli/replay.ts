@@ -1,8 +1,11 @@
 import { setTimeout as sleep } from "node:timers/promises";
+import { digestOfRecorded } from "../core/digest.ts";
 import {
   type AgentLoopConfig,
   approvalId,
   type EventStore,
+  foldEntries,
+  hydrateArchived,
   isAgentInterruptedError,
   type Journal,
   type JournalEntry,
@@ -13,11 +16,12 @@ import {
   parseFrameId,
   type RunRequest,
   type RunState,
-  rebuildToolCallLog,
+  readJournal,
   recordedModePin,
   SCHEMA_VERSION,
   type Tool,
 } from "../index.ts";
+import { toolCallResult } from "../projections/toolCallLog.ts";
 import { replayRecording } from "../runtime/agentLoop.ts";
 
 /**
@@ -120,10 +124,13 @@ export async function replayRun(
     if (!isAgentInterruptedError(e)) throw e;
     how = `interrupted (${e.run.reason === "aborted" && stop.signal.reason === ABORT ? "the recording ends here" : e.run.reason})`;
   }
-  const replayed = new Map((await rebuildToolCallLog(replayJournal, runId, "lean")).map((e) => [e.stepId, e] as const));
+  // Each recorded result as the walk served it, hashed again: an output that no longer hashes to
+  // the digest its frame recorded (an altered journal) does not match.
+  const walked = foldEntries(await readJournal(replayJournal, runId));
+  await hydrateArchived(replayJournal, walked);
   const matching = recorded.filter((e) => {
-    const r = replayed.get(e.stepId);
-    return r?.digest === e.digest && r.status === e.status;
+    const served = toolCallResult(walked, e.stepId);
+    return served?.status === e.status && digestOfRecorded(served.output).digest === e.digest;
   }).length;
   return { ended: how, turns, matching, of: recorded.length };
 }
