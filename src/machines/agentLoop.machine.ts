@@ -27,7 +27,8 @@ export const CALL_BATCH = 128;
 export type PrepareOutput = { readonly kind: "completed" } | { readonly kind: "ready" };
 
 export type CallModelOutput =
-  | { readonly ok: true; readonly response: ModelResponse }
+  /** `settled`: the response was served from the journal with every one of its calls settled there too. */
+  | { readonly ok: true; readonly response: ModelResponse; readonly settled?: boolean }
   | {
       readonly ok: false;
       readonly reason: InterruptReason;
@@ -112,6 +113,11 @@ export const agentLoopMachine = setup({
     willRetry: ({ event }) => {
       const output = (event as { output?: CallModelOutput }).output;
       return output !== undefined && !output.ok && output.retry !== undefined;
+    },
+    // callModel served a recorded response whose every call the journal settled.
+    turnSettled: ({ event }) => {
+      const output = (event as { output?: CallModelOutput }).output;
+      return output?.ok === true && output.settled === true && hasCalls(output.response);
     },
     withinLimit: ({ context }) => context.turn < context.maxIterations,
     allSettled: ({ context }) => context.open === 0,
@@ -225,6 +231,12 @@ export const agentLoopMachine = setup({
                     return cause === undefined ? { reason, detail } : { reason, detail, cause };
                   },
                 }),
+              },
+              {
+                // A recorded turn whose calls all ended (a resume): on to the next turn, nothing to dispatch.
+                guard: "turnSettled",
+                target: "deciding",
+                actions: "nextTurn",
               },
               {
                 guard: ({ event }) => event.output.ok && hasCalls(event.output.response),

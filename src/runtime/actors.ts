@@ -8,7 +8,7 @@ import type { CallModelOutput, Interruption, PrepareOutput } from "../machines/a
 import { resolveModePin } from "../machines/modePin.machine.ts";
 import { type DefinitionPin, definitionPin, describeChange, unacceptedChanges } from "../policies/definition.ts";
 import { attemptError } from "../policies/retry.ts";
-import { modelFrameId, modePinId } from "../projections/ids.ts";
+import { modelFrameId, modePinId, toolStepId } from "../projections/ids.ts";
 import { foldEntries, responseAt } from "../projections/runState.ts";
 import { Appender, type Fence } from "./appender.ts";
 import type { AgentLoopConfig } from "./config.ts";
@@ -105,15 +105,18 @@ export function loopActors(session: RunSession, fence?: Fence) {
           return responseAt(session.state, turn) as ModelResponse;
         },
         classify: attemptError,
-        policy: modelPolicy(config),
+        policy: () => modelPolicy(config),
         timeoutMs: config.timeouts?.modelAttemptMs,
         describe: `model call ${frameId}`,
-        signal: runSignal ? AbortSignal.any([runSignal, signal]) : signal,
+        signal: () => (runSignal ? AbortSignal.any([runSignal, signal]) : signal),
       },
     );
     switch (result.kind) {
       case "done":
         session.modelAnswered(digest, result.value);
+        if (result.served && (await servedTurn(turn, result.value))) {
+          return { ok: true, response: result.value, settled: true };
+        }
         return { ok: true, response: result.value };
       case "retry":
         return { ok: false, retry: { attempt: result.attempt, delayMs: result.delayMs } };
@@ -130,6 +133,22 @@ export function loopActors(session: RunSession, fence?: Fence) {
         return { ok: false, reason: "aborted", detail: null };
     }
   });
+
+  /**
+   * A resumed turn whose every call the journal settled is served whole: each call checked and
+   * fed as its toolCall actor would, without a child actor per call (what kept a 2,000-turn
+   * resume within 1.5× of the hand walk it replaced). A replay for the inspector spawns them, to
+   * show them. False when some call has not ended: the turn is dispatched.
+   */
+  async function servedTurn(turn: number, response: ModelResponse): Promise<boolean> {
+    if (session.replaying || response.toolCalls.length === 0) return false;
+    for (let index = 0; index < response.toolCalls.length; index++) {
+      await session.breathe();
+      const fed = await session.serveCall(toolStepId(config.id, turn, index), response.toolCalls[index] as ToolCall);
+      if (!fed) return false;
+    }
+    return true;
+  }
 
   // The log is not journaled again: the value returned is rebuilt from the frames (completedOutput).
   const complete = fromPromise<void, { turn: number; content: string }>(async ({ input }) => {

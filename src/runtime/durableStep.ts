@@ -22,13 +22,17 @@ export interface StepEffect<T, R> {
   record(value: T): R | Promise<R>;
   /** How a thrown error reads as an attempt's failure (`attemptError`, `toolAttemptError`). */
   classify(error: unknown, now: number): AttemptError;
-  readonly policy: RetryPolicy;
+  /** The retry policy (a function: a served step needs none). */
+  policy(): RetryPolicy;
   /** The attempt's time limit, when it has one. */
   readonly timeoutMs: number | undefined;
   /** What the step is, for a timeout's message (`model call <frame id>`, `<tool> (step <id>)`). */
   readonly describe: string;
-  /** The signal that stops the attempt (the run's, and the invoking actor's). */
-  readonly signal: AbortSignal;
+  /**
+   * The signal that stops the attempt (the run's, and the invoking actor's). A function: combining
+   * signals costs, and a served step needs none.
+   */
+  signal(): AbortSignal;
 }
 
 /** How a durable step ended. */
@@ -85,26 +89,27 @@ export async function durableStep<T, R>(
       // Resumed during a back-off (or woken early): wait what remains of it, as journaled.
       return { kind: "retry", attempt: plan.attempt, delayMs: waitUntil(plan.retryAt, Date.now(), deadlineAt) };
   }
-  if (effect.signal.aborted) return { kind: "aborted" };
+  const signal = effect.signal();
+  if (signal.aborted) return { kind: "aborted" };
   const { attempt, spent } = plan;
   const { frameId, effect: kind, inputDigest } = step;
   await session.appender.append({ type: "frame.started", data: { frameId, effect: kind, inputDigest } });
-  const result = await withLimits(effect.signal, effect.timeoutMs, deadlineAt, (s) => effect.execute(s));
+  const result = await withLimits(signal, effect.timeoutMs, deadlineAt, (s) => effect.execute(s));
   if ("error" in result) {
-    if (effect.signal.aborted) return { kind: "aborted" };
+    if (signal.aborted) return { kind: "aborted" };
     if (result.stopped === "deadline") return { kind: "past-deadline", started: true };
     const failedAt = Date.now();
     const timedOut = result.stopped === "timeout";
     const error = timedOut
       ? timeoutError(effect.describe, effect.timeoutMs as number)
       : effect.classify(result.error, failedAt); // never throws, whatever the effect threw
-    const decision = nextAttempt(effect.policy, attempt, spent, error, failedAt);
+    const decision = nextAttempt(effect.policy(), attempt, spent, error, failedAt);
     const retryAt = decision.retry ? decision.retryAt : null;
     const record: NewEntry = { type: "attempt.failed", data: { frameId, attempt, error, retryAt } };
     if (!decision.retry) return { kind: "gave-up", attempt, error, record, thrown: result.error, timedOut };
     await session.appender.append(record);
     return { kind: "retry", attempt, delayMs: waitUntil(decision.retryAt, Date.now(), deadlineAt) };
   }
-  if (effect.signal.aborted) return { kind: "aborted" };
+  if (signal.aborted) return { kind: "aborted" };
   return { kind: "done", value: await effect.record(result.value), served: false };
 }

@@ -163,6 +163,18 @@ export class RunSession {
   }
 
   /**
+   * Serves a tool call from the journal when it recorded the call's outcome: checks the frame
+   * against this code (`judgeToolFrame`), and keeps what the model was fed. Returns it, or
+   * undefined when the call has not ended yet.
+   */
+  async serveCall(stepId: string, call: ToolCall): Promise<Fed | undefined> {
+    this.judgeToolFrame(stepId, call);
+    const fed = await this.fedFromJournal(stepId);
+    if (fed) this.setFed(stepId, fed);
+    return fed;
+  }
+
+  /**
    * The replay-divergence guard for a tool call: if the journal holds a frame at `stepId`, this
    * code must produce the same frame (a configured tool of that name, the same input digest).
    */

@@ -95,12 +95,8 @@ export function toolCallActors(session: RunSession) {
     const { stepId, call } = input;
     await session.breathe();
     const tool: Tool | undefined = Object.hasOwn(tools, call.name) ? tools[call.name] : undefined;
-    session.judgeToolFrame(stepId, call);
-    const recorded = await session.fedFromJournal(stepId);
-    if (recorded) {
-      session.setFed(stepId, recorded);
-      return { kind: "settled", status: recorded.isError ? "error" : "ok" };
-    }
+    const recorded = await session.serveCall(stepId, call);
+    if (recorded) return { kind: "settled", status: recorded.isError ? "error" : "ok" };
     if (input.index >= maxCalls) {
       await refuseExcessCalls(input.turn);
       const refused = session.state.settled[stepId];
@@ -225,8 +221,11 @@ export function toolCallActors(session: RunSession) {
     const effect = `tool:${call.name}`;
     const inputDigest = digestOfRecorded(call.input).digest ?? "";
     const runSignal = options.signal;
-    const toolSignal = runSignal ? AbortSignal.any([runSignal, signal]) : signal;
-    const policy = toolPolicy(config, tool);
+    let toolSignal: AbortSignal | undefined;
+    const signalOf = () => {
+      toolSignal ??= runSignal ? AbortSignal.any([runSignal, signal]) : signal;
+      return toolSignal;
+    };
     const timeoutMs = tool.timeoutMs ?? config.timeouts?.toolMs;
     const result = await durableStep<unknown, RunToolOutput>(
       session,
@@ -263,10 +262,10 @@ export function toolCallActors(session: RunSession) {
           return { status: "ok" };
         },
         classify: toolAttemptError,
-        policy,
+        policy: () => toolPolicy(config, tool),
         timeoutMs,
         describe: `${call.name} (step ${stepId})`,
-        signal: toolSignal,
+        signal: signalOf,
       },
     );
     const late = { error: "deadline", message: `the run's deadline (timeouts.runMs) passed; ${call.name} was stopped` };
@@ -297,7 +296,8 @@ export function toolCallActors(session: RunSession) {
             ? { error: e.name, message: e.message }
             : { error: "Error", message: String(e) };
         // A tool with one attempt (the default) journals its failure as before: its outcome alone.
-        return fail(stepId, fed, true, inputDigest, effect, policy.maxAttempts > 1 ? result.record : undefined);
+        const retried = toolPolicy(config, tool).maxAttempts > 1;
+        return fail(stepId, fed, true, inputDigest, effect, retried ? result.record : undefined);
       }
       default:
         // Stopped by the abort: the outcome is unknown, so nothing is journaled (onUnknownOutcome decides on resume).

@@ -42,6 +42,11 @@ const EVENTS = {
   "prepare throws": error("prepare", "divergence"),
   "model calls 2 tools": done("callModel", { ok: true, response: twoCalls } satisfies CallModelOutput),
   "model answers": done("callModel", { ok: true, response: answer } satisfies CallModelOutput),
+  "model served, its calls settled": done("callModel", {
+    ok: true,
+    response: twoCalls,
+    settled: true,
+  } satisfies CallModelOutput),
   "model fails": done("callModel", {
     ok: false,
     reason: "model-error",
@@ -139,6 +144,7 @@ const TABLE: Record<Start, Partial<Record<EventName, readonly string[]>>> = {
   callingModel: {
     "model calls 2 tools": ["running.dispatching", "stop callModel", "spawn call:0", "spawn call:1"],
     "model answers": ["finishing", "stop callModel", "spawn complete"],
+    "model served, its calls settled": ["running.callingModel", "stop callModel", "spawn callModel"],
     "model fails": ["interrupting", "stop callModel", "spawn interrupt"],
     "model fails, retried": ["running.backingOff", "stop callModel", "wait 1000"],
     "model past the deadline": ["interrupting", "stop callModel", "spawn interrupt"],
@@ -250,6 +256,13 @@ describe("agentLoopMachine context and actor inputs (pure)", () => {
     const [next, actions] = step(reach([]), "prepare ready");
     expect(next.context.turn).toBe(0);
     expect(actions.at(-1)?.params).toMatchObject({ src: "callModel", input: { turn: 0 } });
+  });
+
+  it("goes on to the next turn when a served response's calls are all settled in the journal: no child is spawned", () => {
+    const [next, actions] = step(reach(START.callingModel), "model served, its calls settled");
+    expect(next.context).toMatchObject({ turn: 1, response: undefined, open: 0 });
+    expect(effects(actions)).toEqual(["stop callModel", "spawn callModel"]);
+    expect(actions.at(-1)?.params).toMatchObject({ src: "callModel", input: { turn: 1 } });
   });
 
   it("dispatches a response: one toolCall child a call, with its step id", () => {
@@ -444,7 +457,7 @@ describe("agentLoopMachine paths (xstate/graph)", () => {
     expect([...visited].sort()).toEqual([...definedStates(machine)].sort());
     const label = (t: AnyTransitionDefinition) => defined.get(t) ?? `not defined: ${t.eventType}`;
     expect([...taken].map(label).sort()).toEqual([...defined.values()].sort());
-    // starting 3, running (ABORT) 1, deciding 2, callingModel 5, backingOff 1, dispatching 3 + 3, finishing 2, interrupting 2
-    expect(defined.size).toBe(22);
+    // starting 3, running (ABORT) 1, deciding 2, callingModel 6, backingOff 1, dispatching 3 + 3, finishing 2, interrupting 2
+    expect(defined.size).toBe(23);
   });
 });
