@@ -174,7 +174,6 @@ export const modePinMachine: typeof modePinChart = modePinChart;
  */
 export const toolCallMachine: typeof toolCallChart = toolCallChart;
 export { isModelStreamError, ModelStreamError, type ModelStreamErrorCode } from "./models/errors.ts";
-// Streaming models (issue 16)
 export type { ScriptedModelOptions } from "./models/scripted.ts";
 export { type Script, type ScriptContext, ScriptExhaustedError, scriptedModel } from "./models/scripted.ts";
 export type {
