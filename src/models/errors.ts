@@ -22,7 +22,12 @@ export class ModelAdapterError extends LoomError {
 /** True when `e` is a `ModelAdapterError`. */
 export const isModelAdapterError = (e: unknown): e is ModelAdapterError => e instanceof ModelAdapterError;
 
-/** Why a streamed model call failed (`Model.stream`, `streamModelCall`). */
+/**
+ * Why a streamed model call failed (`Model.stream`, `streamModelCall`).
+ *
+ * @example
+ * const stalled = (e: ModelStreamError) => e.code === "firstChunkTimeout" || e.code === "chunkIdleTimeout";
+ */
 export type ModelStreamErrorCode =
   /** No part came within `timeouts.firstChunkMs` of the call. */
   | "firstChunkTimeout"

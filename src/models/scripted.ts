@@ -27,7 +27,12 @@ export class ScriptExhaustedError extends LoomError {
   }
 }
 
-/** How a scripted model streams (`Model.stream`). */
+/**
+ * How a scripted model streams (`Model.stream`).
+ *
+ * @example
+ * const typing = scriptedModel([{ content: "Hello there", toolCalls: [] }], { deltaDelayMs: 40 });
+ */
 export interface ScriptedModelOptions {
   /** `false`: the model has no `stream`, only `generate`. Default: it streams. */
   readonly stream?: boolean;
@@ -48,6 +53,7 @@ export interface ScriptedModelOptions {
  *   { toolCalls: [{ id: "c1", name: "add", input: { a: 1, b: 2 } }] },
  *   { content: "3", toolCalls: [] },
  * ]);
+ * for await (const part of model.stream!(request)) console.log(part); // word deltas, then the response
  */
 export function scriptedModel(script: Script, options: ScriptedModelOptions = {}): Model & { readonly calls: number } {
   let calls = 0;

@@ -56,6 +56,13 @@ export interface Model {
  * One part of a streamed model call (`Model.stream`): deltas as they arrive, then the whole
  * response, exactly once and last. The response is what the journal records, so it must equal
  * what `generate` would have returned for the same call.
+ *
+ * @example
+ * const parts: ModelStreamPart[] = [
+ *   { type: "text-delta", delta: "Hel" },
+ *   { type: "text-delta", delta: "lo" },
+ *   { type: "response", response: { content: "Hello", toolCalls: [] } },
+ * ];
  */
 export type ModelStreamPart =
   | { readonly type: "text-delta"; readonly delta: string }

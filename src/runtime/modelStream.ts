@@ -6,10 +6,20 @@
 import { ModelStreamError } from "../models/errors.ts";
 import type { GenerateRequest, Model, ModelResponse, ModelStreamPart } from "../models/types.ts";
 
-/** A part of a streamed call other than its response: what a listener sees live. */
+/**
+ * A part of a streamed call other than its response: what a listener sees live.
+ *
+ * @example
+ * const onPart = (part: ModelStreamDelta) => part.type === "text-delta" && process.stdout.write(part.delta);
+ */
 export type ModelStreamDelta = Exclude<ModelStreamPart, { readonly type: "response" }>;
 
-/** Limits and a listener for `streamModelCall`. */
+/**
+ * Limits and a listener for `streamModelCall`.
+ *
+ * @example
+ * const options: StreamModelCallOptions = { firstChunkMs: 20_000, chunkIdleMs: 10_000, what: frameId };
+ */
 export interface StreamModelCallOptions {
   /** The call fails (retryable) when no part has come this many ms after it started. */
   readonly firstChunkMs?: number;

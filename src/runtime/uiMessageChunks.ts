@@ -14,6 +14,11 @@ import { approvalId, parseFrameId } from "../projections/ids.ts";
  * chunks cannot: `data-loom-retrying` (an attempt failed, the next is due at `retryAt`) and
  * `data-loom-reset` (the deltas of that attempt are void; the text already shown of it stays in
  * the message, ended, since a UI message stream cannot take text back).
+ *
+ * @example
+ * ```ts
+ * useChat({ onData: (chunk) => chunk.type === "data-loom-retrying" && showRetrying(chunk.data.retryAt) });
+ * ```
  */
 export type LoomUIMessageChunk =
   | { readonly type: "start"; readonly messageId?: string }
@@ -58,7 +63,12 @@ export type LoomUIMessageChunk =
       readonly transient: true;
     };
 
-/** Options of `toUIMessageStream`. */
+/**
+ * Options of `toUIMessageStream`.
+ *
+ * @example
+ * toUIMessageStream(events, { messageId: "msg-42", onError: () => "Something went wrong." });
+ */
 export interface ToUIMessageStreamOptions {
   /** The assistant message's id, sent in `start`. Default: the run id. */
   readonly messageId?: string;

@@ -57,7 +57,12 @@ const UI_MESSAGE_STREAM_HEADERS: Readonly<Record<string, string>> = {
   "x-accel-buffering": "no",
 };
 
-/** Options of `toUIMessageStreamResponse`: the stream's, and the response's status and headers. */
+/**
+ * Options of `toUIMessageStreamResponse`: the stream's, and the response's status and headers.
+ *
+ * @example
+ * toUIMessageStreamResponse(events, { headers: { "x-run-id": runId } });
+ */
 export interface ToUIMessageStreamResponseOptions extends ToUIMessageStreamOptions {
   readonly status?: number;
   readonly statusText?: string;
