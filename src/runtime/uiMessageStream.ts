@@ -16,7 +16,8 @@ export type { LoomUIMessageChunk, ToUIMessageStreamOptions } from "./uiMessageCh
  * `<stepId>:approval` (answer it with `recordApproval(journal, runId, stepId, …)`); a declined one
  * as denied. The run's end gives `finish` (`stop`; `tool-calls` when it waits for an approval),
  * `error` then `finish` (`error`) when it stopped otherwise, `abort` when it was cancelled or
- * aborted. The stream ends with the events; cancelling it stops reading them.
+ * aborted. The stream ends with the events; cancelling it stops reading them. Approval requests
+ * and denials are chunks of `ai` 6 (`useChat` of `ai` 5 does not know them).
  *
  * @example
  * ```ts

@@ -4,6 +4,7 @@ import { isModelStreamError } from "../../src/models/errors.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
 import type { GenerateRequest, Model, ModelResponse, ModelStreamPart } from "../../src/models/types.ts";
 import { attemptError } from "../../src/policies/retry.ts";
+import { withLimits } from "../../src/runtime/failurePolicy.ts";
 import { type ModelStreamDelta, streamModelCall } from "../../src/runtime/modelStream.ts";
 
 const request = (signal = new AbortController().signal): GenerateRequest => ({
@@ -150,6 +151,33 @@ describe("streamModelCall", () => {
       },
     };
     await expect(streamModelCall(model, request(), { firstChunkMs: 1_000 })).rejects.toBe(boom);
+  });
+});
+
+describe("streamModelCall inside withLimits (as the loop calls it)", () => {
+  it("leaves modelAttemptMs to withLimits: a steady stream longer than the attempt limit is stopped as a timeout", async () => {
+    const steady = Array.from({ length: 40 }, (_, i) => [10, text(`w${i} `)]).flat();
+    const { model, seen } = timedModel([...steady, response()]);
+    const outer = new AbortController();
+    const parts: ModelStreamDelta[] = [];
+    const result = await withLimits(outer.signal, 80, undefined, (signal) =>
+      streamModelCall(model, request(signal), { firstChunkMs: 1_000, chunkIdleMs: 50, onPart: (p) => parts.push(p) }),
+    );
+    expect("error" in result && result.stopped).toBe("timeout");
+    expect(seen.signal?.aborted).toBe(true);
+    expect(parts.length).toBeGreaterThan(2);
+    expect(parts.length).toBeLessThan(40);
+  });
+
+  it("gives withLimits the chunk timeout as the effect's own error (stopped undefined), retryable", async () => {
+    const { model } = timedModel([300, response()]);
+    const result = await withLimits(new AbortController().signal, 5_000, undefined, (signal) =>
+      streamModelCall(model, request(signal), { firstChunkMs: 20 }),
+    );
+    expect("error" in result && result.stopped).toBeUndefined();
+    const error = "error" in result ? result.error : undefined;
+    expect(isModelStreamError(error) && error.code).toBe("firstChunkTimeout");
+    expect(attemptError(error, Date.now()).retryable).toBe(true);
   });
 });
 
