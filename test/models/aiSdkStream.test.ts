@@ -14,6 +14,7 @@ import { fromAiSdk } from "../../src/models/aiSdk.ts";
 import { isModelStreamError } from "../../src/models/errors.ts";
 import type { GenerateRequest, Model, ModelStreamPart } from "../../src/models/types.ts";
 import { attemptError } from "../../src/policies/retry.ts";
+import { streamPartsOf } from "../support/aiSdkStream.ts";
 
 const request = (signal = new AbortController().signal): GenerateRequest => ({
   messages: [{ role: "user", content: "hi" }],
@@ -33,45 +34,7 @@ interface Shape {
   readonly usage: LanguageModelV3Usage;
 }
 
-/** Cuts `text` at the given offsets (at least one piece, the empty text included). */
-function pieces(text: string, cuts: readonly number[]): string[] {
-  const at = [...new Set(cuts.map((c) => c % (text.length + 1)))].sort((a, b) => a - b);
-  const out: string[] = [];
-  let from = 0;
-  for (const to of at) {
-    if (to > from) out.push(text.slice(from, to));
-    from = Math.max(from, to);
-  }
-  out.push(text.slice(from));
-  return out;
-}
-
-/** The v3 stream a provider sends for `shape`: start/delta/end blocks, tool input deltas, then finish. */
-function streamOf(shape: Shape, cuts: readonly number[] = [3, 7]): LanguageModelV3StreamPart[] {
-  const parts: LanguageModelV3StreamPart[] = [{ type: "stream-start", warnings: [] }];
-  shape.content.forEach((part, i) => {
-    const id = `p${i}`;
-    if (part.type === "text" || part.type === "reasoning") {
-      const kind = part.type;
-      parts.push({ type: `${kind}-start`, id });
-      for (const delta of pieces(part.text, cuts)) parts.push({ type: `${kind}-delta`, id, delta });
-      parts.push({ type: `${kind}-end`, id });
-    } else if (part.type === "tool-call") {
-      const id = part.toolCallId;
-      parts.push({
-        type: "tool-input-start",
-        id,
-        toolName: part.toolName,
-        ...(part.providerExecuted ? { providerExecuted: true } : {}),
-      });
-      for (const delta of pieces(part.input, cuts)) parts.push({ type: "tool-input-delta", id, delta });
-      parts.push({ type: "tool-input-end", id });
-      parts.push(part);
-    }
-  });
-  parts.push({ type: "finish", finishReason: shape.finishReason, usage: shape.usage });
-  return parts;
-}
+const streamOf = streamPartsOf;
 
 const bothModels = (shape: Shape, cuts?: readonly number[]) => ({
   generated: fromAiSdk(
