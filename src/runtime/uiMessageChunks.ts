@@ -1,6 +1,6 @@
 /**
  * A run's events (`RunEvent`) as AI SDK UI message chunks: the one assistant message `useChat`
- * shows for a run. Structural: the chunk shapes are written here, nothing loads `ai`.
+ * shows for a run. The chunk shapes are in uiMessageChunkTypes.ts; nothing loads `ai`.
  */
 import { describeCause } from "../events/errorCause.ts";
 import type { ToolCall } from "../events/types.ts";

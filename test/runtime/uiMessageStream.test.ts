@@ -1,6 +1,8 @@
 import { readUIMessageStream, type UIMessage, type UIMessageChunk } from "ai";
 import { describe, expect, it } from "vitest";
+import { scriptedModel } from "../../src/models/scripted.ts";
 import type { RunEvent } from "../../src/projections/events.ts";
+import { streamModelCall } from "../../src/runtime/modelStream.ts";
 import type { LoomUIMessageChunk } from "../../src/runtime/uiMessageStream.ts";
 import { toUIMessageStream, toUIMessageStreamResponse } from "../../src/runtime/uiMessageStream.ts";
 
@@ -297,6 +299,44 @@ describe("toUIMessageStream", () => {
     await r.read();
     await r.cancel();
     expect(closed).toBe(true);
+  });
+});
+
+describe("toUIMessageStream over a streamed model call", () => {
+  it("shows a scripted model's streamed call as its content, once, and its tool call's input", async () => {
+    const scripted = {
+      content: "Let me look that up for you.",
+      toolCalls: [{ id: "c1", name: "weather", input: { city: "Oslo", days: 3 } }],
+    };
+    const events: RunEvent[] = [
+      { type: "run-started", runId, cursor: 1, loopId: "m", input: "Oslo?" },
+      { type: "model-started", runId, cursor: 2, stepId: M0, turn: 0, attempt: 1 },
+    ];
+    const response = await streamModelCall(
+      scriptedModel([scripted]),
+      { messages: [{ role: "user", content: "Oslo?" }], tools: [], signal: new AbortController().signal },
+      { onPart: (part) => events.push({ ...part, runId, stepId: M0, attempt: 1 }) },
+    );
+    events.push(
+      {
+        type: "model-finished",
+        runId,
+        cursor: 3,
+        stepId: M0,
+        turn: 0,
+        content: response.content,
+        toolCalls: response.toolCalls,
+      },
+      { type: "run-interrupted", runId, cursor: 4, reason: "max-iterations", detail: null },
+    );
+    expect(events.filter((e) => e.type === "text-delta").length).toBeGreaterThan(3);
+    const message = await messageOf(events);
+    expect(texts(message)).toEqual([scripted.content]);
+    expect(message.parts.find((p) => p.type === "tool-weather")).toMatchObject({
+      toolCallId: "c1",
+      state: "input-available",
+      input: { city: "Oslo", days: 3 },
+    });
   });
 });
 
