@@ -1,5 +1,6 @@
 /**
- * `loom-agent/ai-sdk`: take the models and tools an agent runtime already has from the AI SDK.
+ * `loom-agent/ai-sdk`: take the models and tools an agent runtime already has from the AI SDK,
+ * and show a run in `useChat` (`toUIMessageStream`).
  * `ai` and `@ai-sdk/provider` are optional peers; nothing here loads them.
  */
 export {
@@ -17,3 +18,10 @@ export {
   fromAiSdkTools,
 } from "./models/aiSdkTools.ts";
 export { isModelAdapterError, ModelAdapterError, type ModelAdapterErrorCode } from "./models/errors.ts";
+export {
+  type LoomUIMessageChunk,
+  type ToUIMessageStreamOptions,
+  type ToUIMessageStreamResponseOptions,
+  toUIMessageStream,
+  toUIMessageStreamResponse,
+} from "./runtime/uiMessageStream.ts";

@@ -173,8 +173,18 @@ export const modePinMachine: typeof modePinChart = modePinChart;
  * ```
  */
 export const toolCallMachine: typeof toolCallChart = toolCallChart;
+export { isModelStreamError, ModelStreamError, type ModelStreamErrorCode } from "./models/errors.ts";
+export type { ScriptedModelOptions } from "./models/scripted.ts";
 export { type Script, type ScriptContext, ScriptExhaustedError, scriptedModel } from "./models/scripted.ts";
-export type { GenerateRequest, Message, Model, ModelResponse, ToolCall, ToolDescriptor } from "./models/types.ts";
+export type {
+  GenerateRequest,
+  Message,
+  Model,
+  ModelResponse,
+  ModelStreamPart,
+  ToolCall,
+  ToolDescriptor,
+} from "./models/types.ts";
 export {
   DEFINITION_CHANGE_KINDS,
   type DefinitionChange,
@@ -252,6 +262,7 @@ export type {
   ToolContext,
 } from "./runtime/config.ts";
 export { AgentInterruptedError, isAgentInterruptedError } from "./runtime/errors.ts";
+export { type ModelStreamDelta, type StreamModelCallOptions, streamModelCall } from "./runtime/modelStream.ts";
 export { DEFAULT_LEASE_MS, type RunOwnership } from "./runtime/ownership.ts";
 export {
   foldRun,

@@ -4,6 +4,7 @@
  */
 import { type AiSdkSpecificationVersion, toAiSdkPrompt, toAiSdkTools } from "./aiSdkPrompt.ts";
 import { fromAiSdkResult } from "./aiSdkResponse.ts";
+import { aiSdkStreamParts } from "./aiSdkStream.ts";
 import { ModelAdapterError } from "./errors.ts";
 import type { GenerateRequest, Model, ModelResponse } from "./types.ts";
 
@@ -23,6 +24,8 @@ export interface AiSdkLanguageModel {
   readonly modelId?: string;
   /** Typed loosely on purpose: each specification has its own call options. */
   doGenerate(options: never): PromiseLike<unknown>;
+  /** When present, `fromAiSdk` gives the model a `stream` (unless `stream: false`). */
+  doStream?(options: never): PromiseLike<unknown>;
 }
 
 /** Call settings passed to every `doGenerate` call. The adapter sets `prompt`, `tools` and `abortSignal`. */
@@ -41,6 +44,12 @@ export interface FromAiSdkOptions {
   readonly headers?: Readonly<Record<string, string | undefined>>;
   /** Provider-specific options, by provider name (`{ openai: { … } }`). */
   readonly providerOptions?: Readonly<Record<string, Readonly<Record<string, unknown>>>>;
+  /**
+   * `false`: never call `doStream` (the Model gets no `stream`), for a model whose `doStream` is
+   * missing or poor, e.g. a `MockLanguageModelV3` given only `doGenerate`. Default: stream when
+   * the model has `doStream`.
+   */
+  readonly stream?: boolean;
 }
 
 /**
@@ -54,6 +63,13 @@ export interface FromAiSdkOptions {
  * parts are joined into `content`; its tool-call parts become `toolCalls` with their JSON text
  * parsed (malformed text gives an `InvalidToolInput`, never a throw); `usage` and
  * `finishReason` are read from either specification's shape.
+ *
+ * When the model has `doStream`, the Model also has `stream` (see `Model.stream`): text,
+ * reasoning and tool-input deltas as they arrive, then the response, assembled from the stream's
+ * parts into the shape of a `doGenerate` result and mapped as above, so it is the response
+ * `doGenerate` would give for the same content. An `error` part, or a stream cut before its
+ * `finish` part, fails the attempt (`ModelStreamError`, retryable); an error the stream throws
+ * (`APICallError`…) is passed on as it is.
  *
  * @throws ModelAdapterError `unsupportedModel` when `model` is not such a model.
  * @example
@@ -72,17 +88,24 @@ export interface FromAiSdkOptions {
 export function fromAiSdk(model: AiSdkLanguageModel, options: FromAiSdkOptions = {}): Model {
   const version = checkModel(model);
   const name = modelName(model);
+  const { stream: streams = true, ...settings } = options;
+  const callOptions = async ({ messages, tools, signal }: GenerateRequest) => {
+    const functionTools = await toAiSdkTools(tools);
+    return {
+      ...settings,
+      prompt: toAiSdkPrompt(messages, version),
+      ...(functionTools.length > 0 ? { tools: functionTools } : {}),
+      abortSignal: signal,
+    };
+  };
+  const generate = async (request: GenerateRequest): Promise<ModelResponse> =>
+    fromAiSdkResult(await model.doGenerate((await callOptions(request)) as never), name);
+  const doStream = model.doStream;
+  if (!streams || typeof doStream !== "function") return { generate };
   return {
-    async generate({ messages, tools, signal }: GenerateRequest): Promise<ModelResponse> {
-      const functionTools = await toAiSdkTools(tools);
-      const callOptions = {
-        ...options,
-        prompt: toAiSdkPrompt(messages, version),
-        ...(functionTools.length > 0 ? { tools: functionTools } : {}),
-        abortSignal: signal,
-      };
-      return fromAiSdkResult(await model.doGenerate(callOptions as never), name);
-    },
+    generate,
+    stream: (request: GenerateRequest) =>
+      aiSdkStreamParts(async () => doStream.call(model, (await callOptions(request)) as never), name),
   };
 }
 

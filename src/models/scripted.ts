@@ -1,5 +1,5 @@
 import { LoomError } from "../core/errors.ts";
-import type { GenerateRequest, Message, Model, ModelResponse } from "./types.ts";
+import type { GenerateRequest, Message, Model, ModelResponse, ModelStreamPart } from "./types.ts";
 
 /** What a scripted model's function is given: the conversation so far and the call's index. */
 export interface ScriptContext {
@@ -28,29 +28,87 @@ export class ScriptExhaustedError extends LoomError {
 }
 
 /**
+ * How a scripted model streams (`Model.stream`).
+ *
+ * @example
+ * const typing = scriptedModel([{ content: "Hello there", toolCalls: [] }], { deltaDelayMs: 40 });
+ */
+export interface ScriptedModelOptions {
+  /** `false`: the model has no `stream`, only `generate`. Default: it streams. */
+  readonly stream?: boolean;
+  /** A pause before each delta, in ms (the demo uses it to look like a model typing). Default 0. */
+  readonly deltaDelayMs?: number;
+}
+
+/**
  * A deterministic model for tests and the demo: a list of responses (picked by the model turn,
  * so a resumed run gets the same answer for the same turn), or a function of the conversation.
- * `calls` counts the times it was actually called.
+ * `calls` counts the times it was actually called, streamed or not.
+ *
+ * It streams too (`stream`): the content in word deltas, each tool call's input as JSON text in
+ * two deltas, then the same response `generate` gives.
  *
  * @example
  * const model = scriptedModel([
  *   { toolCalls: [{ id: "c1", name: "add", input: { a: 1, b: 2 } }] },
  *   { content: "3", toolCalls: [] },
  * ]);
+ * for await (const part of model.stream!(request)) console.log(part); // word deltas, then the response
  */
-export function scriptedModel(script: Script): Model & { readonly calls: number } {
+export function scriptedModel(script: Script, options: ScriptedModelOptions = {}): Model & { readonly calls: number } {
   let calls = 0;
+  const respond = async (request: GenerateRequest): Promise<ModelResponse> => {
+    const turn = request.messages.filter((m) => m.role === "assistant").length;
+    const call = calls++;
+    if (typeof script === "function") return script({ messages: request.messages, call, turn, request });
+    const response = script[turn];
+    if (!response) throw new ScriptExhaustedError(turn, script.length);
+    return response;
+  };
+  const delayMs = options.deltaDelayMs ?? 0;
+  async function* stream(request: GenerateRequest): AsyncGenerator<ModelStreamPart> {
+    const response = await respond(request);
+    for (const part of scriptedDeltas(response)) {
+      if (delayMs > 0) await pause(delayMs, request.signal);
+      request.signal.throwIfAborted();
+      yield part;
+    }
+    yield { type: "response", response };
+  }
   return {
     get calls() {
       return calls;
     },
-    async generate(request) {
-      const turn = request.messages.filter((m) => m.role === "assistant").length;
-      const call = calls++;
-      if (typeof script === "function") return script({ messages: request.messages, call, turn, request });
-      const response = script[turn];
-      if (!response) throw new ScriptExhaustedError(turn, script.length);
-      return response;
-    },
+    generate: respond,
+    ...(options.stream === false ? {} : { stream }),
   };
+}
+
+/** The deltas a scripted response streams: its content word by word, each call's input in two halves. */
+export function scriptedDeltas(response: ModelResponse): ModelStreamPart[] {
+  const parts: ModelStreamPart[] = [];
+  for (const word of response.content?.match(/\s*\S+\s*|\s+/g) ?? []) parts.push({ type: "text-delta", delta: word });
+  for (const call of response.toolCalls ?? []) {
+    const json = JSON.stringify(call.input);
+    if (json === undefined) continue;
+    const half = Math.ceil(json.length / 2);
+    for (const delta of [json.slice(0, half), json.slice(half)]) {
+      if (delta !== "") parts.push({ type: "tool-input-delta", toolCallId: call.id, toolName: call.name, delta });
+    }
+  }
+  return parts;
+}
+
+function pause(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      signal.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal.reason);
+    };
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
 }

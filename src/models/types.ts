@@ -27,12 +27,42 @@ export interface GenerateRequest {
 export interface Model {
   /** Answers one call: content, tool calls, or both. */
   generate(request: GenerateRequest): Promise<ModelResponse>;
+  /**
+   * Optional: answers the same call as it is produced. The contract:
+   * - deltas first (`text-delta`, `reasoning-delta`, `tool-input-delta`), in the order the
+   *   model produced them; the text deltas concatenate to the response's `content`;
+   * - then exactly one `response` part, last: the whole `ModelResponse`, equal to what `generate`
+   *   would have returned for the same call. It is what the journal records; deltas are never
+   *   journaled, so a consumer may drop them;
+   * - a failure is a throw from the iterator (the failure policy reads it as it reads a throw of
+   *   `generate`: `isRetryable`, HTTP status…), never a part;
+   * - the request's `signal` aborts the call; a consumer that stops early calls the iterator's
+   *   `return()`, which must release the connection.
+   *
+   * The loop uses `stream` when a model has it (see `streamModelCall`), else `generate`.
+   *
+   * @example
+   * ```ts
+   * for await (const part of model.stream!(request)) {
+   *   if (part.type === "text-delta") process.stdout.write(part.delta);
+   *   else if (part.type === "response") journal(part.response);
+   * }
+   * ```
+   */
+  stream?(request: GenerateRequest): AsyncIterable<ModelStreamPart>;
 }
 
 /**
  * One part of a streamed model call (`Model.stream`): deltas as they arrive, then the whole
  * response, exactly once and last. The response is what the journal records, so it must equal
  * what `generate` would have returned for the same call.
+ *
+ * @example
+ * const parts: ModelStreamPart[] = [
+ *   { type: "text-delta", delta: "Hel" },
+ *   { type: "text-delta", delta: "lo" },
+ *   { type: "response", response: { content: "Hello", toolCalls: [] } },
+ * ];
  */
 export type ModelStreamPart =
   | { readonly type: "text-delta"; readonly delta: string }

@@ -93,12 +93,19 @@ export interface RetryConfig {
  * retryable attempt (`TimeoutError`); a tool past `toolMs` (or its own `timeoutMs`) is aborted and
  * fails unless its retry policy tries it again; `runMs` is the run's deadline, journaled at its
  * start, so it holds across suspensions and restarts: past it, the run interrupts with `deadline`.
+ * A streamed model call (a model with `stream`) also fails, retryable, when its first part takes
+ * longer than `firstChunkMs`, or the stream then stalls for `chunkIdleMs`.
  *
  * @example
  * agentLoop$({ id: "support", model, timeouts: { modelAttemptMs: 60_000, toolMs: 10_000, runMs: 3_600_000 } });
+ * agentLoop$({ id: "chat", model, timeouts: { firstChunkMs: 20_000, chunkIdleMs: 10_000 } });
  */
 export interface TimeoutsConfig {
   readonly modelAttemptMs?: number;
+  /** A streamed model call whose first delta (or response) takes longer is aborted and retried. */
+  readonly firstChunkMs?: number;
+  /** A streamed model call whose stream stalls longer between two parts is aborted and retried. */
+  readonly chunkIdleMs?: number;
   readonly toolMs?: number;
   readonly runMs?: number;
 }

@@ -68,9 +68,9 @@ export function validateConfig(config: AgentLoopConfig): void {
 }
 
 const RETRY_KEYS = ["model", "tools"];
-const TIMEOUT_KEYS = ["modelAttemptMs", "toolMs", "runMs"];
+const TIMEOUT_KEYS = ["modelAttemptMs", "firstChunkMs", "chunkIdleMs", "toolMs", "runMs"];
 
-/** `retry` and `timeouts`: known keys only (streaming's chunk timeouts come with streaming). */
+/** `retry` and `timeouts`: known keys only. */
 function validateFailurePolicy(config: AgentLoopConfig, id: string): void {
   const { retry, timeouts } = config;
   if (retry !== undefined) {

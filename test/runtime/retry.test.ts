@@ -428,7 +428,9 @@ describe("configuration", () => {
     [{ retry: { tools: { jitter: 2 } } }, "retry.tools.jitter"],
     [{ retry: { everything: {} } }, "retry.everything"],
     [{ timeouts: { modelAttemptMs: -1 } }, "timeouts.modelAttemptMs"],
-    [{ timeouts: { firstChunkMs: 1000 } }, "timeouts.firstChunkMs"],
+    [{ timeouts: { firstChunkMs: 0 } }, "timeouts.firstChunkMs"],
+    [{ timeouts: { chunkIdleMs: 2.5 } }, "timeouts.chunkIdleMs"],
+    [{ timeouts: { firstTokenMs: 1000 } }, "timeouts.firstTokenMs"],
     [{ tools: { t: { ...tool, retry: { factor: 0.5 } } } }, "tools.t.retry.factor"],
     [{ tools: { t: { ...tool, timeoutMs: 1.5 } } }, "tools.t.timeoutMs"],
   ] as const) {
@@ -443,4 +445,8 @@ describe("configuration", () => {
       expect((thrown as Error).message).toContain(field);
     });
   }
+
+  it("takes the streaming limits firstChunkMs and chunkIdleMs", () => {
+    expect(() => agentLoop$({ id: "m", model, timeouts: { firstChunkMs: 20_000, chunkIdleMs: 5_000 } })).not.toThrow();
+  });
 });
