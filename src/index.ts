@@ -202,6 +202,16 @@ export {
   type RetryDecision,
   type RetryPolicy,
 } from "./policies/retry.ts";
+export type {
+  JournaledEventFields,
+  JournaledRunEvent,
+  LiveEventFields,
+  LiveRunEvent,
+  RunEvent,
+  RunEventCursor,
+  RunEventError,
+  RunEventType,
+} from "./projections/events.ts";
 export {
   approvalId,
   modelFrameId,

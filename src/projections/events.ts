@@ -7,13 +7,13 @@ import type { ErrorCause, InterruptReason, Message, ModelResponse, ToolCall } fr
 export type RunEventCursor = number;
 
 /** Fields every journaled event has: its run and the cursor of the entry it comes from. */
-interface Journaled {
+export interface JournaledEventFields {
   readonly runId: string;
   readonly cursor: RunEventCursor;
 }
 
 /** Fields of a live-only event (a delta, a reset): never journaled, so no cursor. */
-interface Live {
+export interface LiveEventFields {
   readonly runId: string;
 }
 
@@ -34,21 +34,30 @@ export type RunEventError = Pick<ErrorCause, "name" | "message" | "status"> & { 
  * ```
  */
 export type RunEvent =
-  | (Journaled & { readonly type: "run-started"; readonly loopId: string; readonly input: string | readonly Message[] })
-  | (Journaled & {
+  | (JournaledEventFields & {
+      readonly type: "run-started";
+      readonly loopId: string;
+      readonly input: string | readonly Message[];
+    })
+  | (JournaledEventFields & {
       readonly type: "model-started";
       readonly stepId: string;
       readonly turn: number;
       readonly attempt: number;
     })
-  | (Live & { readonly type: "text-delta"; readonly stepId: string; readonly attempt: number; readonly delta: string })
-  | (Live & {
+  | (LiveEventFields & {
+      readonly type: "text-delta";
+      readonly stepId: string;
+      readonly attempt: number;
+      readonly delta: string;
+    })
+  | (LiveEventFields & {
       readonly type: "reasoning-delta";
       readonly stepId: string;
       readonly attempt: number;
       readonly delta: string;
     })
-  | (Live & {
+  | (LiveEventFields & {
       readonly type: "tool-input-delta";
       readonly stepId: string;
       readonly attempt: number;
@@ -56,7 +65,7 @@ export type RunEvent =
       readonly toolName: string;
       readonly delta: string;
     })
-  | (Journaled & {
+  | (JournaledEventFields & {
       readonly type: "model-retrying";
       readonly stepId: string;
       readonly attempt: number;
@@ -64,7 +73,7 @@ export type RunEvent =
       /** When the next attempt is due (ISO 8601), or null when none follows. */
       readonly retryAt: string | null;
     })
-  | (Journaled & {
+  | (JournaledEventFields & {
       readonly type: "model-finished";
       readonly stepId: string;
       readonly turn: number;
@@ -73,13 +82,13 @@ export type RunEvent =
       readonly usage?: ModelResponse["usage"];
       readonly finishReason?: string;
     })
-  | (Journaled & {
+  | (JournaledEventFields & {
       readonly type: "tool-started";
       readonly stepId: string;
       readonly toolName: string;
       readonly input: unknown;
     })
-  | (Journaled & {
+  | (JournaledEventFields & {
       readonly type: "tool-finished";
       readonly stepId: string;
       readonly toolName: string;
@@ -89,35 +98,35 @@ export type RunEvent =
       /** The output as fed to the model; omitted in lean mode (the digest stands for it). */
       readonly output?: unknown;
     })
-  | (Journaled & {
+  | (JournaledEventFields & {
       readonly type: "call-settled";
       readonly stepId: string;
       readonly toolName: string;
       readonly status: "ok" | "error";
       readonly reason: string;
     })
-  | (Journaled & {
+  | (JournaledEventFields & {
       readonly type: "approval-requested";
       readonly stepId: string;
       readonly toolName: string;
       readonly input: unknown;
       readonly inputDigest: string | null;
     })
-  | (Journaled & {
+  | (JournaledEventFields & {
       readonly type: "approval-decided";
       readonly stepId: string;
       readonly approved: boolean;
       readonly by?: string;
     })
-  | (Journaled & {
+  | (JournaledEventFields & {
       readonly type: "run-interrupted";
       readonly reason: InterruptReason;
       readonly detail: unknown;
       readonly cause?: ErrorCause;
     })
-  | (Journaled & { readonly type: "run-cancelled"; readonly reason: string })
-  | (Journaled & { readonly type: "run-completed"; readonly content: string; readonly iterations: number })
-  | (Live & { readonly type: "reset"; readonly stepId: string; readonly attempt: number });
+  | (JournaledEventFields & { readonly type: "run-cancelled"; readonly reason: string })
+  | (JournaledEventFields & { readonly type: "run-completed"; readonly content: string; readonly iterations: number })
+  | (LiveEventFields & { readonly type: "reset"; readonly stepId: string; readonly attempt: number });
 
 /** The `type` of a {@link RunEvent}. */
 export type RunEventType = RunEvent["type"];
