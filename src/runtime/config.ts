@@ -3,6 +3,7 @@ import type { Model } from "../models/types.ts";
 import type { DefinitionChangePolicy } from "../policies/definition.ts";
 import type { RetryPolicy } from "../policies/retry.ts";
 import type { ToolCallLogMode } from "../projections/types.ts";
+import type { RunTelemetry } from "./telemetry.ts";
 
 /** What a tool is given besides its input. */
 export interface ToolContext {
@@ -196,6 +197,15 @@ export interface AgentLoopConfig<M extends ToolCallLogMode | undefined = ToolCal
    * agentLoop$({ id: "support", model, tools: { lookup, search }, acceptDefinitionChanges: ["tool-added"] });
    */
   readonly acceptDefinitionChanges?: DefinitionChangePolicy;
+  /**
+   * Telemetry for the run's work in this process: `otelTelemetry()` from `loom-agent/otel` makes
+   * OpenTelemetry spans (a run, each model attempt, each tool call). The trace context of the
+   * run's first attempt is journaled, so a resume in any process continues the same trace.
+   *
+   * @example
+   * agentLoop$({ id: "support", model, tools, telemetry: otelTelemetry() });
+   */
+  readonly telemetry?: RunTelemetry;
   /**
    * Retry policies: `model` for model calls, `tools` for tools without their own `retry`.
    *

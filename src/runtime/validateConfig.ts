@@ -49,6 +49,12 @@ export function validateConfig(config: AgentLoopConfig): void {
   }
   if (config.approve !== undefined && typeof config.approve !== "function")
     throw fail(id, "approve must be a function");
+  const telemetry = config.telemetry as { startRun?: unknown } | undefined;
+  if (telemetry !== undefined && (typeof telemetry !== "object" || typeof telemetry?.startRun !== "function"))
+    throw fail(
+      id,
+      "telemetry must be a RunTelemetry (an object with startRun), such as otelTelemetry() from loom-agent/otel",
+    );
   if (config.claimCheck !== undefined) {
     if (typeof config.claimCheck.blobs?.put !== "function") throw fail(id, "claimCheck.blobs must be a BlobStore");
     if (!positiveInteger(config.claimCheck.thresholdBytes))

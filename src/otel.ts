@@ -1,0 +1,246 @@
+/**
+ * `loom-agent/otel`: OpenTelemetry spans for runs, after the GenAI semantic conventions. A run is
+ * an `invoke_agent` span, each model attempt a `chat` span and each tool call an `execute_tool`
+ * span under it. Only work this process does makes spans: steps a resume serves from the journal
+ * make none. The first attempt's span context is journaled (`<loop>#trace`), and every later
+ * process's run span takes it as its parent, so a run that crashed and resumed elsewhere reads as
+ * one trace. `@opentelemetry/api` is an optional peer; nothing else in Loom loads it.
+ */
+import {
+  type Attributes,
+  type Context,
+  context,
+  type Span,
+  SpanKind,
+  SpanStatusCode,
+  type Tracer,
+  trace,
+} from "@opentelemetry/api";
+import type { ToolCall } from "./events/types.ts";
+import type { RunEvent } from "./projections/events.ts";
+import { toolStepId } from "./projections/ids.ts";
+import type { RunTelemetry, RunTelemetryScope, TelemetryRunStart, TraceCarrier } from "./runtime/telemetry.ts";
+
+export type { RunTelemetry, RunTelemetryScope, TelemetryRunStart, TraceCarrier } from "./runtime/telemetry.ts";
+
+/** Options of {@link otelTelemetry}. */
+export interface OtelTelemetryOptions {
+  /** The tracer to make spans with; default `trace.getTracer("loom-agent")` (the global provider's). */
+  readonly tracer?: Tracer;
+}
+
+/**
+ * Telemetry for `agentLoop$({ telemetry })` that makes OpenTelemetry spans. Register a tracer
+ * provider with an exporter as usual (an OTLP exporter, say); Loom only uses `@opentelemetry/api`.
+ *
+ * Attributes: `gen_ai.operation.name` (`invoke_agent`, `chat`, `execute_tool`), `gen_ai.agent.id`,
+ * `gen_ai.conversation.id` (the run id), `gen_ai.request.model`, `gen_ai.response.finish_reasons`,
+ * `gen_ai.usage.input_tokens` / `output_tokens`, `gen_ai.tool.name`, `gen_ai.tool.call.id`, and
+ * `loom.step.id`, `loom.attempt`, `loom.log.digest` (the tool output's digest in the lean log).
+ * A failed attempt ends its span with an error status and an `exception` event; a retry is a new
+ * span with the next `loom.attempt`.
+ *
+ * @example
+ * ```ts
+ * import { otelTelemetry } from "loom-agent/otel";
+ * const loop = agentLoop$({ id: "support", model, tools, telemetry: otelTelemetry() });
+ * ```
+ */
+export function otelTelemetry(options: OtelTelemetryOptions = {}): RunTelemetry {
+  return {
+    startRun(run) {
+      return new RunSpans(options.tracer ?? trace.getTracer("loom-agent"), run);
+    },
+  };
+}
+
+/** W3C `traceparent` of a span context: `00-<trace id>-<span id>-<flags>`. */
+function traceparent(span: Span): string {
+  const { traceId, spanId, traceFlags } = span.spanContext();
+  return `00-${traceId}-${spanId}-${(traceFlags & 0xff).toString(16).padStart(2, "0")}`;
+}
+
+const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
+
+/** The context a journaled carrier names, as a remote parent; the active context when it names none. */
+function parentOf(carrier: TraceCarrier | undefined): Context {
+  const match = carrier?.traceparent ? TRACEPARENT.exec(carrier.traceparent) : null;
+  if (!match) return context.active();
+  const [, traceId, spanId, flags] = match as unknown as [string, string, string, string];
+  return trace.setSpanContext(context.active(), {
+    traceId,
+    spanId,
+    traceFlags: Number.parseInt(flags, 16),
+    isRemote: true,
+  });
+}
+
+class RunSpans implements RunTelemetryScope {
+  readonly carrier: TraceCarrier;
+  private readonly root: Span;
+  private readonly inRun: Context;
+  private readonly open = new Map<string, Span>();
+  /** Each tool step's call, from the response that asked for it (its id is the model's call id). */
+  private readonly calls = new Map<string, ToolCall>();
+
+  constructor(
+    private readonly tracer: Tracer,
+    private readonly run: TelemetryRunStart,
+  ) {
+    this.root = tracer.startSpan(
+      `invoke_agent ${run.loopId}`,
+      {
+        kind: SpanKind.INTERNAL,
+        attributes: {
+          "gen_ai.operation.name": "invoke_agent",
+          "gen_ai.agent.id": run.loopId,
+          "gen_ai.agent.name": run.loopId,
+          "gen_ai.conversation.id": run.runId,
+          "loom.resumed": run.recorded !== undefined,
+        },
+      },
+      parentOf(run.recorded),
+    );
+    this.inRun = trace.setSpan(context.active(), this.root);
+    this.carrier = { traceparent: traceparent(this.root) };
+  }
+
+  private start(key: string, name: string, kind: SpanKind, attributes: Attributes): void {
+    this.open.get(key)?.end(); // a step started again before its end: the earlier attempt is over
+    this.open.set(
+      key,
+      this.tracer.startSpan(
+        name,
+        { kind, attributes: { "gen_ai.conversation.id": this.run.runId, ...attributes } },
+        this.inRun,
+      ),
+    );
+  }
+
+  private finish(key: string, error?: { name: string; message: string }): Span | undefined {
+    const span = this.open.get(key);
+    if (!span) return undefined;
+    this.open.delete(key);
+    if (error) {
+      span.recordException({ name: error.name, message: error.message });
+      span.setAttribute("error.type", error.name);
+      span.setStatus({ code: SpanStatusCode.ERROR, message: error.message });
+    }
+    return span;
+  }
+
+  onEvent(event: RunEvent): void {
+    switch (event.type) {
+      case "model-started":
+        this.start(`model:${event.stepId}`, `chat${this.run.model ? ` ${this.run.model}` : ""}`, SpanKind.CLIENT, {
+          "gen_ai.operation.name": "chat",
+          ...(this.run.model ? { "gen_ai.request.model": this.run.model } : {}),
+          "loom.step.id": event.stepId,
+          "loom.attempt": event.attempt,
+        });
+        break;
+      case "model-retrying": {
+        const span = this.finish(`model:${event.stepId}`, event.error);
+        if (event.error.status !== undefined) span?.setAttribute("http.response.status_code", event.error.status);
+        if (event.retryAt) span?.setAttribute("loom.retry_at", event.retryAt);
+        span?.end();
+        break;
+      }
+      case "model-finished": {
+        event.toolCalls.forEach((call, index) => {
+          this.calls.set(toolStepId(this.run.loopId, event.turn, index), call);
+        });
+        const span = this.finish(`model:${event.stepId}`);
+        if (!span) break;
+        if (event.usage?.inputTokens !== undefined)
+          span.setAttribute("gen_ai.usage.input_tokens", event.usage.inputTokens);
+        if (event.usage?.outputTokens !== undefined)
+          span.setAttribute("gen_ai.usage.output_tokens", event.usage.outputTokens);
+        if (event.finishReason) span.setAttribute("gen_ai.response.finish_reasons", [event.finishReason]);
+        span.end();
+        break;
+      }
+      case "tool-started":
+        this.start(`tool:${event.stepId}`, `execute_tool ${event.toolName}`, SpanKind.INTERNAL, {
+          "gen_ai.operation.name": "execute_tool",
+          "gen_ai.tool.name": event.toolName,
+          ...this.callId(event.stepId),
+          "loom.step.id": event.stepId,
+        });
+        break;
+      case "tool-finished": {
+        const failed =
+          event.status === "error" ? { name: "ToolError", message: `${event.toolName} failed` } : undefined;
+        const span = this.finish(`tool:${event.stepId}`, failed);
+        if (!span) break;
+        if (event.digest !== null) span.setAttribute("loom.log.digest", event.digest);
+        span.setAttribute("loom.output.bytes", event.bytes);
+        span.end();
+        break;
+      }
+      case "call-settled": {
+        // Settled without running (a refusal, search_tools, a declined approval): a span of no length.
+        if (this.open.has(`tool:${event.stepId}`)) {
+          this.finish(`tool:${event.stepId}`)?.end();
+          break;
+        }
+        const span = this.tracer.startSpan(
+          `execute_tool ${event.toolName}`,
+          {
+            kind: SpanKind.INTERNAL,
+            attributes: {
+              "gen_ai.conversation.id": this.run.runId,
+              "gen_ai.operation.name": "execute_tool",
+              "gen_ai.tool.name": event.toolName,
+              ...this.callId(event.stepId),
+              "loom.step.id": event.stepId,
+              "loom.settled.reason": event.reason,
+            },
+          },
+          this.inRun,
+        );
+        if (event.status === "error") span.setStatus({ code: SpanStatusCode.ERROR, message: event.reason });
+        span.end();
+        break;
+      }
+      case "run-interrupted":
+        this.root.addEvent("loom.run.interrupted", { "loom.reason": event.reason });
+        this.root.setAttribute("loom.outcome", `interrupted (${event.reason})`);
+        if (event.cause) {
+          this.root.recordException({ name: event.cause.name, message: event.cause.message });
+          this.root.setStatus({ code: SpanStatusCode.ERROR, message: event.cause.message });
+        }
+        break;
+      case "run-cancelled":
+        this.root.setAttribute("loom.outcome", "cancelled");
+        break;
+      case "run-completed":
+        this.root.setAttribute("loom.outcome", "completed");
+        this.root.setAttribute("loom.iterations", event.iterations);
+        break;
+      default:
+        break;
+    }
+  }
+
+  private callId(stepId: string): Attributes {
+    const call = this.calls.get(stepId);
+    return call ? { "gen_ai.tool.call.id": call.id } : {};
+  }
+
+  end(outcome: { readonly status: "completed" | "interrupted" | "failed"; readonly error?: unknown }): void {
+    // Steps still open stop with the run (an abort, a crash of the loop): their outcome is unknown.
+    for (const span of this.open.values()) {
+      span.setAttribute("loom.outcome", "unknown");
+      span.end();
+    }
+    this.open.clear();
+    if (outcome.status === "failed") {
+      const e = outcome.error;
+      const error = e instanceof Error ? e : new Error(String(e));
+      this.root.recordException(error);
+      this.root.setStatus({ code: SpanStatusCode.ERROR, message: error.message });
+    }
+    this.root.end();
+  }
+}

@@ -1,0 +1,68 @@
+/**
+ * The runtime's telemetry hook (issue 17): what a tracer needs from a run, as the run's own events
+ * (DESIGN §7.1), plus the trace context it journals once so a resumed run, in any process, lands
+ * in the same trace. `loom-agent/otel` implements it with OpenTelemetry; nothing here loads it.
+ */
+import type { NewEntry } from "../events/types.ts";
+import type { RunEvent } from "../projections/events.ts";
+import type { RunState } from "../projections/runState.ts";
+
+/** `<loop>#trace`: the trace context of the run's first attempt, decided once. */
+export const traceContextId = (loopId: string): string => `${loopId}#trace`;
+
+/** The source of the trace-context decision. */
+export const TRACE_CONTEXT_SOURCE = "trace-context";
+
+/** A trace context as text fields (W3C `traceparent`, `tracestate`), the form a carrier journals. */
+export type TraceCarrier = Readonly<Record<string, string>>;
+
+/** What a telemetry backend is told when a run starts or resumes in this process. */
+export interface TelemetryRunStart {
+  readonly runId: string;
+  readonly loopId: string;
+  /** The model's id, when its adapter tells it (`modelId`). */
+  readonly model: string | undefined;
+  /** The trace context journaled by the run's first attempt; undefined for a run that has none yet. */
+  readonly recorded: TraceCarrier | undefined;
+}
+
+/** One run's telemetry in this process: it sees the run's events and its end. */
+export interface RunTelemetryScope {
+  /** The context to journal when the run has none yet (its first attempt). */
+  readonly carrier: TraceCarrier;
+  /** Each event of the run this process makes (served steps make none). */
+  onEvent(event: RunEvent): void;
+  /** The run stopped in this process: completed, interrupted, or failed with `error`. */
+  end(outcome: { readonly status: "completed" | "interrupted" | "failed"; readonly error?: unknown }): void;
+}
+
+/**
+ * A telemetry backend for runs (`agentLoop$({ telemetry })`): `loom-agent/otel`'s `otelTelemetry`.
+ *
+ * @example
+ * ```ts
+ * import { otelTelemetry } from "loom-agent/otel";
+ * const loop = agentLoop$({ id: "support", model, tools, telemetry: otelTelemetry() });
+ * ```
+ */
+export interface RunTelemetry {
+  startRun(run: TelemetryRunStart): RunTelemetryScope;
+}
+
+/** The trace context a run journaled, if any. */
+export function recordedTraceContext(state: RunState, loopId: string): TraceCarrier | undefined {
+  const choice = state.decisions[traceContextId(loopId)]?.choice as { carrier?: unknown } | undefined;
+  const carrier = choice?.carrier;
+  if (typeof carrier !== "object" || carrier === null) return undefined;
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(carrier)) if (typeof v === "string") out[k] = v;
+  return out;
+}
+
+/** The decision that journals the run's trace context (once, with its first attempt). */
+export function traceContextDecision(loopId: string, carrier: TraceCarrier): NewEntry {
+  return {
+    type: "decision.recorded",
+    data: { decisionId: traceContextId(loopId), source: TRACE_CONTEXT_SOURCE, choice: { carrier: { ...carrier } } },
+  };
+}
