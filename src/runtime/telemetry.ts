@@ -46,6 +46,7 @@ export interface RunTelemetryScope {
  * ```
  */
 export interface RunTelemetry {
+  /** A run starts or resumes in this process: the scope that sees its events until it stops. */
   startRun(run: TelemetryRunStart): RunTelemetryScope;
 }
 
