@@ -259,6 +259,7 @@ export type {
   ToolCallLog,
   ToolCallLogMode,
 } from "./projections/types.ts";
+export { type TokenUsage, tokenUsage } from "./projections/usage.ts";
 export { type AgentLoop, agentLoop$, type RunRequest } from "./runtime/agentLoop.ts";
 export type {
   AgentLoopConfig,

@@ -16,6 +16,7 @@ import {
   type SqliteOptions,
   type ToolCallLogMode,
 } from "../index.ts";
+import { tokenUsage } from "../projections/usage.ts";
 import { CliError, type CliIo } from "./io.ts";
 import { runsFromClone } from "./packageRoot.ts";
 
@@ -106,6 +107,8 @@ export interface RunInfo {
   readonly bytes: number;
   readonly startedAt: string | undefined;
   readonly updatedAt: string | undefined;
+  /** Tokens the run's model calls used (their recorded usage, summed). */
+  readonly tokens: { readonly input: number; readonly output: number };
   /** Why an interrupted run stopped, and the model's error for a `model-error`. */
   readonly interrupted?: { readonly reason: InterruptReason; readonly cause?: ErrorCause };
 }
@@ -124,6 +127,7 @@ export function runInfo(runId: string, entries: readonly JournalEntry[]): RunInf
     bytes: entries.reduce((sum, e) => sum + entryBytes(e), 0),
     startedAt: entries[0]?.meta.at,
     updatedAt: entries.at(-1)?.meta.at,
+    tokens: tokensOf(state),
     ...(state.status === "interrupted" && state.interruption
       ? { interrupted: { reason: state.interruption.reason, cause: state.interruption.cause } }
       : {}),
@@ -140,6 +144,12 @@ export function stoppedText(info: RunInfo): string {
   if (i === undefined) return "";
   const text = i.cause === undefined ? i.reason : `${i.reason}: ${describeCause(i.cause)}`;
   return text.replace(/\p{Cc}/gu, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+}
+
+/** The run's token usage as `loom runs` shows it (archived model frames are not read back for a listing). */
+function tokensOf(state: RunState): RunInfo["tokens"] {
+  const usage = tokenUsage(state);
+  return { input: usage.inputTokens, output: usage.outputTokens };
 }
 
 /** Completed model frames: the model calls a run made. */

@@ -4,7 +4,16 @@ import Database from "better-sqlite3";
 import { beforeAll, describe, expect, it } from "vitest";
 import { runDemoSession } from "../../src/cli/demo/session.ts";
 import { packageRoot } from "../../src/cli/packageRoot.ts";
-import { digestOf, foldRun, openSqliteJournal, readJournal, rebuildToolCallLog, resolveStep } from "../../src/index.ts";
+import {
+  agentLoop$,
+  digestOf,
+  foldRun,
+  openSqliteJournal,
+  readJournal,
+  rebuildToolCallLog,
+  resolveStep,
+  scriptedModel,
+} from "../../src/index.ts";
 import { demoJournal, loom, tempDir } from "./support.ts";
 
 const dir = tempDir();
@@ -33,9 +42,28 @@ describe("loom runs", () => {
   it("lists every run with its loop, status, model calls and log shape", async () => {
     const { code, stdout } = await loom(dir, ["runs", "--db", fixture]);
     expect(code).toBe(0);
-    expect(stdout).toMatch(/^run\s+loop\s+status\s+model calls\s+entries\s+journal\s+log\s+started/);
+    expect(stdout).toMatch(/^run\s+loop\s+status\s+model calls\s+tokens in\/out\s+entries\s+journal\s+log\s+started/);
     expect(stdout).toMatch(/done-1\s+loom-demo\s+completed\s+7\s/);
     expect(stdout).toMatch(/crashed-1\s+loom-demo\s+running\s+4\s/);
+  });
+
+  it("sums the tokens each model call recorded (input/output), in the table and in --json", async () => {
+    const db = join(dir, "tokens.db");
+    await withJournal(db, async (journal) => {
+      const loop = agentLoop$({
+        id: "counted",
+        model: scriptedModel([
+          { toolCalls: [{ id: "a", name: "ping", input: {} }], usage: { inputTokens: 1200, outputTokens: 30 } },
+          { content: "pong", toolCalls: [], usage: { inputTokens: 1300, outputTokens: 12 } },
+        ]),
+        tools: { ping: { description: "pings", execute: () => "pong" } },
+      });
+      await loop.run({ runId: "tok-1", journal, input: "ping" });
+    });
+    const { stdout } = await loom(dir, ["runs", "--db", db]);
+    expect(stdout).toMatch(/tok-1\s+counted\s+completed\s+2\s+2,500\/42\s/);
+    const [run] = JSON.parse((await loom(dir, ["runs", "--db", db, "--json"])).stdout);
+    expect(run.tokens).toEqual({ input: 2500, output: 42 });
   });
 
   it("prints JSON for scripts", async () => {

@@ -8,7 +8,9 @@ import { type CommonOptions, withCommon } from "../program.ts";
 /** `loom runs`: every run of the journal, oldest first. */
 export function registerRuns(program: Command, io: CliIo): void {
   withCommon(program.command("runs"))
-    .description("list the runs in the journal: loop, status, model calls, entries, bytes, why a run stopped")
+    .description(
+      "list the runs in the journal: loop, status, model calls, tokens (input/output), entries, bytes, why a run stopped",
+    )
     .option("--json", "print an array of runs as JSON")
     .action(async (options: CommonOptions & { json?: boolean }) => {
       const path = dbPath(io, options.db);
@@ -31,6 +33,7 @@ export function registerRuns(program: Command, io: CliIo): void {
         printable(r.loopId ?? "?"),
         r.status,
         int(r.iterations),
+        r.tokens.input + r.tokens.output === 0 ? "-" : `${int(r.tokens.input)}/${int(r.tokens.output)}`,
         int(r.entries),
         kB(r.bytes),
         r.mode,
@@ -40,9 +43,9 @@ export function registerRuns(program: Command, io: CliIo): void {
       println(
         io.stdout,
         table(
-          ["run", "loop", "status", "model calls", "entries", "journal", "log", "started", "stopped"],
+          ["run", "loop", "status", "model calls", "tokens in/out", "entries", "journal", "log", "started", "stopped"],
           rows,
-          [3, 4, 5],
+          [3, 4, 5, 6],
         ),
       );
     });
