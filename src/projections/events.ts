@@ -401,7 +401,7 @@ export function runEventsOf(entries: Iterable<JournalEntry>, options: RunEventOp
  * if (isRunEnd(entry)) console.log(`run ${entry.runId} stopped at ${entry.seq}`);
  * ```
  */
-export function isRunEnd(entry: Pick<JournalEntry, "type">): boolean {
+export function isRunEnd(entry: { readonly type: string }): boolean {
   const type: string = entry.type;
   return type === "run.completed" || type === "run.failed" || type === "run.cancelled" || type === "run.interrupted";
 }
