@@ -192,6 +192,21 @@ export {
   type RetryDecision,
   type RetryPolicy,
 } from "./policies/retry.ts";
+// Streaming and following a run (DESIGN §7.1–7.2): one vocabulary of events, folded from the journal.
+export {
+  evolveRunEvents,
+  initialRunEventState,
+  isRunEnd,
+  type JournaledRunEvent,
+  type LiveRunEvent,
+  type RunEvent,
+  type RunEventCursor,
+  type RunEventError,
+  type RunEventOptions,
+  type RunEventState,
+  type RunEventType,
+  runEventsOf,
+} from "./projections/events.ts";
 export {
   approvalId,
   modelFrameId,
@@ -252,6 +267,7 @@ export type {
   ToolContext,
 } from "./runtime/config.ts";
 export { AgentInterruptedError, isAgentInterruptedError } from "./runtime/errors.ts";
+export { type FollowOptions, followRun } from "./runtime/follow.ts";
 export { DEFAULT_LEASE_MS, type RunOwnership } from "./runtime/ownership.ts";
 export {
   foldRun,
@@ -265,3 +281,4 @@ export {
   StepResolutionError,
   verifyTurnResults,
 } from "./runtime/readers.ts";
+export type { AgentStream } from "./runtime/stream.ts";

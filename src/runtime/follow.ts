@@ -12,7 +12,14 @@ import {
 import type { ToolCallLogMode } from "../projections/types.ts";
 import { DEFAULT_STREAM_BUFFER, isDelta, watchLiveRun } from "./events.ts";
 
-/** What `followRun` is given beside the journal and the run. */
+/**
+ * What `followRun` is given beside the journal and the run.
+ *
+ * @example
+ * ```ts
+ * const options: FollowOptions = { after: 12, signal: AbortSignal.timeout(60_000), mode: "lean" };
+ * ```
+ */
 export interface FollowOptions {
   /** The last cursor the caller saw: only events after it are given (default: from the run's start). */
   readonly after?: RunEventCursor;
