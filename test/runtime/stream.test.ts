@@ -56,9 +56,15 @@ describe("loop.stream", () => {
     const b = jsonJournal();
     await loopOf(3, "lean").run({ runId: "same", input: "go", journal: a });
     const stream = loopOf(3, "lean").stream({ runId: "same", input: "go", journal: b });
-    await collect(stream);
+    const events = await collect(stream);
     await stream.output;
     expect(withoutClock(await readJournal(b, "same"))).toEqual(withoutClock(await readJournal(a, "same")));
+    // A lean run's events carry digests, not outputs.
+    const finished = events.filter((e) => e.type === "tool-finished");
+    expect(finished).toHaveLength(4);
+    for (const e of finished)
+      expect(e).toEqual(expect.objectContaining({ digest: expect.any(String), bytes: expect.any(Number) }));
+    expect(finished.some((e) => "output" in e)).toBe(false);
   });
 
   it("tells run({ onEvent }) the same events", async () => {
