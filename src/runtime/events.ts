@@ -58,7 +58,13 @@ export class RunEventEmitter {
   private appended(entries: readonly JournalEntry[]): void {
     const fold = this.fold;
     if (fold === undefined) return;
-    for (const entry of entries) for (const event of evolveRunEvents(fold, entry)) this.emit(event);
+    const watched = this.listeners.size > 0;
+    for (const entry of entries) {
+      const events = evolveRunEvents(fold, entry);
+      // The events share the run's own values (an output the model is fed next turn): frozen, so a
+      // watcher cannot change what the run does. Only when someone watches: freezing walks the data.
+      if (watched) for (const event of events) this.emit(deepFreeze(event));
+    }
     publish(this.store, this.runId, undefined);
   }
 
@@ -202,3 +208,12 @@ export const isDelta = (
   event: RunEvent,
 ): event is Extract<RunEvent, { type: "text-delta" | "reasoning-delta" | "tool-input-delta" }> =>
   event.type === "text-delta" || event.type === "reasoning-delta" || event.type === "tool-input-delta";
+
+/** Freezes `value` and everything in it (already frozen parts are not walked again). */
+function deepFreeze<T>(value: T): T {
+  if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const key of Object.keys(value)) deepFreeze((value as Record<string, unknown>)[key]);
+  }
+  return value;
+}

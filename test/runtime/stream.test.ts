@@ -161,3 +161,31 @@ describe("EventQueue: a slow consumer's buffer", () => {
     expect(rest.filter((e) => e.type === "text-delta").map((e) => (e as { delta: string }).delta)).toEqual(["z"]);
   });
 });
+
+describe("what a watcher is given", () => {
+  it("is frozen: a watcher cannot change the output the model is fed next", async () => {
+    const journal = jsonJournal();
+    const seen: unknown[] = [];
+    const model = scriptedModel(({ messages, turn }) => {
+      seen.push(structuredClone(messages.filter((m) => m.role === "tool").map((m) => m.output)));
+      return turn === 0 ? script(1)[0]! : { content: "ok", toolCalls: [] };
+    });
+    const loop = agentLoop$({ id: "fz", model, tools });
+    let refused = 0;
+    await loop.run({
+      runId: "fz",
+      input: "go",
+      journal,
+      onEvent: (e) => {
+        if (e.type !== "tool-finished") return;
+        try {
+          (e.output as { sum: number }).sum = 999;
+        } catch {
+          refused++;
+        }
+      },
+    });
+    expect(refused).toBe(2);
+    expect(seen.at(-1)).toEqual([{ sum: 1 }, { sum: 101 }]);
+  });
+});
