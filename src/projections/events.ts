@@ -99,7 +99,10 @@ export type RunEvent =
       readonly status: "ok" | "error";
       readonly digest: string | null;
       readonly bytes: number;
-      /** The output as fed to the model; omitted in lean mode (the digest stands for it). */
+      /**
+       * The output as journaled (what the model was fed, or for a claim-checked output its envelope,
+       * which `resolveStep` reads back); omitted in lean mode (the digest stands for it).
+       */
       readonly output?: unknown;
     })
   | (Journaled & {

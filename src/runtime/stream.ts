@@ -8,6 +8,10 @@ import { DEFAULT_STREAM_BUFFER, EventQueue } from "./events.ts";
  * iteration ends after the run's last event; it throws what `run` would have thrown, except for
  * an interruption (`AgentInterruptedError`), which the `run-interrupted` event already told.
  *
+ * A resumed run streams what this call does (its events after the journal it resumed from); a
+ * completed run's call does nothing, so its stream is empty: `followRun` gives a run's history.
+ * Iterate it once.
+ *
  * A consumer that reads slowly never slows the run: events wait in a buffer that drops deltas
  * (never journaled events) once `DEFAULT_STREAM_BUFFER` events wait; the model call's
  * `model-finished` still carries its whole content. Reading none of it is fine too.
