@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { OpenJournal } from "../../src/events/journal.ts";
 import { openSqliteJournal, readJournal } from "../../src/events/journal.ts";
-import type { Journal } from "../../src/events/spi.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
 import type { ModelResponse } from "../../src/models/types.ts";
 import { type RunEvent, runEventsOf } from "../../src/projections/events.ts";
@@ -45,12 +45,21 @@ async function collect(events: AsyncIterable<RunEvent>): Promise<RunEvent[]> {
   return out;
 }
 
-const journals: [string, () => Journal][] = [
+const journals: [string, () => OpenJournal][] = [
   ["memory", () => jsonJournal()],
   ["sqlite", () => openSqliteJournal(tmp.file("follow.db"))],
 ];
 
-describe.each(journals)("followRun on %s", (_, open) => {
+describe.each(journals)("followRun on %s", (_, openJournal) => {
+  const opened: OpenJournal[] = [];
+  const open = () => {
+    const journal = openJournal();
+    opened.push(journal);
+    return journal;
+  };
+  afterAll(async () => {
+    for (const journal of opened) await journal.close();
+  });
   it("reconnecting at every cursor of a 5-turn run yields exactly the rest", async () => {
     const journal = open();
     await loopOf(5).run({ runId: "five", input: "go", journal });
