@@ -202,15 +202,22 @@ export {
   type RetryDecision,
   type RetryPolicy,
 } from "./policies/retry.ts";
-export type {
-  JournaledEventFields,
-  JournaledRunEvent,
-  LiveEventFields,
-  LiveRunEvent,
-  RunEvent,
-  RunEventCursor,
-  RunEventError,
-  RunEventType,
+// Streaming and following a run (DESIGN §7.1–7.2): one vocabulary of events, folded from the journal.
+export {
+  evolveRunEvents,
+  initialRunEventState,
+  isRunEnd,
+  type JournaledEventFields,
+  type JournaledRunEvent,
+  type LiveEventFields,
+  type LiveRunEvent,
+  type RunEvent,
+  type RunEventCursor,
+  type RunEventError,
+  type RunEventOptions,
+  type RunEventState,
+  type RunEventType,
+  runEventsOf,
 } from "./projections/events.ts";
 export {
   approvalId,
@@ -273,6 +280,7 @@ export type {
   ToolContext,
 } from "./runtime/config.ts";
 export { AgentInterruptedError, isAgentInterruptedError } from "./runtime/errors.ts";
+export { type FollowOptions, followRun } from "./runtime/follow.ts";
 export { type ModelStreamDelta, type StreamModelCallOptions, streamModelCall } from "./runtime/modelStream.ts";
 export { DEFAULT_LEASE_MS, type RunOwnership } from "./runtime/ownership.ts";
 export {
@@ -287,3 +295,4 @@ export {
   StepResolutionError,
   verifyTurnResults,
 } from "./runtime/readers.ts";
+export type { AgentStream } from "./runtime/stream.ts";

@@ -4,6 +4,7 @@ import { checkRunId } from "./runId.ts";
 import type { AcquireOptions, AppendOptions, CompactRequest, EventStore, RunLease, RunSummary } from "./store.ts";
 import { type EntryMeta, type JournalEntry, type NewEntry, SCHEMA_VERSION } from "./types.ts";
 import { checkNewEntries, dataText } from "./validate.ts";
+import { AppendWatchers } from "./watch.ts";
 
 /** How `memoryStore` keeps entries. */
 export interface MemoryStoreOptions {
@@ -38,6 +39,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): EventStore {
   const json = options.json === true;
   const streams = new Map<string, Kept[]>();
   const owners = new Map<string, OwnerRow>();
+  const watchers = new AppendWatchers();
 
   const version = (kept: Kept[] | undefined) =>
     kept === undefined || kept.length === 0 ? 0 : kept[kept.length - 1]!.seq;
@@ -78,6 +80,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): EventStore {
       } else {
         for (const k of added) kept.push(k);
       }
+      if (added.length > 0) watchers.notify(runId);
       return { version: expectedVersion + added.length };
     },
 
@@ -141,6 +144,10 @@ export function memoryStore(options: MemoryStoreOptions = {}): EventStore {
       const row = owners.get(lease.runId);
       if (stillOwned(row, lease.token))
         owners.set(lease.runId, { token: lease.token, owner: null, host: null, pid: null, expiresAt: 0 });
+    },
+
+    watch(runId: string, onAppend: () => void) {
+      return watchers.add(runId, onAppend);
     },
 
     async close() {},

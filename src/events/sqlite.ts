@@ -11,6 +11,7 @@ import {
   sqliteFileOf,
 } from "./sqliteFile.ts";
 import { decodeStoredRows, encodeRow, INSERT_ENTRY, type StoredRow } from "./sqliteRows.ts";
+import { sqliteWatch } from "./sqliteWatch.ts";
 import type { AcquireOptions, AppendOptions, CompactRequest, EventStore, RunLease, RunSummary } from "./store.ts";
 import { type EntryType, type JournalEntry, type NewEntry, SCHEMA_VERSION } from "./types.ts";
 
@@ -50,6 +51,7 @@ export function sqliteStoreOn(shared: SqliteFile): SqliteEventStore {
   const file = shared.acquire();
   const { db } = file;
   const where = `the SQLite file ${db.name}`;
+  const watching = sqliteWatch(file);
   const keyOf = db.prepare("SELECT run FROM loom_runs WHERE run_id = ?").pluck();
   const addRun = db.prepare("INSERT INTO loom_runs (run_id) VALUES (?)");
   const insert = db.prepare(INSERT_ENTRY);
@@ -175,6 +177,7 @@ export function sqliteStoreOn(shared: SqliteFile): SqliteEventStore {
       checkRunId(runId, "append");
       const { types, texts } = encodeEntries(runId, entries, expectedVersion);
       write.immediate(runId, types, texts, expectedVersion, fence);
+      if (entries.length > 0) watching.tell(runId);
       return { version: expectedVersion + entries.length };
     },
 
@@ -203,6 +206,10 @@ export function sqliteStoreOn(shared: SqliteFile): SqliteEventStore {
 
     async release(lease: RunLease) {
       releaseTx.immediate(lease);
+    },
+
+    watch(runId: string, onAppend: () => void) {
+      return watching.watch(runId, onAppend);
     },
 
     async close() {

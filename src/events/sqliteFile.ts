@@ -233,6 +233,6 @@ function migrateFromV1(db: Database.Database): void {
 }
 
 /** better-sqlite3, loaded on first use: it is an optional dependency (the embedded default). */
-function sqliteDriver(): typeof Database {
+export function sqliteDriver(): typeof Database {
   return loadOptional<typeof Database>("better-sqlite3", "The SQLite journal (openSqliteJournal, sqliteStore)");
 }

@@ -102,6 +102,13 @@ export interface EventStore {
    * and archive batches in the store's own database that no remaining run names (`pruneRuns`).
    */
   prune?(request: PruneRequest): Promise<PruneResult>;
+  /**
+   * Optional: calls `onAppend` (soon, not necessarily at once) after entries are appended to run
+   * `runId`, by this process or, where the store can tell, by another; returns the removal. It
+   * says only "read again": a watcher reads from its own cursor, so a spurious or merged wake-up
+   * is harmless. `followRun` uses it, and polls a store without it.
+   */
+  watch?(runId: string, onAppend: () => void): () => void;
   /** Releases the connection or file (a database handed in by the caller stays open). */
   close(): Promise<void>;
 }

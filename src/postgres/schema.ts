@@ -30,6 +30,8 @@ export interface Tables {
    * names are identifiers of at most 63 characters), so tenants in other schemas are not woken.
    */
   readonly channel: string;
+  /** The NOTIFY channel every append announces its run id on (`followRun` from other processes). */
+  readonly appended: string;
 }
 
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
@@ -54,6 +56,7 @@ export function tablesIn(schema: string | undefined): Tables {
     owners: q("loom_owners"),
     journal: q("loom_journal"),
     channel: `loom_due_${sha256Hex(schema ?? "").slice(0, 16)}`,
+    appended: `loom_app_${sha256Hex(schema ?? "").slice(0, 16)}`,
   };
 }
 

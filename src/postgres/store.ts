@@ -13,6 +13,7 @@ import type {
   RunSummary,
 } from "../events/store.ts";
 import { type EntryType, type JournalEntry, type NewEntry, SCHEMA_VERSION } from "../events/types.ts";
+import { watchAppends } from "./appendNotify.ts";
 import { openPgDatabase, type PgDatabase, type PostgresOptions, pgDatabaseOf } from "./database.ts";
 import { pgOwners } from "./owners.ts";
 import { prunePostgres } from "./prune.ts";
@@ -92,7 +93,7 @@ function build(t: Tables) {
       refs AS (
         INSERT INTO ${t.blobRefs} (digest, run) SELECT d, target.run FROM target, unnest($12::bytea[]) AS d
         ON CONFLICT DO NOTHING)
-      SELECT run FROM target`),
+      SELECT run FROM target, LATERAL (SELECT pg_notify('${t.appended}', $1)) AS told`),
     version: named(`SELECT version FROM ${t.runs} WHERE run_id = $1`),
     read: named(
       `SELECT e.seq, e.type, e.at::float8, e.v, e.frame, e.effect, e.digest, e.data
@@ -168,6 +169,10 @@ export function postgresStoreOn(shared: PgDatabase): PostgresEventStore {
       );
       if (!written) throw await refused();
       return { version: expectedVersion + entries.length };
+    },
+
+    watch(runId: string, onAppend: () => void) {
+      return watchAppends(db, runId, onAppend);
     },
 
     async read(runId: string, options?: { from?: number }) {

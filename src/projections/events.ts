@@ -1,8 +1,14 @@
-import type { ErrorCause, InterruptReason, Message, ModelResponse, ToolCall } from "../events/types.ts";
+import type { ErrorCause, InterruptReason, Message, ModelResponse, RunFailedData, ToolCall } from "../events/types.ts";
 
 /**
  * Where a journaled event sits in its run: the `seq` of the entry that produced it. A client
  * that reconnects with the last cursor it saw gets exactly the events after it.
+ *
+ * @example
+ * ```ts
+ * const after: RunEventCursor = Number(request.headers["last-event-id"] ?? 0);
+ * for await (const event of followRun(journal, runId, { after })) send(event);
+ * ```
  */
 export type RunEventCursor = number;
 
@@ -17,7 +23,14 @@ export interface LiveEventFields {
   readonly runId: string;
 }
 
-/** The error of a failed attempt, as `attempt.failed` journals it. */
+/**
+ * The error of a failed attempt, as `attempt.failed` journals it.
+ *
+ * @example
+ * ```ts
+ * if (event.type === "model-retrying") console.warn(`${event.error.name} (${event.error.status}), again at ${event.retryAt}`);
+ * ```
+ */
 export type RunEventError = Pick<ErrorCause, "name" | "message" | "status"> & { readonly retryable: boolean };
 
 /**
@@ -95,7 +108,10 @@ export type RunEvent =
       readonly status: "ok" | "error";
       readonly digest: string | null;
       readonly bytes: number;
-      /** The output as fed to the model; omitted in lean mode (the digest stands for it). */
+      /**
+       * The output as journaled (what the model was fed, or for a claim-checked output its envelope,
+       * which `resolveStep` reads back); omitted in lean mode (the digest stands for it).
+       */
       readonly output?: unknown;
     })
   | (JournaledEventFields & {
@@ -126,16 +142,50 @@ export type RunEvent =
     })
   | (JournaledEventFields & { readonly type: "run-cancelled"; readonly reason: string })
   | (JournaledEventFields & { readonly type: "run-completed"; readonly content: string; readonly iterations: number })
+  /** The run ended with an error (`run.failed`): its name, code and message. */
+  | (JournaledEventFields & { readonly type: "run-failed"; readonly error: RunFailedData["error"] })
   | (LiveEventFields & { readonly type: "reset"; readonly stepId: string; readonly attempt: number });
 
-/** The `type` of a {@link RunEvent}. */
+/**
+ * The `type` of a {@link RunEvent}.
+ *
+ * @example
+ * ```ts
+ * const shown: RunEventType[] = ["text-delta", "tool-started", "tool-finished", "run-completed"];
+ * ```
+ */
 export type RunEventType = RunEvent["type"];
 
-/** The events a journal entry can produce (every type but the live-only ones). */
+/**
+ * The events a journal entry can produce (every type but the live-only ones): each has a `cursor`.
+ *
+ * @example
+ * ```ts
+ * const events: JournaledRunEvent[] = runEventsOf(entries);
+ * const last = events.at(-1)?.cursor;
+ * ```
+ */
 export type JournaledRunEvent = Exclude<
   RunEvent,
   { type: "text-delta" | "reasoning-delta" | "tool-input-delta" | "reset" }
 >;
 
-/** The live-only events: deltas of the model call in flight, and `reset`. */
+/**
+ * The live-only events: deltas of the model call in flight, and `reset`. No cursor: never journaled.
+ *
+ * @example
+ * ```ts
+ * const isLive = (e: RunEvent): e is LiveRunEvent => !("cursor" in e);
+ * ```
+ */
 export type LiveRunEvent = Extract<RunEvent, { type: "text-delta" | "reasoning-delta" | "tool-input-delta" | "reset" }>;
+
+// The fold from journal entries to these events (pure; src/projections/eventFold.ts).
+export {
+  evolveRunEvents,
+  initialRunEventState,
+  isRunEnd,
+  type RunEventOptions,
+  type RunEventState,
+  runEventsOf,
+} from "./eventFold.ts";

@@ -13,6 +13,7 @@ import { AgentInterruptedError } from "./errors.ts";
 import { holdRun, type RunOwnership } from "./ownership.ts";
 import { hydrateForLog } from "./readers.ts";
 import { type RunOptions, RunSession } from "./session.ts";
+import { type AgentStream, chainListeners, streamOf } from "./stream.ts";
 import { toolCallActors } from "./toolActors.ts";
 import { validateConfig } from "./validateConfig.ts";
 
@@ -49,6 +50,11 @@ export interface AgentLoop<M extends ToolCallLogMode | undefined = ToolCallLogMo
    * value; rejects with `AgentInterruptedError` when the run stops before its answer.
    */
   run(request: RunRequest): Promise<AgentOutput<M>>;
+  /**
+   * `run`, watched as it happens: the run's events (DESIGN §7.1) as an async iterable, and its
+   * value in `output`. The journal it writes is the one `run` writes. See {@link AgentStream}.
+   */
+  stream(request: RunRequest): AgentStream<M>;
 }
 
 const DEFAULT_MAX_ITERATIONS = 50;
@@ -68,7 +74,10 @@ export function agentLoop$<M extends ToolCallLogMode | undefined = undefined>(
 ): AgentLoop<M> {
   validateConfig(config);
   // The pin (ADR 0142 D3) makes the returned log's shape the configured one, or throws.
-  return { config, run: (request) => runLoop(config, request) as Promise<AgentOutput<M>> };
+  const run = (request: RunRequest) => runLoop(config, request) as Promise<AgentOutput<M>>;
+  const stream = (request: RunRequest) =>
+    streamOf<M>((onEvent) => run({ ...request, onEvent: chainListeners(request.onEvent, onEvent) }));
+  return { config, run, stream };
 }
 
 /**

@@ -35,6 +35,12 @@ export class Appender {
   private lostTo: OwnershipLostError | undefined;
   /** Store appends made (each one transaction): what a turn costs in commits. */
   appends = 0;
+  /**
+   * Told the entries of each store append once they are durable (and folded into `state`), before
+   * the callers waiting on them go on: what `loop.stream` and `run({ onEvent })` fold into events.
+   * A listener that throws is ignored: watching a run never changes it.
+   */
+  onAppended: ((entries: readonly JournalEntry[]) => void) | undefined;
 
   constructor(
     private readonly store: EventStore,
@@ -98,8 +104,9 @@ export class Appender {
           for (const q of live) q.resolve?.();
           continue;
         }
+        const written = live.flatMap((q) => q.entries);
         try {
-          await this.write(live.flatMap((q) => q.entries));
+          await this.write(written);
         } catch (e) {
           // Deferred results stay queued for a later append (the run's last); callers are told.
           if (this.lostTo === undefined) this.queue.unshift(...live.filter((q) => q.deferred));
@@ -107,10 +114,34 @@ export class Appender {
           continue;
         }
         for (const q of live) if (!q.deferred) this.fold(q.entries);
+        this.tell(written);
         for (const q of live) q.resolve?.();
       }
     } finally {
       this.writing = false;
+    }
+  }
+
+  /** Hands the entries just made durable (ending at `durable`) to the listener, as the store keeps them. */
+  private tell(entries: readonly NewEntry[]): void {
+    const listener = this.onAppended;
+    if (listener === undefined || entries.length === 0) return;
+    const first = this.durable - entries.length + 1;
+    const at = new Date().toISOString();
+    const stored = entries.map(
+      (entry, i) =>
+        ({
+          runId: this.runId,
+          seq: first + i,
+          type: entry.type,
+          data: entry.data,
+          meta: { v: SCHEMA_VERSION, at },
+        }) as JournalEntry,
+    );
+    try {
+      listener(stored);
+    } catch {
+      // A watcher's failure is the watcher's: the run goes on.
     }
   }
 

@@ -5,6 +5,7 @@ import type { ClaimCheckEnvelope } from "../events/claimCheck.ts";
 import type { Journal } from "../events/spi.ts";
 import type { Message, ModelResponse, ToolCall } from "../events/types.ts";
 import type { ToolDescriptor } from "../models/types.ts";
+import type { RunEvent } from "../projections/events.ts";
 import { toolStepId } from "../projections/ids.ts";
 import type { RunState } from "../projections/runState.ts";
 import type { ToolCallLogMode } from "../projections/types.ts";
@@ -19,6 +20,7 @@ import {
   resolveClaimCheck,
   toolResultMessage,
 } from "./conversation.ts";
+import { RunEventEmitter } from "./events.ts";
 
 export type { Fed } from "./conversation.ts";
 
@@ -62,6 +64,12 @@ export interface RunOptions {
    * served from the journal; an answer for a call not waiting is ignored.
    */
   readonly approvals?: Readonly<Record<string, boolean>>;
+  /**
+   * Told each event of the run as it happens (DESIGN §7.1): the journaled ones once durable, and
+   * the live deltas of the model call in flight. Called synchronously and never awaited, so keep
+   * it short; what it throws is ignored. `loop.stream` gives the same events as an async iterable.
+   */
+  readonly onEvent?: (event: RunEvent) => void;
 }
 
 /**
@@ -70,7 +78,17 @@ export interface RunOptions {
  * the chained prompt digest. The runtime's actors share it; the machine never sees it.
  */
 export class RunSession {
-  appender!: Appender;
+  /** The run's events: what the appender makes durable, folded, and the live deltas (`events.emitLive`). */
+  readonly events: RunEventEmitter;
+  private current!: Appender;
+  get appender(): Appender {
+    return this.current;
+  }
+  /** Set once the journal is read (`prepare`); its appends are folded into the run's events. */
+  set appender(appender: Appender) {
+    this.current = appender;
+    this.events.attach(appender);
+  }
   mode: ToolCallLogMode = "full";
   /**
    * A replay of a recording (`loom inspect`): every step is served from the journal without
@@ -97,6 +115,7 @@ export class RunSession {
     readonly options: RunOptions,
   ) {
     this.toolDescriptors = toolDescriptors(config);
+    this.events = new RunEventEmitter(options.journal.store, options.runId, options.onEvent);
   }
 
   get state(): RunState {

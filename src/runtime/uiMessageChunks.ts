@@ -226,6 +226,10 @@ export async function* uiMessageChunks(
           yield* finish("error");
         }
         return true;
+      case "run-failed":
+        yield { type: "error", errorText: `run ${event.runId} failed: ${event.error.name}: ${event.error.message}` };
+        yield* finish("error");
+        return true;
       default: {
         const never: never = event;
         return Boolean(never);

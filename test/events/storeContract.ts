@@ -90,6 +90,26 @@ export function storeContract(name: string, open: () => Promise<StoreFixture>): 
       expect(Object.keys(entries[0]!)).toEqual(["runId", "seq", "type", "data", "meta"]);
     });
 
+    it("watch (when the store has it) says read again after an append to the run, and stops once removed", async () => {
+      if (store.watch === undefined) return; // optional: followRun polls a store without it
+      let woken = 0;
+      const stop = store.watch("w1", () => woken++);
+      const wokenFor = async (min: number) => {
+        for (let waited = 0; woken < min && waited < 5000; waited += 10) await new Promise((r) => setTimeout(r, 10));
+        return woken;
+      };
+      await new Promise((r) => setTimeout(r, 100)); // a listener over the network is connected by then
+      const before = woken; // a connecting listener may wake its watchers once: that is allowed
+      await store.append("w1", [runStarted()], { expectedVersion: 0 });
+      expect(await wokenFor(before + 1)).toBeGreaterThan(before);
+      stop();
+      await new Promise((r) => setTimeout(r, 50));
+      const after = woken;
+      await store.append("w1", [decision("d1", 1)], { expectedVersion: 1 });
+      await new Promise((r) => setTimeout(r, 100));
+      expect(woken).toBe(after);
+    });
+
     it("refuses an append at a stale expectedVersion with ConcurrencyError carrying expected and actual", async () => {
       await store.append("r1", [runStarted(), decision("d1", 1), decision("d2", 2)], { expectedVersion: 0 });
       const behind = await rejection(store.append("r1", [decision("late", 0)], { expectedVersion: 1 }));

@@ -1,0 +1,131 @@
+import { readJournal } from "../events/journal.ts";
+import type { Journal } from "../events/spi.ts";
+import type { JournalEntry } from "../events/types.ts";
+import {
+  evolveRunEvents,
+  initialRunEventState,
+  isRunEnd,
+  type LiveRunEvent,
+  type RunEvent,
+  type RunEventCursor,
+} from "../projections/events.ts";
+import type { ToolCallLogMode } from "../projections/types.ts";
+import { DEFAULT_STREAM_BUFFER, isDelta, watchLiveRun } from "./events.ts";
+
+/**
+ * What `followRun` is given beside the journal and the run.
+ *
+ * @example
+ * ```ts
+ * const options: FollowOptions = { after: 12, signal: AbortSignal.timeout(60_000), mode: "lean" };
+ * ```
+ */
+export interface FollowOptions {
+  /** The last cursor the caller saw: only events after it are given (default: from the run's start). */
+  readonly after?: RunEventCursor;
+  /** Stops following: the iteration ends (without an error) at the next event or wait. */
+  readonly signal?: AbortSignal;
+  /** `lean`: tool outputs as digests only. Default: the run's mode pin, else `full`. */
+  readonly mode?: ToolCallLogMode;
+  /** How often to read a store that cannot be watched (no `EventStore.watch`), in ms. Default 100. */
+  readonly pollMs?: number;
+}
+
+/**
+ * The events of run `runId` (DESIGN §7.2), which may be running in another process: the journal's
+ * events after `after`, then each as it is appended, ending after the run's last entry
+ * (`run-completed`, `run-failed`, `run-cancelled`, or `run-interrupted`) or when `signal` aborts.
+ * Reconnecting with the last cursor seen misses nothing journaled and repeats nothing (all events
+ * of one entry share its cursor: resume after a cursor once its last event, the one that is not
+ * `approval-requested`, was seen). Nothing is stored for it: it reads the journal.
+ *
+ * It is told of appends by the store (`EventStore.watch`: at once in this process; from other
+ * processes, SQLite by polling `PRAGMA data_version`, PostgreSQL by `LISTEN`), else it polls.
+ * For a run this process runs it also carries the live deltas of the model call in flight; a
+ * consumer too slow for them loses deltas past a bounded buffer, never a journaled event.
+ * Following a run whose journal ends interrupted at or before `after` waits for it to be resumed.
+ *
+ * @example
+ * ```ts
+ * for await (const event of followRun(journal, "r-1", { after: lastEventId, signal })) {
+ *   send(event.type, event, "cursor" in event ? event.cursor : undefined);
+ * }
+ * ```
+ */
+export function followRun(journal: Journal, runId: string, options: FollowOptions = {}): AsyncIterable<RunEvent> {
+  return { [Symbol.asyncIterator]: () => follow(journal, runId, options) };
+}
+
+async function* follow(journal: Journal, runId: string, options: FollowOptions): AsyncGenerator<RunEvent> {
+  const after = options.after ?? 0;
+  const signal = options.signal;
+  const store = journal.store;
+  const fold = initialRunEventState(options.mode === undefined ? {} : { mode: options.mode });
+  let folded = 0; // the seq of the last entry read
+  let stale = true; // the journal may hold entries past `folded`
+  let lastType: string | undefined;
+  let wake: (() => void) | undefined;
+  const rouse = () => {
+    const w = wake;
+    wake = undefined;
+    w?.();
+  };
+  const deltas: LiveRunEvent[] = [];
+  const gapped = new Set<string>();
+  const finished = new Set<string>(); // model steps whose model-finished was given: their deltas are late
+  const stopLive = watchLiveRun(store, runId, (event) => {
+    if (event === undefined) stale = true;
+    else if (isDelta(event)) {
+      const key = `${event.stepId}\u0000${event.attempt}`;
+      if (gapped.has(key) || deltas.length >= DEFAULT_STREAM_BUFFER) gapped.add(key);
+      else deltas.push(event);
+    } else deltas.push(event); // a reset: rare and small, always kept
+    rouse();
+  });
+  const onAppend = () => {
+    stale = true;
+    rouse();
+  };
+  const stopStore = store.watch?.(runId, onAppend);
+  const poll = stopStore === undefined ? setInterval(onAppend, options.pollMs ?? 100) : undefined;
+  signal?.addEventListener("abort", rouse);
+  try {
+    for (;;) {
+      if (signal?.aborted) return;
+      if (stale) {
+        stale = false;
+        const entries: JournalEntry[] = await readJournal(journal, runId, { from: folded + 1 });
+        for (const entry of entries) {
+          folded = entry.seq;
+          for (const event of evolveRunEvents(fold, entry)) {
+            if (event.cursor <= after) continue;
+            if (event.type === "model-finished") finished.add(event.stepId);
+            yield event;
+            if (signal?.aborted) return;
+          }
+        }
+        const last = entries.at(-1);
+        if (last !== undefined) lastType = last.type;
+        // Its last entry given, or seen before `after` (an interrupted run may be resumed: wait for it).
+        if (lastType !== undefined && isRunEnd({ type: lastType })) {
+          if (folded > after || lastType !== "run.interrupted") return;
+        }
+      }
+      while (deltas.length > 0) {
+        const event = deltas.shift() as LiveRunEvent;
+        if (finished.has(event.stepId)) continue;
+        yield event;
+        if (signal?.aborted) return;
+      }
+      if (stale) continue;
+      await new Promise<void>((resolve) => {
+        wake = resolve;
+      });
+    }
+  } finally {
+    signal?.removeEventListener("abort", rouse);
+    stopLive();
+    stopStore?.();
+    if (poll !== undefined) clearInterval(poll);
+  }
+}

@@ -1,0 +1,136 @@
+import { request } from "node:http";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { sseFrame } from "../../examples/chat-server.ts";
+import { openSqliteJournal, readJournal, runEventsOf } from "../../src/index.ts";
+import { tempDir } from "../events/tmp.ts";
+import { startWorker, type Worker } from "../support/processes.ts";
+
+let tmp: ReturnType<typeof tempDir>;
+beforeAll(() => {
+  tmp = tempDir("loom-chat-");
+});
+afterAll(() => tmp.remove());
+
+interface SseEvent {
+  readonly id: string | undefined;
+  readonly type: string;
+  readonly data: Record<string, unknown>;
+}
+
+/**
+ * A server-sent-events client over a real socket: calls `onEvent` for each event as it arrives;
+ * resolves when the server ends the stream, or when the connection breaks (the server was killed).
+ */
+function sse(
+  port: number,
+  method: "GET" | "POST",
+  path: string,
+  options: { body?: string; lastEventId?: string; onEvent: (e: SseEvent) => void },
+): Promise<"ended" | "broken"> {
+  return new Promise((resolve) => {
+    const headers: Record<string, string> = { accept: "text/event-stream" };
+    if (options.lastEventId !== undefined) headers["last-event-id"] = options.lastEventId;
+    const req = request({ host: "127.0.0.1", port, method, path, headers }, (res) => {
+      let buffer = "";
+      res.setEncoding("utf8");
+      res.on("data", (chunk: string) => {
+        buffer += chunk;
+        for (let end = buffer.indexOf("\n\n"); end >= 0; end = buffer.indexOf("\n\n")) {
+          const frame = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          const field = (name: string) =>
+            frame
+              .split("\n")
+              .find((l) => l.startsWith(`${name}: `))
+              ?.slice(name.length + 2);
+          options.onEvent({ id: field("id"), type: field("event") ?? "", data: JSON.parse(field("data") ?? "{}") });
+        }
+      });
+      res.on("end", () => resolve("ended"));
+      res.on("error", () => resolve("broken"));
+      res.on("aborted", () => resolve("broken"));
+    });
+    req.on("error", () => resolve("broken"));
+    req.end(options.body);
+  });
+}
+
+const server = (file: string): Worker => startWorker("examples/chat-server.ts", [file, "0", "150"]);
+const portOf = async (w: Worker) =>
+  Number((await w.waitFor((l) => l.startsWith("listening "), "the server")).split(" ")[1]);
+
+describe("examples/chat-server.ts", () => {
+  it("a client whose server is killed mid-stream reconnects with its last id to the process that resumed the run, and sees everything once", async () => {
+    const file = tmp.file("chat.db");
+    const first = server(file);
+    let second: Worker | undefined;
+    try {
+      const seen: SseEvent[] = [];
+      let lastId: string | undefined;
+      const onEvent = (e: SseEvent) => {
+        seen.push(e);
+        if (e.id !== undefined) lastId = e.id;
+      };
+      let killed = false;
+      const firstEnd = await sse(await portOf(first), "POST", "/runs", {
+        body: JSON.stringify({ input: "Tell me about tides", runId: "chat-1" }),
+        onEvent: (e) => {
+          onEvent(e);
+          // Kill the server while the second lookup runs: its outcome is unknown to the journal.
+          if (!killed && e.type === "tool-started" && seen.filter((s) => s.type === "tool-started").length === 2) {
+            killed = true;
+            first.child.kill("SIGKILL");
+          }
+        },
+      });
+      expect(firstEnd).toBe("broken");
+      expect(await first.exited).toMatchObject({ signal: "SIGKILL" });
+      expect(seen.some((e) => e.type === "run-completed")).toBe(false);
+
+      second = server(file); // resumes the unfinished run at start
+      const secondEnd = await sse(await portOf(second), "GET", "/runs/chat-1/events", { lastEventId: lastId, onEvent });
+      expect(secondEnd).toBe("ended");
+
+      // Every journaled event exactly once, in order, as the journal's fold has them.
+      const journal = openSqliteJournal(file, { readonly: true });
+      const all = runEventsOf(await readJournal(journal, "chat-1"));
+      await journal.close();
+      expect(seen.map((e) => e.data)).toEqual(all);
+      const steps = (type: string) => seen.filter((e) => e.type === type).map((e) => e.data.stepId);
+      expect(steps("tool-started")).toEqual(["chat#turn:0:tool:0", "chat#turn:1:tool:0", "chat#turn:2:tool:0"]);
+      expect(steps("tool-finished")).toEqual(steps("tool-started"));
+      const text = seen
+        .filter((e) => e.type === "model-finished")
+        .map((e) => e.data.content)
+        .join("");
+      expect(text).toBe("Looking up tides. Looking up moons. Looking up orbits. Tides follow the moon's orbit.");
+      expect(seen.at(-1)?.type).toBe("run-completed");
+      // The killed lookup ran again in the second process: two frame starts, one tool-started.
+      const entries = await (async () => {
+        const j = openSqliteJournal(file, { readonly: true });
+        try {
+          return await readJournal(j, "chat-1");
+        } finally {
+          await j.close();
+        }
+      })();
+      expect(entries.filter((e) => e.type === "frame.started" && e.data.frameId === "chat#turn:1:tool:0")).toHaveLength(
+        2,
+      );
+    } finally {
+      first.child.kill("SIGKILL");
+      second?.child.kill("SIGKILL");
+    }
+  }, 60_000);
+
+  it("gives an approval request no id of its own: a client's last id is an entry it saw all of", () => {
+    const base = { runId: "r", cursor: 7 } as const;
+    expect(
+      sseFrame({ ...base, type: "approval-requested", stepId: "s", toolName: "t", input: {}, inputDigest: null }),
+    ).not.toMatch(/^id:/);
+    expect(sseFrame({ ...base, type: "run-interrupted", reason: "approval-pending", detail: null })).toMatch(
+      /^id: 7\n/,
+    );
+    expect(sseFrame({ type: "text-delta", runId: "r", stepId: "s", attempt: 1, delta: "x" })).not.toMatch(/^id:/);
+  });
+});
