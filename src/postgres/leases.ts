@@ -23,7 +23,7 @@ export function leases(db: PgDatabase) {
   // The run's journal says no worker can take it further: completed or failed, or waiting for an
   // approval or a higher iteration limit, or past its deadline (those need the caller). `s`: its
   // stream, `e`: its last entry.
-  const settled = `(s.last_type IN (${CODE.completed}, ${CODE.failed}) OR CASE WHEN s.last_type = ${CODE.interrupted}
+  const settled = `(s.last_type IN (${CODE.completed}, ${CODE.failed}, ${CODE.cancelled}) OR CASE WHEN s.last_type = ${CODE.interrupted}
     THEN (e.data::json ->> 'reason') IN ('approval-pending', 'max-iterations', 'deadline') ELSE false END)`;
   const lastEntry = `JOIN ${t.entries} e ON e.run = s.run AND e.seq = s.version`;
 

@@ -67,10 +67,13 @@ function build(t: Tables) {
     // $1 run id, $2 expected version, $3 entry count, $4 last type code, $5 at (ms), $6 v,
     // $7… the columns of the entries, $12 the digests of the blobs they name.
     // $13, the fence: the owner row is read FOR SHARE, so an acquisition (an UPDATE of that row)
-    // waits for this append to commit, and this append sees a committed acquisition's token.
+    // waits for this append to commit, and this append sees a committed acquisition's token. A run
+    // with a cancel request takes only the append that ends it with run.cancelled ($4, the last type).
     append: named(`
       WITH locked AS (SELECT run, version FROM ${t.runs} WHERE run_id = $1 FOR UPDATE),
-      fence AS (SELECT token FROM ${t.owners} WHERE run_id = $1 AND owner IS NOT NULL FOR SHARE),
+      fence AS (SELECT token FROM ${t.owners} WHERE run_id = $1 AND owner IS NOT NULL
+                  AND ($4::smallint = ${TYPE_CODES["run.cancelled"]} OR NOT EXISTS (SELECT 1 FROM ${t.cancels} WHERE run_id = $1))
+                FOR SHARE),
       cur AS (
         SELECT (SELECT run FROM locked) AS run, coalesce((SELECT version FROM locked), 0) AS v,
                ($13::int IS NULL OR $13::int IS NOT DISTINCT FROM (SELECT token FROM fence)) AS owned),
@@ -151,12 +154,12 @@ export function postgresStoreOn(shared: PgDatabase): PostgresEventStore {
       await db.ready;
       /** A refused append: the fence (checked first: a stale owner must stop), else the version. */
       const refused = async () => {
-        const notOwned = fence === undefined ? undefined : await owners.fenceRefusal(runId, fence);
+        const notOwned = fence === undefined ? undefined : await owners.fenceRefusal(runId, fence, entries);
         return notOwned ?? new ConcurrencyError(runId, expectedVersion, await versionOf(pool, runId));
       };
       if (entries.length === 0) {
         if (fence !== undefined) {
-          const notOwned = await owners.fenceRefusal(runId, fence);
+          const notOwned = await owners.fenceRefusal(runId, fence, entries);
           if (notOwned) throw notOwned;
         }
         const actual = await versionOf(pool, runId);
@@ -218,6 +221,10 @@ export function postgresStoreOn(shared: PgDatabase): PostgresEventStore {
     acquire: (runId: string, options: AcquireOptions) => owners.acquire(runId, options),
     renew: (lease: RunLease, leaseMs: number) => owners.renew(lease, leaseMs),
     release: (lease: RunLease) => owners.release(lease),
+    requestCancel: (runId: string, reason: string) => {
+      checkRunId(runId, "requestCancel");
+      return owners.requestCancel(runId, reason);
+    },
     prune: (request) => prunePostgres(db, request),
 
     async close() {
