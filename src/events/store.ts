@@ -22,6 +22,12 @@ export interface AppendOptions {
    * `OwnershipLostError` and appends nothing. Without it the append is not fenced.
    */
   readonly fence?: number;
+  /**
+   * The append makes the run one a worker can take further (an approval recorded from another
+   * process): a store that queues runs for workers (PostgreSQL) queues it for the workers of
+   * `loopId`, in the same transaction, and announces it. Other stores ignore it.
+   */
+  readonly wake?: { readonly loopId: string };
 }
 
 /** A run's ownership, held by one writer at a time (see `EventStore.acquire`). */

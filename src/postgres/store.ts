@@ -14,6 +14,7 @@ import type {
 } from "../events/store.ts";
 import { type EntryType, type JournalEntry, type NewEntry, SCHEMA_VERSION } from "../events/types.ts";
 import { openPgDatabase, type PgDatabase, type PostgresOptions, pgDatabaseOf } from "./database.ts";
+import { notifyDue } from "./notify.ts";
 import { pgOwners } from "./owners.ts";
 import { prunePostgres } from "./prune.ts";
 import { entryArrays } from "./rows.ts";
@@ -148,7 +149,7 @@ export function postgresStoreOn(shared: PgDatabase): PostgresEventStore {
     [pgDatabaseOf]: db,
     ready: () => db.ready,
 
-    async append(runId: string, entries: readonly NewEntry[], { expectedVersion, fence }: AppendOptions) {
+    async append(runId: string, entries: readonly NewEntry[], { expectedVersion, fence, wake }: AppendOptions) {
       checkRunId(runId, "append");
       const { types, texts } = encodeEntries(runId, entries, expectedVersion);
       await db.ready;
@@ -166,9 +167,12 @@ export function postgresStoreOn(shared: PgDatabase): PostgresEventStore {
         if (actual !== expectedVersion) throw new ConcurrencyError(runId, expectedVersion, actual);
         return { version: expectedVersion };
       }
-      const written = await appendEntries(pool, tables, runId, expectedVersion, types, texts, fence).catch((e) =>
-        lostRace(runId, expectedVersion, e),
-      );
+      const written = await (wake === undefined
+        ? appendEntries(pool, tables, runId, expectedVersion, types, texts, fence)
+        : appendAndWake(db, runId, wake.loopId, (client) =>
+            appendEntries(client, tables, runId, expectedVersion, types, texts, fence),
+          )
+      ).catch((e) => lostRace(runId, expectedVersion, e));
       if (!written) throw await refused();
       return { version: expectedVersion + entries.length };
     },
@@ -231,6 +235,40 @@ export function postgresStoreOn(shared: PgDatabase): PostgresEventStore {
       await db.release();
     },
   };
+}
+
+/**
+ * An append that makes the run due for the workers (`AppendOptions.wake`): the entries, the
+ * run's queue row (due now) and the announcement, in one transaction, as `submitRun` queues a run.
+ */
+async function appendAndWake(
+  db: PgDatabase,
+  runId: string,
+  loopId: string,
+  append: (client: pg.PoolClient) => Promise<boolean>,
+): Promise<boolean> {
+  const t = db.tables;
+  const client = await db.pool.connect();
+  try {
+    await client.query("BEGIN");
+    if (!(await append(client))) {
+      await client.query("ROLLBACK");
+      return false;
+    }
+    await client.query(
+      `INSERT INTO ${t.leases} AS l (run_id, loop_id) VALUES ($1, $2)
+       ON CONFLICT (run_id) DO UPDATE SET expires_at = now(), failures = 0 WHERE l.owner IS NULL`,
+      [runId, loopId],
+    );
+    await client.query(notifyDue(db), [loopId]); // sent on commit
+    await client.query("COMMIT");
+    return true;
+  } catch (e) {
+    await client.query("ROLLBACK").catch(() => {});
+    throw e;
+  } finally {
+    client.release();
+  }
 }
 
 /** Compaction inside the caller's transaction: lock the run, remove the seqs, append the marker. */
