@@ -19,3 +19,4 @@ export {
   RunControlError,
   type RunControlRefusal,
 } from "./control/errors.ts";
+export { type ForkOptions, type ForkResult, forkRun } from "./control/fork.ts";
