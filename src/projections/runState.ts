@@ -53,7 +53,7 @@ export interface AttemptState {
 export type RunStatus = "new" | "running" | "interrupted" | "completed" | "failed" | "cancelled";
 
 /** When a call's approval was first asked for (see `RunState.approvalRequests`). */
-export interface ApprovalRequest {
+export interface ApprovalWaitState {
   /** The time (ms since the epoch) of the first `run.interrupted` (`approval-pending`) that listed the call. */
   readonly requestedAt: number;
   /** When it expires (ms since the epoch), if an interruption journaled it (the tool's `approvalTimeoutMs`). */
@@ -94,7 +94,7 @@ export interface RunState {
    * interruption's `meta.at`: wall clock that decides only when an approval expires (a decision
    * journaled once, as the decline).
    */
-  approvalRequests: Record<string, ApprovalRequest>;
+  approvalRequests: Record<string, ApprovalWaitState>;
   /**
    * What `run.completed` recorded of a completed run's value: `{ content, iterations }` (the
    * tool-call log is rebuilt from the frames: `completedOutput`, `rebuildToolCallLog`).

@@ -4,7 +4,7 @@
  */
 
 export {
-  type ApprovalAnswer,
+  type RecordApprovalOptions,
   listPendingApprovals,
   type PendingApproval,
   type RecordedApproval,

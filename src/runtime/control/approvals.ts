@@ -93,7 +93,7 @@ const decided = (state: RunState, stepId: string): boolean =>
   state.frames[stepId] !== undefined;
 
 /** A person's answer to a pending approval (`recordApproval`). */
-export interface ApprovalAnswer {
+export interface RecordApprovalOptions {
   /** true runs the call; false declines it (the model is told, with `reason`). */
   readonly approved: boolean;
   /** Why (journaled; for a decline, also told to the model). */
@@ -142,7 +142,7 @@ export async function recordApproval(
   journal: Journal,
   runId: string,
   stepId: string,
-  answer: ApprovalAnswer,
+  answer: RecordApprovalOptions,
 ): Promise<RecordedApproval> {
   checkRunId(runId, "recordApproval");
   const { store } = journal;
