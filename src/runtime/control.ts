@@ -4,9 +4,9 @@
  */
 
 export {
-  type RecordApprovalOptions,
   listPendingApprovals,
   type PendingApproval,
+  type RecordApprovalOptions,
   type RecordedApproval,
   recordApproval,
 } from "./control/approvals.ts";
