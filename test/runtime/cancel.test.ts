@@ -1,13 +1,15 @@
 import { describe, expect, it } from "vitest";
 import { isRunCancelledError, RunCancelledError } from "../../src/core/errors.ts";
-import { readJournal } from "../../src/events/journal.ts";
+import { openSqliteJournal, readJournal } from "../../src/events/journal.ts";
 import { memoryStore } from "../../src/events/memory.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
 import { agentLoop$ } from "../../src/runtime/agentLoop.ts";
 import type { Tool } from "../../src/runtime/config.ts";
 import { cancelRun, isRunControlError } from "../../src/runtime/control.ts";
 import { isAgentInterruptedError } from "../../src/runtime/errors.ts";
+import { tempDir } from "../events/tmp.ts";
 import { jsonJournal } from "../support/loop.ts";
+import { startWorker } from "../support/processes.ts";
 
 const rejection = (p: Promise<unknown>) =>
   p.then(
@@ -119,4 +121,28 @@ describe("cancelRun", () => {
     expect(entries.at(-1)).toMatchObject({ type: "run.cancelled", data: { reason: "stop it" } });
     expect(entries.some((x) => x.type === "frame.started" && x.data.frameId === "c#turn:0:tool:0")).toBe(false);
   });
+
+  it("stops a run another process is running (SQLite): its tool aborts, it journals run.cancelled", async () => {
+    const tmp = tempDir("loom-cancel-");
+    const path = tmp.file("loom.db");
+    openSqliteJournal(path).close(); // the file exists before either process opens it
+    try {
+      const child = startWorker("test/runtime/workers/cancelProcess.ts", [path, "far-1"]);
+      await child.waitFor((l) => l === "started", "the tool to start", 60_000);
+      const journal = openSqliteJournal(path);
+      try {
+        expect(await cancelRun(journal, "far-1", { reason: "from afar", waitMs: 10_000 })).toEqual({
+          status: "cancelled",
+        });
+        const line = await child.waitFor((l) => l.startsWith("{"), "the run's outcome");
+        expect(JSON.parse(line)).toEqual({ cancelled: true, reason: "from afar", toolAbortedByCancel: true });
+        expect((await readJournal(journal, "far-1")).at(-1)).toMatchObject({ type: "run.cancelled" });
+      } finally {
+        await journal.close();
+      }
+      expect((await child.exited).code, child.stderr()).toBe(0);
+    } finally {
+      tmp.remove();
+    }
+  }, 90_000);
 });
