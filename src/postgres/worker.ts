@@ -168,7 +168,9 @@ export function startWorker(options: WorkerOptions): Worker {
       const waits = reason === "approval-pending" || reason === "max-iterations" || reason === "deadline";
       if (waits || isRunCancelledError(e)) {
         clearInterval(renewal);
-        await lease.finishAndRelease(runId, owner, owned.token);
+        // A run whose approvals expire stays queued, due when the first one does (the run declines it).
+        if (reason === "approval-pending") await lease.waitForApproval(runId, owner, owned.token);
+        else await lease.finishAndRelease(runId, owner, owned.token);
         released = true;
       } else if (reason === "aborted" && controller.signal.aborted) await lease.releaseNow(runId, owner);
       else {

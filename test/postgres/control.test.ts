@@ -82,4 +82,19 @@ describe.skipIf(PG_URL === undefined)("operating runs on PostgreSQL", () => {
       await worker.stop();
     }
   }, 60_000);
+
+  it("a worker declines an approval that expired, by itself", async () => {
+    const { loop, ran } = approvalLoop({ approvalTimeoutMs: 400 });
+    const worker = startWorker({ journal, loops: { shop: loop }, pollMs: 50, leaseMs: 2_000, onError: () => {} });
+    try {
+      await submitRun(journal, { runId: "pg-expiring", loop, input: "refund o-1" });
+      await until("the approval to be pending", async () => (await listPendingApprovals(journal)).length > 0);
+      await until("the run to complete", async () => (await last("pg-expiring")) === "run.completed");
+      const entries = await readJournal(journal, "pg-expiring");
+      expect(entries.find((e) => e.type === "call.settled")?.data).toMatchObject({ reason: "approval-expired" });
+      expect(ran).toEqual([]);
+    } finally {
+      await worker.stop();
+    }
+  }, 60_000);
 });
