@@ -108,6 +108,8 @@ export interface RunInfo {
   readonly updatedAt: string | undefined;
   /** Why an interrupted run stopped, and the model's error for a `model-error`. */
   readonly interrupted?: { readonly reason: InterruptReason; readonly cause?: ErrorCause };
+  /** Why a cancelled run was cancelled (`cancelRun`). */
+  readonly cancelled?: { readonly reason: string };
 }
 
 /** What `loom runs` shows of a run, from its entries. */
@@ -127,6 +129,7 @@ export function runInfo(runId: string, entries: readonly JournalEntry[]): RunInf
     ...(state.status === "interrupted" && state.interruption
       ? { interrupted: { reason: state.interruption.reason, cause: state.interruption.cause } }
       : {}),
+    ...(state.status === "cancelled" && state.cancelled ? { cancelled: { reason: state.cancelled.reason } } : {}),
   };
 }
 
@@ -137,8 +140,14 @@ export function runInfo(runId: string, entries: readonly JournalEntry[]): RunInf
  */
 export function stoppedText(info: RunInfo): string {
   const i = info.interrupted;
-  if (i === undefined) return "";
-  const text = i.cause === undefined ? i.reason : `${i.reason}: ${describeCause(i.cause)}`;
+  const text =
+    i === undefined
+      ? info.cancelled === undefined
+        ? ""
+        : `cancelled: ${info.cancelled.reason}`
+      : i.cause === undefined
+        ? i.reason
+        : `${i.reason}: ${describeCause(i.cause)}`;
   return text.replace(/\p{Cc}/gu, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
 }
 

@@ -102,6 +102,7 @@ describe("loom show, loom cancel, loom fork", () => {
     expect(await lastOf(db, "order-1")).toMatchObject({ type: "run.cancelled", data: { reason: "not needed" } });
     const shown = await loom(dir, ["show", "order-1", "--db", db]);
     expect(shown.stdout).toContain("stopped cancelled: not needed");
+    expect((await loom(dir, ["runs", "--db", db])).stdout).toMatch(/order-1 .* cancelled .* cancelled: not needed/);
     const runs = await loom(dir, ["runs", "--db", db, "--json"]);
     expect(JSON.parse(runs.stdout).find((r: { runId: string }) => r.runId === "order-1").status).toBe("cancelled");
     const unknown = await loom(dir, ["cancel", "nope", "--db", db]);

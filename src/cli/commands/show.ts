@@ -128,7 +128,7 @@ function printStory(io: CliIo, run: { info: RunInfo; story: RunStory }, json: bo
   }
   const end = story.ended;
   if (end?.type === "completed") out(`answer  ${clip(oneLine(end.content), 200)}`);
-  else if (end?.type === "cancelled") out(`stopped cancelled: ${printable(end.reason)}`);
+  else if (end?.type === "cancelled") out(`stopped ${stoppedText(info)}`);
   else if (end?.type === "failed") out(`stopped failed: ${printable(`${end.error.name}: ${end.error.message}`)}`);
   else if (end?.type === "interrupted") out(`stopped ${stoppedText(info)}`);
   for (const p of story.pendingApprovals) {
