@@ -43,6 +43,7 @@ function nullStore(): EventStore {
     acquire: owners.acquire,
     renew: owners.renew,
     release: owners.release,
+    requestCancel: owners.requestCancel,
     async append(runId, entries) {
       const v = (versions.get(runId) ?? 0) + entries.length;
       versions.set(runId, v);

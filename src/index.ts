@@ -21,12 +21,14 @@ export {
   isOwnershipLostError,
   isReplayDivergenceError,
   isRunBusyError,
+  isRunCancelledError,
   JournalFormatError,
   LoomError,
   MAX_CANONICAL_DEPTH,
   OwnershipLostError,
   ReplayDivergenceError,
   RunBusyError,
+  RunCancelledError,
   type RunHolderInfo,
   sha256Hex,
 } from "./core/index.ts";
@@ -63,6 +65,7 @@ export {
   type ErrorCause,
   type EventStore,
   escapeRunId,
+  type ForkedFromData,
   type FrameCompletedData,
   type FrameStartedData,
   type FramesArchivedData,
@@ -90,6 +93,7 @@ export {
   pruneRuns,
   type ReadArchivedOptions,
   RUN_ID_RULE,
+  type RunCancelledData,
   type RunCompletedData,
   type RunFailedData,
   type RunInterruptedData,
@@ -236,6 +240,7 @@ export {
   toolNamesByIteration,
 } from "./projections/readers.ts";
 export {
+  type ApprovalWaitState,
   type AttemptState,
   type FrameState,
   foldEntries,
@@ -279,6 +284,25 @@ export type {
   Tool,
   ToolContext,
 } from "./runtime/config.ts";
+export {
+  type ApprovalRefusal,
+  ApprovalRefusedError,
+  type CancelOptions,
+  type CancelResult,
+  cancelRun,
+  type ForkOptions,
+  type ForkResult,
+  forkRun,
+  isApprovalRefusedError,
+  isRunControlError,
+  listPendingApprovals,
+  type PendingApproval,
+  type RecordApprovalOptions,
+  type RecordedApproval,
+  RunControlError,
+  type RunControlRefusal,
+  recordApproval,
+} from "./runtime/control.ts";
 export { AgentInterruptedError, isAgentInterruptedError } from "./runtime/errors.ts";
 export { type FollowOptions, followRun } from "./runtime/follow.ts";
 export { type ModelStreamDelta, type StreamModelCallOptions, streamModelCall } from "./runtime/modelStream.ts";

@@ -111,6 +111,8 @@ export interface RunInfo {
   readonly tokens: { readonly input: number; readonly output: number };
   /** Why an interrupted run stopped, and the model's error for a `model-error`. */
   readonly interrupted?: { readonly reason: InterruptReason; readonly cause?: ErrorCause };
+  /** Why a cancelled run was cancelled (`cancelRun`). */
+  readonly cancelled?: { readonly reason: string };
 }
 
 /** What `loom runs` shows of a run, from its entries. */
@@ -131,6 +133,7 @@ export function runInfo(runId: string, entries: readonly JournalEntry[]): RunInf
     ...(state.status === "interrupted" && state.interruption
       ? { interrupted: { reason: state.interruption.reason, cause: state.interruption.cause } }
       : {}),
+    ...(state.status === "cancelled" && state.cancelled ? { cancelled: { reason: state.cancelled.reason } } : {}),
   };
 }
 
@@ -141,8 +144,14 @@ export function runInfo(runId: string, entries: readonly JournalEntry[]): RunInf
  */
 export function stoppedText(info: RunInfo): string {
   const i = info.interrupted;
-  if (i === undefined) return "";
-  const text = i.cause === undefined ? i.reason : `${i.reason}: ${describeCause(i.cause)}`;
+  const text =
+    i === undefined
+      ? info.cancelled === undefined
+        ? ""
+        : `cancelled: ${info.cancelled.reason}`
+      : i.cause === undefined
+        ? i.reason
+        : `${i.reason}: ${describeCause(i.cause)}`;
   return text.replace(/\p{Cc}/gu, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
 }
 

@@ -1,5 +1,6 @@
 import { Command, InvalidArgumentError, Option } from "commander";
 import { registerCompact } from "./commands/compact.ts";
+import { registerControl } from "./commands/control.ts";
 import { registerDemo } from "./commands/demo.ts";
 import { registerInspect } from "./commands/inspect.ts";
 import { registerLog } from "./commands/log.ts";
@@ -62,7 +63,7 @@ export function buildProgram(io: CliIo): Command {
       "after",
       [
         "",
-        "Commands that only read (runs, log, show, inspect) open the journal read-only and refuse a file",
+        "Commands that only read (runs, log, show, approvals, inspect) open the journal read-only and refuse a file",
         "that is not a Loom journal. Exit codes: 0 ok, 1 failure, 2 usage. With --json, errors are JSON",
         'on stdout too: { "error": { "code", "message" } }.',
       ].join("\n"),
@@ -72,6 +73,7 @@ export function buildProgram(io: CliIo): Command {
     registerRuns,
     registerLog,
     registerShow,
+    registerControl,
     registerResume,
     registerCompact,
     registerPrune,

@@ -63,7 +63,7 @@ export async function replayRun(
   const loopId = state.loopId ?? "?";
   const runId = state.runId ?? "?";
   const last = entries.at(-1);
-  const ended = last?.type === "run.completed" || last?.type === "run.interrupted";
+  const ended = last?.type === "run.completed" || last?.type === "run.interrupted" || last?.type === "run.cancelled";
   const replayJournal: Journal = {
     store: scratchStore(ended ? entries.slice(0, -1) : entries),
     ...(journal.blobs ? { blobs: journal.blobs } : {}),
@@ -214,6 +214,9 @@ function scratchStore(recorded: readonly JournalEntry[]): EventStore {
     },
     async compact(runId) {
       throw new Error(`replay of run ${runId}: its in-memory copy is never compacted`);
+    },
+    async requestCancel(runId) {
+      throw new Error(`replay of run ${runId}: its in-memory copy is never cancelled`);
     },
     async close() {},
   };

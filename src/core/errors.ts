@@ -192,3 +192,30 @@ export class DefinitionChangedError extends LoomError {
 }
 
 export const isDefinitionChangedError = guard(DefinitionChangedError);
+
+/**
+ * The run was cancelled (`cancelRun`): it ends with `run.cancelled` and is never resumed. A loop
+ * running it when the cancel came stops at its next step (a tool in flight sees its signal abort
+ * with this error as the reason); `loop.run` on a cancelled run rejects with it.
+ *
+ * @example
+ * await loop.run({ runId, journal }).catch((e) => {
+ *   if (isRunCancelledError(e)) console.log(`cancelled: ${e.reason}`);
+ *   else throw e;
+ * });
+ */
+export class RunCancelledError extends LoomError {
+  readonly runId: string;
+  /** Why, as the canceller said. */
+  readonly reason: string;
+  constructor(runId: string, reason: string) {
+    super(
+      "runCancelled",
+      `run ${runId} was cancelled (${reason}); a cancelled run is never resumed: start a new run, or fork this one from a step (forkRun, loom fork) to try again from there.`,
+    );
+    this.runId = runId;
+    this.reason = reason;
+  }
+}
+
+export const isRunCancelledError = guard(RunCancelledError);

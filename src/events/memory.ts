@@ -1,5 +1,5 @@
 import { ConcurrencyError, JournalFormatError } from "../core/errors.ts";
-import { acquisition, leaseOf, lost, type OwnerRow, stillOwned } from "./ownership.ts";
+import { acquisition, cancelRefusal, leaseOf, liveHolder, lost, type OwnerRow, stillOwned } from "./ownership.ts";
 import { checkRunId } from "./runId.ts";
 import type { AcquireOptions, AppendOptions, CompactRequest, EventStore, RunLease, RunSummary } from "./store.ts";
 import { type EntryMeta, type JournalEntry, type NewEntry, SCHEMA_VERSION } from "./types.ts";
@@ -40,6 +40,8 @@ export function memoryStore(options: MemoryStoreOptions = {}): EventStore {
   const streams = new Map<string, Kept[]>();
   const owners = new Map<string, OwnerRow>();
   const watchers = new AppendWatchers();
+  /** Cancel requests by run: the reason (see `requestCancel`). */
+  const cancels = new Map<string, string>();
 
   const version = (kept: Kept[] | undefined) =>
     kept === undefined || kept.length === 0 ? 0 : kept[kept.length - 1]!.seq;
@@ -71,7 +73,11 @@ export function memoryStore(options: MemoryStoreOptions = {}): EventStore {
     async append(runId: string, entries: readonly NewEntry[], { expectedVersion, fence }: AppendOptions) {
       checkRunId(runId, "append");
       checkNewEntries(runId, entries, expectedVersion);
-      if (fence !== undefined && !stillOwned(owners.get(runId), fence)) throw lost(runId, fence, owners.get(runId));
+      if (fence !== undefined) {
+        if (!stillOwned(owners.get(runId), fence)) throw lost(runId, fence, owners.get(runId));
+        const cancelled = cancelRefusal(runId, cancels.get(runId), entries);
+        if (cancelled) throw cancelled;
+      }
       const kept = streams.get(runId);
       check(runId, kept, expectedVersion);
       const added = keep(runId, entries, expectedVersion);
@@ -129,7 +135,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): EventStore {
     async acquire(runId: string, options: AcquireOptions) {
       const row = acquisition(runId, owners.get(runId), options, Date.now());
       owners.set(runId, row);
-      return leaseOf(runId, row);
+      return leaseOf(runId, row, cancels.get(runId));
     },
 
     async renew(lease: RunLease, leaseMs: number) {
@@ -137,7 +143,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): EventStore {
       if (!stillOwned(row, lease.token)) throw lost(lease.runId, lease.token, row);
       const renewed = { ...row!, expiresAt: Date.now() + leaseMs };
       owners.set(lease.runId, renewed);
-      return leaseOf(lease.runId, renewed);
+      return leaseOf(lease.runId, renewed, cancels.get(lease.runId));
     },
 
     async release(lease: RunLease) {
@@ -148,6 +154,12 @@ export function memoryStore(options: MemoryStoreOptions = {}): EventStore {
 
     watch(runId: string, onAppend: () => void) {
       return watchers.add(runId, onAppend);
+    },
+
+    async requestCancel(runId: string, reason: string) {
+      checkRunId(runId, "requestCancel");
+      if (!cancels.has(runId)) cancels.set(runId, reason);
+      return { holder: liveHolder(owners.get(runId), Date.now()) };
     },
 
     async close() {},

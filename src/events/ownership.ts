@@ -1,6 +1,7 @@
 import { hostname } from "node:os";
-import { OwnershipLostError, RunBusyError, type RunHolderInfo } from "../core/errors.ts";
+import { OwnershipLostError, RunBusyError, RunCancelledError, type RunHolderInfo } from "../core/errors.ts";
 import type { AcquireOptions, RunLease } from "./store.ts";
+import type { NewEntry } from "./types.ts";
 
 /**
  * A run's ownership as every store keeps it: one row per run that was ever owned. `token` only
@@ -68,7 +69,25 @@ export const stillOwned = (row: OwnerRow | undefined, token: number): boolean =>
 export const lost = (runId: string, token: number, row: OwnerRow | undefined) =>
   new OwnershipLostError(runId, token, row === undefined ? undefined : holderInfo(row));
 
-export const leaseOf = (runId: string, row: OwnerRow): RunLease => ({ runId, ...(holderInfo(row) as RunHolderInfo) });
+/** The lease a row stands for, with the run's cancel request (its reason) when there is one. */
+export const leaseOf = (runId: string, row: OwnerRow, cancel?: string | null): RunLease => ({
+  runId,
+  ...(holderInfo(row) as RunHolderInfo),
+  ...(cancel == null ? {} : { cancelRequested: cancel }),
+});
+
+/**
+ * The refusal of a fenced append to a run someone asked to cancel: every append but the one that
+ * ends the run with `run.cancelled` (see `EventStore.requestCancel`).
+ */
+export function cancelRefusal(
+  runId: string,
+  cancel: string | null | undefined,
+  entries: readonly NewEntry[],
+): RunCancelledError | undefined {
+  if (cancel == null || entries.at(-1)?.type === "run.cancelled") return undefined;
+  return new RunCancelledError(runId, cancel);
+}
 
 export function checkLeaseMs(leaseMs: number): void {
   if (!Number.isFinite(leaseMs) || leaseMs <= 0)

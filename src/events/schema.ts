@@ -19,6 +19,7 @@ export const TYPES: Record<EntryType, true> = {
   "run.interrupted": true,
   "run.failed": true,
   "attempt.failed": true,
+  "run.cancelled": true,
 };
 
 /** Thrown inside the checks; the caller adds the run and the seq. Cheap: only built on failure. */
@@ -103,6 +104,21 @@ function checkDefinition(p: unknown): void {
   }
 }
 
+function checkForkedFrom(f: unknown): void {
+  if (typeof f !== "object" || f === null || Array.isArray(f)) {
+    throw new Bad("data.forkedFrom", `must be an object, found ${kind(f)}`);
+  }
+  const from = f as Data;
+  if (typeof from.runId !== "string")
+    throw new Bad("data.forkedFrom.runId", `must be a string, found ${kind(from.runId)}`);
+  if (!Number.isInteger(from.seq) || (from.seq as number) < 1) {
+    throw new Bad("data.forkedFrom.seq", `must be a seq (an integer ≥ 1), found ${kind(from.seq)}`);
+  }
+  if (from.stepId !== undefined && typeof from.stepId !== "string") {
+    throw new Bad("data.forkedFrom.stepId", `must be a string, found ${kind(from.stepId)}`);
+  }
+}
+
 function checkCause(c: unknown, at = "data.cause"): void {
   if (typeof c !== "object" || c === null || Array.isArray(c)) {
     throw new Bad(at, `must be an object, found ${kind(c)}`);
@@ -135,6 +151,7 @@ export function checkData(type: EntryType, data: unknown, seq: number | undefine
       }
       strings(d, "tools");
       if (d.definition !== undefined) checkDefinition(d.definition);
+      if (d.forkedFrom !== undefined) checkForkedFrom(d.forkedFrom);
       return;
     }
     case "decision.recorded":
@@ -191,6 +208,9 @@ export function checkData(type: EntryType, data: unknown, seq: number | undefine
       if (e.code !== undefined && typeof e.code !== "string") throw new Bad("data.error.code", "must be a string");
       return;
     }
+    case "run.cancelled":
+      str(d, "reason");
+      return;
     case "attempt.failed": {
       str(d, "frameId");
       if (!Number.isInteger(d.attempt) || (d.attempt as number) < 1) {

@@ -1,6 +1,6 @@
 import type Database from "better-sqlite3";
 import { ConcurrencyError, JournalFormatError } from "../core/errors.ts";
-import { acquisition, leaseOf, lost, type OwnerRow, stillOwned } from "./ownership.ts";
+import { acquisition, cancelRefusal, leaseOf, liveHolder, lost, type OwnerRow, stillOwned } from "./ownership.ts";
 import { encodeEntries } from "./rows.ts";
 import { checkRunId } from "./runId.ts";
 import {
@@ -72,10 +72,19 @@ export function sqliteStoreOn(shared: SqliteFile): SqliteEventStore {
   );
 
   // Prepared on first use: a file opened only to read (by a newer reader, or read-only) needs no owner table.
-  let owners: { get: Database.Statement; set: Database.Statement } | undefined;
+  let owners:
+    | {
+        get: Database.Statement;
+        set: Database.Statement;
+        cancel: Database.Statement;
+        requestCancel: Database.Statement;
+      }
+    | undefined;
   const ownerSql = () =>
     (owners ??= {
       get: db.prepare("SELECT token, owner, host, pid, expires_at AS expiresAt FROM loom_owners WHERE run_id = ?"),
+      cancel: db.prepare("SELECT reason FROM loom_cancels WHERE run_id = ?").pluck(),
+      requestCancel: db.prepare("INSERT OR IGNORE INTO loom_cancels (run_id, reason, at) VALUES (?, ?, ?)"),
       set: db.prepare(
         `INSERT INTO loom_owners (run_id, token, owner, host, pid, expires_at) VALUES (?, ?, ?, ?, ?, ?)
          ON CONFLICT (run_id) DO UPDATE SET token = excluded.token, owner = excluded.owner, host = excluded.host,
@@ -84,26 +93,33 @@ export function sqliteStoreOn(shared: SqliteFile): SqliteEventStore {
     });
   const owner = (runId: string) => ownerSql().get.get(runId) as OwnerRow | undefined;
   const put = (runId: string, r: OwnerRow) => ownerSql().set.run(runId, r.token, r.owner, r.host, r.pid, r.expiresAt);
+  const cancelOf = (runId: string) => ownerSql().cancel.get(runId) as string | undefined;
 
   /** The fence: inside the append's transaction, so no owner change can slip between check and write. */
-  const checkFence = (runId: string, fence: number | undefined) => {
+  const checkFence = (runId: string, fence: number | undefined, entries: readonly NewEntry[]) => {
     if (fence === undefined) return;
     const row = owner(runId);
     if (!stillOwned(row, fence)) throw lost(runId, fence, row);
+    const cancelled = cancelRefusal(runId, cancelOf(runId), entries);
+    if (cancelled) throw cancelled;
   };
 
   // Ownership changes are write transactions too (BEGIN IMMEDIATE): serialized with every append.
   const acquireTx = db.transaction((runId: string, options: AcquireOptions) => {
     const row = acquisition(runId, owner(runId), options, Date.now());
     put(runId, row);
-    return leaseOf(runId, row);
+    return leaseOf(runId, row, cancelOf(runId));
   });
   const renewTx = db.transaction((lease: RunLease, leaseMs: number) => {
     const row = owner(lease.runId);
     if (!stillOwned(row, lease.token)) throw lost(lease.runId, lease.token, row);
     const renewed = { ...row!, expiresAt: Date.now() + leaseMs };
     put(lease.runId, renewed);
-    return leaseOf(lease.runId, renewed);
+    return leaseOf(lease.runId, renewed, cancelOf(lease.runId));
+  });
+  const requestCancelTx = db.transaction((runId: string, reason: string) => {
+    ownerSql().requestCancel.run(runId, reason, Date.now());
+    return { holder: liveHolder(owner(runId), Date.now()) };
   });
   const releaseTx = db.transaction((lease: RunLease) => {
     if (stillOwned(owner(lease.runId), lease.token))
@@ -127,8 +143,15 @@ export function sqliteStoreOn(shared: SqliteFile): SqliteEventStore {
   };
 
   const write = db.transaction(
-    (runId: string, types: EntryType[], texts: string[], after: number, fence: number | undefined) => {
-      checkFence(runId, fence);
+    (
+      runId: string,
+      entries: readonly NewEntry[],
+      types: EntryType[],
+      texts: string[],
+      after: number,
+      fence: number | undefined,
+    ) => {
+      checkFence(runId, fence, entries);
       insertRows(check(runId, after), after, types, texts);
     },
   );
@@ -176,7 +199,7 @@ export function sqliteStoreOn(shared: SqliteFile): SqliteEventStore {
     async append(runId: string, entries: readonly NewEntry[], { expectedVersion, fence }: AppendOptions) {
       checkRunId(runId, "append");
       const { types, texts } = encodeEntries(runId, entries, expectedVersion);
-      write.immediate(runId, types, texts, expectedVersion, fence);
+      write.immediate(runId, entries, types, texts, expectedVersion, fence);
       if (entries.length > 0) watching.tell(runId);
       return { version: expectedVersion + entries.length };
     },
@@ -210,6 +233,11 @@ export function sqliteStoreOn(shared: SqliteFile): SqliteEventStore {
 
     watch(runId: string, onAppend: () => void) {
       return watching.watch(runId, onAppend);
+    },
+
+    async requestCancel(runId: string, reason: string) {
+      checkRunId(runId, "requestCancel");
+      return requestCancelTx.immediate(runId, reason);
     },
 
     async close() {

@@ -114,6 +114,7 @@ CREATE TABLE IF NOT EXISTS loom_owners (
   pid INTEGER,
   expires_at INTEGER NOT NULL
 );
+CREATE TABLE IF NOT EXISTS loom_cancels (run_id TEXT PRIMARY KEY, reason TEXT NOT NULL, at INTEGER NOT NULL);
 `;
 
 /**

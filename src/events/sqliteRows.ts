@@ -42,6 +42,7 @@ export const TYPE_CODES: Readonly<Record<EntryType, number>> = {
   "run.interrupted": 7,
   "run.failed": 8,
   "attempt.failed": 9,
+  "run.cancelled": 10,
 };
 
 /** The entry type of each stored code (undefined for a code this Loom does not know). */

@@ -22,11 +22,22 @@ export interface AppendOptions {
    * `OwnershipLostError` and appends nothing. Without it the append is not fenced.
    */
   readonly fence?: number;
+  /**
+   * The append makes the run one a worker can take further (an approval recorded from another
+   * process): a store that queues runs for workers (PostgreSQL) queues it for the workers of
+   * `loopId`, in the same transaction, and announces it. Other stores ignore it.
+   */
+  readonly wake?: { readonly loopId: string };
 }
 
 /** A run's ownership, held by one writer at a time (see `EventStore.acquire`). */
 export interface RunLease extends RunHolderInfo {
   readonly runId: string;
+  /**
+   * Set when someone asked to cancel the run (`EventStore.requestCancel`): the reason. The holder
+   * stops and appends `run.cancelled`; its other fenced appends are refused (`RunCancelledError`).
+   */
+  readonly cancelRequested?: string;
 }
 
 /** What `acquire` asks for: who wants the run, and for how long before the lease runs out. */
@@ -95,6 +106,14 @@ export interface EventStore {
   renew(lease: RunLease, leaseMs: number): Promise<RunLease>;
   /** Gives the run up (nothing happens if the lease was already taken over); its token stays used. */
   release(lease: RunLease): Promise<void>;
+  /**
+   * Records a request to cancel the run, beside its ownership, where the owner's fenced appends
+   * and renewals look: from then on a fenced append is refused with `RunCancelledError` unless it
+   * ends with `run.cancelled`, and `acquire` and `renew` return the lease with `cancelRequested`.
+   * The first request's reason is kept. Resolves to the run's live holder, if any (none: the
+   * caller may acquire the run and append `run.cancelled` itself).
+   */
+  requestCancel(runId: string, reason: string): Promise<{ readonly holder: RunHolderInfo | undefined }>;
   /** Removes `removeSeqs` and appends `marker`, atomically; `ConcurrencyError` if the stream moved. */
   compact(runId: string, request: CompactRequest): Promise<{ version: number }>;
   /**

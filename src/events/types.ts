@@ -50,6 +50,8 @@ export type SettledReason =
   | "input-too-large"
   | "invalid-input"
   | "approval-declined"
+  /** A call waiting for approval longer than its tool's `approvalTimeoutMs`: declined, the model told. */
+  | "approval-expired"
   /** Past `maxToolCallsPerResponse` in one model response: not run, the model told the limit. */
   | "too-many-calls"
   | "search-tools"
@@ -70,6 +72,18 @@ export interface RunStartedData {
    * recorded before 0.3, which resume as they did.
    */
   readonly definition?: DefinitionPinData;
+  /** Set on a run made by `forkRun`: the run it was copied from, and where. */
+  readonly forkedFrom?: ForkedFromData;
+}
+
+/** Where a forked run came from (`RunStartedData.forkedFrom`). */
+export interface ForkedFromData {
+  /** The source run. */
+  readonly runId: string;
+  /** The source's seq the fork starts at: the fork holds the source's entries before it. */
+  readonly seq: number;
+  /** The step the fork was asked to start at, when it was given as a step id. */
+  readonly stepId?: string;
 }
 
 /** What `run.started` records of the loop's definition (see src/policies/definition.ts). */
@@ -226,6 +240,14 @@ export interface AttemptFailedData {
   readonly retryAt: number | null;
 }
 
+/**
+ * `run.cancelled`: the run was cancelled (`cancelRun`) and ends here: it is never resumed.
+ */
+export interface RunCancelledData {
+  /** Why, as the canceller said. */
+  readonly reason: string;
+}
+
 /** `run.failed`: the run ended with an error (its name, code and message). */
 export interface RunFailedData {
   readonly error: { readonly name: string; readonly code?: string; readonly message: string };
@@ -243,6 +265,7 @@ export interface EntryDataByType {
   "run.interrupted": RunInterruptedData;
   "run.failed": RunFailedData;
   "attempt.failed": AttemptFailedData;
+  "run.cancelled": RunCancelledData;
 }
 
 /** Every entry type (`run.started`, `frame.completed`, …). */
@@ -259,6 +282,7 @@ export const ENTRY_TYPES: readonly EntryType[] = [
   "run.interrupted",
   "run.failed",
   "attempt.failed",
+  "run.cancelled",
 ];
 
 /** What a caller appends. */

@@ -23,8 +23,12 @@ export function leases(db: PgDatabase) {
   // The run's journal says no worker can take it further: completed or failed, or waiting for an
   // approval or a higher iteration limit, or past its deadline (those need the caller). `s`: its
   // stream, `e`: its last entry.
-  const settled = `(s.last_type IN (${CODE.completed}, ${CODE.failed}) OR CASE WHEN s.last_type = ${CODE.interrupted}
-    THEN (e.data::json ->> 'reason') IN ('approval-pending', 'max-iterations', 'deadline') ELSE false END)`;
+  // An approval-pending run is settled until one of its approvals expires (the interruption journals
+  // `detail.expiresAt`, step id → time): then a worker resumes it, and the run declines that call.
+  const expiries = `json_each_text(e.data::json -> 'detail' -> 'expiresAt')`;
+  const settled = `(s.last_type IN (${CODE.completed}, ${CODE.failed}, ${CODE.cancelled}) OR CASE WHEN s.last_type = ${CODE.interrupted}
+    THEN (e.data::json ->> 'reason') IN ('max-iterations', 'deadline') OR ((e.data::json ->> 'reason') = 'approval-pending'
+      AND NOT EXISTS (SELECT 1 FROM ${expiries} x WHERE x.value::timestamptz <= now())) ELSE false END)`;
   const lastEntry = `JOIN ${t.entries} e ON e.run = s.run AND e.seq = s.version`;
 
   // Due runs of our loops that may go on, up to $4 of them in one statement (a worker with free
@@ -89,6 +93,24 @@ export function leases(db: PgDatabase) {
               released AS (UPDATE ${t.owners} SET owner = NULL, host = NULL, pid = NULL, expires_at = to_timestamp(0)
                             WHERE run_id = $1 AND token = $3)
          SELECT run_id FROM finished`,
+        [runId, owner, token],
+      ),
+    /**
+     * The run waits for approvals: like `finishAndRelease`, unless one of them expires (its
+     * interruption journaled when): then the run stays queued, due at the first expiry, when a
+     * worker resumes it to decline that call.
+     */
+    waitForApproval: (runId: string, owner: string, token: number) =>
+      changed(
+        `WITH expiry AS (SELECT min(x.value::timestamptz) AS at FROM ${t.runs} s ${lastEntry}, ${expiries} x
+                          WHERE s.run_id = $1 AND s.last_type = ${CODE.interrupted}),
+              parked AS (UPDATE ${t.leases} SET owner = NULL, expires_at = (SELECT at FROM expiry), failures = 0
+                          WHERE run_id = $1 AND owner = $2 AND (SELECT at FROM expiry) IS NOT NULL RETURNING run_id),
+              finished AS (DELETE FROM ${t.leases} WHERE run_id = $1 AND owner = $2 AND (SELECT at FROM expiry) IS NULL
+                          RETURNING run_id),
+              released AS (UPDATE ${t.owners} SET owner = NULL, host = NULL, pid = NULL, expires_at = to_timestamp(0)
+                            WHERE run_id = $1 AND token = $3)
+         SELECT run_id FROM parked UNION ALL SELECT run_id FROM finished`,
         [runId, owner, token],
       ),
     /** The attempt failed: due again after `delayMs`, with the error kept for operators. */

@@ -14,7 +14,7 @@ export async function prunePostgres(db: PgDatabase, request: PruneRequest): Prom
   const { pool, tables: t } = db;
   const { completedBefore, batchSize, dryRun } = request;
   await db.ready;
-  const finished = `r.last_type IN (${CODE.completed}, ${CODE.failed}) AND r.updated_at < $1::bigint`;
+  const finished = `r.last_type IN (${CODE.completed}, ${CODE.failed}, ${CODE.cancelled}) AND r.updated_at < $1::bigint`;
   if (dryRun) {
     const { rows } = await pool.query<PruneResult>(
       `WITH gone AS (SELECT r.run, r.run_id, r.entries FROM ${t.runs} r WHERE ${finished})
@@ -48,6 +48,7 @@ export async function prunePostgres(db: PgDatabase, request: PruneRequest): Prom
         const entries = await client.query(`DELETE FROM ${t.entries} WHERE run = ANY($1::int[])`, [runs]);
         const archives = await client.query(`DELETE FROM ${t.archive} WHERE run_id = ANY($1::text[])`, [ids]);
         await client.query(`DELETE FROM ${t.leases} WHERE run_id = ANY($1::text[])`, [ids]);
+        await client.query(`DELETE FROM ${t.cancels} WHERE run_id = ANY($1::text[])`, [ids]);
         const blobs = await client.query(
           `WITH named AS (DELETE FROM ${t.blobRefs} WHERE run = ANY($1::int[]) RETURNING digest)
            DELETE FROM ${t.blobs} b USING (SELECT DISTINCT digest FROM named) n

@@ -55,6 +55,7 @@ export const SQL_BLOB_REF = `'"sha256:([0-9a-f]{64})"'`;
 export const CODE = {
   completed: TYPE_CODES["run.completed"],
   failed: TYPE_CODES["run.failed"],
+  cancelled: TYPE_CODES["run.cancelled"],
   interrupted: TYPE_CODES["run.interrupted"],
   started: TYPE_CODES["run.started"],
 } as const;

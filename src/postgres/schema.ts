@@ -23,6 +23,8 @@ export interface Tables {
   readonly leases: string;
   /** Run ownership: one row per run ever owned, its fencing token and current owner (owners.ts). */
   readonly owners: string;
+  /** Cancel requests (`requestCancel`): one row per run someone asked to cancel, with the reason. */
+  readonly cancels: string;
   /** Every entry as text (`select * from loom_journal`), for reading the tables with psql. */
   readonly journal: string;
   /**
@@ -54,6 +56,7 @@ export function tablesIn(schema: string | undefined): Tables {
     archive: q("loom_archive"),
     leases: q("loom_leases"),
     owners: q("loom_owners"),
+    cancels: q("loom_cancels"),
     journal: q("loom_journal"),
     channel: `loom_due_${sha256Hex(schema ?? "").slice(0, 16)}`,
     appended: `loom_app_${sha256Hex(schema ?? "").slice(0, 16)}`,
@@ -119,6 +122,11 @@ CREATE TABLE IF NOT EXISTS ${t.owners} (
   host text,
   pid integer,
   expires_at timestamptz NOT NULL
+);
+CREATE TABLE IF NOT EXISTS ${t.cancels} (
+  run_id text PRIMARY KEY,
+  reason text NOT NULL,
+  requested_at timestamptz NOT NULL DEFAULT now()
 );
 CREATE OR REPLACE VIEW ${t.journal} AS
   SELECT r.run_id, e.seq, ty.type, ${sqlDataText("encode(e.digest, 'hex')")} AS data,

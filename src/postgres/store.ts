@@ -15,6 +15,7 @@ import type {
 import { type EntryType, type JournalEntry, type NewEntry, SCHEMA_VERSION } from "../events/types.ts";
 import { watchAppends } from "./appendNotify.ts";
 import { openPgDatabase, type PgDatabase, type PostgresOptions, pgDatabaseOf } from "./database.ts";
+import { notifyDue } from "./notify.ts";
 import { pgOwners } from "./owners.ts";
 import { prunePostgres } from "./prune.ts";
 import { entryArrays } from "./rows.ts";
@@ -68,10 +69,13 @@ function build(t: Tables) {
     // $1 run id, $2 expected version, $3 entry count, $4 last type code, $5 at (ms), $6 v,
     // $7… the columns of the entries, $12 the digests of the blobs they name.
     // $13, the fence: the owner row is read FOR SHARE, so an acquisition (an UPDATE of that row)
-    // waits for this append to commit, and this append sees a committed acquisition's token.
+    // waits for this append to commit, and this append sees a committed acquisition's token. A run
+    // with a cancel request takes only the append that ends it with run.cancelled ($4, the last type).
     append: named(`
       WITH locked AS (SELECT run, version FROM ${t.runs} WHERE run_id = $1 FOR UPDATE),
-      fence AS (SELECT token FROM ${t.owners} WHERE run_id = $1 AND owner IS NOT NULL FOR SHARE),
+      fence AS (SELECT token FROM ${t.owners} WHERE run_id = $1 AND owner IS NOT NULL
+                  AND ($4::smallint = ${TYPE_CODES["run.cancelled"]} OR NOT EXISTS (SELECT 1 FROM ${t.cancels} WHERE run_id = $1))
+                FOR SHARE),
       cur AS (
         SELECT (SELECT run FROM locked) AS run, coalesce((SELECT version FROM locked), 0) AS v,
                ($13::int IS NULL OR $13::int IS NOT DISTINCT FROM (SELECT token FROM fence)) AS owned),
@@ -146,27 +150,30 @@ export function postgresStoreOn(shared: PgDatabase): PostgresEventStore {
     [pgDatabaseOf]: db,
     ready: () => db.ready,
 
-    async append(runId: string, entries: readonly NewEntry[], { expectedVersion, fence }: AppendOptions) {
+    async append(runId: string, entries: readonly NewEntry[], { expectedVersion, fence, wake }: AppendOptions) {
       checkRunId(runId, "append");
       const { types, texts } = encodeEntries(runId, entries, expectedVersion);
       await db.ready;
       /** A refused append: the fence (checked first: a stale owner must stop), else the version. */
       const refused = async () => {
-        const notOwned = fence === undefined ? undefined : await owners.fenceRefusal(runId, fence);
+        const notOwned = fence === undefined ? undefined : await owners.fenceRefusal(runId, fence, entries);
         return notOwned ?? new ConcurrencyError(runId, expectedVersion, await versionOf(pool, runId));
       };
       if (entries.length === 0) {
         if (fence !== undefined) {
-          const notOwned = await owners.fenceRefusal(runId, fence);
+          const notOwned = await owners.fenceRefusal(runId, fence, entries);
           if (notOwned) throw notOwned;
         }
         const actual = await versionOf(pool, runId);
         if (actual !== expectedVersion) throw new ConcurrencyError(runId, expectedVersion, actual);
         return { version: expectedVersion };
       }
-      const written = await appendEntries(pool, tables, runId, expectedVersion, types, texts, fence).catch((e) =>
-        lostRace(runId, expectedVersion, e),
-      );
+      const written = await (wake === undefined
+        ? appendEntries(pool, tables, runId, expectedVersion, types, texts, fence)
+        : appendAndWake(db, runId, wake.loopId, (client) =>
+            appendEntries(client, tables, runId, expectedVersion, types, texts, fence),
+          )
+      ).catch((e) => lostRace(runId, expectedVersion, e));
       if (!written) throw await refused();
       return { version: expectedVersion + entries.length };
     },
@@ -223,12 +230,50 @@ export function postgresStoreOn(shared: PgDatabase): PostgresEventStore {
     acquire: (runId: string, options: AcquireOptions) => owners.acquire(runId, options),
     renew: (lease: RunLease, leaseMs: number) => owners.renew(lease, leaseMs),
     release: (lease: RunLease) => owners.release(lease),
+    requestCancel: (runId: string, reason: string) => {
+      checkRunId(runId, "requestCancel");
+      return owners.requestCancel(runId, reason);
+    },
     prune: (request) => prunePostgres(db, request),
 
     async close() {
       await db.release();
     },
   };
+}
+
+/**
+ * An append that makes the run due for the workers (`AppendOptions.wake`): the entries, the
+ * run's queue row (due now) and the announcement, in one transaction, as `submitRun` queues a run.
+ */
+async function appendAndWake(
+  db: PgDatabase,
+  runId: string,
+  loopId: string,
+  append: (client: pg.PoolClient) => Promise<boolean>,
+): Promise<boolean> {
+  const t = db.tables;
+  const client = await db.pool.connect();
+  try {
+    await client.query("BEGIN");
+    if (!(await append(client))) {
+      await client.query("ROLLBACK");
+      return false;
+    }
+    await client.query(
+      `INSERT INTO ${t.leases} AS l (run_id, loop_id) VALUES ($1, $2)
+       ON CONFLICT (run_id) DO UPDATE SET expires_at = now(), failures = 0 WHERE l.owner IS NULL`,
+      [runId, loopId],
+    );
+    await client.query(notifyDue(db), [loopId]); // sent on commit
+    await client.query("COMMIT");
+    return true;
+  } catch (e) {
+    await client.query("ROLLBACK").catch(() => {});
+    throw e;
+  } finally {
+    client.release();
+  }
 }
 
 /** Compaction inside the caller's transaction: lock the run, remove the seqs, append the marker. */

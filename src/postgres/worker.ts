@@ -1,6 +1,12 @@
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
-import { AgentLoopConfigError, isOwnershipLostError, isRunBusyError } from "../core/errors.ts";
+import {
+  AgentLoopConfigError,
+  isOwnershipLostError,
+  isRunBusyError,
+  isRunCancelledError,
+  RunCancelledError,
+} from "../core/errors.ts";
 import type { Journal } from "../events/spi.ts";
 import type { RunLease } from "../events/store.ts";
 import type { AgentLoop } from "../runtime/agentLoop.ts";
@@ -143,6 +149,9 @@ export function startWorker(options: WorkerOptions): Worker {
       journal.store.renew(owned, leaseMs).then(
         (renewed) => {
           owned = renewed;
+          // cancelRun from any process: the run stops at its next step and ends with run.cancelled.
+          if (renewed.cancelRequested !== undefined && !controller.signal.aborted)
+            controller.abort(new RunCancelledError(runId, renewed.cancelRequested));
         },
         (e) => (isOwnershipLostError(e) ? lose(e) : report(e, runId)),
       );
@@ -156,9 +165,12 @@ export function startWorker(options: WorkerOptions): Worker {
     } catch (e) {
       if (lost || isOwnershipLostError(e)) return; // another worker holds the run now
       const reason = isAgentInterruptedError(e) ? e.run.reason : undefined;
-      if (reason === "approval-pending" || reason === "max-iterations" || reason === "deadline") {
+      const waits = reason === "approval-pending" || reason === "max-iterations" || reason === "deadline";
+      if (waits || isRunCancelledError(e)) {
         clearInterval(renewal);
-        await lease.finishAndRelease(runId, owner, owned.token);
+        // A run whose approvals expire stays queued, due when the first one does (the run declines it).
+        if (reason === "approval-pending") await lease.waitForApproval(runId, owner, owned.token);
+        else await lease.finishAndRelease(runId, owner, owned.token);
         released = true;
       } else if (reason === "aborted" && controller.signal.aborted) await lease.releaseNow(runId, owner);
       else {

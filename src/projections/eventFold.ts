@@ -104,12 +104,6 @@ export function initialRunEventState(options: RunEventOptions = {}, from?: RunSt
 export function evolveRunEvents(state: RunEventState, entry: JournalEntry): JournaledRunEvent[] {
   const runId = entry.runId;
   const cursor = entry.seq;
-  // Written by a newer Loom (the cancel request's `run.cancelled`): read by its type name, so this
-  // fold compiles with or without it in the schema.
-  if ((entry as { type: string }).type === "run.cancelled") {
-    const reason = (entry.data as { reason?: unknown } | null)?.reason;
-    return [{ type: "run-cancelled", runId, cursor, reason: typeof reason === "string" ? reason : "" }];
-  }
   switch (entry.type) {
     case "run.started":
       state.loopId = entry.data.loopId;
@@ -244,6 +238,8 @@ export function evolveRunEvents(state: RunEventState, entry: JournalEntry): Jour
     }
     case "run.failed":
       return [{ type: "run-failed", runId, cursor, error: entry.data.error }];
+    case "run.cancelled":
+      return [{ type: "run-cancelled", runId, cursor, reason: entry.data.reason }];
     case "frames.archived":
       return [];
     default: {

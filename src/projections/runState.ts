@@ -8,6 +8,7 @@ import type {
   JournalEntry,
   Message,
   ModelResponse,
+  RunCancelledData,
   RunFailedData,
   RunInterruptedData,
 } from "../events/types.ts";
@@ -48,8 +49,16 @@ export interface AttemptState {
   waiting: boolean;
 }
 
-/** Where a run is: `new` (no entries) → `running` → `interrupted` / `completed` / `failed`. */
-export type RunStatus = "new" | "running" | "interrupted" | "completed" | "failed";
+/** Where a run is: `new` (no entries) → `running` → `interrupted` / `completed` / `failed` / `cancelled`. */
+export type RunStatus = "new" | "running" | "interrupted" | "completed" | "failed" | "cancelled";
+
+/** When a call's approval was first asked for (see `RunState.approvalRequests`). */
+export interface ApprovalWaitState {
+  /** The time (ms since the epoch) of the first `run.interrupted` (`approval-pending`) that listed the call. */
+  readonly requestedAt: number;
+  /** When it expires (ms since the epoch), if an interruption journaled it (the tool's `approvalTimeoutMs`). */
+  readonly expiresAt?: number;
+}
 
 /** A run's folded state: what a resume reads, and what every other projection starts from. */
 export interface RunState {
@@ -78,6 +87,14 @@ export interface RunState {
    */
   interruption: RunInterruptedData | undefined;
   error: RunFailedData["error"] | undefined;
+  /** Why the run was cancelled, once `run.cancelled` ended it. */
+  cancelled: RunCancelledData | undefined;
+  /**
+   * Calls that waited for an approval, by step id: when it was first asked for. The time is the
+   * interruption's `meta.at`: wall clock that decides only when an approval expires (a decision
+   * journaled once, as the decline).
+   */
+  approvalRequests: Record<string, ApprovalWaitState>;
   /**
    * What `run.completed` recorded of a completed run's value: `{ content, iterations }` (the
    * tool-call log is rebuilt from the frames: `completedOutput`, `rebuildToolCallLog`).
@@ -111,6 +128,8 @@ export const runStateProjection: Projection<RunState> = {
     turns: 0,
     interruption: undefined,
     error: undefined,
+    cancelled: undefined,
+    approvalRequests: Object.create(null),
     _output: undefined,
     version: 0,
   }),
@@ -184,6 +203,11 @@ export const runStateProjection: Projection<RunState> = {
         state.interruption = withCause(entry.data);
         // Out of attempts: a resume tries again with the policy's whole budget.
         if (entry.data.reason === "model-error") for (const a of Object.values(state.attempts)) a.spent = a.attempt;
+        if (entry.data.reason === "approval-pending") noteApprovalRequests(state, entry.data.detail, entry.meta.at);
+        break;
+      case "run.cancelled":
+        state.status = "cancelled";
+        state.cancelled = entry.data;
         break;
       case "attempt.failed": {
         const { frameId, attempt, error, retryAt } = entry.data;
@@ -213,6 +237,27 @@ function withCause(data: RunInterruptedData): RunInterruptedData {
   const { name, message } = (data.detail ?? {}) as { name?: unknown; message?: unknown };
   if (typeof name !== "string" || typeof message !== "string") return data;
   return { ...data, cause: { name, message } };
+}
+
+/**
+ * Notes when each call listed by an `approval-pending` interruption was first asked for, and its
+ * expiry when the interruption journaled one (`detail.expiresAt`: step id → ISO time).
+ */
+function noteApprovalRequests(state: RunState, detail: unknown, at: string): void {
+  const { stepIds, expiresAt } = (detail ?? {}) as { stepIds?: unknown; expiresAt?: unknown };
+  if (!Array.isArray(stepIds)) return;
+  const expiries = typeof expiresAt === "object" && expiresAt !== null ? (expiresAt as Record<string, unknown>) : {};
+  const requestedAt = Date.parse(at);
+  for (const stepId of stepIds) {
+    if (typeof stepId !== "string") continue;
+    const known = state.approvalRequests[stepId];
+    const expiry = Object.hasOwn(expiries, stepId) ? Date.parse(String(expiries[stepId])) : Number.NaN;
+    if (known !== undefined && (known.expiresAt !== undefined || Number.isNaN(expiry))) continue;
+    state.approvalRequests[stepId] = {
+      requestedAt: known?.requestedAt ?? requestedAt,
+      ...(Number.isNaN(expiry) ? {} : { expiresAt: expiry }),
+    };
+  }
 }
 
 function countTurn(state: RunState, frameId: string): void {

@@ -1,6 +1,11 @@
 import { fromPromise } from "xstate";
 import { digestOf, digestOfRecorded } from "../core/digest.ts";
-import { AgentLoopConfigError, DefinitionChangedError, ReplayDivergenceError } from "../core/errors.ts";
+import {
+  AgentLoopConfigError,
+  DefinitionChangedError,
+  ReplayDivergenceError,
+  RunCancelledError,
+} from "../core/errors.ts";
 import { readJournal } from "../events/journal.ts";
 import { readModePin } from "../events/modePin.ts";
 import type { Message, ModelResponse, NewEntry, RunStartedData, ToolCall } from "../events/types.ts";
@@ -12,6 +17,7 @@ import { modelFrameId, modePinId, toolStepId } from "../projections/ids.ts";
 import { foldEntries, responseAt } from "../projections/runState.ts";
 import { Appender, type Fence } from "./appender.ts";
 import type { AgentLoopConfig } from "./config.ts";
+import { interruptionEntry } from "./control/hooks.ts";
 import { durableStep } from "./durableStep.ts";
 import { causeOf, modelPolicy, runDeadline } from "./failurePolicy.ts";
 import { hydrateArchived } from "./readers.ts";
@@ -73,6 +79,7 @@ export function loopActors(session: RunSession, fence?: Fence) {
       );
     }
     if (state.status === "completed") return { kind: "completed" };
+    if (state.status === "cancelled") throw new RunCancelledError(runId, state.cancelled?.reason ?? "");
     if (!session.replaying) checkDefinition(runId, config, state.definition);
     // A late pin (ADR 0142 D3); a deadline configured after the run started runs from now.
     const deadline = runDeadline(config, state, Date.now());
@@ -159,12 +166,8 @@ export function loopActors(session: RunSession, fence?: Fence) {
   });
 
   const interrupt = fromPromise<void, Interruption & { turn: number; pending: string[] }>(async ({ input }) => {
-    const { reason, detail, cause } = input;
-    session.appender.close(reason);
-    await session.appender.appendFinal({
-      type: "run.interrupted",
-      data: cause === undefined ? { reason, detail } : { reason, detail, cause },
-    });
+    session.appender.close(input.reason);
+    await session.appender.appendFinal(interruptionEntry(session, input)); // run.cancelled for a cancellation
   });
 
   return { prepare, callModel, complete, interrupt };

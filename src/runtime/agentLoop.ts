@@ -1,4 +1,5 @@
 import { createActor, type InspectionEvent, type Observer } from "xstate";
+import { RunCancelledError } from "../core/errors.ts";
 import { checkRunId } from "../events/runId.ts";
 import { agentLoopMachine } from "../machines/agentLoop.machine.ts";
 import { toolCallMachine } from "../machines/toolCall.machine.ts";
@@ -9,6 +10,7 @@ import type { AgentOutput, InterruptedAgentRun, ToolCallLogMode } from "../proje
 import { loopActors } from "./actors.ts";
 import type { Fence } from "./appender.ts";
 import type { AgentLoopConfig } from "./config.ts";
+import { cancelledOutcome } from "./control/hooks.ts";
 import { AgentInterruptedError } from "./errors.ts";
 import { holdRun, type RunOwnership } from "./ownership.ts";
 import { hydrateForLog } from "./readers.ts";
@@ -119,9 +121,15 @@ async function runLoop(
       session.appender?.lost(e);
       lostRun.abort(e);
     },
+    (e) => lostRun.abort(e), // cancelRun: stops like an abort, ending with run.cancelled
   );
   try {
-    const fence = { token: held.fence, onLost: (e: Error) => lostRun.abort(e) };
+    if (held.cancelRequested !== undefined) lostRun.abort(new RunCancelledError(request.runId, held.cancelRequested));
+    const fence = {
+      token: held.fence,
+      onLost: (e: Error) => lostRun.abort(e),
+      onCancelled: (e: RunCancelledError) => lostRun.abort(e),
+    };
     return await runHeld(config, request, session, fence, signal);
   } finally {
     await held.letGo();
@@ -145,7 +153,12 @@ async function runHeld(
   const done = new Promise<void>((resolve, reject) => {
     actor.subscribe({ complete: resolve, error: reject });
   });
-  const onAbort = () => actor.send({ type: "ABORT", reason: signal.reason });
+  // A microtask later: the signals derived from the run's (a tool's) abort first, with the run's reason
+  // (a RunCancelledError for cancelRun), not with the reason of the chart stopping their actor.
+  const onAbort = () =>
+    queueMicrotask(() => {
+      if (actor.getSnapshot().status === "active") actor.send({ type: "ABORT", reason: signal.reason });
+    });
   signal.addEventListener("abort", onAbort, { once: true });
   try {
     actor.start();
@@ -159,6 +172,8 @@ async function runHeld(
   // An append the fence refused stops the run, whatever state that left the chart in.
   const lost = session.appender?.lostOwnership;
   if (lost !== undefined) throw lost;
+  const cancelled = await cancelledOutcome(session);
+  if (cancelled !== undefined) throw cancelled;
   const snapshot = actor.getSnapshot();
   switch (snapshot.value) {
     case "completed": {

@@ -1,4 +1,10 @@
-import { isConcurrencyError, isOwnershipLostError, type OwnershipLostError } from "../core/errors.ts";
+import {
+  isConcurrencyError,
+  isOwnershipLostError,
+  isRunCancelledError,
+  type OwnershipLostError,
+  type RunCancelledError,
+} from "../core/errors.ts";
 import type { EventStore } from "../events/store.ts";
 import { type JournalEntry, type NewEntry, SCHEMA_VERSION } from "../events/types.ts";
 import { validateEntries } from "../events/validate.ts";
@@ -176,6 +182,7 @@ export class Appender {
         return;
       } catch (e) {
         if (isOwnershipLostError(e)) this.lost(e);
+        if (isRunCancelledError(e)) this.fence?.onCancelled?.(e); // the run stops and ends with run.cancelled
         if (!isConcurrencyError(e) || !(await this.foldCompaction(expectedVersion))) throw e;
       }
     }
@@ -239,6 +246,8 @@ export interface Fence {
   readonly token: number;
   /** Called once, when the store first refuses an append (the run stops its effects in flight). */
   onLost(error: OwnershipLostError): void;
+  /** Called when the store refuses an append because someone asked to cancel the run (`cancelRun`). */
+  onCancelled?(error: RunCancelledError): void;
 }
 
 /** Internal: an effect finished after its run stopped; its result is not journaled (outcome unknown). */

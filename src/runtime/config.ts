@@ -54,6 +54,16 @@ export interface Tool<I = unknown, O = unknown> {
    */
   readonly requiresApproval?: boolean;
   /**
+   * With `requiresApproval`: how long an approval may wait, in ms from when the run first stopped
+   * for it. Once passed, the call is declined (journaled with reason `approval-expired`, and the
+   * model told), also when no process was running at that moment: the run declines it when it
+   * resumes. `listPendingApprovals` reports the expiry.
+   *
+   * @example
+   * const refund: Tool = { description: "refunds an order", requiresApproval: true, approvalTimeoutMs: 86_400_000, execute };
+   */
+  readonly approvalTimeoutMs?: number;
+  /**
    * A frame started but never completed (a crash mid-tool): `"retry"` runs it again with the
    * same stepId (default); `"fail"` feeds the model an error instead (for tools that must not
    * run twice).

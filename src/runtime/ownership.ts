@@ -1,4 +1,4 @@
-import { isOwnershipLostError, isRunBusyError, type OwnershipLostError } from "../core/errors.ts";
+import { isOwnershipLostError, isRunBusyError, type OwnershipLostError, RunCancelledError } from "../core/errors.ts";
 import type { EventStore, RunLease } from "../events/store.ts";
 
 /**
@@ -36,6 +36,8 @@ export const DEFAULT_LEASE_MS = 10_000;
 /** The run's ownership for one `loop.run` call: its fence, and how to let it go. */
 export interface HeldRun {
   readonly fence: number;
+  /** Someone asked to cancel the run (`cancelRun`) before this call got it: the reason. */
+  readonly cancelRequested: string | undefined;
   /** Stops renewing; releases the lease if this call acquired it. */
   letGo(): Promise<void>;
 }
@@ -44,7 +46,7 @@ export interface HeldRun {
  * Acquires the run (waiting up to `waitMs` for a live owner) and renews it every third of the
  * lease. `onLost` is told once when a renewal finds the run taken over. Failed renewals for any
  * other reason (the database briefly away) are retried at the next tick: the fence keeps a late
- * writer out either way.
+ * writer out either way. `onCancelled` is told once when a renewal finds a cancel request.
  */
 export async function holdRun(
   store: EventStore,
@@ -53,9 +55,10 @@ export async function holdRun(
   ownership: RunOwnership | undefined,
   signal: AbortSignal | undefined,
   onLost: (error: OwnershipLostError) => void,
+  onCancelled: (error: RunCancelledError) => void = () => {},
 ): Promise<HeldRun> {
   const given = ownership?.lease;
-  if (given !== undefined) return { fence: given.token, letGo: async () => {} };
+  if (given !== undefined) return { fence: given.token, cancelRequested: given.cancelRequested, letGo: async () => {} };
   const leaseMs = ownership?.leaseMs ?? DEFAULT_LEASE_MS;
   const owner = ownership?.owner ?? `loop.run ${loopId}`;
   const deadline = Date.now() + (ownership?.waitMs ?? 0);
@@ -71,10 +74,14 @@ export async function holdRun(
     }
   }
   let lost = false;
+  let cancelled = lease.cancelRequested !== undefined;
   const renewal = setInterval(() => {
     store.renew(lease, leaseMs).then(
       (renewed) => {
         lease = renewed;
+        if (renewed.cancelRequested === undefined || cancelled) return;
+        cancelled = true;
+        onCancelled(new RunCancelledError(runId, renewed.cancelRequested));
       },
       (e) => {
         if (!isOwnershipLostError(e) || lost) return;
@@ -87,6 +94,7 @@ export async function holdRun(
   renewal.unref?.();
   return {
     fence: lease.token,
+    cancelRequested: lease.cancelRequested,
     async letGo() {
       clearInterval(renewal);
       if (!lost) await store.release(lease);

@@ -4,6 +4,7 @@ import { digestOfRecorded } from "../core/digest.ts";
 import { isCanonicalJsonError } from "../core/errors.ts";
 import type { CallSettledData, NewEntry, SettledReason } from "../events/types.ts";
 import type { ApprovalOutput, CheckOutput, RunToolOutput, ToolCallInput } from "../machines/toolCall.machine.ts";
+import { approvalExpiry, declinedResult } from "../policies/approval.ts";
 import { approvalId, DECISION_SOURCES, outcomeId, toolStepId } from "../projections/ids.ts";
 import { responseAt } from "../projections/runState.ts";
 import { AppendAfterCloseError } from "./appender.ts";
@@ -157,23 +158,28 @@ export function toolCallActors(session: RunSession) {
         throw session.divergence(decisionId, "an approval given for another input");
       return recorded.approved ? { kind: "approved" } : { kind: "declined" };
     }
-    const given = options.approvals?.[stepId];
+    // Expired (the tool's approvalTimeoutMs, counted from the first interruption that asked): declined,
+    // whatever answer comes now, also when no process was running when it expired.
+    const expiresAt = approvalExpiry(session.state.approvalRequests[stepId], tools[call.name]?.approvalTimeoutMs);
+    const expired = expiresAt !== undefined && Date.now() >= expiresAt;
+    const given = expired ? false : options.approvals?.[stepId];
     const answer =
       given ??
       (config.approve ? await config.approve({ runId, stepId, toolName: call.name, input: call.input }) : "pending");
     if (answer === "pending") return { kind: "pending" };
+    const choice = { approved: answer === true, inputDigest, ...(expired ? { reason: "approval-expired" } : {}) };
     const decision = {
       type: "decision.recorded",
-      data: { decisionId, source: DECISION_SOURCES.approval, choice: { approved: answer === true, inputDigest } },
+      data: { decisionId, source: DECISION_SOURCES.approval, choice },
     } as const;
     if (answer === true) {
       await session.appender.append(decision);
       return { kind: "approved" };
     }
-    const result = { error: "approval-declined", message: `the call to ${call.name} was declined` };
+    const result = declinedResult(call.name, expired ? { expiredAt: expiresAt } : {});
     await session.appender.append(decision, {
       type: "call.settled",
-      data: { stepId, status: "error", reason: "approval-declined", result },
+      data: { stepId, status: "error", reason: expired ? "approval-expired" : "approval-declined", result },
     });
     session.setFed(stepId, { output: session.state.settled[stepId]?.result, isError: true });
     return { kind: "declined" };

@@ -36,6 +36,12 @@ export function validateConfig(config: AgentLoopConfig): void {
     validateRetryPolicy(tool.retry, DEFAULT_TOOL_RETRY, `tools.${name}.retry`, (m) => fail(id, m));
     if (tool.timeoutMs !== undefined && !positiveInteger(tool.timeoutMs))
       throw fail(id, `tools.${name}.timeoutMs must be a positive integer (ms), not ${String(tool.timeoutMs)}`);
+    if (tool.approvalTimeoutMs !== undefined && !positiveInteger(tool.approvalTimeoutMs)) {
+      throw fail(
+        id,
+        `tools.${name}.approvalTimeoutMs must be a positive integer (ms), not ${String(tool.approvalTimeoutMs)}`,
+      );
+    }
   }
   validateFailurePolicy(config, id);
   if (config.maxIterations !== undefined && !positiveInteger(config.maxIterations)) {

@@ -28,6 +28,7 @@ describe("readJournal", () => {
       acquire: () => Promise.reject(new Error("not used")),
       renew: () => Promise.reject(new Error("not used")),
       release: async () => {},
+      requestCancel: () => Promise.reject(new Error("not used")),
       close: async () => {},
     };
     const e = await readJournal(createJournal({ store: liar }), "r").catch((x: unknown) => x);

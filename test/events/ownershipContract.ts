@@ -1,6 +1,12 @@
 import { hostname } from "node:os";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { isOwnershipLostError, isRunBusyError, OwnershipLostError, RunBusyError } from "../../src/core/errors.ts";
+import {
+  isOwnershipLostError,
+  isRunBusyError,
+  isRunCancelledError,
+  OwnershipLostError,
+  RunBusyError,
+} from "../../src/core/errors.ts";
 import type { EventStore } from "../../src/events/store.ts";
 import { decision, runStarted } from "./entries.ts";
 import type { StoreFixture } from "./storeContract.ts";
@@ -111,6 +117,33 @@ export function ownershipContract(name: string, open: () => Promise<StoreFixture
         isOwnershipLostError(await rejection(store.append("r9", [runStarted()], { expectedVersion: 0, fence: 1 }))),
       ).toBe(true);
       expect(await store.read("r9")).toEqual([]);
+    });
+
+    it("a cancel request reaches the owner: its lease says so, and only the append ending the run passes", async () => {
+      const lease = await store.acquire("c1", { owner: "loop", leaseMs: 60_000 });
+      expect(lease.cancelRequested).toBeUndefined();
+      await store.append("c1", [runStarted()], { expectedVersion: 0, fence: lease.token });
+      const asked = await store.requestCancel("c1", "operator said stop");
+      expect(asked.holder).toMatchObject({ owner: "loop", token: lease.token });
+      // A second request keeps the first reason.
+      await store.requestCancel("c1", "again");
+      expect((await store.renew(lease, 60_000)).cancelRequested).toBe("operator said stop");
+      const refused = await rejection(
+        store.append("c1", [decision("d", 1)], { expectedVersion: 1, fence: lease.token }),
+      );
+      expect(isRunCancelledError(refused)).toBe(true);
+      expect(refused).toMatchObject({ code: "runCancelled", runId: "c1", reason: "operator said stop" });
+      expect((await store.read("c1")).length).toBe(1);
+      const end = { type: "run.cancelled", data: { reason: "operator said stop" } } as const;
+      expect(await store.append("c1", [decision("d", 1), end], { expectedVersion: 1, fence: lease.token })).toEqual({
+        version: 3,
+      });
+      // Unfenced appends (compaction's marker, a submitter) are not held to it.
+      await store.release(lease);
+      // A run nobody holds: no holder, and the next owner's lease carries the request.
+      expect((await store.requestCancel("c2", "nobody runs it")).holder).toBeUndefined();
+      expect((await store.acquire("c2", { owner: "x", leaseMs: 60_000 })).cancelRequested).toBe("nobody runs it");
+      expect((await store.acquire("c3", { owner: "x", leaseMs: 60_000 })).cancelRequested).toBeUndefined();
     });
   });
 }

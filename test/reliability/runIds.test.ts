@@ -143,6 +143,7 @@ describe("loop.run checks the id before it touches the journal", () => {
         return inner.acquire(...a);
       },
       renew: (...a) => inner.renew(...a),
+      requestCancel: (...a) => inner.requestCancel(...a),
       release: (...a) => inner.release(...a),
     };
     const { loop } = answering("never");

@@ -4,6 +4,8 @@ import {
   hydrateArchived,
   isStepResolutionError,
   type Journal,
+  listPendingApprovals,
+  type PendingApproval,
   parseFrameId,
   projectToolCallLog,
   type ResolvedStep,
@@ -14,9 +16,10 @@ import {
   verifyTurnResults,
 } from "../../index.ts";
 import { dbPath, type RunInfo, runInfo, stoppedText, withJournal } from "../db.ts";
-import { count, int, printable } from "../format.ts";
+import { clip, count, int, oneLine, printable } from "../format.ts";
 import { CliError, type CliIo, println } from "../io.ts";
 import { type CommonOptions, withCommon } from "../program.ts";
+import { type RunStory, runStory } from "../story.ts";
 
 interface ShowOptions extends CommonOptions {
   readonly run?: string;
@@ -26,17 +29,25 @@ interface ShowOptions extends CommonOptions {
 /** `loom show <stepId>`: one step's full output, its digest checked against what vouches for it. */
 export function registerShow(program: Command, io: CliIo): void {
   withCommon(program.command("show"))
-    .description("print a step's full output (a lean entry's stepId), its digest verified; or a run's summary")
+    .description(
+      "print a step's full output (a lean entry's stepId), its digest verified, or what a step waiting for approval would run with; or a run's story: turns, model text, tools with status, time and bytes, approvals, tokens, why it stopped",
+    )
     .argument(
       "<stepId>",
-      "a step id: a tool's, e.g. 'loom-demo#turn:3:tool:0', or a model call's, 'loom-demo#turn:3:model' (quote it: it holds a #); or a run id: its status and why it stopped",
+      "a step id: a tool's, e.g. 'loom-demo#turn:3:tool:0', or a model call's, 'loom-demo#turn:3:model' (quote it: it holds a #); or a run id: its story and why it stopped",
     )
     .option("--run <runId>", "the run holding the step (needed when several runs of one loop are in the journal)")
     .option("--json", "print the resolved step as JSON")
     .action(async (stepId: string, options: ShowOptions) => {
       const path = dbPath(io, options.db);
       const run = await runNamed(path, stepId);
-      if (run !== undefined) return printRun(io, run, options.json === true);
+      if (run !== undefined) return printStory(io, run, options.json === true);
+      const waiting = await withJournal(path, async (journal) =>
+        (await listPendingApprovals(journal, options.run === undefined ? {} : { runId: options.run })).filter(
+          (p) => p.stepId === stepId,
+        ),
+      );
+      if (waiting.length === 1) return printWaiting(io, waiting[0] as PendingApproval, options.json === true);
       const shown = await withJournal(path, async (journal) => {
         const step = await resolve(journal, stepId, options.run);
         // One fold of the run serves the log entry and the checks.
@@ -70,27 +81,82 @@ export function registerShow(program: Command, io: CliIo): void {
     });
 }
 
-/** The run an argument names, when it is no step id but the id of a run in the journal. */
-async function runNamed(path: string, arg: string): Promise<RunInfo | undefined> {
+/** The story of the run an argument names, when it is no step id but the id of a run in the journal. */
+async function runNamed(path: string, arg: string): Promise<{ info: RunInfo; story: RunStory } | undefined> {
   if (parseFrameId(arg) !== undefined || runIdProblem(arg) !== undefined) return undefined;
   return withJournal(path, async (journal) => {
     if (!(await journal.store.listRuns()).some((r) => r.runId === arg)) return undefined;
-    return runInfo(arg, await readJournal(journal, arg));
+    const entries = await readJournal(journal, arg);
+    return { info: runInfo(arg, entries), story: await runStory(journal, arg, entries) };
   });
 }
 
-function printRun(io: CliIo, run: RunInfo, json: boolean): void {
+function printStory(io: CliIo, run: { info: RunInfo; story: RunStory }, json: boolean): void {
+  const { info, story } = run;
   if (json) {
-    println(io.stdout, JSON.stringify(run, null, 2));
+    println(io.stdout, JSON.stringify({ ...info, story }, null, 2));
     return;
   }
-  println(io.stdout, `run     ${run.runId}`); // a valid run id: no control character to escape
-  println(io.stdout, `loop    ${run.loopId ?? "?"}`);
+  const out = (line: string) => println(io.stdout, line);
+  out(`run     ${info.runId}`); // a valid run id: no control character to escape
+  out(`loop    ${printable(info.loopId ?? "?")}`);
+  out(`status  ${info.status}, ${int(info.iterations)} model calls, ${int(info.entries)} entries, ${info.mode} log`);
+  out(`time    ${info.startedAt ?? "?"} → ${info.updatedAt ?? "?"}`);
+  if (story.forkedFrom) {
+    const f = story.forkedFrom;
+    out(`fork    of ${printable(f.runId)} at ${f.stepId ? printable(f.stepId) : `seq ${f.seq}`}`);
+  }
+  out(`tokens  ${int(story.tokens.input)} in, ${int(story.tokens.output)} out`);
+  const pending = new Map(story.pendingApprovals.map((p) => [p.stepId, p]));
+  for (const t of story.turns) {
+    const time = t.durationMs === undefined ? "" : `, ${int(t.durationMs)} ms`;
+    const usage = t.usage ? `, ${int(t.usage.inputTokens ?? 0)}→${int(t.usage.outputTokens ?? 0)} tokens` : "";
+    const retries = t.failedAttempts ? `, ${count(t.failedAttempts, "failed attempt")}` : "";
+    out(`turn ${t.turn}  model ${t.status}${time}${usage}${retries}${t.text ? `: ${clip(oneLine(t.text), 100)}` : ""}`);
+    for (const tool of t.tools) {
+      const parts = [tool.reason ? `${tool.status} (${tool.reason})` : tool.status];
+      if (tool.durationMs !== undefined) parts.push(`${int(tool.durationMs)} ms`);
+      if (tool.bytes !== undefined) parts.push(count(tool.bytes, "byte"));
+      if (tool.approval) {
+        const who = tool.approval.by ? ` by ${printable(tool.approval.by)}` : "";
+        parts.push(`${tool.approval.approved ? "approved" : "declined"}${who}`);
+      }
+      const wait = pending.get(tool.stepId);
+      if (wait) parts.push(`asked ${wait.requestedAt}${wait.expiresAt ? `, expires ${wait.expiresAt}` : ""}`);
+      out(`        tool ${printable(tool.toolName)} ${printable(tool.stepId)}: ${parts.join(", ")}`);
+    }
+  }
+  const end = story.ended;
+  if (end?.type === "completed") out(`answer  ${clip(oneLine(end.content), 200)}`);
+  else if (end?.type === "cancelled") out(`stopped ${stoppedText(info)}`);
+  else if (end?.type === "failed") out(`stopped failed: ${printable(`${end.error.name}: ${end.error.message}`)}`);
+  else if (end?.type === "interrupted") out(`stopped ${stoppedText(info)}`);
+  for (const p of story.pendingApprovals) {
+    out(
+      `waiting ${printable(p.stepId)} (${printable(p.toolName)}) for approval: loom approve '${printable(p.stepId)}' --run ${info.runId}`,
+    );
+  }
+}
+
+/** `loom show <stepId>` of a call that waits for approval: what it would run with, since when. */
+function printWaiting(io: CliIo, p: PendingApproval, json: boolean): void {
+  if (json) {
+    println(io.stdout, JSON.stringify({ ...p, status: "waiting-for-approval" }, null, 2));
+    return;
+  }
+  println(io.stdout, `step    ${printable(p.stepId)}`);
+  println(io.stdout, `run     ${printable(p.runId)}`);
   println(
     io.stdout,
-    `status  ${run.status}, ${int(run.iterations)} model calls, ${int(run.entries)} entries, ${run.mode} log`,
+    `tool    ${printable(p.toolName)}: waiting for approval since ${p.requestedAt}${p.expiresAt ? `, declined at ${p.expiresAt} unless approved` : ""}`,
   );
-  if (run.interrupted) println(io.stdout, `stopped ${stoppedText(run)}`);
+  println(io.stdout, `digest  ${p.inputDigest ?? "null"} (of the input)`);
+  println(io.stdout, "input:");
+  println(io.stdout, JSON.stringify(p.input, null, 2) ?? "undefined");
+  println(
+    io.stdout,
+    `approve with: loom approve '${printable(p.stepId)}' --run ${printable(p.runId)}   deny: loom deny … --reason <text>`,
+  );
 }
 
 async function resolve(journal: Journal, stepId: string, runId: string | undefined): Promise<ResolvedStep> {

@@ -1,0 +1,22 @@
+/**
+ * Operating runs (DESIGN §7.4), from any process: list and answer pending approvals, cancel a
+ * run, fork one from a step. Each function takes the journal and a run id, like `loop.run`.
+ */
+
+export {
+  listPendingApprovals,
+  type PendingApproval,
+  type RecordApprovalOptions,
+  type RecordedApproval,
+  recordApproval,
+} from "./control/approvals.ts";
+export { type CancelOptions, type CancelResult, cancelRun } from "./control/cancel.ts";
+export {
+  type ApprovalRefusal,
+  ApprovalRefusedError,
+  isApprovalRefusedError,
+  isRunControlError,
+  RunControlError,
+  type RunControlRefusal,
+} from "./control/errors.ts";
+export { type ForkOptions, type ForkResult, forkRun } from "./control/fork.ts";

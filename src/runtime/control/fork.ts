@@ -1,0 +1,167 @@
+import { digestOf } from "../../core/digest.ts";
+import { IntegrityError } from "../../core/errors.ts";
+import { readJournal } from "../../events/journal.ts";
+import { checkRunId } from "../../events/runId.ts";
+import type { Journal } from "../../events/spi.ts";
+import type { EntryOf, ForkedFromData, JournalEntry, NewEntry } from "../../events/types.ts";
+import { approvalId, outcomeId } from "../../projections/ids.ts";
+import { RunControlError } from "./errors.ts";
+
+/** What `forkRun` is asked for. */
+export interface ForkOptions {
+  /**
+   * Where the fork starts: a step id (the fork holds what came before that step, and runs the
+   * step again when resumed) or a seq of the source (the fork holds the entries before it: the
+   * run as a crash at that point would have left it).
+   */
+  readonly at: string | number;
+  /** The new run's id (a run id not yet in the journal). */
+  readonly newRunId: string;
+}
+
+/** What `forkRun` made. */
+export interface ForkResult {
+  readonly runId: string;
+  /** The marker its `run.started` holds: the source run, the seq the fork starts at, the step. */
+  readonly forkedFrom: ForkedFromData;
+  /** Entries copied into the new run. */
+  readonly entries: number;
+}
+
+/**
+ * Forks a run: a new run `newRunId` whose journal is the source's up to `at` (a step id or a
+ * seq), its `run.started` marked with where it came from (`forkedFrom`). Resuming it
+ * (`loop.run({ runId: newRunId, journal })`) goes on from there, so a changed tool, prompt
+ * handling or model can be tried on the same history; the source is not touched. Forking at a
+ * step keeps the results of the steps that had started before it (a tool running beside it
+ * does not run again). A compacted source is copied with its archived frames put back (read
+ * from the archive, verified against their markers), and claim-checked outputs keep their blob
+ * refs (the same blob store), so every output of the fork resolves. Refused with
+ * `RunControlError`: an unknown source (`runNotFound`), an `at` that names no step or seq of it
+ * (`forkPointNotFound`), or a `newRunId` already in the journal (`runExists`).
+ *
+ * @example
+ * await forkRun(journal, "order-42", { at: "support#turn:2:model", newRunId: "order-42-retry" });
+ * const out = await loopWithNewModel.run({ runId: "order-42-retry", journal }); // from turn 2 on
+ */
+export async function forkRun(journal: Journal, runId: string, options: ForkOptions): Promise<ForkResult> {
+  checkRunId(runId, "forkRun");
+  const { at, newRunId } = options;
+  checkRunId(newRunId, "forkRun");
+  const hot = await readJournal(journal, runId);
+  if (hot.length === 0) {
+    throw new RunControlError(
+      "runNotFound",
+      runId,
+      `run ${runId} is not in this journal; check the run id (loom runs)`,
+    );
+  }
+  if ((await journal.store.read(newRunId, { from: 1 })).length > 0) {
+    throw new RunControlError(
+      "runExists",
+      newRunId,
+      `run ${newRunId} is in the journal already; fork into a new run id (--as <newRunId>)`,
+    );
+  }
+  const history = await uncompacted(journal, runId, hot);
+  const seq = forkPoint(runId, history, at);
+  const kept = history.filter((e) => e.seq < seq);
+  if (typeof at === "string") kept.push(...resultsOfStartedSteps(history, seq, at));
+  const forkedFrom: ForkedFromData = typeof at === "string" ? { runId, seq, stepId: at } : { runId, seq };
+  const entries = kept.map(
+    (e): NewEntry =>
+      e.type === "run.started"
+        ? { type: e.type, data: { ...e.data, forkedFrom } }
+        : ({ type: e.type, data: e.data } as NewEntry),
+  );
+  await journal.store.append(newRunId, entries, { expectedVersion: 0 });
+  return { runId: newRunId, forkedFrom, entries: entries.length };
+}
+
+/**
+ * The source's entries as they were before any compaction: each `frames.archived` marker is
+ * replaced by the frames it moved (read from the archive, each output verified against the
+ * marker's digest), at their original seqs.
+ */
+async function uncompacted(journal: Journal, runId: string, hot: readonly JournalEntry[]): Promise<JournalEntry[]> {
+  const markers = hot.filter((e): e is EntryOf<"frames.archived"> => e.type === "frames.archived");
+  if (markers.length === 0) return [...hot];
+  const out: JournalEntry[] = hot.filter((e) => e.type !== "frames.archived");
+  for (const marker of markers) {
+    const { archiveRef, frameIds, digests } = marker.data;
+    if (!journal.archive) {
+      throw new IntegrityError(
+        `run ${runId}: frames were compacted into archive ${archiveRef}, but the journal has no archive store; open the journal with the archive it was compacted into`,
+        "archiveMissing",
+      );
+    }
+    const batch = new Map((await journal.archive.get(archiveRef)).map((f) => [f.frameId, f]));
+    for (const frameId of frameIds) {
+      const frame = batch.get(frameId);
+      const recorded = digests[frameId];
+      const actual = frame === undefined ? undefined : digestOf(frame.completed.data.output);
+      if (frame === undefined || actual?.digest !== (recorded?.digest ?? null) || actual?.bytes !== recorded?.bytes) {
+        throw new IntegrityError(
+          `run ${runId}: archive ${archiveRef} does not hold frame ${frameId} as its frames.archived marker (seq ${marker.seq}) records it; restore the archive from a backup`,
+        );
+      }
+      out.push(...(frame.attempts ?? []), frame.started, frame.completed);
+    }
+  }
+  return out.sort((a, b) => a.seq - b.seq);
+}
+
+/** Whether `entry` is about step `stepId`: its frame, its settlement, its approval or outcome. */
+function concerns(entry: JournalEntry, stepId: string): boolean {
+  switch (entry.type) {
+    case "frame.started":
+    case "frame.completed":
+    case "attempt.failed":
+      return entry.data.frameId === stepId;
+    case "call.settled":
+      return entry.data.stepId === stepId;
+    case "decision.recorded":
+      return entry.data.decisionId === approvalId(stepId) || entry.data.decisionId === outcomeId(stepId);
+    default:
+      return false;
+  }
+}
+
+/** The seq the fork starts at: the step's first entry, or the seq given (at most one past the last). */
+function forkPoint(runId: string, history: readonly JournalEntry[], at: string | number): number {
+  const last = history.at(-1)?.seq ?? 0;
+  if (typeof at === "number") {
+    if (Number.isInteger(at) && at >= 2 && at <= last + 1) return at;
+    throw new RunControlError(
+      "forkPointNotFound",
+      runId,
+      `run ${runId} has seqs 1 to ${last}: fork it at a seq from 2 (after its run.started) to ${last + 1} (all of it), not ${at}`,
+    );
+  }
+  const first = history.find((e) => concerns(e, at));
+  if (first !== undefined && first.seq >= 2) return first.seq;
+  throw new RunControlError(
+    "forkPointNotFound",
+    runId,
+    `run ${runId} has no step ${at}: fork it at a step it ran (a model call <loop>#turn:<i>:model or a tool call <loop>#turn:<i>:tool:<j>; loom show ${runId} lists them) or at a seq`,
+  );
+}
+
+/**
+ * Forking at a step: the results (completion, failed attempts, outcome) of the other steps that
+ * had started before it, even when journaled after it, so they are served instead of run again.
+ */
+function resultsOfStartedSteps(history: readonly JournalEntry[], seq: number, stepId: string): JournalEntry[] {
+  const started = new Set<string>();
+  for (const e of history) {
+    if (e.seq >= seq) break;
+    if (e.type === "frame.started") started.add(e.data.frameId);
+  }
+  started.delete(stepId);
+  return history.filter((e) => {
+    if (e.seq < seq) return false;
+    if (e.type === "frame.completed" || e.type === "attempt.failed") return started.has(e.data.frameId);
+    if (e.type !== "decision.recorded" || !e.data.decisionId.endsWith(":outcome")) return false;
+    return started.has(e.data.decisionId.slice(0, -":outcome".length));
+  });
+}
