@@ -1,6 +1,7 @@
 import type { BlobStore } from "../../src/events/spi.ts";
 import type { ModelResponse, ToolCall } from "../../src/events/types.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
+import { modelFrameId, parseFrameId } from "../../src/projections/ids.ts";
 import type { ToolCallLogMode } from "../../src/projections/types.ts";
 import { agentLoop$ } from "../../src/runtime/agentLoop.ts";
 import type { Tool } from "../../src/runtime/config.ts";
@@ -79,6 +80,42 @@ export function kitchenSinkResponse(turn: number, turns: number): ModelResponse 
   };
 }
 
+/**
+ * The outside world's flakiness: how many times each frame's effect was called, over a run and
+ * its resumes. It outlives a crash like the store does (a flaky service does not forget it was
+ * asked), so whether a call fails depends on the calls made, never on which process made them.
+ */
+export interface FlakyWorld {
+  readonly calls: Map<string, number>;
+}
+
+export const flakyWorld = (): FlakyWorld => ({ calls: new Map() });
+
+/**
+ * How many first calls of a frame's effect fail in a flaky world: the model's on turns 1, 6, 11,
+ * … and `fetch`'s (each turn's first call) on turns 3, 8, 13, …, twice on odd turns and once on
+ * even ones. Everything else never fails by flakiness.
+ */
+export function failuresOf(frameId: string): number {
+  const parsed = parseFrameId(frameId);
+  if (parsed === undefined || (parsed.kind === "tool" && parsed.index !== 0)) return 0;
+  const flakyTurn = parsed.kind === "model" ? parsed.turn % 5 === 1 : parsed.turn % 5 === 3;
+  return flakyTurn ? 1 + (parsed.turn % 2) : 0;
+}
+
+/** Counts a call of `frameId`'s effect in `world`; true when this call is one that fails. */
+function failsNow(world: FlakyWorld, frameId: string): boolean {
+  const n = (world.calls.get(frameId) ?? 0) + 1;
+  world.calls.set(frameId, n);
+  return n <= failuresOf(frameId);
+}
+
+/**
+ * Retries that cannot run out in a flaky world: at most 2 failures a frame, so the third attempt
+ * answers (a crash that loses an attempt's outcome reruns it under the same number). No waiting.
+ */
+export const FLAKY_RETRY = { maxAttempts: 3, initialDelayMs: 0, maxDelayMs: 0, factor: 2, jitter: 0 } as const;
+
 export interface KitchenSinkOptions {
   /** Model calls that ask for tools; the run makes `turns + 1` model calls. */
   readonly turns: number;
@@ -92,6 +129,12 @@ export interface KitchenSinkOptions {
   readonly id?: string;
   /** Stop after this many model calls (`max-iterations`); default: enough to finish. */
   readonly maxIterations?: number;
+  /**
+   * Puts retries in play: the model and `fetch` fail their first calls as {@link failuresOf}
+   * says (the model with a 503, then an error marked `isRetryable`; `fetch` with a plain throw),
+   * and both retry under {@link FLAKY_RETRY}. Share the world between a run and its resume.
+   */
+  readonly flaky?: FlakyWorld;
 }
 
 /**
@@ -99,7 +142,8 @@ export interface KitchenSinkOptions {
  * step id (what `execute` was told), `modelCalls` the model calls.
  */
 export function kitchenSink(options: KitchenSinkOptions) {
-  const { turns, blobs, toolDelayMs = 0, onEffect } = options;
+  const { turns, blobs, toolDelayMs = 0, onEffect, flaky } = options;
+  const loopId = options.id ?? "sink";
   const executions = new Map<string, number>();
   const ran = (stepId: string) => {
     executions.set(stepId, (executions.get(stepId) ?? 0) + 1);
@@ -110,11 +154,14 @@ export function kitchenSink(options: KitchenSinkOptions) {
       description: "fetches a page of records",
       execute: async (input, { stepId }) => {
         ran(stepId);
+        const fails = flaky !== undefined && failsNow(flaky, stepId);
         const { page, big } = input as { page: number; big: boolean };
         await new Promise((r) => setTimeout(r, toolDelayMs));
+        if (fails) throw new Error(`fetch of page ${page} timed out upstream`);
         const body = big ? `${"record ".repeat(200)}#${page}` : `short page ${page}`;
         return { page, body, fetchedAt: new Date(Date.UTC(2026, 0, 1 + page)) };
       },
+      ...(flaky === undefined ? {} : { retry: FLAKY_RETRY }),
     },
     lookup: {
       description: "looks a key up",
@@ -162,10 +209,19 @@ export function kitchenSink(options: KitchenSinkOptions) {
   const model = scriptedModel(({ turn }) => {
     modelCalls++;
     onEffect?.(`model:${turn}`);
+    if (flaky !== undefined) {
+      const frameId = modelFrameId(loopId, turn);
+      const before = flaky.calls.get(frameId) ?? 0;
+      if (failsNow(flaky, frameId)) {
+        throw before === 0
+          ? Object.assign(new Error(`model overloaded on turn ${turn}`), { statusCode: 503 })
+          : Object.assign(new Error(`model connection reset on turn ${turn}`), { isRetryable: true });
+      }
+    }
     return kitchenSinkResponse(turn, turns);
   });
   const loop = agentLoop$({
-    id: options.id ?? "sink",
+    id: loopId,
     model,
     tools,
     maxIterations: options.maxIterations ?? turns + 1,
@@ -174,6 +230,7 @@ export function kitchenSink(options: KitchenSinkOptions) {
     claimCheck: { blobs, thresholdBytes: CLAIM_CHECK_THRESHOLD },
     skills: { careful: { description: "double-checks", instructions: "check every number twice" } },
     ...(options.mode === undefined ? {} : { toolCallLog: options.mode }),
+    ...(flaky === undefined ? {} : { retry: { model: FLAKY_RETRY } }),
   });
   return {
     loop,

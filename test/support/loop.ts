@@ -99,3 +99,42 @@ export async function mapConcurrently<T>(
   await Promise.all(Array.from({ length: Math.min(concurrency, count) }, lane));
   return results;
 }
+
+/** One frame's attempts as a journal shows them (see {@link attemptsOf}). */
+export interface FrameAttempts {
+  /** What the frame runs (`model`, `tool:<name>`), as its first `frame.started` says. */
+  effect: string;
+  /** `frame.started` entries: one per attempt that was run (write-ahead). */
+  started: number;
+  /** The attempt numbers of its `attempt.failed` entries, in journal order. */
+  failed: number[];
+  completed: boolean;
+  /** Its last entry is a `frame.started`: that attempt's outcome is not recorded. */
+  unknown: boolean;
+}
+
+/** Every frame's attempts, by frame id. */
+export function attemptsOf(entries: readonly JournalEntry[]): Map<string, FrameAttempts> {
+  const frames = new Map<string, FrameAttempts>();
+  const of = (id: string, effect = "") => {
+    let f = frames.get(id);
+    if (!f) frames.set(id, (f = { effect, started: 0, failed: [], completed: false, unknown: false }));
+    return f;
+  };
+  for (const e of entries) {
+    if (e.type === "frame.started") {
+      const f = of(e.data.frameId, e.data.effect);
+      f.started++;
+      f.unknown = true;
+    } else if (e.type === "attempt.failed") {
+      const f = of(e.data.frameId);
+      f.failed.push(e.data.attempt);
+      f.unknown = false;
+    } else if (e.type === "frame.completed") {
+      const f = of(e.data.frameId);
+      f.completed = true;
+      f.unknown = false;
+    }
+  }
+  return frames;
+}
