@@ -29,9 +29,9 @@ export async function viewerJournal(dir: string): Promise<string> {
   return db;
 }
 
-/** A run interrupted for an approval of `refund` at turn 1 (turn 0 called `lookup`). */
-export async function waitingRun(journal: OpenJournal, runId: string): Promise<void> {
-  const loop = agentLoop$({
+/** The refund loop: `lookup` at turn 0, `refund` (which asks for an approval) at turn 1, then an answer. */
+export function supportLoop(approve?: () => "pending") {
+  return agentLoop$({
     id: "support",
     model: scriptedModel([
       {
@@ -50,10 +50,14 @@ export async function waitingRun(journal: OpenJournal, runId: string): Promise<v
       lookup: { description: "finds an order", execute: (input) => ({ ...(input as object), paid: 40 }) },
       refund: { description: "refunds an order", requiresApproval: true, execute: () => ({ refunded: true }) },
     },
-    approve: () => "pending",
+    ...(approve ? { approve } : {}),
   });
+}
+
+/** A run interrupted for an approval of `refund` at turn 1 (turn 0 called `lookup`). */
+export async function waitingRun(journal: OpenJournal, runId: string): Promise<void> {
   try {
-    await loop.run({ runId, journal, input: "refund A-17" });
+    await supportLoop(() => "pending").run({ runId, journal, input: "refund A-17" });
   } catch (e) {
     if (!isAgentInterruptedError(e)) throw e;
   }
