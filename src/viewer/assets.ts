@@ -81,7 +81,7 @@ export const SCRIPT = `"use strict";
   if (slider) {
     const form = slider.form;
     const label = document.getElementById("at-label");
-    const at = document.getElementById("at");
+    const at = document.getElementById("at-part");
     let timer = 0;
     let asked = 0;
     const mark = () => {

@@ -27,7 +27,7 @@ export function travelPage(travel: Travel, index: number, logs: LogsAt, chart: s
 </form>
 <div class="travel">
 <div class="chart-box" id="chart">${raw(chart)}</div>
-<div id="at">${atPart(travel, index, logs)}</div>
+<div id="at-part">${atPart(travel, index, logs)}</div>
 </div>`;
   return page(`Time travel ${runId}`, body, { nav });
 }
