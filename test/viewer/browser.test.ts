@@ -2,7 +2,14 @@ import { existsSync, mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { type Browser, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { foldRun, isAgentInterruptedError, type OpenJournal, openSqliteJournal } from "../../src/index.ts";
+import {
+  foldRun,
+  isAgentInterruptedError,
+  type OpenJournal,
+  openSqliteJournal,
+  parseFrameId,
+  responseAt,
+} from "../../src/index.ts";
 import type { ViewerActions } from "../../src/viewer/actions.ts";
 import { startViewer, type Viewer } from "../../src/viewer/server.ts";
 import { tempDir } from "../cli/support.ts";
@@ -30,7 +37,7 @@ describe.skipIf(!CHROMIUM)(`the viewer in headless Chromium${SKIPPED}`, () => {
   beforeAll(async () => {
     mkdirSync(shots, { recursive: true });
     journal = openSqliteJournal(await viewerJournal(dir));
-    viewer = await startViewer({ journal, actions: approvingActions(), live: undefined });
+    viewer = await startViewer({ journal, actions: approvingActions() });
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
     page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   });
@@ -126,13 +133,11 @@ function approvingActions(): ViewerActions {
     async listPendingApprovals(journal, { runId }) {
       const state = await foldRun(journal, runId ?? "");
       const stepIds = (state.interruption?.detail as { stepIds?: string[] } | null)?.stepIds ?? [];
-      return stepIds.map((stepId) => ({
-        runId: runId ?? "",
-        stepId,
-        toolName: "refund",
-        input: {},
-        inputDigest: null,
-      }));
+      return stepIds.map((stepId) => {
+        const step = parseFrameId(stepId);
+        const call = step?.kind === "tool" ? responseAt(state, step.turn)?.toolCalls[step.index] : undefined;
+        return { runId: runId ?? "", stepId, toolName: call?.name ?? "?", input: call?.input, inputDigest: null };
+      });
     },
     async recordApproval(journal, runId, stepId, { approved }) {
       await supportLoop().run({ runId, journal, approvals: { [stepId]: approved } });
