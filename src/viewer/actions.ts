@@ -27,14 +27,18 @@ export interface PendingApproval {
  * ```
  */
 export interface ViewerActions {
+  /** The calls of the run waiting for an approval. */
   listPendingApprovals(journal: Journal, options: { readonly runId?: string }): Promise<readonly PendingApproval[]>;
+  /** Journals an approval or a refusal of the pending call `stepId`. */
   recordApproval(
     journal: Journal,
     runId: string,
     stepId: string,
     decision: { readonly approved: boolean; readonly reason?: string; readonly by?: string },
   ): Promise<unknown>;
+  /** Journals a request that the run stop at its next step, for good. */
   cancelRun(journal: Journal, runId: string, options: { readonly reason: string }): Promise<unknown>;
+  /** Makes a new run from the run's journal up to step `at`. */
   forkRun(
     journal: Journal,
     runId: string,

@@ -28,6 +28,7 @@ export interface LiveEvent {
  * ```
  */
 export interface LiveSource {
+  /** The run's events after cursor `after`, ending with the run or with `signal`. */
   follow(runId: string, options: { readonly after: number; readonly signal: AbortSignal }): AsyncIterable<LiveEvent>;
 }
 

@@ -31,9 +31,11 @@ export interface ViewerOptions {
   readonly source?: string;
 }
 
+/** A running viewer. */
 export interface Viewer {
   /** The address of the runs page. */
   readonly url: string;
+  /** Closes the server and every connection (live pages too). */
   stop(): Promise<void>;
 }
 
