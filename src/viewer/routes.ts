@@ -7,7 +7,7 @@ import { chartSvg } from "./chart.ts";
 import { href } from "./html.ts";
 import { runPage, runPart } from "./runPage.ts";
 import { runRows, runsPage } from "./runsPage.ts";
-import { foldView, type RunView } from "./runView.ts";
+import { callAt, foldView, type RunView } from "./runView.ts";
 import { confirmPage, problemPage, stepPage } from "./stepPage.ts";
 import { buildTravel, extendTravel, logsAt, type Travel } from "./travel.ts";
 import { atPart, travelPage } from "./travelPage.ts";
@@ -101,9 +101,8 @@ export class Pages {
     if (this.actions) return this.actions.listPendingApprovals(this.journal, { runId });
     const out: PendingApproval[] = [];
     for (const stepId of view.pending) {
-      const call = view.chunks.flat().find((c) => c.calls.some((x) => x.stepId === stepId));
-      const found = call?.calls.find((x) => x.stepId === stepId);
-      out.push({ runId, stepId, toolName: found?.toolName ?? "?", input: found?.input, inputDigest: null });
+      const call = callAt(view, stepId);
+      out.push({ runId, stepId, toolName: call?.toolName ?? "?", input: call?.input, inputDigest: null });
     }
     return out;
   }

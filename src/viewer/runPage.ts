@@ -106,6 +106,12 @@ ${
 }
 
 /** The timeline: a row per model call, one per tool call under it, then how the run ended. */
+/** The timeline's table around `rows`. */
+export const timelineTable = (rows: Html | Html[] | string): Html =>
+  html`<table class="timeline">
+<thead><tr><th>turn</th><th>step</th><th>status</th><th class="num">duration</th><th class="num">bytes</th><th>retries</th><th>detail</th></tr></thead>
+<tbody>${rows}</tbody></table>`;
+
 function timeline(view: RunView, runId: string): Html {
   const rows: Html[] = [];
   for (const turn of turnsOf(view)) {
@@ -119,12 +125,11 @@ function timeline(view: RunView, runId: string): Html {
       : view.status === "failed"
         ? html`<tr class="end failed"><td colspan="7">failed: ${view.error?.name}: ${view.error?.message}</td></tr>`
         : "";
-  return html`<table class="timeline">
-<thead><tr><th>turn</th><th>step</th><th>status</th><th class="num">duration</th><th class="num">bytes</th><th>retries</th><th>detail</th></tr></thead>
-<tbody>${rows}${end}</tbody></table>`;
+  return timelineTable([...rows, html`${end}`]);
 }
 
-function modelRow(turn: TurnView, runId: string): Html {
+/** A model call's row of the timeline. */
+export function modelRow(turn: TurnView, runId: string): Html {
   const m = turn.model;
   const detail = [
     m.usage ? `${int(m.usage.inputTokens ?? 0)} in · ${int(m.usage.outputTokens ?? 0)} out tokens` : "",
@@ -143,7 +148,8 @@ function modelRow(turn: TurnView, runId: string): Html {
 </tr>`;
 }
 
-function callRow(call: CallView, runId: string): Html {
+/** A tool call's row of the timeline. */
+export function callRow(call: CallView, runId: string): Html {
   const ended = call.status === "ok" || call.status === "error";
   const detail = [
     call.approval ? (call.approval.approved ? "approved" : "declined") : "",

@@ -253,7 +253,8 @@ function ensureTurn(view: RunView, t: number): TurnView {
   return turnAt(view, t) as TurnView;
 }
 
-function callAt(view: RunView, stepId: string): CallView | undefined {
+/** The tool call `stepId` (`<loop>#turn:<i>:tool:<j>`), once its model call asked for it. */
+export function callAt(view: RunView, stepId: string): CallView | undefined {
   const id = parseFrameId(stepId);
   if (id?.kind !== "tool") return undefined;
   return turnAt(view, id.turn)?.calls[id.index];

@@ -1,6 +1,8 @@
-import type { AgentStep, LeanAgentStep } from "../index.ts";
+import { type AgentStep, type LeanAgentStep, parseFrameId } from "../index.ts";
 import { type Html, href, html, page, raw, when } from "./html.ts";
+import { callRow, modelRow, timelineTable } from "./runPage.ts";
 import { int } from "./runsPage.ts";
+import { turnAt } from "./runView.ts";
 import type { LogsAt, Travel } from "./travel.ts";
 
 /**
@@ -52,6 +54,7 @@ export function atPart(travel: Travel, index: number, logs: LogsAt): Html {
 <dt>run</dt><dd><span class="status ${state?.status}">${state?.status}</span> · ${int(state?.turnCount ?? 0)} turns</dd>
 <dt>statechart</dt><dd><code id="chart-state">${state?.chart}</code></dd>
 </dl>
+${turnPart(travel, index)}
 <div class="logs">
 <section class="log full"><h2>full <span class="count" data-count="${logs.full.length}">${logs.full.length} entries</span></h2>${logList(logs.full, ids, ended)}</section>
 <section class="log lean"><h2>lean <span class="count" data-count="${logs.lean.length}">${logs.lean.length} entries</span></h2>${logList(logs.lean, ids, ended)}</section>
@@ -93,4 +96,25 @@ function entryLabel(entry: Travel["entries"][number]): string {
 function oneLine(step: Step): string {
   const text = JSON.stringify(step) ?? "undefined";
   return text.length <= 1_500 ? text : `${text.slice(0, 1_500)}… (${text.length - 1_500} more characters)`;
+}
+
+/** The turn the point's entry belongs to (the last one otherwise), as the state kept for that point has it. */
+function turnPart(travel: Travel, index: number): Html | string {
+  const state = travel.states[index];
+  const entry = travel.entries[index - 1];
+  if (!state || state.turnCount === 0) return "";
+  const id =
+    entry?.type === "frame.started" || entry?.type === "frame.completed" || entry?.type === "attempt.failed"
+      ? entry.data.frameId
+      : entry?.type === "call.settled"
+        ? entry.data.stepId
+        : entry?.type === "decision.recorded"
+          ? entry.data.decisionId
+          : "";
+  const turn = turnAt(state, parseFrameId(id.replace(/:(outcome|approval)$/, ""))?.turn ?? state.turnCount - 1);
+  if (!turn) return "";
+  return html`<h2>Turn ${turn.turn} at this point</h2>${timelineTable([
+    modelRow(turn, travel.runId),
+    ...turn.calls.map((c) => callRow(c, travel.runId)),
+  ])}`;
 }

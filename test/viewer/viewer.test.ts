@@ -159,6 +159,15 @@ describe("the viewer's pages", () => {
     expect(part.text).toMatch(/data-chart="running\.(backingOff|callingModel)"/);
   });
 
+  it("shows the turn of each point as the state kept for that point has it", async () => {
+    const entries = await readJournal(journal, "sink-1");
+    const started = entries.findIndex((e) => e.type === "frame.started" && e.data.frameId === "sink#turn:3:tool:0");
+    const completed = entries.findIndex((e) => e.type === "frame.completed" && e.data.frameId === "sink#turn:3:tool:0");
+    const status = (text: string) => /data-step="sink#turn:3:tool:0">[\s\S]*?class="status (\w+)"/.exec(text)?.[1];
+    expect(status((await get(viewer, `/runs/sink-1/travel/at/${started + 1}`)).text)).toBe("running");
+    expect(status((await get(viewer, `/runs/sink-1/travel/at/${completed + 1}`)).text)).toBe("ok");
+  });
+
   it("answers only requests addressed to it, and takes no form from another site", async () => {
     expect((await raw(viewer, "/", { headers: { host: "evil.example:80" } })).status).toBe(421);
     const post = await raw(viewer, "/runs/wait-1/actions", {
