@@ -102,7 +102,7 @@ export const SCRIPT = `"use strict";
         at.innerHTML = text;
         mark();
         history.replaceState(null, "", "?at=" + i);
-      });
+      }, () => { label.textContent = i + " / " + slider.max + " (the viewer did not answer)"; });
     };
     slider.addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(go, 40); });
     form.addEventListener("submit", (e) => { e.preventDefault(); go(); });

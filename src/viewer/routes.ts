@@ -1,7 +1,7 @@
 import type { AnyStateMachine } from "xstate";
 import { runInfo } from "../cli/db.ts";
 import { showStep } from "../cli/step.ts";
-import { isStepResolutionError, type Journal, readJournal } from "../index.ts";
+import { isStepResolutionError, type Journal, readJournal, runIdProblem } from "../index.ts";
 import { actionFrom, type PendingApproval, perform, type ViewerActions } from "./actions.ts";
 import { chartSvg } from "./chart.ts";
 import { href } from "./html.ts";
@@ -40,7 +40,7 @@ export class Pages {
   }
 
   async exists(runId: string): Promise<boolean> {
-    return (await this.journal.store.listRuns()).some((r) => r.runId === runId);
+    return runIdProblem(runId) === undefined && (await this.journal.store.listRuns()).some((r) => r.runId === runId);
   }
 
   /** The run page, or only its `#run` part (what the live feed refreshes). */
@@ -92,6 +92,7 @@ export class Pages {
   }
 
   private async entries(runId: string) {
+    if (runIdProblem(runId) !== undefined) return undefined; // no run can have that id
     const entries = await readJournal(this.journal, runId);
     return entries.length === 0 ? undefined : entries;
   }

@@ -97,14 +97,13 @@ interface Context {
 
 async function handle(req: IncomingMessage, res: ServerResponse, { pages, live, host }: Context): Promise<void> {
   const url = new URL(req.url ?? "/", "http://viewer");
-  const hostName = new URL(`http://${req.headers.host ?? ""}`).hostname.replace(/^\[|\]$/g, "");
-  if (!isLoopback(hostName) && hostName !== host.replace(/^\[|\]$/g, "")) {
+  const hostName = hostnameOf(req.headers.host);
+  if (hostName === undefined || (!isLoopback(hostName) && hostName !== host.replace(/^\[|\]$/g, ""))) {
     return send(res, 421, "text/plain", "this viewer answers requests addressed to it only");
   }
-  const segments = url.pathname
-    .split("/")
-    .filter(Boolean)
-    .map((s) => decodeURIComponent(s));
+  const segments = pathSegments(url.pathname);
+  if (segments === undefined)
+    return html(res, 400, problemPage("Bad address", `${url.pathname} is not URL-encoded`, "/"));
   const [top, runId, sub, ...rest] = segments;
   if (req.method === "POST") {
     const origin = req.headers.origin;
@@ -148,6 +147,27 @@ async function handle(req: IncomingMessage, res: ServerResponse, { pages, live, 
     }
   }
   return html(res, 404, problemPage("Not found", `nothing at ${url.pathname}`, "/"));
+}
+
+/** The host name a request is addressed to (no port, no brackets), or undefined when it names none. */
+function hostnameOf(header: string | undefined): string | undefined {
+  try {
+    return new URL(`http://${header ?? ""}`).hostname.replace(/^\[|\]$/g, "") || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The path's segments decoded (run ids may hold `/`, encoded as %2F), or undefined for a malformed escape. */
+function pathSegments(pathname: string): string[] | undefined {
+  try {
+    return pathname
+      .split("/")
+      .filter(Boolean)
+      .map((s) => decodeURIComponent(s));
+  } catch {
+    return undefined;
+  }
 }
 
 function notFoundRun(res: ServerResponse, runId: string): void {

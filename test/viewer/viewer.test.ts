@@ -170,6 +170,7 @@ describe("the viewer's pages", () => {
 
   it("answers only requests addressed to it, and takes no form from another site", async () => {
     expect((await raw(viewer, "/", { headers: { host: "evil.example:80" } })).status).toBe(421);
+    expect((await raw(viewer, "/runs/%E0%A4%A", {})).status).toBe(400);
     const post = await raw(viewer, "/runs/wait-1/actions", {
       method: "POST",
       headers: { origin: "http://evil.example", "content-type": "application/x-www-form-urlencoded" },
