@@ -27,6 +27,7 @@ export function travelPage(travel: Travel, index: number, logs: LogsAt, chart: s
 <output id="at-label" for="at">${index} / ${last}</output>
 <noscript><button>Go</button></noscript>
 </form>
+${compactionNote(travel)}
 <div class="travel">
 <div class="chart-box" id="chart">${raw(chart)}</div>
 <div id="at-part">${atPart(travel, index, logs)}</div>
@@ -117,4 +118,12 @@ function turnPart(travel: Travel, index: number): Html | string {
     modelRow(turn, travel.runId),
     ...turn.calls.map((c) => callRow(c, travel.runId)),
   ])}`;
+}
+
+/** Compaction removed frames' entries: before its marker, the points miss those calls. */
+function compactionNote(travel: Travel): Html | string {
+  const markers = travel.entries.filter((e) => e.type === "frames.archived");
+  if (markers.length === 0) return "";
+  const frames = markers.reduce((n, e) => n + (e.type === "frames.archived" ? e.data.frameIds.length : 0), 0);
+  return html`<p class="dim">Compaction moved ${int(frames)} frames to the archive (marker at seq ${markers.map((m) => m.seq).join(", ")}): their entries are no longer in the journal, so the points before the marker miss those calls; from the marker on, the logs have them again.</p>`;
 }
