@@ -8,7 +8,8 @@ import {
   type LeanAgentStep,
   projectToolCallLog,
 } from "../index.ts";
-import { evolveView, initialView, type RunView } from "./runView.ts";
+import { evolveView } from "./evolveView.ts";
+import { initialView, type RunView } from "./runView.ts";
 
 /**
  * Time travel: a run's view at every point of its journal. State `i` is the view after the first

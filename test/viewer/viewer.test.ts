@@ -9,8 +9,9 @@ import {
   rebuildToolCallLog,
 } from "../../src/index.ts";
 import type { PendingApproval, ViewerActions } from "../../src/viewer/actions.ts";
+import { foldView } from "../../src/viewer/evolveView.ts";
 import { html } from "../../src/viewer/html.ts";
-import { foldView, turnAt } from "../../src/viewer/runView.ts";
+import { turnAt } from "../../src/viewer/runView.ts";
 import { startViewer, type Viewer } from "../../src/viewer/server.ts";
 import { buildTravel, logsAt } from "../../src/viewer/travel.ts";
 import { freePort, loom, tempDir } from "../cli/support.ts";
