@@ -47,7 +47,10 @@ export function registerView(program: Command, io: CliIo): void {
           live: pollingSource(journal, { intervalMs: options.poll }),
         });
         const warning = exposureWarning(options.host, options.port);
-        if (warning) println(io.stderr, `loom view: ${warning.replace("the inspector", "the viewer")}`);
+        if (warning) {
+          const text = warning.replace("the inspector", "the viewer").replace("this run's", "the runs'");
+          println(io.stderr, `loom view: ${text}`);
+        }
         println(io.stdout, `loom view: ${viewer.url} (${path}); Ctrl-C to stop`);
         try {
           await new Promise<void>((resolve) => {
