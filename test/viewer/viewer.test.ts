@@ -15,7 +15,7 @@ import { turnAt } from "../../src/viewer/runView.ts";
 import { startViewer, type Viewer } from "../../src/viewer/server.ts";
 import { buildTravel, logsAt } from "../../src/viewer/travel.ts";
 import { freePort, loom, tempDir } from "../cli/support.ts";
-import { supportLoop, viewerJournal } from "./support.ts";
+import { viewerJournal } from "./support.ts";
 
 const dir = tempDir("loom-viewer-");
 let db: string;
@@ -236,36 +236,6 @@ describe("actions", () => {
       ]);
     } finally {
       await viewer.stop();
-    }
-  });
-});
-
-describe("live", () => {
-  it("streams the run's new entries as server-sent events, each with its seq as id", async () => {
-    const file = await viewerJournal(tempDir("loom-viewer-live-"));
-    const writer = openSqliteJournal(file);
-    const viewer = await startViewer({ journal: writer });
-    try {
-      const before = (await readJournal(writer, "wait-1")).at(-1)?.seq ?? 0;
-      const res = await fetch(`${viewer.url}/runs/wait-1/live?after=${before}`);
-      expect(res.headers.get("content-type")).toContain("text/event-stream");
-      const reader = (res.body as ReadableStream<Uint8Array>).getReader();
-      // The run goes on: the approval answered, the loop resumed, in this process.
-      const loop = supportLoop();
-      await loop.run({ runId: "wait-1", journal: writer, approvals: { "support#turn:1:tool:0": true } });
-      let text = "";
-      while (!text.includes("event: end")) {
-        const { value, done } = await reader.read();
-        if (done) break;
-        text += new TextDecoder().decode(value);
-      }
-      const ids = [...text.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]));
-      expect(ids[0]).toBe(before + 1);
-      expect(text).toContain('"type":"run.completed"');
-      expect(text).toContain("event: end");
-    } finally {
-      await viewer.stop();
-      await writer.close();
     }
   });
 });
