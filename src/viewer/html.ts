@@ -57,12 +57,6 @@ export function jsonText(value: unknown, max = 4_000): string {
     : `${text.slice(0, max)}\n… (${(text.length - max).toLocaleString("en-US")} more characters)`;
 }
 
-/** One line of at most `width` characters. */
-export function clip(text: string, width: number): string {
-  const line = text.replace(/\s+/g, " ");
-  return line.length <= width ? line : `${line.slice(0, Math.max(0, width - 1))}…`;
-}
-
 /** Milliseconds between two ISO times, as `12 ms` or `1.4 s`; "" when either is missing. */
 export function duration(from: string | undefined, to: string | undefined): string {
   if (from === undefined || to === undefined) return "";

@@ -1,7 +1,7 @@
 import { type RunInfo, stoppedText } from "../cli/db.ts";
+import { clip, int, kB } from "../cli/format.ts";
 import type { PendingApproval } from "./actions.ts";
-import { clip, duration, type Html, href, html, jsonText, page, when } from "./html.ts";
-import { int, kB } from "./runsPage.ts";
+import { duration, type Html, href, html, jsonText, page, when } from "./html.ts";
 import { type CallView, type RunView, type TurnView, turnsOf } from "./runView.ts";
 
 /**

@@ -1,6 +1,7 @@
 import { type RunInfo, runInfo, stoppedText } from "../cli/db.ts";
+import { clip, int, kB } from "../cli/format.ts";
 import { type Journal, type JournalEntry, parseFrameId, readJournal, runIdProblem } from "../index.ts";
-import { clip, href, html, page, when } from "./html.ts";
+import { href, html, page, when } from "./html.ts";
 
 /** A row of the runs page: what `loom runs` shows, with the tokens the model frames report. */
 export interface RunRow extends RunInfo {
@@ -48,12 +49,6 @@ export function tokensOf(entries: readonly JournalEntry[]): { input: number; out
   }
   return tokens;
 }
-
-/** `12,345`. */
-export const int = (n: number): string => n.toLocaleString("en-US");
-
-/** `1.2 kB` (1024 bytes). */
-export const kB = (bytes: number): string => `${(bytes / 1024).toFixed(1)} kB`;
 
 /** The runs page, filtered to `status` when given. */
 export function runsPage(rows: readonly RunRow[], status: string | undefined, source: string): string {

@@ -1,7 +1,7 @@
+import { int } from "../cli/format.ts";
 import type { ShownStep } from "../cli/step.ts";
 import { type ActionRequest, confirmationText } from "./actions.ts";
 import { type Html, href, html, jsonText, page } from "./html.ts";
-import { int } from "./runsPage.ts";
 
 /** The step page: a step's output resolved and verified, as `loom show <stepId>` prints it. */
 export function stepPage(step: ShownStep): string {

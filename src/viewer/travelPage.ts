@@ -1,7 +1,7 @@
+import { int } from "../cli/format.ts";
 import { type AgentStep, type LeanAgentStep, parseFrameId } from "../index.ts";
 import { type Html, href, html, page, raw, when } from "./html.ts";
 import { callRow, modelRow, timelineTable } from "./runPage.ts";
-import { int } from "./runsPage.ts";
 import { turnAt } from "./runView.ts";
 import type { LogsAt, Travel } from "./travel.ts";
 
