@@ -25,6 +25,9 @@ const CHROMIUM = [process.env.LOOM_CHROMIUM, "/usr/bin/chromium", "/usr/bin/chro
 );
 const SKIPPED = CHROMIUM ? "" : " (skipped: no chromium binary; apt-get install chromium, or set LOOM_CHROMIUM)";
 
+/** How long a page may take to change (the machine may be busy with other test files). */
+const WAIT = 15_000;
+
 const dir = tempDir("loom-viewer-browser-");
 const shots = process.env.LOOM_SCREENSHOTS ? resolve(process.env.LOOM_SCREENSHOTS) : join(dir, "shots");
 
@@ -52,7 +55,7 @@ describe.skipIf(!CHROMIUM)(`the viewer in headless Chromium${SKIPPED}`, () => {
   it("opens the runs page: the run waiting for an approval first", async () => {
     await page.goto(viewer.url);
     const rows = page.locator("table.runs tbody tr");
-    await expect.poll(() => rows.count()).toBe(3);
+    await expect.poll(() => rows.count(), { timeout: WAIT }).toBe(3);
     expect(await rows.first().getAttribute("data-run")).toBe("wait-1");
     expect(await rows.first().locator(".status").textContent()).toBe("waiting for approval");
     await shot("runs");
@@ -75,7 +78,7 @@ describe.skipIf(!CHROMIUM)(`the viewer in headless Chromium${SKIPPED}`, () => {
     const before = await lean.getAttribute("data-count");
     const chartBefore = await page.locator("svg.chart .current").getAttribute("data-state");
     await page.locator("input#at").fill("30");
-    await expect.poll(() => lean.getAttribute("data-count")).not.toBe(before);
+    await expect.poll(() => lean.getAttribute("data-count"), { timeout: WAIT }).not.toBe(before);
     expect(await full.getAttribute("data-count")).toBe(await lean.getAttribute("data-count"));
     expect(Number(await lean.getAttribute("data-count"))).toBeGreaterThan(Number(before));
     const chartAfter = await page.locator("svg.chart .current").getAttribute("data-state");
@@ -83,7 +86,7 @@ describe.skipIf(!CHROMIUM)(`the viewer in headless Chromium${SKIPPED}`, () => {
     expect(await page.locator("#at-label").textContent()).toBe("30 / 43");
     expect(chartBefore).toBeTruthy();
     await page.locator("input#at").fill("22");
-    await expect.poll(() => page.locator("#at-part .at").getAttribute("data-index")).toBe("22");
+    await expect.poll(() => page.locator("#at-part .at").getAttribute("data-index"), { timeout: WAIT }).toBe("22");
     await shot("travel");
   });
 
@@ -119,7 +122,7 @@ describe.skipIf(!CHROMIUM)(`the viewer in headless Chromium${SKIPPED}`, () => {
     await page.goto(`${viewer.url}/runs/live-1`);
     expect(await page.locator("h1 .status").textContent()).toBe("interrupted");
     await supportLoop().run({ runId: "live-1", journal: other, approvals: { "support#turn:1:tool:0": true } });
-    await expect.poll(() => page.locator("h1 .status").textContent(), { timeout: 10_000 }).toBe("completed");
+    await expect.poll(() => page.locator("h1 .status").textContent(), { timeout: WAIT }).toBe("completed");
   });
 });
 
