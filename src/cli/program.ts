@@ -9,6 +9,7 @@ import { registerPrune } from "./commands/prune.ts";
 import { registerResume } from "./commands/resume.ts";
 import { registerRuns } from "./commands/runs.ts";
 import { registerShow } from "./commands/show.ts";
+import { registerView } from "./commands/view.ts";
 import { DEFAULT_DB } from "./db.ts";
 import type { CliIo } from "./io.ts";
 import { packageVersion } from "./packageRoot.ts";
@@ -79,6 +80,7 @@ export function buildProgram(io: CliIo): Command {
     registerPrune,
     registerInspect,
     registerMachine,
+    registerView,
   ]) {
     register(program, io);
   }

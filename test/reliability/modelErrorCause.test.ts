@@ -165,7 +165,9 @@ describe("the cause after a restart", () => {
 
     const runs = await loom(tmp.dir, ["runs", "--db", file]);
     expect(runs.code).toBe(0);
-    expect(runs.stdout).toMatch(/^run\s+loop\s+status\s+model calls\s+tokens in\/out\s+entries\s+journal\s+log\s+started\s+stopped$/m);
+    expect(runs.stdout).toMatch(
+      /^run\s+loop\s+status\s+model calls\s+tokens in\/out\s+entries\s+journal\s+log\s+started\s+stopped$/m,
+    );
     expect(runs.stdout).toMatch(
       /r-401\s+assistant\s+interrupted\s.*model-error: AI_APICallError \(status 401, not retryable\): Incorrect API key provided/,
     );

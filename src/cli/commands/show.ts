@@ -1,24 +1,10 @@
 import type { Command } from "commander";
-import {
-  foldRun,
-  hydrateArchived,
-  isStepResolutionError,
-  type Journal,
-  listPendingApprovals,
-  type PendingApproval,
-  parseFrameId,
-  projectToolCallLog,
-  type ResolvedStep,
-  type RunState,
-  readJournal,
-  resolveStep,
-  runIdProblem,
-  verifyTurnResults,
-} from "../../index.ts";
+import { listPendingApprovals, type PendingApproval, parseFrameId, readJournal, runIdProblem } from "../../index.ts";
 import { dbPath, type RunInfo, runInfo, stoppedText, withJournal } from "../db.ts";
 import { clip, count, int, oneLine, printable } from "../format.ts";
-import { CliError, type CliIo, println } from "../io.ts";
+import { type CliIo, println } from "../io.ts";
 import { type CommonOptions, withCommon } from "../program.ts";
+import { showStep } from "../step.ts";
 import { type RunStory, runStory } from "../story.ts";
 
 interface ShowOptions extends CommonOptions {
@@ -48,20 +34,7 @@ export function registerShow(program: Command, io: CliIo): void {
         ),
       );
       if (waiting.length === 1) return printWaiting(io, waiting[0] as PendingApproval, options.json === true);
-      const shown = await withJournal(path, async (journal) => {
-        const step = await resolve(journal, stepId, options.run);
-        // One fold of the run serves the log entry and the checks.
-        const state = await hydrateArchived(journal, await foldRun(journal, step.runId));
-        const entry = projectToolCallLog(state, "lean").find((e) => e.stepId === stepId);
-        const frame = parseFrameId(stepId);
-        return {
-          ...step,
-          kind: frame?.kind ?? "tool",
-          toolName: entry?.toolName,
-          iteration: entry?.iteration ?? frame?.turn,
-          verified: await verify(journal, state, step),
-        };
-      });
+      const shown = await withJournal(path, (journal) => showStep(journal, stepId, options.run));
       if (options.json) return println(io.stdout, JSON.stringify(shown, null, 2));
       const { runId, kind, toolName, iteration, status, source, digest, bytes, verified, output } = shown;
       println(io.stdout, `step    ${printable(stepId)}`);
@@ -157,34 +130,4 @@ function printWaiting(io: CliIo, p: PendingApproval, json: boolean): void {
     io.stdout,
     `approve with: loom approve '${printable(p.stepId)}' --run ${printable(p.runId)}   deny: loom deny … --reason <text>`,
   );
-}
-
-async function resolve(journal: Journal, stepId: string, runId: string | undefined): Promise<ResolvedStep> {
-  try {
-    return await resolveStep(journal, stepId, runId === undefined ? undefined : { runId });
-  } catch (e) {
-    if (isStepResolutionError(e) && e.code === "ambiguousStep") {
-      throw new CliError("ambiguousStep", e.message.replace("pass { runId } to resolveStep", "pass --run <runId>"));
-    }
-    throw e;
-  }
-}
-
-/**
- * What vouches for the resolved output: the compaction marker's digest (checked by resolveStep),
- * the blob's own hash (claim-check), and the prompt digest of the model call that followed, which
- * covers everything fed back in that turn (`IntegrityError` when it no longer does).
- */
-async function verify(journal: Journal, state: RunState, step: ResolvedStep): Promise<string[]> {
-  const verified: string[] = [];
-  if (step.source === "archive") verified.push("the digest in the compaction's frames.archived marker");
-  // resolveStep compared the output with the digest its frame recorded (frames written by Loom after 0.1.0).
-  if (step.source === "frame" && state.frames[step.stepId]?.recorded) verified.push("the digest its frame recorded");
-  if (step.claimCheck) verified.push("the blob's sha256 in its claim-check envelope");
-  const turn = parseFrameId(step.stepId)?.turn;
-  if (turn !== undefined) {
-    const next = await verifyTurnResults(journal, state, turn);
-    if (next) verified.push(`the prompt digest of the next model call (${next}) covers it`);
-  }
-  return verified;
 }

@@ -1,0 +1,75 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { followRun, type Journal, type RunEvent } from "../index.ts";
+
+/**
+ * The live run page: a server-sent-events stream of what happens in a run, fed by a
+ * {@link LiveSource}: by default {@link followSource}, `followRun` on the journal.
+ */
+
+/** What the live page is sent: the run's events (DESIGN §7.1). */
+export type LiveEvent = RunEvent;
+
+/**
+ * Where the live page's events come from: the run's events after `after`, then the new ones as
+ * they happen, until the run ends or `signal` aborts.
+ *
+ * @example
+ * ```ts
+ * const live: LiveSource = { follow: (runId, options) => followRun(journal, runId, options) };
+ * await startViewer({ journal, live });
+ * ```
+ */
+export interface LiveSource {
+  /** The run's events after cursor `after`, ending with the run or with `signal`. */
+  follow(runId: string, options: { readonly after: number; readonly signal: AbortSignal }): AsyncIterable<LiveEvent>;
+}
+
+/**
+ * The viewer's live source: `followRun` (DESIGN §7.2) on the journal, the run's RunEvents after
+ * the cursor, then as they are appended (SQLite: `PRAGMA data_version`; PostgreSQL: NOTIFY),
+ * with the model's deltas when the run goes on in this process.
+ *
+ * @example
+ * await startViewer({ journal, live: followSource(journal) });
+ */
+export function followSource(journal: Journal): LiveSource {
+  return { follow: (runId, options) => followRun(journal, runId, options) };
+}
+
+/**
+ * Serves `GET /runs/<id>/live`: an event per LiveEvent (`id:` its cursor, so a reconnecting
+ * EventSource resumes after it through `Last-Event-ID`), an `end` event when the source ends,
+ * and a comment every 15 s so proxies keep the connection open.
+ */
+export async function serveLive(
+  source: LiveSource,
+  runId: string,
+  req: IncomingMessage,
+  res: ServerResponse,
+  after: number,
+): Promise<void> {
+  const resumeFrom = Number(req.headers["last-event-id"]);
+  const from = Number.isSafeInteger(resumeFrom) && resumeFrom > after ? resumeFrom : after;
+  const stop = new AbortController();
+  const close = () => stop.abort();
+  req.on("close", close);
+  res.writeHead(200, {
+    "content-type": "text/event-stream; charset=utf-8",
+    "cache-control": "no-store",
+    connection: "keep-alive",
+  });
+  res.write("retry: 2000\n\n");
+  const keepAlive = setInterval(() => res.write(": keep-alive\n\n"), 15_000);
+  try {
+    for await (const event of source.follow(runId, { after: from, signal: stop.signal })) {
+      if (stop.signal.aborted) break;
+      const id = "cursor" in event ? `id: ${event.cursor}\n` : "";
+      res.write(`${id}data: ${JSON.stringify(event)}\n\n`);
+    }
+    if (!stop.signal.aborted) res.write("event: end\ndata: {}\n\n");
+  } finally {
+    clearInterval(keepAlive);
+    req.off("close", close);
+    res.end();
+  }
+}

@@ -1,0 +1,127 @@
+import type { AnyStateMachine } from "xstate";
+import { runInfo } from "../cli/db.ts";
+import { showStep } from "../cli/step.ts";
+import { isStepResolutionError, type Journal, listPendingApprovals, readJournal, runIdProblem } from "../index.ts";
+import { actionFrom, type PendingApproval, perform, type ViewerActions } from "./actions.ts";
+import { chartSvg } from "./chart.ts";
+import { foldView } from "./evolveView.ts";
+import { href } from "./html.ts";
+import { runPage, runPart } from "./runPage.ts";
+import { runRows, runsPage } from "./runsPage.ts";
+import { callAt, type RunView } from "./runView.ts";
+import { confirmPage, problemPage, stepPage } from "./stepPage.ts";
+import { buildTravel, extendTravel, logsAt, type Travel } from "./travel.ts";
+import { atPart, travelPage } from "./travelPage.ts";
+
+/** Time-travel states kept for this many runs (the most recently viewed). */
+const KEPT_TRAVELS = 4;
+
+/** The viewer's pages, read from one journal: each method returns the HTML, or undefined for an unknown run. */
+export class Pages {
+  readonly journal: Journal;
+  readonly actions: ViewerActions | undefined;
+  private readonly machine: AnyStateMachine;
+  private readonly source: string;
+  private readonly travels = new Map<string, Travel>();
+
+  constructor(options: {
+    journal: Journal;
+    actions: ViewerActions | undefined;
+    machine: AnyStateMachine;
+    source: string;
+  }) {
+    this.journal = options.journal;
+    this.actions = options.actions;
+    this.machine = options.machine;
+    this.source = options.source;
+  }
+
+  async runs(status: string | undefined): Promise<string> {
+    return runsPage(await runRows(this.journal), status, this.source);
+  }
+
+  async exists(runId: string): Promise<boolean> {
+    return runIdProblem(runId) === undefined && (await this.journal.store.listRuns()).some((r) => r.runId === runId);
+  }
+
+  /** The run page, or only its `#run` part (what the live feed refreshes). */
+  async run(runId: string, partOnly: boolean): Promise<string | undefined> {
+    const entries = await this.entries(runId);
+    if (entries === undefined) return undefined;
+    const view = foldView(entries);
+    const input = {
+      view,
+      info: runInfo(runId, entries),
+      pending: await this.pending(runId),
+      actions: this.actions !== undefined,
+    };
+    return partOnly ? runPart(input).text : runPage(input);
+  }
+
+  /** The time-travel page at entry `at` (the last one when not a number), or only its `#at` part. */
+  async travel(runId: string, at: number, partOnly: boolean): Promise<string | undefined> {
+    const travel = await this.travelOf(runId);
+    if (travel === undefined) return undefined;
+    const last = travel.entries.length;
+    const index = Number.isInteger(at) ? Math.min(Math.max(at, 0), last) : last;
+    const logs = await logsAt(this.journal, travel, index);
+    if (partOnly) return atPart(travel, index, logs).text;
+    return travelPage(travel, index, logs, chartSvg(this.machine, travel.states[index]?.chart));
+  }
+
+  /** The step page, or a 404 page that says why the step cannot be shown. */
+  async step(runId: string, stepId: string): Promise<{ status: number; page: string }> {
+    try {
+      return { status: 200, page: stepPage(await showStep(this.journal, stepId, runId)) };
+    } catch (e) {
+      if (!isStepResolutionError(e)) throw e;
+      return { status: 404, page: problemPage("No such step", e.message, href("runs", runId)) };
+    }
+  }
+
+  /**
+   * A posted action: without `confirmed=yes`, the page that asks; with it, the action done and
+   * the run (or, for a fork, the new run) to go to.
+   */
+  async act(runId: string, form: URLSearchParams): Promise<{ status: number; page?: string; redirect?: string }> {
+    const actions = this.actions;
+    if (!actions) return { status: 405, page: problemPage("Read only", "this viewer was started without actions") };
+    const request = actionFrom(runId, form);
+    if (form.get("confirmed") !== "yes") return { status: 200, page: confirmPage(request, form) };
+    await perform(actions, this.journal, request);
+    return { status: 303, redirect: href("runs", request.kind === "fork" ? request.newRunId : runId) };
+  }
+
+  private async entries(runId: string) {
+    if (runIdProblem(runId) !== undefined) return undefined; // no run can have that id
+    const entries = await readJournal(this.journal, runId);
+    return entries.length === 0 ? undefined : entries;
+  }
+
+  /** The calls waiting for an approval (`listPendingApprovals`: a read, buttons or not). */
+  private pending(runId: string): Promise<readonly PendingApproval[]> {
+    return listPendingApprovals(this.journal, { runId });
+  }
+
+  /** The run's states, kept between requests and extended with the entries appended since. */
+  private async travelOf(runId: string): Promise<Travel | undefined> {
+    const kept = this.travels.get(runId);
+    let travel: Travel | undefined;
+    if (kept) {
+      const last = kept.entries.at(-1)?.seq ?? 0;
+      const more = await readJournal(this.journal, runId, { from: last + 1 });
+      // A compaction removed entries before its marker: the states from before it no longer fit.
+      travel = more.some((e) => e.type === "frames.archived")
+        ? buildTravel(runId, await readJournal(this.journal, runId))
+        : extendTravel(kept, more);
+    } else {
+      const entries = await this.entries(runId);
+      if (entries === undefined) return undefined;
+      travel = buildTravel(runId, entries);
+    }
+    this.travels.delete(runId);
+    this.travels.set(runId, travel);
+    for (const old of this.travels.keys()) if (this.travels.size > KEPT_TRAVELS) this.travels.delete(old);
+    return travel;
+  }
+}

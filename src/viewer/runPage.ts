@@ -1,0 +1,178 @@
+import { type RunInfo, stoppedText } from "../cli/db.ts";
+import { clip, int, kB } from "../cli/format.ts";
+import type { PendingApproval } from "./actions.ts";
+import { duration, type Html, href, html, jsonText, page, when } from "./html.ts";
+import { type CallView, type RunView, type TurnView, turnsOf } from "./runView.ts";
+
+/**
+ * The run page: its summary, why it stopped, the calls waiting for an approval (with approve and
+ * deny buttons when the viewer has the run-control API), cancel and fork, and the timeline of
+ * its turns. `#run` holds everything that changes while the run goes on: the page's script
+ * fetches it again (`?part=run`) when the live feed says the journal grew.
+ */
+
+export interface RunPageInput {
+  readonly view: RunView;
+  readonly info: RunInfo;
+  /** The calls waiting for an approval (from the run-control API, or read from the interruption). */
+  readonly pending: readonly PendingApproval[];
+  /** Whether to show the buttons (the viewer was given the run-control API). */
+  readonly actions: boolean;
+}
+
+/** The whole run page. */
+export function runPage(input: RunPageInput): string {
+  const { runId } = input.info;
+  const nav = html`<span class="crumbs"> / <a href="${href("runs", runId)}">${runId}</a></span>`;
+  return page(
+    `Run ${runId}`,
+    html`<div id="run" data-run="${runId}" data-seq="${input.view.seq}" data-live="${live(input.view) ? "1" : ""}">${runPart(input)}</div>`,
+    { nav },
+  );
+}
+
+/** A run that may still grow: anything but completed or failed (an interrupted run can be resumed). */
+const live = (view: RunView): boolean => view.status !== "completed" && view.status !== "failed";
+
+/** What `#run` holds (the part the live feed refreshes). */
+export function runPart({ view, info, pending, actions }: RunPageInput): Html {
+  const runId = info.runId;
+  const stopped = stoppedText(info);
+  return html`<h1>Run <code>${runId}</code> <span class="status ${view.status}">${view.status}</span>${live(view) ? html` <span class="live" title="updates while the run goes on">● live</span>` : ""}</h1>
+<dl class="summary">
+<dt>loop</dt><dd>${info.loopId ?? "?"}</dd>
+<dt>statechart</dt><dd><code>${view.chart}</code></dd>
+<dt>turns</dt><dd>${int(info.iterations)} model calls</dd>
+<dt>tokens</dt><dd>${view.tokens.reported ? `${int(view.tokens.input)} in · ${int(view.tokens.output)} out` : "not reported by the model"}</dd>
+<dt>journal</dt><dd>${int(info.entries)} entries, ${kB(info.bytes)}, ${info.mode} log</dd>
+<dt>started</dt><dd>${when(info.startedAt)}</dd>
+<dt>last activity</dt><dd>${when(info.updatedAt)}</dd>
+${stopped ? html`<dt>stopped</dt><dd class="why">${stopped}</dd>` : ""}
+${view.error ? html`<dt>failed</dt><dd class="why">${view.error.name}: ${view.error.message}</dd>` : ""}
+${view.answer !== undefined ? html`<dt>answer</dt><dd class="answer">${clip(view.answer, 400)}</dd>` : ""}
+</dl>
+<p class="links"><a href="${href("runs", runId, "travel")}">Time travel ⟷</a></p>
+${pendingPart(runId, pending, actions)}
+${actions ? controlPart(view, runId) : ""}
+<pre id="live-text" class="live-text" hidden></pre>
+<h2>Timeline</h2>
+${timeline(view, runId)}`;
+}
+
+function pendingPart(runId: string, pending: readonly PendingApproval[], actions: boolean): Html | string {
+  if (pending.length === 0) return "";
+  return html`<section class="pending"><h2>Waiting for approval</h2>
+${pending.map(
+  (p) => html`<div class="approval" data-step="${p.stepId}">
+<p><strong>${p.toolName}</strong> <a href="${href("runs", runId, "steps", p.stepId)}"><code>${p.stepId}</code></a>${p.expiresAt ? html` · expires ${when(p.expiresAt)}` : ""}</p>
+<pre>${jsonText(p.input, 2_000)}</pre>
+${
+  actions
+    ? html`<form method="post" action="${href("runs", runId, "actions")}" class="buttons">
+<input type="hidden" name="stepId" value="${p.stepId}">
+<button name="action" value="approve" class="approve">Approve</button>
+<button name="action" value="deny" class="deny">Deny</button>
+</form>`
+    : ""
+}
+</div>`,
+)}
+</section>`;
+}
+
+function controlPart(view: RunView, runId: string): Html {
+  const models = [...turnsOf(view)].filter((t) => t.model.status === "completed").map((t) => t.stepId);
+  return html`<section class="control"><h2>Control</h2>
+${
+  live(view)
+    ? html`<form method="post" action="${href("runs", runId, "actions")}" class="inline">
+<input type="hidden" name="action" value="cancel">
+<input name="reason" placeholder="why (optional)" aria-label="reason">
+<button class="cancel">Cancel run…</button>
+</form>`
+    : ""
+}
+${
+  models.length > 0
+    ? html`<form method="post" action="${href("runs", runId, "actions")}" class="inline">
+<input type="hidden" name="action" value="fork">
+<label>fork at <select name="at">${models.map((id, i) => html`<option value="${id}" ${i === models.length - 1 ? "selected" : ""}>${id}</option>`)}</select></label>
+<label>as <input name="newRunId" value="${runId}-fork" aria-label="new run id"></label>
+<button>Fork…</button>
+</form>`
+    : ""
+}
+</section>`;
+}
+
+/** The timeline: a row per model call, one per tool call under it, then how the run ended. */
+/** The timeline's table around `rows`. */
+export const timelineTable = (rows: Html | Html[] | string): Html =>
+  html`<table class="timeline">
+<thead><tr><th>turn</th><th>step</th><th>status</th><th class="num">duration</th><th class="num">bytes</th><th>retries</th><th>detail</th></tr></thead>
+<tbody>${rows}</tbody></table>`;
+
+function timeline(view: RunView, runId: string): Html {
+  const rows: Html[] = [];
+  for (const turn of turnsOf(view)) {
+    rows.push(modelRow(turn, runId));
+    for (const call of turn.calls) rows.push(callRow(call, runId));
+  }
+  const end = view.interruption
+    ? html`<tr class="end interrupted"><td colspan="7">interrupted: <strong>${view.interruption.reason}</strong>${view.interruption.cause ? ` — ${view.interruption.cause.name}: ${view.interruption.cause.message}` : ""}</td></tr>`
+    : view.status === "completed"
+      ? html`<tr class="end completed"><td colspan="7">completed after ${int(view.turnCount)} model calls</td></tr>`
+      : view.status === "failed"
+        ? html`<tr class="end failed"><td colspan="7">failed: ${view.error?.name}: ${view.error?.message}</td></tr>`
+        : "";
+  return timelineTable([...rows, html`${end}`]);
+}
+
+/** A model call's row of the timeline. */
+export function modelRow(turn: TurnView, runId: string): Html {
+  const m = turn.model;
+  const detail = [
+    m.usage ? `${int(m.usage.inputTokens ?? 0)} in · ${int(m.usage.outputTokens ?? 0)} out tokens` : "",
+    m.finishReason ? `finish: ${m.finishReason}` : "",
+    m.content ? `“${clip(m.content, 120)}”` : "",
+    m.archived ? "archived" : "",
+  ].filter(Boolean);
+  return html`<tr class="model" data-turn="${turn.turn}">
+<td>${turn.turn}</td>
+<td>${m.status === "completed" ? html`<a href="${href("runs", runId, "steps", turn.stepId)}">model call</a>` : "model call"}</td>
+<td><span class="status ${m.status}">${m.status === "started" ? (m.retryAt ? "backing off" : "calling") : m.status}</span></td>
+<td class="num">${duration(m.startedAt, m.endedAt)}</td>
+<td class="num"></td>
+<td>${retries(m.failures, m.lastError)}</td>
+<td>${detail.join(" · ")}</td>
+</tr>`;
+}
+
+/** A tool call's row of the timeline. */
+export function callRow(call: CallView, runId: string): Html {
+  const ended = call.status === "ok" || call.status === "error";
+  const detail = [
+    call.approval ? (call.approval.approved ? "approved" : "declined") : "",
+    call.settled ? `settled: ${call.settled}` : "",
+    call.archived ? "archived" : "",
+    clip(JSON.stringify(call.input) ?? "", 100),
+  ].filter(Boolean);
+  return html`<tr class="call" data-step="${call.stepId}">
+<td></td>
+<td class="tool">↳ ${ended ? html`<a href="${href("runs", runId, "steps", call.stepId)}">${call.toolName}</a>` : call.toolName}</td>
+<td><span class="status ${call.status}">${call.status}</span></td>
+<td class="num">${duration(call.startedAt, call.endedAt)}</td>
+<td class="num">${call.bytes === undefined ? "" : int(call.bytes)}</td>
+<td>${retries(call.failures, call.lastError)}</td>
+<td>${detail.join(" · ")}</td>
+</tr>`;
+}
+
+function retries(
+  failures: number,
+  error: { name: string; message: string; status?: number } | undefined,
+): Html | string {
+  if (failures === 0) return "";
+  const last = error ? `${error.name}${error.status ? ` ${error.status}` : ""}: ${error.message}` : "";
+  return html`<span class="retries" title="${last}">${failures} failed attempt${failures === 1 ? "" : "s"}</span>`;
+}

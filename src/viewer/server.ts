@@ -1,0 +1,215 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { isLoopback, urlHost } from "../cli/inspectServer.ts";
+import { CliError } from "../cli/io.ts";
+import { agentLoopMachine, type Journal, LoomError } from "../index.ts";
+import { isActionFormError, type ViewerActions } from "./actions.ts";
+import { CSS, SCRIPT } from "./assets.ts";
+import { followSource, type LiveSource, serveLive } from "./live.ts";
+import { Pages } from "./routes.ts";
+import { problemPage } from "./stepPage.ts";
+
+/**
+ * `loom view`'s server (node:http): the runs page, a run's page (live), a step's page, time
+ * travel, and, when given the run-control API, the approve/deny, cancel and fork forms. Every
+ * asset comes from this server. It answers only requests addressed to it by a loopback name or
+ * its own host (a DNS-rebinding page cannot read it), and takes a form only from its own pages.
+ */
+
+export interface ViewerOptions {
+  /** The journal to show (an `OpenJournal` from `openSqliteJournal`, `createJournal`…). */
+  readonly journal: Journal;
+  /** Default 127.0.0.1: anyone who reaches the port sees the runs' inputs and outputs. */
+  readonly host?: string;
+  /** Default 0: a free port (`url` says which). */
+  readonly port?: number;
+  /** The run-control API; without it the pages only read, and show no buttons. */
+  readonly actions?: ViewerActions;
+  /** Where a live run page's events come from; default {@link followSource} (`followRun`) on `journal`. */
+  readonly live?: LiveSource;
+  /** What the runs page names as the journal (a file path). */
+  readonly source?: string;
+}
+
+/** A running viewer. */
+export interface Viewer {
+  /** The address of the runs page. */
+  readonly url: string;
+  /** Closes the server and every connection (live pages too). */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the viewer. A taken port or an address this machine does not have is a `CliError`.
+ *
+ * @example
+ * const journal = openSqliteJournal("./loom.db", { readonly: true });
+ * const viewer = await startViewer({ journal, port: 8090 });
+ * console.log(viewer.url); // http://127.0.0.1:8090
+ * await viewer.stop();
+ */
+export async function startViewer(options: ViewerOptions): Promise<Viewer> {
+  const host = options.host ?? "127.0.0.1";
+  const pages = new Pages({
+    journal: options.journal,
+    actions: options.actions,
+    machine: agentLoopMachine,
+    source: options.source ?? "journal",
+  });
+  const live = options.live ?? followSource(options.journal);
+  const server: Server = createServer((req, res) => {
+    handle(req, res, { pages, live, host }).catch((e) => fail(res, e));
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", (e: NodeJS.ErrnoException) => {
+      reject(
+        e.code === "EADDRINUSE"
+          ? new CliError(
+              "portInUse",
+              `port ${options.port} on ${host} is in use (another \`loom view\`?); pass --port <n>`,
+            )
+          : e.code === "EADDRNOTAVAIL" || e.code === "ENOTFOUND" || e.code === "EAI_AGAIN"
+            ? new CliError(
+                "badHost",
+                `--host ${host}: not an address of this machine (${e.code}); pass one of its addresses, or leave --host out for 127.0.0.1`,
+              )
+            : e,
+      );
+    });
+    server.listen(options.port ?? 0, host, () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://${urlHost(host)}:${port}`,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+interface Context {
+  readonly pages: Pages;
+  readonly live: LiveSource;
+  readonly host: string;
+}
+
+async function handle(req: IncomingMessage, res: ServerResponse, { pages, live, host }: Context): Promise<void> {
+  const url = new URL(req.url ?? "/", "http://viewer");
+  const hostName = hostnameOf(req.headers.host);
+  if (hostName === undefined || (!isLoopback(hostName) && hostName !== host.replace(/^\[|\]$/g, ""))) {
+    return send(res, 421, "text/plain", "this viewer answers requests addressed to it only");
+  }
+  const segments = pathSegments(url.pathname);
+  if (segments === undefined)
+    return html(res, 400, problemPage("Bad address", `${url.pathname} is not URL-encoded`, "/"));
+  const [top, runId, sub, ...rest] = segments;
+  if (req.method === "POST") {
+    const origin = req.headers.origin;
+    if (origin !== undefined && origin !== `http://${req.headers.host}`) {
+      return send(res, 403, "text/plain", "forms are taken from this viewer's own pages only");
+    }
+    if (top === "runs" && runId !== undefined && sub === "actions" && rest.length === 0 && pages.actions) {
+      const form = new URLSearchParams(await body(req));
+      const outcome = await pages.act(runId, form);
+      if (outcome.redirect) {
+        res.writeHead(303, { location: outcome.redirect }).end();
+        return;
+      }
+      return html(res, outcome.status, outcome.page ?? "");
+    }
+    return send(res, 405, "text/plain", "nothing to post here");
+  }
+  if (req.method !== "GET" && req.method !== "HEAD") return send(res, 405, "text/plain", "GET only");
+  if (top === "assets" && runId === "viewer.css") return send(res, 200, "text/css; charset=utf-8", CSS, true);
+  if (top === "assets" && runId === "viewer.js") return send(res, 200, "text/javascript; charset=utf-8", SCRIPT, true);
+  if (top === "favicon.ico") return send(res, 204, "text/plain", "");
+  if (top === undefined) return html(res, 200, await pages.runs(url.searchParams.get("status") ?? undefined));
+  if (top === "runs" && runId !== undefined) {
+    if (sub === undefined) {
+      const page = await pages.run(runId, url.searchParams.get("part") === "run");
+      return page === undefined ? notFoundRun(res, runId) : html(res, 200, page);
+    }
+    if (sub === "live" && rest.length === 0) {
+      if (!(await pages.exists(runId))) return notFoundRun(res, runId);
+      return serveLive(live, runId, req, res, Number(url.searchParams.get("after")) || 0);
+    }
+    if (sub === "travel") {
+      const at =
+        rest[0] === "at" && rest.length === 2 ? Number(rest[1]) : Number(url.searchParams.get("at") ?? Number.NaN);
+      const page = await pages.travel(runId, at, rest[0] === "at");
+      return page === undefined ? notFoundRun(res, runId) : html(res, 200, page);
+    }
+    if (sub === "steps" && rest.length === 1) {
+      const step = await pages.step(runId, rest[0] as string);
+      return html(res, step.status, step.page);
+    }
+  }
+  return html(res, 404, problemPage("Not found", `nothing at ${url.pathname}`, "/"));
+}
+
+/** The host name a request is addressed to (no port, no brackets), or undefined when it names none. */
+function hostnameOf(header: string | undefined): string | undefined {
+  try {
+    return new URL(`http://${header ?? ""}`).hostname.replace(/^\[|\]$/g, "") || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The path's segments decoded (run ids may hold `/`, encoded as %2F), or undefined for a malformed escape. */
+function pathSegments(pathname: string): string[] | undefined {
+  try {
+    return pathname
+      .split("/")
+      .filter(Boolean)
+      .map((s) => decodeURIComponent(s));
+  } catch {
+    return undefined;
+  }
+}
+
+function notFoundRun(res: ServerResponse, runId: string): void {
+  html(res, 404, problemPage("No such run", `no run "${runId}" in this journal`, "/"));
+}
+
+function send(res: ServerResponse, status: number, type: string, text: string, cache = false): void {
+  res.writeHead(status, {
+    "content-type": type,
+    "cache-control": cache ? "max-age=60" : "no-store",
+    "x-content-type-options": "nosniff",
+  });
+  res.end(text);
+}
+
+/** A page, with a policy that lets it load only what this server serves. */
+function html(res: ServerResponse, status: number, text: string): void {
+  res.writeHead(status, {
+    "content-type": "text/html; charset=utf-8",
+    "cache-control": "no-store",
+    "content-security-policy": "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; form-action 'self'",
+    "x-content-type-options": "nosniff",
+  });
+  res.end(text);
+}
+
+function fail(res: ServerResponse, e: unknown): void {
+  if (res.headersSent) {
+    res.end();
+    return;
+  }
+  const status = isActionFormError(e) ? 400 : 500;
+  const message = e instanceof LoomError ? `${e.code}: ${e.message}` : e instanceof Error ? e.message : String(e);
+  html(res, status, problemPage(status === 400 ? "Cannot do that" : "Something went wrong", message, "/"));
+}
+
+/** A form body (at most 64 kB). */
+async function body(req: IncomingMessage): Promise<string> {
+  let text = "";
+  for await (const chunk of req) {
+    text += String(chunk);
+    if (text.length > 65_536) throw new Error("the form is larger than 64 kB");
+  }
+  return text;
+}

@@ -1,0 +1,77 @@
+import { Immer } from "immer";
+import {
+  type AgentStep,
+  foldEntries,
+  hydrateArchived,
+  type Journal,
+  type JournalEntry,
+  type LeanAgentStep,
+  projectToolCallLog,
+} from "../index.ts";
+import { evolveView } from "./evolveView.ts";
+import { initialView, type RunView } from "./runView.ts";
+
+/**
+ * Time travel: a run's view at every point of its journal. State `i` is the view after the first
+ * `i` entries, made from state `i - 1` by immer's `produce`: it copies only the path the entry
+ * changes (its call, its turn, one chunk of turns) and shares everything else with the state
+ * before, so keeping a state per seq costs memory in proportion to the entries, not to their
+ * number squared. States are frozen: nothing can change the past by accident.
+ */
+
+/** The immer instance of the viewer: states frozen, so a shared subtree is never written twice. */
+const immer = new Immer({ autoFreeze: true });
+
+/** A run's entries and its view after each prefix of them. */
+export interface Travel {
+  readonly runId: string;
+  readonly entries: readonly JournalEntry[];
+  /** `states[i]`: the view after `entries[0..i)`; `states[0]` is the empty run. */
+  readonly states: readonly RunView[];
+}
+
+/**
+ * Every state of a run, one per entry.
+ *
+ * @example
+ * const travel = buildTravel("run-1", await readJournal(journal, "run-1"));
+ * travel.states[5].chart; // "running.dispatching": where the run was after its fifth entry
+ */
+export function buildTravel(runId: string, entries: readonly JournalEntry[]): Travel {
+  const states: RunView[] = [immer.produce(initialView(), () => {})];
+  return extendTravel({ runId, entries: [], states }, entries);
+}
+
+/** `travel` with `more` entries (appended after its last) folded on: the earlier states are shared, not rebuilt. */
+export function extendTravel(travel: Travel, more: readonly JournalEntry[]): Travel {
+  if (more.length === 0) return travel;
+  const states = [...travel.states];
+  let state = states[states.length - 1] as RunView;
+  for (const entry of more) {
+    state = immer.produce(state, (draft) => {
+      evolveView(draft, entry);
+    });
+    states.push(state);
+  }
+  return { runId: travel.runId, entries: [...travel.entries, ...more], states };
+}
+
+/** Both shapes of the tool-call log as the fold and the projection rebuild them after `entries[0..index)`. */
+export interface LogsAt {
+  readonly full: AgentStep[];
+  readonly lean: LeanAgentStep[];
+}
+
+/**
+ * The full and the lean tool-call log at point `index` of the run: the real fold
+ * (`foldEntries`) of the entries up to there, its archived frames read back, projected by
+ * `projectToolCallLog` in each shape: exactly what a reader of the journal cut there would get.
+ *
+ * @example
+ * const { full, lean } = await logsAt(journal, travel, 40);
+ */
+export async function logsAt(journal: Journal, travel: Travel, index: number): Promise<LogsAt> {
+  const state = foldEntries(travel.entries.slice(0, index));
+  await hydrateArchived(journal, state);
+  return { full: projectToolCallLog(state, "full"), lean: projectToolCallLog(state, "lean") };
+}
