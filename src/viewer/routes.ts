@@ -8,7 +8,6 @@ import { foldView } from "./evolveView.ts";
 import { href } from "./html.ts";
 import { runPage, runPart } from "./runPage.ts";
 import { runRows, runsPage } from "./runsPage.ts";
-import { callAt, type RunView } from "./runView.ts";
 import { confirmPage, problemPage, stepPage } from "./stepPage.ts";
 import { buildTravel, extendTravel, logsAt, type Travel } from "./travel.ts";
 import { atPart, travelPage } from "./travelPage.ts";

@@ -8,7 +8,7 @@ import {
   readJournal,
   rebuildToolCallLog,
 } from "../../src/index.ts";
-import type { PendingApproval, ViewerActions } from "../../src/viewer/actions.ts";
+import type { ViewerActions } from "../../src/viewer/actions.ts";
 import { foldView } from "../../src/viewer/evolveView.ts";
 import { html } from "../../src/viewer/html.ts";
 import { turnAt } from "../../src/viewer/runView.ts";

@@ -4,7 +4,7 @@ import { startViewer } from "../../viewer/server.ts";
 import { dbPath, withWritableJournal } from "../db.ts";
 import { exposureWarning } from "../inspectServer.ts";
 import { type CliIo, println } from "../io.ts";
-import { type CommonOptions, integerOption, portOption, withCommon } from "../program.ts";
+import { type CommonOptions, portOption, withCommon } from "../program.ts";
 
 interface ViewOptions extends CommonOptions {
   readonly port: number;
