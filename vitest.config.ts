@@ -10,6 +10,7 @@ export default defineConfig({
       { find: /^loom-agent$/, replacement: src("index.ts") },
       { find: /^loom-agent\/ai-sdk$/, replacement: src("ai-sdk.ts") },
       { find: /^loom-agent\/postgres$/, replacement: src("postgres.ts") },
+      { find: /^loom-agent\/mcp$/, replacement: src("mcp.ts") },
     ],
   },
   test: {

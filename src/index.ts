@@ -1,6 +1,8 @@
 /**
  * Loom: a durable, event-sourced agent loop on xstate v5. Named re-exports only.
  */
+
+export { isToolSourceError, ToolSourceError } from "./core/errors.ts";
 export {
   AgentLoopConfigError,
   CanonicalJsonError,
@@ -173,6 +175,7 @@ export const modePinMachine: typeof modePinChart = modePinChart;
  * ```
  */
 export const toolCallMachine: typeof toolCallChart = toolCallChart;
+export { type ListedTool, readToolList, TOOL_LIST_SOURCE, type ToolListChoice } from "./events/toolList.ts";
 export { type Script, type ScriptContext, ScriptExhaustedError, scriptedModel } from "./models/scripted.ts";
 export type { GenerateRequest, Message, Model, ModelResponse, ToolCall, ToolDescriptor } from "./models/types.ts";
 export {
@@ -199,6 +202,7 @@ export {
   outcomeId,
   type ParsedFrameId,
   parseFrameId,
+  toolListId,
   toolStepId,
 } from "./projections/ids.ts";
 export {
@@ -250,6 +254,8 @@ export type {
   TimeoutsConfig,
   Tool,
   ToolContext,
+  ToolSource,
+  ToolSourceContext,
 } from "./runtime/config.ts";
 export { AgentInterruptedError, isAgentInterruptedError } from "./runtime/errors.ts";
 export { DEFAULT_LEASE_MS, type RunOwnership } from "./runtime/ownership.ts";

@@ -50,7 +50,6 @@ const noCanonicalForm = (input: unknown): string | undefined => {
 export function toolCallActors(session: RunSession) {
   const { config, options } = session;
   const runId = options.runId;
-  const tools = config.tools ?? {};
   const maxInputBytes = config.maxToolInputBytes ?? 64 * 1024;
   const maxCalls = config.maxToolCallsPerResponse ?? DEFAULT_MAX_TOOL_CALLS_PER_RESPONSE;
   // Inputs that passed validateInput, possibly transformed by it: what the tool runs with.
@@ -93,6 +92,7 @@ export function toolCallActors(session: RunSession) {
   const checkCall = fromPromise<CheckOutput, ToolCallInput>(async ({ input }) => {
     const { stepId, call } = input;
     await session.breathe();
+    const tools = session.tools;
     const tool: Tool | undefined = Object.hasOwn(tools, call.name) ? tools[call.name] : undefined;
     session.judgeToolFrame(stepId, call);
     const recorded = await session.fedFromJournal(stepId);
@@ -220,7 +220,7 @@ export function toolCallActors(session: RunSession) {
   const runTool = fromPromise<RunToolOutput, ToolCallInput>(async ({ input, signal }) => {
     const { stepId, call } = input;
     await session.breathe();
-    const tool = tools[call.name] as Tool;
+    const tool = session.tools[call.name] as Tool;
     const effect = `tool:${call.name}`;
     const inputDigest = digestOfRecorded(call.input).digest ?? "";
     const frame = session.state.frames[stepId];
