@@ -244,6 +244,18 @@ export type {
   ToolCallLogMode,
 } from "./projections/types.ts";
 export { type AgentLoop, agentLoop$, type RunRequest } from "./runtime/agentLoop.ts";
+export {
+  type AgentToolOptions,
+  agentTool,
+  childRunId,
+  DEFAULT_MAX_AGENT_DEPTH,
+  DEFAULT_MAX_CONCURRENT_CHILDREN,
+  isSubAgentInterruptedError,
+  isSubAgentLimitError,
+  SubAgentInterruptedError,
+  type SubAgentLimit,
+  SubAgentLimitError,
+} from "./runtime/agentTool.ts";
 export type {
   AgentLoopConfig,
   ApprovalAnswer,

@@ -1,4 +1,4 @@
-import type { BlobStore } from "../events/spi.ts";
+import type { BlobStore, Journal } from "../events/spi.ts";
 import type { ListedTool } from "../events/toolList.ts";
 import type { Model } from "../models/types.ts";
 import type { DefinitionChangePolicy } from "../policies/definition.ts";
@@ -11,6 +11,10 @@ export interface ToolContext {
   readonly stepId: string;
   /** Aborted when the run is. */
   readonly signal: AbortSignal;
+  /** The run the call belongs to (set by the runtime; absent when a tool is called outside a run). */
+  readonly runId?: string;
+  /** The journal the run is in (set by the runtime): `agentTool` runs its child run there. */
+  readonly journal?: Journal;
 }
 
 /** The result of validating a tool input: the (possibly transformed) value, or a message. */

@@ -257,7 +257,12 @@ export function toolCallActors(session: RunSession) {
     const timeoutMs = tool.timeoutMs ?? config.timeouts?.toolMs;
     running++;
     const result = await withLimits(toolSignal, timeoutMs, deadlineAt, (s) =>
-      tool.execute(validated.has(stepId) ? validated.get(stepId) : call.input, { stepId, signal: s }),
+      tool.execute(validated.has(stepId) ? validated.get(stepId) : call.input, {
+        stepId,
+        signal: s,
+        runId,
+        journal: options.journal,
+      }),
     ).finally(() => running--);
     if ("error" in result) {
       // Stopped by the abort: the outcome is unknown, so nothing is journaled (onUnknownOutcome decides on resume).
