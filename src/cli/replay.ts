@@ -73,8 +73,12 @@ export async function replayRun(
   };
   const approvals = approvalTools(state);
   // fromEntries defines own keys: recorded names (`__proto__` too) stay tools, never a prototype.
+  // run.started names the loop's own tools; a tool source's (MCP) are known by the frames they left.
+  const names = new Set(state.tools);
+  for (const frame of Object.values(state.frames))
+    if (frame.effect.startsWith("tool:")) names.add(frame.effect.slice(5));
   const tools: Record<string, Tool> = Object.fromEntries(
-    state.tools.map((name): [string, Tool] => [
+    [...names].map((name): [string, Tool] => [
       name,
       {
         description: `replays the outputs ${name} recorded`,
