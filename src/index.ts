@@ -2,7 +2,6 @@
  * Loom: a durable, event-sourced agent loop on xstate v5. Named re-exports only.
  */
 
-export { isToolSourceError, ToolSourceError } from "./core/errors.ts";
 export {
   AgentLoopConfigError,
   CanonicalJsonError,
@@ -23,6 +22,7 @@ export {
   isOwnershipLostError,
   isReplayDivergenceError,
   isRunBusyError,
+  isToolSourceError,
   JournalFormatError,
   LoomError,
   MAX_CANONICAL_DEPTH,
@@ -31,6 +31,7 @@ export {
   RunBusyError,
   type RunHolderInfo,
   sha256Hex,
+  ToolSourceError,
 } from "./core/index.ts";
 export { isMissingDependencyError, MissingDependencyError } from "./core/optional.ts";
 export { describeCause, errorCause } from "./events/errorCause.ts";

@@ -7,7 +7,9 @@ import { McpToolError } from "./errors.ts";
  * connected, is one. Declared here, structurally, so `loom-agent/mcp` loads nothing of the SDK.
  */
 export interface McpClient {
+  /** `tools/list`: one page of the server's tools. */
   listTools(params?: { cursor?: string }, options?: McpRequestOptions): Promise<McpListToolsResult>;
+  /** `tools/call`: runs one tool on the server (Loom passes no result schema: the SDK's default). */
   callTool(
     params: { name: string; arguments?: Record<string, unknown>; _meta?: Record<string, unknown> },
     resultSchema?: unknown,
