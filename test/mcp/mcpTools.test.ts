@@ -177,6 +177,28 @@ describe("mcpTools over the SDK's in-memory transport", () => {
     expect(out.toolCallLog[3]?.toolOutput).toEqual({ error: "Error", message: "connect ECONNREFUSED" });
   });
 
+  it("feeds the SDK's errors back as failures: a closed connection, and arguments the server refuses", async () => {
+    const first = await serve([]);
+    const journal = jsonJournal();
+    await firstProcess(journal, first.client);
+    await first.close(); // the same Client object, now closed: the SDK throws "Not connected"
+
+    const turn1: ModelResponse = {
+      toolCalls: [call("c4", "add", { a: 1, b: 1 })],
+    };
+    const closed = calculatorLoop(first.client, [turn0, turn1], { maxIterations: 2 });
+    const stopped = await closed.loop.run({ runId: "r", journal }).catch((e) => e);
+    expect(stopped.run?.toolCallLog[3]?.toolOutput).toEqual({ error: "Error", message: "Not connected" });
+
+    const { client } = await serve([]);
+    const script = [{ toolCalls: [call("c1", "add", { a: "one", b: 1 })] }, { content: "x", toolCalls: [] }];
+    const out = await calculatorLoop(client, script).loop.run({ runId: "r2", journal, input: "x" });
+    expect(out.toolCallLog[0]?.toolOutput).toMatchObject({
+      error: "McpToolError",
+      message: expect.stringContaining("Invalid arguments for tool add"),
+    });
+  });
+
   it("applies onUnknownOutcome: a call cut off mid-way is not sent twice with 'fail', and is with the default 'retry'", async () => {
     for (const onUnknownOutcome of ["fail", "retry"] as const) {
       const calls: string[] = [];
