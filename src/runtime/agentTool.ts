@@ -5,6 +5,7 @@ import type { AgentOutput, InterruptedAgentRun } from "../projections/types.ts";
 import type { AgentLoop } from "./agentLoop.ts";
 import type { Tool, ToolContext } from "./config.ts";
 import { isAgentInterruptedError } from "./errors.ts";
+import { DEFAULT_LEASE_MS } from "./ownership.ts";
 
 /** Sub-agents nested deeper than this are refused unless `maxDepth` says otherwise. */
 export const DEFAULT_MAX_AGENT_DEPTH = 4;
@@ -159,7 +160,11 @@ export function agentTool<I = { prompt: string }>(loop: AgentLoop, options: Agen
       }
       going.set(key, now + 1);
       try {
-        const out = await chain.run({ depth }, () => loop.run({ runId: id, journal, input: toInput(input), signal }));
+        // A parent resumed after a crash may find its child's lease still held by the dead process
+        // (on another host): wait for it to run out rather than fail the call.
+        const ownership = { waitMs: DEFAULT_LEASE_MS };
+        const request = { runId: id, journal, input: toInput(input), signal, ownership };
+        const out = await chain.run({ depth }, () => loop.run(request));
         return toOutput(out);
       } catch (e) {
         if (isAgentInterruptedError(e) && !signal.aborted) throw new SubAgentInterruptedError(e.run);
