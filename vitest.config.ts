@@ -11,6 +11,7 @@ export default defineConfig({
       { find: /^loom-agent\/ai-sdk$/, replacement: src("ai-sdk.ts") },
       { find: /^loom-agent\/postgres$/, replacement: src("postgres.ts") },
       { find: /^loom-agent\/viewer$/, replacement: src("viewer.ts") },
+      { find: /^loom-agent\/mcp$/, replacement: src("mcp.ts") },
     ],
   },
   test: {

@@ -3,7 +3,7 @@
 # its name (loom-agent) into a fresh project with nothing else but what the examples import,
 # type-check a consumer file and the README's examples against the shipped .d.ts with
 # skipLibCheck: false and no @types/better-sqlite3, then run the quickstart, the AI SDK example
-# and the `loom` bin with plain node (no tsx).
+# the MCP and sub-agents examples and the `loom` bin with plain node (no tsx).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 work="$(mktemp -d "${TMPDIR:-/tmp}/loom-package-XXXXXX")"
@@ -38,6 +38,7 @@ JSON
 version() { node -p "require('./node_modules/$1/package.json').version"; }
 deps=("ai@$(version ai)" "@ai-sdk/provider@$(version @ai-sdk/provider)" "zod@$(version zod)")
 deps+=("@types/json-schema@$(version @types/json-schema)" "@types/node@$(version @types/node)")
+deps+=("@modelcontextprotocol/sdk@$(version @modelcontextprotocol/sdk)") # the MCP example's optional peer
 # No prebuilt binary can be downloaded here: build from source at once instead of timing out first.
 (cd "$consumer" && npm_config_build_from_source=true npm install --no-audit --no-fund --loglevel=error "$tarball" "${deps[@]}")
 if [ -e "$consumer/node_modules/@types/better-sqlite3" ]; then
@@ -45,7 +46,14 @@ if [ -e "$consumer/node_modules/@types/better-sqlite3" ]; then
   exit 1
 fi
 
-cp examples/quickstart.ts examples/ai-sdk.ts examples/approvals.ts "$consumer/"
+cp examples/quickstart.ts examples/ai-sdk.ts examples/approvals.ts examples/mcp.ts examples/sub-agents.ts "$consumer/"
+# loom-agent/mcp declares the client it needs structurally: no shipped JavaScript loads the MCP SDK.
+# (Import statements start their line; the doc comments' examples, which name the SDK, do not.)
+if grep -rlE --include='*.js' "^(import|export)[^*]*[\"']@modelcontextprotocol|import\([\"']@modelcontextprotocol" \
+  "$consumer/node_modules/loom-agent/dist"; then
+  echo "loom-agent's JavaScript imports @modelcontextprotocol/sdk: it must stay an optional peer" >&2
+  exit 1
+fi
 cat >"$consumer/consumer.ts" <<'TS'
 import {
   type AgentOutput,
@@ -98,7 +106,7 @@ cat >"$consumer/tsconfig.json" <<'JSON'
     "strict": true, "noUncheckedIndexedAccess": true, "types": ["node"],
     "skipLibCheck": false, "outDir": "out", "rootDir": "."
   },
-  "files": ["consumer.ts", "quickstart.ts", "approvals.ts"]
+  "files": ["consumer.ts", "quickstart.ts", "approvals.ts", "sub-agents.ts"]
 }
 JSON
 # The AI SDK example: the AI SDK's own .d.ts name fetch's DOM types (HeadersInit, FileList).
@@ -107,12 +115,19 @@ cat >"$consumer/tsconfig.ai-sdk.json" <<'JSON'
 JSON
 node node_modules/typescript/bin/tsc -p "$consumer/tsconfig.json"
 node node_modules/typescript/bin/tsc -p "$consumer/tsconfig.ai-sdk.json"
+# The MCP example: the SDK's own .d.ts name DOM types too.
+cat >"$consumer/tsconfig.mcp.json" <<'JSON'
+{ "extends": "./tsconfig.json", "compilerOptions": { "lib": ["ES2024", "DOM"] }, "files": ["mcp.ts"] }
+JSON
+node node_modules/typescript/bin/tsc -p "$consumer/tsconfig.mcp.json"
 echo "type-checked consumer.ts and the examples against the shipped .d.ts (skipLibCheck: false)"
 
 cd "$consumer"
 node out/consumer.js
 node out/quickstart.js quickstart.db
 node out/ai-sdk.js
+node out/mcp.js
+node out/sub-agents.js
 npx --no-install loom --help >/dev/null
 npx --no-install loom machine modePin --mermaid | head -n 3
 npx --no-install loom runs --db quickstart.db

@@ -1,6 +1,7 @@
 /**
  * Loom: a durable, event-sourced agent loop on xstate v5. Named re-exports only.
  */
+
 export {
   AgentLoopConfigError,
   CanonicalJsonError,
@@ -22,6 +23,7 @@ export {
   isReplayDivergenceError,
   isRunBusyError,
   isRunCancelledError,
+  isToolSourceError,
   JournalFormatError,
   LoomError,
   MAX_CANONICAL_DEPTH,
@@ -31,6 +33,7 @@ export {
   RunCancelledError,
   type RunHolderInfo,
   sha256Hex,
+  ToolSourceError,
 } from "./core/index.ts";
 export { isMissingDependencyError, MissingDependencyError } from "./core/optional.ts";
 export { describeCause, errorCause } from "./events/errorCause.ts";
@@ -177,6 +180,7 @@ export const modePinMachine: typeof modePinChart = modePinChart;
  * ```
  */
 export const toolCallMachine: typeof toolCallChart = toolCallChart;
+export { type ListedTool, readToolList, TOOL_LIST_SOURCE, type ToolListChoice } from "./events/toolList.ts";
 export { isModelStreamError, ModelStreamError, type ModelStreamErrorCode } from "./models/errors.ts";
 export type { ScriptedModelOptions } from "./models/scripted.ts";
 export { type Script, type ScriptContext, ScriptExhaustedError, scriptedModel } from "./models/scripted.ts";
@@ -230,6 +234,7 @@ export {
   outcomeId,
   type ParsedFrameId,
   parseFrameId,
+  toolListId,
   toolStepId,
 } from "./projections/ids.ts";
 export {
@@ -273,6 +278,18 @@ export type {
 } from "./projections/types.ts";
 export { type TokenUsage, tokenUsage } from "./projections/usage.ts";
 export { type AgentLoop, agentLoop$, type RunRequest } from "./runtime/agentLoop.ts";
+export {
+  type AgentToolOptions,
+  agentTool,
+  childRunId,
+  DEFAULT_MAX_AGENT_DEPTH,
+  DEFAULT_MAX_CONCURRENT_CHILDREN,
+  isSubAgentInterruptedError,
+  isSubAgentLimitError,
+  SubAgentInterruptedError,
+  type SubAgentLimit,
+  SubAgentLimitError,
+} from "./runtime/agentTool.ts";
 export type {
   AgentLoopConfig,
   ApprovalAnswer,
@@ -283,6 +300,8 @@ export type {
   TimeoutsConfig,
   Tool,
   ToolContext,
+  ToolSource,
+  ToolSourceContext,
 } from "./runtime/config.ts";
 export {
   type ApprovalRefusal,

@@ -219,3 +219,32 @@ export class RunCancelledError extends LoomError {
 }
 
 export const isRunCancelledError = guard(RunCancelledError);
+
+/**
+ * A run's tool source (an MCP server, `toolSources`) could not list its tools when the run needed
+ * the list (its start, or the first resume after the source was added). Nothing was appended:
+ * make the source reachable and run again. A run whose list is journaled never asks again.
+ *
+ * @example
+ * await loop.run({ runId, journal, input }).catch((e) => {
+ *   if (isToolSourceError(e)) console.error(`MCP server ${e.source} is down: ${e.message}`);
+ *   throw e;
+ * });
+ */
+export class ToolSourceError extends LoomError {
+  readonly runId: string;
+  /** The source's name (`mcpTools(client, { server })`: the server's). */
+  readonly source: string;
+  constructor(runId: string, source: string, cause: unknown, what?: string) {
+    const why = what ?? `listing its tools failed: ${cause instanceof Error ? cause.message : String(cause)}`;
+    super(
+      "toolSource",
+      `run ${runId}: tool source "${source}": ${why}. Nothing was journaled; make the source reachable (start the MCP server, check its connection) and run again.`,
+      { cause },
+    );
+    this.runId = runId;
+    this.source = source;
+  }
+}
+
+export const isToolSourceError = guard(ToolSourceError);

@@ -102,6 +102,10 @@ function checkDefinition(p: unknown): void {
       );
     }
   }
+  const sources = pin.sources;
+  if (sources !== undefined && (!Array.isArray(sources) || sources.some((s) => typeof s !== "string"))) {
+    throw new Bad("data.definition.sources", `must be an array of strings, found ${kind(sources)}`);
+  }
 }
 
 function checkForkedFrom(f: unknown): void {

@@ -94,6 +94,12 @@ export interface DefinitionPinData {
   readonly system: string | null;
   /** Each tool's name → its input schema's digest (16 hex), or null for a tool without one. */
   readonly tools: Readonly<Record<string, string | null>>;
+  /**
+   * The names of the loop's tool sources (`toolSources`: MCP servers), sorted; absent when it has
+   * none (so the pins of loops without sources are as before). Their tool lists are not pinned:
+   * each run journals its own.
+   */
+  readonly sources?: readonly string[];
 }
 
 /** `decision.recorded`: a choice made once and served on replay (an approval, the mode pin, a failure's outcome). */

@@ -1,6 +1,7 @@
 /**
  * The definition pin (DESIGN §7.5): `run.started` records digests of what shapes a run's frames —
- * the loop id, the system prompt, the tools and their input schemas — so a resume under another
+ * the loop id, the system prompt, the tools and their input schemas, the names of its tool
+ * sources (not their lists: each run journals its own) — so a resume under another
  * definition is refused before any append, naming what changed, unless the loop accepts that
  * kind of change. Pure: digests in, changes out.
  */
@@ -15,13 +16,21 @@ export type DefinitionPin = DefinitionPinData;
  * prompt is not one of them: every model call's prompt digest covers it, so a run recorded under
  * another system prompt cannot be served from its journal.
  */
-export const DEFINITION_CHANGE_KINDS = ["tool-added", "tool-removed", "tool-schema-changed"] as const;
+export const DEFINITION_CHANGE_KINDS = [
+  "tool-added",
+  "tool-removed",
+  "tool-schema-changed",
+  "tool-source-added",
+  "tool-source-removed",
+] as const;
 /** One of {@link DEFINITION_CHANGE_KINDS}: a change `acceptDefinitionChanges` can accept. */
 export type DefinitionChangeKind = (typeof DEFINITION_CHANGE_KINDS)[number];
 
 /** One difference between the recorded definition and the loop's. */
 export type DefinitionChange =
-  | { readonly kind: DefinitionChangeKind; readonly tool: string }
+  | { readonly kind: "tool-added" | "tool-removed" | "tool-schema-changed"; readonly tool: string }
+  /** A tool source (`toolSources`: an MCP server) added or removed, by its name. */
+  | { readonly kind: "tool-source-added" | "tool-source-removed"; readonly source: string }
   | { readonly kind: "system-changed" };
 
 /** Which changes a loop accepts: a list of kinds, or a predicate over each change. */
@@ -32,6 +41,8 @@ export interface DefinitionSource {
   readonly id: string;
   readonly system?: string;
   readonly tools?: Readonly<Record<string, { readonly inputSchema?: unknown }>>;
+  /** The loop's tool sources: their names are pinned, their lists are journaled per run. */
+  readonly toolSources?: readonly { readonly name: string }[];
 }
 
 const short = (value: unknown): string | null => digestOf(value).digest?.slice(0, 16) ?? null;
@@ -51,7 +62,10 @@ export function definitionPin(source: DefinitionSource): DefinitionPin {
     tools[name] = schema === undefined ? null : short(schema);
   }
   const system = source.system === undefined ? null : short(source.system);
-  return { digest: sha256Hex(JSON.stringify([source.id, system, tools])), system, tools };
+  const sources = (source.toolSources ?? []).map((s) => s.name).sort();
+  // Without sources the pin (and its digest) is what it was before sources existed.
+  if (sources.length === 0) return { digest: sha256Hex(JSON.stringify([source.id, system, tools])), system, tools };
+  return { digest: sha256Hex(JSON.stringify([source.id, system, tools, sources])), system, tools, sources };
 }
 
 /**
@@ -78,6 +92,12 @@ export function unacceptedChanges(
     else if (!after) changes.push({ kind: "tool-removed", tool });
     else if (recorded.tools[tool] !== current.tools[tool]) changes.push({ kind: "tool-schema-changed", tool });
   }
+  const before = recorded.sources ?? [];
+  const after = current.sources ?? [];
+  for (const source of [...new Set([...before, ...after])].sort()) {
+    if (!before.includes(source)) changes.push({ kind: "tool-source-added", source });
+    else if (!after.includes(source)) changes.push({ kind: "tool-source-removed", source });
+  }
   const accepted = typeof accept === "function" ? accept : (c: DefinitionChange) => accept.some((k) => k === c.kind);
   return changes.filter((change) => change.kind === "system-changed" || !accepted(change));
 }
@@ -93,5 +113,9 @@ export function describeChange(change: DefinitionChange): string {
       return `tool ${JSON.stringify(change.tool)} removed`;
     case "tool-schema-changed":
       return `the input schema of tool ${JSON.stringify(change.tool)} changed`;
+    case "tool-source-added":
+      return `tool source ${JSON.stringify(change.source)} added`;
+    case "tool-source-removed":
+      return `tool source ${JSON.stringify(change.source)} removed`;
   }
 }

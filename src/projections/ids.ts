@@ -1,4 +1,5 @@
 import { MODE_PIN_SOURCE, MODE_PIN_SUFFIX } from "../events/modePin.ts";
+import { TOOL_LIST_INFIX, TOOL_LIST_SOURCE } from "../events/toolList.ts";
 
 /**
  * The deterministic ids of a run (the record's ADR 0061): completion order never changes them,
@@ -14,6 +15,9 @@ export const toolStepId = (loopId: string, turn: number, index: number): string 
 
 /** `<loop>#toolCallLog`: the mode pin decision. */
 export const modePinId = (loopId: string): string => `${loopId}${MODE_PIN_SUFFIX}`;
+
+/** `<loop>#tools:<source>`: a tool source's list (an MCP server's tools), journaled once per run. */
+export const toolListId = (loopId: string, source: string): string => `${loopId}${TOOL_LIST_INFIX}${source}`;
 
 /** `<stepId>:outcome`: what the model was fed for a failed tool. */
 export const outcomeId = (stepId: string): string => `${stepId}:outcome`;
@@ -41,4 +45,5 @@ export const DECISION_SOURCES = {
   modePin: MODE_PIN_SOURCE,
   outcome: "tool-outcome",
   approval: "approval",
+  toolList: TOOL_LIST_SOURCE,
 } as const;

@@ -22,6 +22,7 @@ import { durableStep } from "./durableStep.ts";
 import { causeOf, modelPolicy, runDeadline } from "./failurePolicy.ts";
 import { hydrateArchived } from "./readers.ts";
 import type { RunSession } from "./session.ts";
+import { prepareToolSources } from "./toolSources.ts";
 
 /**
  * The loop machine's actors for one run: each does the journaled work the statechart asks for
@@ -55,11 +56,13 @@ export function loopActors(session: RunSession, fence?: Fence) {
           "missingInput",
         );
       }
+      const lists = await prepareToolSources(session, state); // asked live, before anything is appended
       const deadline = runDeadline(config, state, Date.now());
       session.deadlineAt = deadline.deadlineAt;
       await session.appender.append(
         { type: "run.started", data: runStartedData(config, options.input) },
         ...pinEntry,
+        ...lists,
         ...deadline.append,
       );
       session.startConversation(session.state.input ?? "");
@@ -81,11 +84,12 @@ export function loopActors(session: RunSession, fence?: Fence) {
     if (state.status === "completed") return { kind: "completed" };
     if (state.status === "cancelled") throw new RunCancelledError(runId, state.cancelled?.reason ?? "");
     if (!session.replaying) checkDefinition(runId, config, state.definition);
+    const lists = await prepareToolSources(session, state); // journaled lists; a source's first one asked live
     // A late pin (ADR 0142 D3); a deadline configured after the run started runs from now.
     const deadline = runDeadline(config, state, Date.now());
     session.deadlineAt = deadline.deadlineAt;
-    if (pinEntry.length > 0 || deadline.append.length > 0)
-      await session.appender.append(...pinEntry, ...deadline.append);
+    if (pinEntry.length > 0 || lists.length > 0 || deadline.append.length > 0)
+      await session.appender.append(...pinEntry, ...lists, ...deadline.append);
     // The chart then walks the recorded turns, each step served from the journal: archived outputs first.
     await hydrateArchived(options.journal, state);
     session.startConversation(state.input ?? "");

@@ -1,4 +1,5 @@
-import type { BlobStore } from "../events/spi.ts";
+import type { BlobStore, Journal } from "../events/spi.ts";
+import type { ListedTool } from "../events/toolList.ts";
 import type { Model } from "../models/types.ts";
 import type { DefinitionChangePolicy } from "../policies/definition.ts";
 import type { RetryPolicy } from "../policies/retry.ts";
@@ -11,6 +12,10 @@ export interface ToolContext {
   readonly stepId: string;
   /** Aborted when the run is. */
   readonly signal: AbortSignal;
+  /** The run the call belongs to (set by the runtime; absent when a tool is called outside a run). */
+  readonly runId?: string;
+  /** The journal the run is in (set by the runtime): `agentTool` runs its child run there. */
+  readonly journal?: Journal;
 }
 
 /** The result of validating a tool input: the (possibly transformed) value, or a message. */
@@ -81,6 +86,46 @@ export interface Tool<I = unknown, O = unknown> {
   readonly retry?: Partial<RetryPolicy>;
   /** A call that has not answered after this many ms is aborted (its signal) and fails (default: `timeouts.toolMs`). */
   readonly timeoutMs?: number;
+}
+
+/** What a tool source is given when it lists its tools. */
+export interface ToolSourceContext {
+  readonly runId: string;
+  /** Aborted when the run is. */
+  readonly signal: AbortSignal | undefined;
+}
+
+/**
+ * Tools that come from elsewhere, resolved once per run (an MCP server's: `mcpTools` in
+ * `loom-agent/mcp`). When a run starts, the runtime asks the source to `list` its tools and
+ * journals the list (the decision `<loop>#tools:<name>`); a resume reads that list back instead,
+ * so the model is told the same tools after a crash and the source is not asked again. `tools`
+ * makes the run's tools from the list (journaled or live: always its JSON form), and each of their
+ * calls is a journaled frame like any tool's. The definition pin covers the source's `name`, not
+ * its list.
+ *
+ * @example
+ * ```ts
+ * const weather: ToolSource = {
+ *   name: "weather",
+ *   list: async () => (await fetch(`${base}/tools`)).json(), // [{ name, description, inputSchema }]
+ *   tools: (listed) =>
+ *     Object.fromEntries(listed.map((t) => [t.name, { description: t.description ?? "", inputSchema: t.inputSchema, execute: (input) => call(t.name, input) }])),
+ * };
+ * agentLoop$({ id: "assistant", model, toolSources: [weather] });
+ * ```
+ */
+export interface ToolSource {
+  /** Names the source in the journal (`<loop>#tools:<name>`) and the definition pin: letters, digits, `_.:-`. */
+  readonly name: string;
+  /** The source's tools, live: asked once per run, when the run has no journaled list yet. */
+  list(context: ToolSourceContext): Promise<readonly ListedTool[]>;
+  /**
+   * The run's tools made from a list (by the name the model calls each): no I/O here, a tool
+   * reaches its source only when it is called.
+   */
+  // biome-ignore lint/suspicious/noExplicitAny: tools are heterogeneous; each checks its own input.
+  tools(listed: readonly ListedTool[]): Readonly<Record<string, Tool<any, unknown>>>;
 }
 
 /**
@@ -168,6 +213,15 @@ export interface AgentLoopConfig<M extends ToolCallLogMode | undefined = ToolCal
   /** The tools the model can call, by name. */
   // biome-ignore lint/suspicious/noExplicitAny: tools are heterogeneous; each checks its own input.
   readonly tools?: Readonly<Record<string, Tool<any, unknown>>>;
+  /**
+   * Sources of more tools, resolved once per run and journaled (see {@link ToolSource}): MCP
+   * servers through `mcpTools(client, { server })` from `loom-agent/mcp`. Their tools' names must
+   * not clash with `tools` or with each other's.
+   *
+   * @example
+   * agentLoop$({ id: "assistant", model, tools: { lookup }, toolSources: [mcpTools(client, { server: "files" })] });
+   */
+  readonly toolSources?: readonly ToolSource[];
   /** Upper bound on model calls per run (default 50). */
   readonly maxIterations?: number;
   /**

@@ -11,7 +11,7 @@ import type { RunState } from "../projections/runState.ts";
 import type { ToolCallLogMode } from "../projections/types.ts";
 import type { Appender } from "./appender.ts";
 import { toolDescriptors } from "./builtins.ts";
-import type { AgentLoopConfig } from "./config.ts";
+import type { AgentLoopConfig, Tool } from "./config.ts";
 import {
   assistantMessage,
   chainedPromptDigest,
@@ -107,8 +107,10 @@ export class RunSession {
   private readonly toolResultsPushed = new Set<number>();
   /** When the run last let the event loop run other work (see {@link breathe}). */
   private lastBreath = performance.now();
-  /** What the model is told it can call (the same list on every call of the run). */
-  readonly toolDescriptors: readonly ToolDescriptor[];
+  /** What the model is told it can call (the same list on every call of the run; tool sources' added in prepare). */
+  toolDescriptors: readonly ToolDescriptor[];
+  /** The run's tools by name: the loop's, plus its tool sources' once prepare resolved them (toolSources.ts). */
+  tools: Readonly<Record<string, Tool>>;
 
   constructor(
     readonly config: AgentLoopConfig,
@@ -116,6 +118,7 @@ export class RunSession {
   ) {
     this.toolDescriptors = toolDescriptors(config);
     this.events = new RunEventEmitter(options.journal.store, options.runId, options.onEvent);
+    this.tools = config.tools ?? {};
   }
 
   get state(): RunState {
@@ -200,8 +203,7 @@ export class RunSession {
   judgeToolFrame(stepId: string, call: ToolCall): void {
     const frame = this.state.frames[stepId];
     if (!frame) return;
-    const tools = this.config.tools ?? {};
-    const known = Object.hasOwn(tools, call.name);
+    const known = Object.hasOwn(this.tools, call.name);
     if (!known || frame.effect !== `tool:${call.name}`) {
       throw this.divergence(
         stepId,

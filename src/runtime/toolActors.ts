@@ -52,7 +52,6 @@ const noCanonicalForm = (input: unknown): string | undefined => {
 export function toolCallActors(session: RunSession) {
   const { config, options } = session;
   const runId = options.runId;
-  const tools = config.tools ?? {};
   const maxInputBytes = config.maxToolInputBytes ?? 64 * 1024;
   const maxCalls = config.maxToolCallsPerResponse ?? DEFAULT_MAX_TOOL_CALLS_PER_RESPONSE;
   // Inputs that passed validateInput, possibly transformed by it: what the tool runs with.
@@ -95,6 +94,7 @@ export function toolCallActors(session: RunSession) {
   const checkCall = fromPromise<CheckOutput, ToolCallInput>(async ({ input }) => {
     const { stepId, call } = input;
     await session.breathe();
+    const tools = session.tools;
     const tool: Tool | undefined = Object.hasOwn(tools, call.name) ? tools[call.name] : undefined;
     const recorded = await session.serveCall(stepId, call);
     if (recorded) return { kind: "settled", status: recorded.isError ? "error" : "ok" };
@@ -160,7 +160,10 @@ export function toolCallActors(session: RunSession) {
     }
     // Expired (the tool's approvalTimeoutMs, counted from the first interruption that asked): declined,
     // whatever answer comes now, also when no process was running when it expired.
-    const expiresAt = approvalExpiry(session.state.approvalRequests[stepId], tools[call.name]?.approvalTimeoutMs);
+    const expiresAt = approvalExpiry(
+      session.state.approvalRequests[stepId],
+      session.tools[call.name]?.approvalTimeoutMs,
+    );
     const expired = expiresAt !== undefined && Date.now() >= expiresAt;
     const given = expired ? false : options.approvals?.[stepId];
     const answer =
@@ -223,7 +226,7 @@ export function toolCallActors(session: RunSession) {
   const runTool = fromPromise<RunToolOutput, ToolCallInput>(async ({ input, signal }) => {
     const { stepId, call } = input;
     await session.breathe();
-    const tool = tools[call.name] as Tool;
+    const tool = session.tools[call.name] as Tool;
     const effect = `tool:${call.name}`;
     const inputDigest = digestOfRecorded(call.input).digest ?? "";
     const runSignal = options.signal;
@@ -249,6 +252,8 @@ export function toolCallActors(session: RunSession) {
             return await tool.execute(validated.has(stepId) ? validated.get(stepId) : call.input, {
               stepId,
               signal: s,
+              runId,
+              journal: options.journal,
             });
           } finally {
             running--;

@@ -3,6 +3,7 @@ import { validateToolCallLogMode } from "../machines/modePin.machine.ts";
 import { DEFINITION_CHANGE_KINDS } from "../policies/definition.ts";
 import { DEFAULT_MODEL_RETRY, DEFAULT_TOOL_RETRY, validateRetryPolicy } from "../policies/retry.ts";
 import type { AgentLoopConfig } from "./config.ts";
+import { validateToolSources } from "./toolSources.ts";
 
 const LOOP_ID = /^[A-Za-z0-9_.:-]+$/;
 
@@ -43,6 +44,7 @@ export function validateConfig(config: AgentLoopConfig): void {
       );
     }
   }
+  validateToolSources(config, (m) => fail(id, m));
   validateFailurePolicy(config, id);
   if (config.maxIterations !== undefined && !positiveInteger(config.maxIterations)) {
     throw fail(id, `maxIterations must be a positive integer, not ${String(config.maxIterations)}`);

@@ -42,6 +42,14 @@ describe("README.md", () => {
     expect(blocks("ts")).toContain(readFileSync(join(root, "examples/operating.ts"), "utf8").trimEnd());
   });
 
+  it("shows examples/mcp.ts as it is", () => {
+    expect(blocks("ts")).toContain(readFileSync(join(root, "examples/mcp.ts"), "utf8").trimEnd());
+  });
+
+  it("shows examples/sub-agents.ts as it is", () => {
+    expect(blocks("ts")).toContain(readFileSync(join(root, "examples/sub-agents.ts"), "utf8").trimEnd());
+  });
+
   it("shows the diagrams `loom machine … --mermaid` prints", async () => {
     expect(blocks("mermaid")).toEqual([
       await print(["machine", "agentLoop", "--mermaid"]),

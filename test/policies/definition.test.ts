@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { sha256Hex } from "../../src/core/digest.ts";
 import {
   type DefinitionChange,
   definitionPin,
@@ -99,5 +100,34 @@ describe("unacceptedChanges: given the recorded pin, when resuming with another 
       'tool "refund" removed',
       'tool "search" added',
     ]);
+  });
+});
+
+describe("definitionPin with tool sources (MCP servers)", () => {
+  it("leaves the pin of a loop without sources as it was before sources existed", () => {
+    const pin = definitionPin(base);
+    expect(pin).not.toHaveProperty("sources");
+    expect(definitionPin({ ...base, toolSources: [] })).toEqual(pin);
+    expect(pin.digest).toBe(sha256Hex(JSON.stringify([base.id, pin.system, pin.tools])));
+  });
+
+  it("pins the sources' names, sorted, and not what they list", () => {
+    const pin = definitionPin({ ...base, toolSources: [{ name: "files" }, { name: "calendar" }] });
+    expect(pin.sources).toEqual(["calendar", "files"]);
+    expect(pin.digest).not.toBe(definitionPin(base).digest);
+    expect(definitionPin({ ...base, toolSources: [{ name: "calendar" }, { name: "files" }] })).toEqual(pin);
+  });
+
+  it("names a source added or removed, and accepts either when told", () => {
+    const recorded = definitionPin({ ...base, toolSources: [{ name: "files" }] });
+    const current = definitionPin({ ...base, toolSources: [{ name: "calendar" }] });
+    const changes = unacceptedChanges(recorded, current);
+    expect(changes).toEqual([
+      { kind: "tool-source-added", source: "calendar" },
+      { kind: "tool-source-removed", source: "files" },
+    ]);
+    expect(changes.map(describeChange)).toEqual(['tool source "calendar" added', 'tool source "files" removed']);
+    expect(unacceptedChanges(recorded, current, ["tool-source-added", "tool-source-removed"])).toEqual([]);
+    expect(unacceptedChanges(definitionPin(base), recorded, ["tool-source-added"])).toEqual([]);
   });
 });

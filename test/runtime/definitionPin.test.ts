@@ -119,7 +119,7 @@ describe("the run pins its definition", () => {
   it("refuses an invalid acceptDefinitionChanges when the loop is made", () => {
     const model = scriptedModel([]);
     expect(() => agentLoop$({ id: "l", model, acceptDefinitionChanges: ["tool-renamed" as never] })).toThrow(
-      /acceptDefinitionChanges must be a predicate or a list of "tool-added", "tool-removed", "tool-schema-changed"; "tool-renamed" is not one/,
+      /acceptDefinitionChanges must be a predicate or a list of "tool-added", "tool-removed", "tool-schema-changed", "tool-source-added", "tool-source-removed"; "tool-renamed" is not one/,
     );
   });
 });
