@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { canonicalJson } from "./canonicalJson.ts";
+import { canonicalJson, canonicalJsonOfParsed } from "./canonicalJson.ts";
 
 /**
  * SHA-256 of a string (as UTF-8) or of bytes, as lowercase hex.
@@ -55,6 +55,23 @@ export function digestOf(value: unknown): Digest {
 export function digestOfRecorded(value: unknown): Digest {
   try {
     const canonical = canonicalJson(value);
+    return { digest: sha256Hex(canonical), bytes: Buffer.byteLength(canonical, "utf8") };
+  } catch {
+    return NO_JSON_FORM;
+  }
+}
+
+/**
+ * {@link digestOfRecorded} of a value parsed from JSON that nobody will change (a tool's recorded
+ * output): its canonical text is kept for the next canonical write that holds it (`canonicalJsonOfParsed`).
+ *
+ * @example
+ * const output = JSON.parse(text);
+ * digestOfParsed(output).digest === digestOfRecorded(output).digest; // true
+ */
+export function digestOfParsed(value: unknown): Digest {
+  try {
+    const canonical = canonicalJsonOfParsed(value);
     return { digest: sha256Hex(canonical), bytes: Buffer.byteLength(canonical, "utf8") };
   } catch {
     return NO_JSON_FORM;
