@@ -36,6 +36,31 @@ export function canonicalJson(value: unknown): string {
   return out;
 }
 
+/**
+ * Texts of values parsed from JSON that the runtime will not change (a tool's recorded output),
+ * with how deep their objects nest below them: a value holding one (the messages of the next
+ * prompt digest) writes its text once more instead of walking it again. Used once, then dropped.
+ */
+const kept = new WeakMap<object, { readonly text: string; readonly height: number }>();
+/** The deepest object depth the current write reached (for {@link kept}'s heights). */
+let deepest = 0;
+
+/**
+ * {@link canonicalJson} of a value parsed from JSON (no `toJSON`, no getters) that nobody will
+ * change: its text is kept, and the next `canonicalJson` of a value that holds it reuses the text
+ * (the same text it would write) instead of writing it again.
+ *
+ * @example
+ * const output = JSON.parse(text);
+ * const digest = sha256Hex(canonicalJsonOfParsed(output)); // the next prompt digest reuses its text
+ */
+export function canonicalJsonOfParsed(value: unknown): string {
+  deepest = 0;
+  const text = canonicalJson(value);
+  if (typeof value === "object" && value !== null) kept.set(value, { text, height: deepest });
+  return text;
+}
+
 // Paths are built only when an error unwinds through the levels: the happy path stays cheap.
 class Unwinding {
   constructor(
@@ -125,6 +150,12 @@ function write(value: unknown, key: string | number, depth: number, ancestors: o
   }
   if (value === null) return "null";
   let obj = value as object;
+  const known = kept.get(obj);
+  // Nested deeper than the cap here: written again, to refuse it where the walk does.
+  if (known !== undefined && depth + known.height < MAX_CANONICAL_DEPTH) {
+    kept.delete(obj);
+    return known.text;
+  }
   const toJSON = (obj as { toJSON?: unknown }).toJSON;
   if (typeof toJSON === "function") {
     let replaced: unknown;
@@ -147,6 +178,7 @@ function write(value: unknown, key: string | number, depth: number, ancestors: o
     if (ancestors[i] === obj) throw new Refusal("cycle", "the value contains a cycle");
   }
   ancestors[depth] = obj;
+  if (depth > deepest) deepest = depth;
   const inner = depth + 1;
   if (Array.isArray(obj)) {
     let out = "[";

@@ -102,7 +102,6 @@ export function loopActors(session: RunSession, fence?: Fence) {
     if (turn > 0) session.pushToolResults(turn - 1, responseAt(session.state, turn - 1) as ModelResponse);
     const frameId = modelFrameId(config.id, turn);
     const digest = session.nextPromptDigest();
-    const runSignal = options.signal;
     const result = await durableStep<ModelResponse, ModelResponse>(
       session,
       { frameId, effect: "model", inputDigest: digest, onUnknownOutcome: "rerun", checkInput: !session.replaying },
@@ -119,7 +118,7 @@ export function loopActors(session: RunSession, fence?: Fence) {
         policy: () => modelPolicy(config),
         timeoutMs: config.timeouts?.modelAttemptMs,
         describe: `model call ${frameId}`,
-        signal: () => (runSignal ? AbortSignal.any([runSignal, signal]) : signal),
+        signal: () => session.stepSignal(signal),
       },
     );
     switch (result.kind) {

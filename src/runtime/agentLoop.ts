@@ -165,6 +165,7 @@ async function runHeld(
     await done;
   } finally {
     signal.removeEventListener("abort", onAbort);
+    session.dispose();
     // Results deferred to a next append that never came (the run threw): journaled, or a resume would
     // see their effects' outcome as unknown. A failure here leaves the run's own outcome as it is.
     await session.appender?.flush().catch(() => {});

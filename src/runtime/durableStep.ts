@@ -95,6 +95,7 @@ export async function durableStep<T, R>(
   const { frameId, effect: kind, inputDigest } = step;
   await session.appender.append({ type: "frame.started", data: { frameId, effect: kind, inputDigest } });
   const result = await withLimits(signal, effect.timeoutMs, deadlineAt, (s) => effect.execute(s));
+  session.releaseStepSignal(signal); // still running only if stopped, and then its signal has aborted
   if ("error" in result) {
     if (signal.aborted) return { kind: "aborted" };
     if (result.stopped === "deadline") return { kind: "past-deadline", started: true };

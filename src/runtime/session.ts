@@ -1,5 +1,5 @@
-import { canonicalJson } from "../core/canonicalJson.ts";
-import { type Digest, digestOfRecorded, sha256Hex } from "../core/digest.ts";
+import { canonicalJsonOfParsed } from "../core/canonicalJson.ts";
+import { type Digest, digestOfParsed, digestOfRecorded, sha256Hex } from "../core/digest.ts";
 import { ReplayDivergenceError } from "../core/errors.ts";
 import type { ClaimCheckEnvelope } from "../events/claimCheck.ts";
 import type { Journal } from "../events/spi.ts";
@@ -21,6 +21,7 @@ import {
   toolResultMessage,
 } from "./conversation.ts";
 import { RunEventEmitter } from "./events.ts";
+import { StepSignals } from "./stepSignals.ts";
 
 export type { Fed } from "./conversation.ts";
 
@@ -107,6 +108,8 @@ export class RunSession {
   private readonly toolResultsPushed = new Set<number>();
   /** When the run last let the event loop run other work (see {@link breathe}). */
   private lastBreath = performance.now();
+  /** Links each step's signal to the run's (made at the first step: after the run's own listeners). */
+  private steps: StepSignals | undefined;
   /** What the model is told it can call (the same list on every call of the run; tool sources' added in prepare). */
   toolDescriptors: readonly ToolDescriptor[];
   /** The run's tools by name: the loop's, plus its tool sources' once prepare resolved them (toolSources.ts). */
@@ -157,6 +160,25 @@ export class RunSession {
     if (performance.now() - this.lastBreath < BREATH_MS) return;
     await new Promise<void>((resolve) => setImmediate(resolve));
     this.lastBreath = performance.now();
+  }
+
+  /**
+   * The signal a step's effect runs under: the run's (`options.signal`) and its actor's, as
+   * `AbortSignal.any` would combine them. `durableStep` releases it once the effect is done.
+   */
+  stepSignal(actorSignal: AbortSignal): AbortSignal {
+    this.steps ??= new StepSignals(this.options.signal);
+    return this.steps.link(actorSignal);
+  }
+
+  /** The effect of a step is done with its signal (see {@link stepSignal}). */
+  releaseStepSignal(signal: AbortSignal): void {
+    this.steps?.release(signal);
+  }
+
+  /** The run ended: nothing of it listens to the run's signal any more. */
+  dispose(): void {
+    this.steps?.dispose();
   }
 
   setFed(stepId: string, fed: Fed): void {
@@ -248,7 +270,7 @@ export class RunSession {
     if (claimCheck && text.length * 3 > claimCheck.thresholdBytes) {
       let canonical: string | undefined;
       try {
-        canonical = canonicalJson(recorded);
+        canonical = canonicalJsonOfParsed(recorded);
       } catch {
         canonical = undefined; // no canonical form (a lone surrogate): keep it inline, its digest is null
       }
@@ -274,6 +296,7 @@ export class RunSession {
         return { ok: true, recorded, fed: recorded, digest: { digest: sha256Hex(bytes), bytes: bytes.length } };
       }
     }
-    return { ok: true, recorded, fed: recorded, digest: digestOfRecorded(recorded) };
+    // Its canonical text is kept: the next prompt digest, over the message feeding it, reuses it.
+    return { ok: true, recorded, fed: recorded, digest: digestOfParsed(recorded) };
   }
 }

@@ -229,10 +229,9 @@ export function toolCallActors(session: RunSession) {
     const tool = session.tools[call.name] as Tool;
     const effect = `tool:${call.name}`;
     const inputDigest = digestOfRecorded(call.input).digest ?? "";
-    const runSignal = options.signal;
     let toolSignal: AbortSignal | undefined;
     const signalOf = () => {
-      toolSignal ??= runSignal ? AbortSignal.any([runSignal, signal]) : signal;
+      toolSignal ??= session.stepSignal(signal);
       return toolSignal;
     };
     const timeoutMs = tool.timeoutMs ?? config.timeouts?.toolMs;

@@ -1,6 +1,7 @@
 import canonicalize from "canonicalize";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { canonicalJsonOfParsed } from "../../src/core/canonicalJson.ts";
 import {
   type CanonicalJsonError,
   canonicalJson,
@@ -219,5 +220,29 @@ describe("canonicalJson", () => {
       const e = expectCause(() => canonicalJson(nested(100_000)), "too-deep");
       expect(e.message).toContain("MAX_CANONICAL_DEPTH");
     });
+  });
+});
+
+describe("canonicalJsonOfParsed: a kept text is reused once, as the walk would write it", () => {
+  it("a value holding a kept output writes the same text as a fresh walk, at any position", () => {
+    fc.assert(
+      fc.property(fc.jsonValue(), fc.jsonValue(), (output, other) => {
+        const parsed = JSON.parse(JSON.stringify(output)) as unknown;
+        const text = canonicalJsonOfParsed(parsed);
+        expect(text).toBe(canonicalJson(JSON.parse(JSON.stringify(output))));
+        const holder = [{ role: "tool", output: parsed, other }, { b: parsed }];
+        const fresh = JSON.parse(JSON.stringify(holder)) as unknown;
+        expect(canonicalJson(holder)).toBe(canonicalJson(fresh));
+        expect(canonicalJson(holder)).toBe(canonicalJson(fresh)); // used once: walked again the same
+      }),
+    );
+  });
+
+  it("a kept value nested past the cap where it is held is still refused, as the walk refuses it", () => {
+    const deep = nested(MAX_CANONICAL_DEPTH - 2);
+    canonicalJsonOfParsed(deep);
+    expectCause(() => canonicalJson([[[deep]]]), "too-deep");
+    canonicalJsonOfParsed(deep);
+    expect(canonicalJson([deep])).toBe(canonicalJson([nested(MAX_CANONICAL_DEPTH - 2)]));
   });
 });

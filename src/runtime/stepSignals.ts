@@ -1,0 +1,63 @@
+/**
+ * The signal each durable step's effect runs under: aborted when the run's signal aborts or the
+ * step's actor is stopped, with the reason of whichever came first (the run's when both already
+ * have), as `AbortSignal.any([runSignal, actorSignal])` would.
+ *
+ * `AbortSignal.any` per step cost the loop more than any other piece of its signal handling (each
+ * call registers a weakly held dependant on the run's signal, swept only by the collector). Here
+ * the run's signal gets one listener for the whole run, which aborts the steps live at that moment;
+ * a step is released once its effect is done with its signal (`release`), and `dispose` removes
+ * the run's listener when the run ends.
+ */
+export class StepSignals {
+  /** The steps not released yet, by the signal their effect was given. */
+  private readonly live = new Map<AbortSignal, AbortController>();
+  private readonly onRunAbort: (() => void) | undefined;
+
+  constructor(private readonly run: AbortSignal | undefined) {
+    if (run === undefined || run.aborted) return;
+    // Registered after the run's own listeners (the chart's ABORT): a step then aborts after them,
+    // as a dependant of AbortSignal.any does.
+    this.onRunAbort = () => {
+      const steps = [...this.live.values()];
+      this.live.clear();
+      for (const c of steps) c.abort(run.reason);
+    };
+    run.addEventListener("abort", this.onRunAbort, { once: true });
+  }
+
+  /** The signal for one step whose actor has `actorSignal`. */
+  link(actorSignal: AbortSignal): AbortSignal {
+    const run = this.run;
+    if (run === undefined) return actorSignal;
+    const step = new AbortController();
+    if (run.aborted) step.abort(run.reason);
+    else if (actorSignal.aborted) step.abort(actorSignal.reason);
+    else {
+      this.live.set(step.signal, step);
+      actorSignal.addEventListener(
+        "abort",
+        () => {
+          this.live.delete(step.signal);
+          step.abort(actorSignal.reason);
+        },
+        { once: true },
+      );
+    }
+    return step.signal;
+  }
+
+  /**
+   * The step's effect is done with `signal` (it returned, or it was stopped and its signal already
+   * aborted): a later abort of the run no longer reaches it.
+   */
+  release(signal: AbortSignal): void {
+    this.live.delete(signal);
+  }
+
+  /** The run ended: its signal's listener goes. */
+  dispose(): void {
+    if (this.onRunAbort) this.run?.removeEventListener("abort", this.onRunAbort);
+    this.live.clear();
+  }
+}
