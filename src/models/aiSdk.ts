@@ -101,8 +101,11 @@ export function fromAiSdk(model: AiSdkLanguageModel, options: FromAiSdkOptions =
   const generate = async (request: GenerateRequest): Promise<ModelResponse> =>
     fromAiSdkResult(await model.doGenerate((await callOptions(request)) as never), name);
   const doStream = model.doStream;
-  if (!streams || typeof doStream !== "function") return { generate };
+  const modelId = (model as { modelId?: unknown }).modelId;
+  const id = typeof modelId === "string" ? { id: modelId } : {};
+  if (!streams || typeof doStream !== "function") return { ...id, generate };
   return {
+    ...id,
     generate,
     stream: (request: GenerateRequest) =>
       aiSdkStreamParts(async () => doStream.call(model, (await callOptions(request)) as never), name),

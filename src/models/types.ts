@@ -25,6 +25,8 @@ export interface GenerateRequest {
  * Adapters: `scriptedModel` (tests, demo), `fromAiSdk` (any AI SDK LanguageModel).
  */
 export interface Model {
+  /** The model's id (`gpt-4o`, …), when known: telemetry reports it as `gen_ai.request.model`. */
+  readonly id?: string;
   /** Answers one call: content, tool calls, or both. */
   generate(request: GenerateRequest): Promise<ModelResponse>;
   /**

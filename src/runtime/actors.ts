@@ -16,6 +16,7 @@ import { attemptError } from "../policies/retry.ts";
 import { modelFrameId, modePinId, toolStepId } from "../projections/ids.ts";
 import { foldEntries, responseAt } from "../projections/runState.ts";
 import { Appender, type Fence } from "./appender.ts";
+import { askModel } from "./askModel.ts";
 import type { AgentLoopConfig } from "./config.ts";
 import { interruptionEntry } from "./control/hooks.ts";
 import { durableStep } from "./durableStep.ts";
@@ -102,13 +103,13 @@ export function loopActors(session: RunSession, fence?: Fence) {
     if (turn > 0) session.pushToolResults(turn - 1, responseAt(session.state, turn - 1) as ModelResponse);
     const frameId = modelFrameId(config.id, turn);
     const digest = session.nextPromptDigest();
+    let streamed: number | undefined; // the attempt whose deltas watchers were sent
     const result = await durableStep<ModelResponse, ModelResponse>(
       session,
       { frameId, effect: "model", inputDigest: digest, onUnknownOutcome: "rerun", checkInput: !session.replaying },
       {
         serve: (frame) => frame.output as ModelResponse,
-        execute: (s) =>
-          config.model.generate({ messages: session.messages, tools: session.toolDescriptors, signal: s }),
+        execute: (s, attempt) => askModel(session, s, frameId, attempt, () => (streamed = attempt)),
         record: (raw) => {
           // Written with the next append (its tools' frame.started, or the run's end): nothing acts on it before.
           session.appender.defer({ type: "frame.completed", data: { frameId, output: normalizeResponse(raw) } });
@@ -121,6 +122,10 @@ export function loopActors(session: RunSession, fence?: Fence) {
         signal: () => session.stepSignal(signal),
       },
     );
+    // The deltas of an attempt that did not answer are void: watchers drop them.
+    if (streamed !== undefined && result.kind !== "done") {
+      session.events.emitLive({ type: "reset", runId, stepId: frameId, attempt: streamed });
+    }
     switch (result.kind) {
       case "done":
         session.modelAnswered(digest, result.value);

@@ -16,8 +16,8 @@ import type { RunSession } from "./session.ts";
 export interface StepEffect<T, R> {
   /** Serves the recorded outcome: no effect runs. */
   serve(frame: FrameState): R | Promise<R>;
-  /** Runs one attempt of the effect. */
-  execute(signal: AbortSignal): T | Promise<T>;
+  /** Runs attempt `attempt` (1-based, over the journal) of the effect. */
+  execute(signal: AbortSignal, attempt: number): T | Promise<T>;
   /** Journals a successful attempt's value (appended, or deferred to the next append) and gives the step's value. */
   record(value: T): R | Promise<R>;
   /** How a thrown error reads as an attempt's failure (`attemptError`, `toolAttemptError`). */
@@ -94,7 +94,7 @@ export async function durableStep<T, R>(
   const { attempt, spent } = plan;
   const { frameId, effect: kind, inputDigest } = step;
   await session.appender.append({ type: "frame.started", data: { frameId, effect: kind, inputDigest } });
-  const result = await withLimits(signal, effect.timeoutMs, deadlineAt, (s) => effect.execute(s));
+  const result = await withLimits(signal, effect.timeoutMs, deadlineAt, (s) => effect.execute(s, attempt));
   session.releaseStepSignal(signal); // still running only if stopped, and then its signal has aborted
   if ("error" in result) {
     if (signal.aborted) return { kind: "aborted" };

@@ -49,6 +49,14 @@ export class RunEventEmitter {
     this.emit(event);
   }
 
+  /**
+   * Whether anything watches the run's events now: a listener (`onEvent`, `loop.stream`,
+   * telemetry) or a `followRun` of the run in this process. Deltas are made only then.
+   */
+  watched(): boolean {
+    return this.listeners.size > 0 || (live.get(this.store)?.get(this.runId)?.size ?? 0) > 0;
+  }
+
   /** Adds a listener (a stream's buffer); returns its removal. */
   listen(listener: (event: RunEvent) => void): () => void {
     this.listeners.add(listener);

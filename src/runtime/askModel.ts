@@ -1,0 +1,45 @@
+/**
+ * One attempt of a model call, as the durable step runs it: streamed when something watches the
+ * run (deltas go out as live RunEvents, DESIGN §7.2) or when the loop sets a streaming time limit
+ * (`timeouts.firstChunkMs`, `chunkIdleMs`), else a plain `generate`. Either way the response
+ * is the same and is what the journal records: streaming adds nothing to the journal.
+ */
+import type { ModelResponse } from "../events/types.ts";
+import { streamModelCall } from "./modelStream.ts";
+import type { RunSession } from "./session.ts";
+
+/**
+ * Asks the run's model once. `onDelta` is told the first time this attempt streams a delta (the
+ * caller then owes watchers a `reset` if the attempt fails).
+ *
+ * @example
+ * const response = await askModel(session, signal, frameId, attempt, () => (streamed = attempt));
+ */
+export function askModel(
+  session: RunSession,
+  signal: AbortSignal,
+  frameId: string,
+  attempt: number,
+  onDelta: () => void,
+): Promise<ModelResponse> {
+  const { model, timeouts } = session.config;
+  const request = { messages: session.messages, tools: session.toolDescriptors, signal };
+  const firstChunkMs = timeouts?.firstChunkMs;
+  const chunkIdleMs = timeouts?.chunkIdleMs;
+  const watched = session.events.watched();
+  if (model.stream === undefined || (!watched && firstChunkMs === undefined && chunkIdleMs === undefined)) {
+    return Promise.resolve(model.generate(request));
+  }
+  const runId = session.options.runId;
+  return streamModelCall(model, request, {
+    firstChunkMs,
+    chunkIdleMs,
+    what: `model call ${frameId}`,
+    onPart: watched
+      ? (part) => {
+          onDelta();
+          session.events.emitLive({ ...part, runId, stepId: frameId, attempt });
+        }
+      : undefined,
+  });
+}
