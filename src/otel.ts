@@ -80,6 +80,8 @@ class RunSpans implements RunTelemetryScope {
   private readonly root: Span;
   private readonly inRun: Context;
   private readonly open = new Map<string, Span>();
+  /** When this process last saw an event of the run (or started it): a lower bound for a step begun since. */
+  private lastSeen = Date.now();
   /** Each tool step's call, from the response that asked for it (its id is the model's call id). */
   private readonly calls = new Map<string, ToolCall>();
 
@@ -105,15 +107,12 @@ class RunSpans implements RunTelemetryScope {
     this.carrier = { traceparent: traceparent(this.root) };
   }
 
-  private start(key: string, name: string, kind: SpanKind, attributes: Attributes): void {
+  private start(key: string, name: string, kind: SpanKind, attributes: Attributes, startTime?: number): void {
     this.open.get(key)?.end(); // a step started again before its end: the earlier attempt is over
+    const base = { kind, attributes: { "gen_ai.conversation.id": this.run.runId, ...attributes } };
     this.open.set(
       key,
-      this.tracer.startSpan(
-        name,
-        { kind, attributes: { "gen_ai.conversation.id": this.run.runId, ...attributes } },
-        this.inRun,
-      ),
+      this.tracer.startSpan(name, startTime === undefined ? base : { ...base, startTime }, this.inRun),
     );
   }
 
@@ -130,6 +129,8 @@ class RunSpans implements RunTelemetryScope {
   }
 
   onEvent(event: RunEvent): void {
+    const seen = this.lastSeen;
+    this.lastSeen = Date.now();
     switch (event.type) {
       case "model-started":
         this.start(`model:${event.stepId}`, `chat${this.run.model ? ` ${this.run.model}` : ""}`, SpanKind.CLIENT, {
@@ -169,6 +170,18 @@ class RunSpans implements RunTelemetryScope {
         });
         break;
       case "tool-finished": {
+        // A tool whose earlier run's outcome was lost (a crash) and that ran again here: its events
+        // say it started once, before the crash, so its span here starts at the last event before it.
+        if (!this.open.has(`tool:${event.stepId}`)) {
+          const attributes = {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": event.toolName,
+            ...this.callId(event.stepId),
+            "loom.step.id": event.stepId,
+            "loom.rerun": true,
+          };
+          this.start(`tool:${event.stepId}`, `execute_tool ${event.toolName}`, SpanKind.INTERNAL, attributes, seen);
+        }
         const failed =
           event.status === "error" ? { name: "ToolError", message: `${event.toolName} failed` } : undefined;
         const span = this.finish(`tool:${event.stepId}`, failed);

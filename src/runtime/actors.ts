@@ -14,7 +14,7 @@ import { resolveModePin } from "../machines/modePin.machine.ts";
 import { type DefinitionPin, definitionPin, describeChange, unacceptedChanges } from "../policies/definition.ts";
 import { attemptError } from "../policies/retry.ts";
 import { modelFrameId, modePinId, toolStepId } from "../projections/ids.ts";
-import { foldEntries, responseAt } from "../projections/runState.ts";
+import { foldEntries, type RunState, responseAt } from "../projections/runState.ts";
 import { Appender, type Fence } from "./appender.ts";
 import { askModel } from "./askModel.ts";
 import type { AgentLoopConfig } from "./config.ts";
@@ -23,6 +23,7 @@ import { durableStep } from "./durableStep.ts";
 import { causeOf, modelPolicy, runDeadline } from "./failurePolicy.ts";
 import { hydrateArchived } from "./readers.ts";
 import type { RunSession } from "./session.ts";
+import { recordedTraceContext, traceContextDecision } from "./telemetry.ts";
 import { prepareToolSources } from "./toolSources.ts";
 
 /**
@@ -50,6 +51,8 @@ export function loopActors(session: RunSession, fence?: Fence) {
     if (pin.error) throw pin.error;
     session.mode = pin.mode;
     const pinEntry: NewEntry[] = pin.appendPin && pin.pin ? [{ type: "decision.recorded", data: pin.pin }] : [];
+    // Telemetry sees the run's events from here on; its trace context is journaled with the first attempt.
+    const traceEntry = state.status === "completed" || session.replaying ? [] : startTelemetry(session, state);
     if (state.status === "new") {
       if (options.input === undefined) {
         throw new AgentLoopConfigError(
@@ -64,6 +67,7 @@ export function loopActors(session: RunSession, fence?: Fence) {
         { type: "run.started", data: runStartedData(config, options.input) },
         ...pinEntry,
         ...lists,
+        ...traceEntry,
         ...deadline.append,
       );
       session.startConversation(session.state.input ?? "");
@@ -89,8 +93,8 @@ export function loopActors(session: RunSession, fence?: Fence) {
     // A late pin (ADR 0142 D3); a deadline configured after the run started runs from now.
     const deadline = runDeadline(config, state, Date.now());
     session.deadlineAt = deadline.deadlineAt;
-    if (pinEntry.length > 0 || lists.length > 0 || deadline.append.length > 0)
-      await session.appender.append(...pinEntry, ...lists, ...deadline.append);
+    const late = [...pinEntry, ...lists, ...traceEntry, ...deadline.append];
+    if (late.length > 0) await session.appender.append(...late);
     // The chart then walks the recorded turns, each step served from the journal: archived outputs first.
     await hydrateArchived(options.journal, state);
     session.startConversation(state.input ?? "");
@@ -179,6 +183,20 @@ export function loopActors(session: RunSession, fence?: Fence) {
   });
 
   return { prepare, callModel, complete, interrupt };
+}
+
+/**
+ * Starts the run's telemetry in this process (`config.telemetry`), listening to its events, with
+ * the trace context the run journaled; returns the decision that journals one when it has none.
+ */
+function startTelemetry(session: RunSession, state: RunState): NewEntry[] {
+  const { telemetry, id: loopId, model } = session.config;
+  if (telemetry === undefined) return [];
+  const recorded = recordedTraceContext(state, loopId);
+  const scope = telemetry.startRun({ runId: session.options.runId, loopId, model: model.id, recorded });
+  session.telemetry = scope;
+  session.events.observe((event) => scope.onEvent(event));
+  return recorded === undefined ? [traceContextDecision(loopId, scope.carrier)] : [];
 }
 
 /** The run's deadline (`timeouts.runMs`, journaled at its start) has passed: it stops for good. */

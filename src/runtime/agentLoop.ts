@@ -169,6 +169,12 @@ async function runHeld(
     // Results deferred to a next append that never came (the run threw): journaled, or a resume would
     // see their effects' outcome as unknown. A failure here leaves the run's own outcome as it is.
     await session.appender?.flush().catch(() => {});
+    const end = actor.getSnapshot();
+    session.telemetry?.end(
+      end.value === "completed" || end.value === "interrupted"
+        ? { status: end.value }
+        : { status: "failed", error: end.context.error ?? session.appender?.lostOwnership },
+    );
   }
   // An append the fence refused stops the run, whatever state that left the chart in.
   const lost = session.appender?.lostOwnership;

@@ -18,6 +18,8 @@ import type { Appender } from "./appender.ts";
 export class RunEventEmitter {
   private fold: RunEventState | undefined;
   private readonly listeners = new Set<(event: RunEvent) => void>();
+  /** Listeners of the journaled events only (telemetry): they do not ask for the model's deltas. */
+  private readonly journaledOnly = new Set<(event: RunEvent) => void>();
 
   constructor(
     private readonly store: EventStore,
@@ -54,7 +56,17 @@ export class RunEventEmitter {
    * telemetry) or a `followRun` of the run in this process. Deltas are made only then.
    */
   watched(): boolean {
-    return this.listeners.size > 0 || (live.get(this.store)?.get(this.runId)?.size ?? 0) > 0;
+    return this.listeners.size > this.journaledOnly.size || (live.get(this.store)?.get(this.runId)?.size ?? 0) > 0;
+  }
+
+  /** Adds a listener of the journaled events only (no deltas, and none are made for it); returns its removal. */
+  observe(listener: (event: RunEvent) => void): () => void {
+    this.listeners.add(listener);
+    this.journaledOnly.add(listener);
+    return () => {
+      this.listeners.delete(listener);
+      this.journaledOnly.delete(listener);
+    };
   }
 
   /** Adds a listener (a stream's buffer); returns its removal. */
@@ -67,24 +79,28 @@ export class RunEventEmitter {
     const fold = this.fold;
     if (fold === undefined) return;
     const watched = this.listeners.size > 0;
+    // Loom's own observers (telemetry) only read: the events are frozen for the others.
+    const freeze = this.listeners.size > this.journaledOnly.size;
     for (const entry of entries) {
       const events = evolveRunEvents(fold, entry);
       // The events share the run's own values (an output the model is fed next turn): frozen, so a
       // watcher cannot change what the run does. Only when someone watches: freezing walks the data.
-      if (watched) for (const event of events) this.emit(deepFreeze(event));
+      if (watched) for (const event of events) this.emit(freeze ? deepFreeze(event) : event);
     }
     publish(this.store, this.runId, undefined);
   }
 
   private emit(event: RunEvent): void {
+    const live = !("cursor" in event);
     for (const listener of this.listeners) {
+      if (live && this.journaledOnly.has(listener)) continue;
       try {
         listener(event);
       } catch {
         // A listener's failure is its own: the run and the other listeners go on.
       }
     }
-    if (!("cursor" in event)) publish(this.store, this.runId, event);
+    if (live) publish(this.store, this.runId, event);
   }
 }
 

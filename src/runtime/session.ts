@@ -22,6 +22,7 @@ import {
 } from "./conversation.ts";
 import { RunEventEmitter } from "./events.ts";
 import { StepSignals } from "./stepSignals.ts";
+import type { RunTelemetryScope } from "./telemetry.ts";
 
 export type { Fed } from "./conversation.ts";
 
@@ -96,6 +97,8 @@ export class RunSession {
    * comparing prompt digests or the loop's definition, which the stand-in loop cannot reproduce.
    */
   replaying = false;
+  /** The run's telemetry in this process (`config.telemetry`), once prepare started it. */
+  telemetry: RunTelemetryScope | undefined;
   /** Awaited before each model step of a replay, to watch it step by step. */
   pace: (() => Promise<unknown>) | undefined;
   /** The run's deadline (ms since the epoch) as journaled, when the loop has `timeouts.runMs`. */
