@@ -61,10 +61,6 @@ export function tablesIn(schema: string | undefined): Tables {
  * Version 2. Columns are ordered widest first, so no byte goes to alignment padding. An entry row
  * spends about 30 bytes beside its data (v1: about 100): the run and type are integers, `meta` is
  * `at` (ms since the epoch) and `v`, and a frame's id and digest are columns (the digest 32 bytes).
- * An entry's text is stored `MAIN`: compressed in the row when it compresses, and kept in the row
- * up to about 8 kB when it does not (PostgreSQL's default moves every text over about 2 kB out to
- * TOAST, which for an output that does not compress costs ~11% more: chunk rows, their index, the
- * pointer), so a typical tool output is read with its row.
  */
 const ddl = (t: Tables) => `
 CREATE TABLE IF NOT EXISTS ${t.runs} (
@@ -93,11 +89,6 @@ CREATE TABLE IF NOT EXISTS ${t.entries} (
   data text,
   PRIMARY KEY (run, seq)
 );
-DO $$ BEGIN
-  IF (SELECT attstorage FROM pg_attribute WHERE attrelid = '${t.entries}'::regclass AND attname = 'data') <> 'm' THEN
-    ALTER TABLE ${t.entries} ALTER COLUMN data SET STORAGE MAIN;
-  END IF;
-END $$;
 CREATE TABLE IF NOT EXISTS ${t.blobs} (
   put_at bigint NOT NULL,
   size integer NOT NULL,
