@@ -14,7 +14,7 @@
  * Targets (issue 21): 4 workers ≥ 300 one-turn runs/s, 2 workers ≥ 1.6× 1 worker, p99 pickup ≤
  * 50 ms at half the throughput, storage ≤ 1.3× the floor.
  *
- *   LOOM_PG_URL=postgres://… node --import tsx bench/workers.ts [--storage]
+ *   LOOM_PG_URL=postgres://… [LOOM_BENCH_PROCESSES=1,2] node --import tsx bench/workers.ts [--storage]
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -90,7 +90,8 @@ if (process.argv[2] === "--worker") {
     const long: Record<string, string | number>[] = [];
     let single = 0;
     const storageOnly = process.argv[2] === "--storage";
-    for (const processes of storageOnly ? [] : [1, 2, 4, 8]) {
+    const counts = process.env.LOOM_BENCH_PROCESSES?.split(",").map(Number) ?? [1, 2, 4, 8];
+    for (const processes of storageOnly ? [] : counts) {
       const r = await oneTurn(processes);
       if (processes === 1) single = r.perS;
       rows.push({
