@@ -1,6 +1,7 @@
 /**
  * Worker processes on one PostgreSQL (needs a server: LOOM_PG_URL), through 1, 2, 4 and 8
- * processes (`startWorker`, this file run with `--worker`, 8 runs in hand each, warmed up):
+ * processes (`startWorker`, this file run with `--worker`, 8 runs in hand each, warmed up on an
+ * in-memory journal and then with 100 one-turn runs each through PostgreSQL, untimed):
  * - 1,000 one-turn runs (a tool call, then the answer) submitted, held, then released at once
  *   (one UPDATE and one NOTIFY): runs/s until the last completes;
  * - the same loop at a steady submit rate of half that throughput for 4 s: time from submit to
@@ -14,7 +15,8 @@
  * Targets (issue 21): 4 workers ≥ 300 one-turn runs/s, 2 workers ≥ 1.6× 1 worker, p99 pickup ≤
  * 50 ms at half the throughput, storage ≤ 1.3× the floor.
  *
- *   LOOM_PG_URL=postgres://… [LOOM_BENCH_PROCESSES=1,2] node --import tsx bench/workers.ts [--storage]
+ *   LOOM_PG_URL=postgres://… [LOOM_BENCH_PROCESSES=1,2] [LOOM_BENCH_CONCURRENCY=8] [LOOM_BENCH_WARM_RUNS=100] \
+ *     node --import tsx bench/workers.ts [--storage]
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -39,8 +41,9 @@ const rawOutputs = outputBytes.map((bytes) => {
   const text = Array.from({ length: bytes - 11 }, () => ALPHABET[Math.floor(next() * 64)]).join("");
   return { data: text }; // {"data":"…"}: 11 bytes beside the text, so the same sizes as `outputs`
 });
-const CONCURRENCY = 8;
+const CONCURRENCY = Number(process.env.LOOM_BENCH_CONCURRENCY ?? 8);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const WARM_RUNS = Number(process.env.LOOM_BENCH_WARM_RUNS ?? 100);
 
 /** A loop whose runs make `turns` tool calls (one a turn, 1.5–4 kB outputs), then answer. */
 const loopOf = (id: string, turns: number, outs: readonly unknown[] = outputs) =>
@@ -129,8 +132,16 @@ if (process.argv[2] === "--worker") {
     }
     await admin.query(`UPDATE "${schema}".loom_leases SET expires_at = now() + interval '1 hour'`);
     const children = await spawnWorkers(processes, schema);
-    await sleep(500); // each has looked once, found nothing due, and listens
-    return { schema, journal, children };
+    // Warm-up through PostgreSQL, untimed: 100 one-turn runs a process, so each has run the pg
+    // driver's, the claim's and the append's code enough for the JIT, as a long-lived worker has.
+    const warm = WARM_RUNS * processes;
+    for (let i = 0; i < warm; i += 8) {
+      const batch = Array.from({ length: Math.min(8, warm - i) }, (_, k) => `warm-${i + k}`);
+      await Promise.all(batch.map((runId) => submitRun(journal, { runId, loop: one, input: "go" })));
+    }
+    await completed(schema, warm);
+    await sleep(500); // each has looked again, found nothing due, and listens
+    return { schema, journal, children, warm };
   }
 
   /** Releases every held run at once; resolves with the seconds until `count` runs completed. */
@@ -155,9 +166,9 @@ if (process.argv[2] === "--worker") {
   }
 
   async function oneTurn(processes: number) {
-    const { schema, journal, children } = await setUp(processes, 1000, one, "b");
+    const { schema, journal, children, warm } = await setUp(processes, 1000, one, "b");
     try {
-      const seconds = await release(schema, "one", 1000);
+      const seconds = await release(schema, "one", warm + 1000);
       const perS = 1000 / seconds;
       // Steady: half the throughput, for 4 s, each submit on its schedule.
       const rate = perS / 2;
@@ -168,7 +179,7 @@ if (process.argv[2] === "--worker") {
         if (wait > 0) await sleep(wait);
         await submitRun(journal, { runId: `s-${i}`, loop: one, input: "go" });
       }
-      await completed(schema, 1000 + count);
+      await completed(schema, warm + 1000 + count);
       const { rows } = await admin.query<{ ms: number }>(
         `SELECT (b.at - a.at)::float8 AS ms FROM "${schema}".loom_runs r
            JOIN "${schema}".loom_entries a ON a.run = r.run AND a.seq = 1
@@ -184,9 +195,9 @@ if (process.argv[2] === "--worker") {
   }
 
   async function twentyTurns(processes: number) {
-    const { schema, journal, children } = await setUp(processes, 200, twenty, "t");
+    const { schema, journal, children, warm } = await setUp(processes, 200, twenty, "t");
     try {
-      return { perS: 200 / (await release(schema, "twenty", 200)) };
+      return { perS: 200 / (await release(schema, "twenty", warm + 200)) };
     } finally {
       await stopWorkers(children);
       await journal.close();
