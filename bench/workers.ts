@@ -1,6 +1,7 @@
 /**
  * Worker processes on one PostgreSQL (needs a server: LOOM_PG_URL), through 1, 2, 4 and 8
- * processes (`startWorker`, this file run with `--worker`, 8 runs in hand each, warmed up):
+ * processes (`startWorker`, this file run with `--worker`, 8 runs in hand each, warmed up on an
+ * in-memory journal and then with 100 one-turn runs each through PostgreSQL, untimed):
  * - 1,000 one-turn runs (a tool call, then the answer) submitted, held, then released at once
  *   (one UPDATE and one NOTIFY): runs/s until the last completes;
  * - the same loop at a steady submit rate of half that throughput for 4 s: time from submit to
@@ -8,12 +9,14 @@
  *   written by the worker that claimed it: an upper bound on the claim itself);
  * - 200 twenty-turn runs released at once: runs/s and turns/s;
  * - storage: the database bytes of the twenty-turn runs' tables (entries and runs, with their
- *   TOAST and indexes) per turn, against the floor (the tool outputs' own JSON bytes), as stored
- *   (PostgreSQL compresses texts over ~2 kB) and with compression off.
+ *   TOAST and indexes) per turn, against the floor (the tool outputs' own JSON bytes): as stored
+ *   (PostgreSQL compresses texts over ~2 kB; the bench's outputs compress ~2×), for outputs of the
+ *   same sizes that do not compress (random text), and with compression off (STORAGE EXTERNAL).
  * Targets (issue 21): 4 workers ≥ 300 one-turn runs/s, 2 workers ≥ 1.6× 1 worker, p99 pickup ≤
  * 50 ms at half the throughput, storage ≤ 1.3× the floor.
  *
- *   LOOM_PG_URL=postgres://… node --import tsx bench/workers.ts [--storage]
+ *   LOOM_PG_URL=postgres://… [LOOM_BENCH_PROCESSES=1,2] [LOOM_BENCH_CONCURRENCY=8] [LOOM_BENCH_WARM_RUNS=100] \
+ *     node --import tsx bench/workers.ts [--storage]
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -32,11 +35,18 @@ const url = process.env.LOOM_PG_URL;
 const next = rng(21);
 const outputs = Array.from({ length: 64 }, () => toolOutput(next, 1500 + Math.floor(next() * 2500)));
 const outputBytes = outputs.map((o) => Buffer.byteLength(JSON.stringify(o)));
-const CONCURRENCY = 8;
+/** Outputs of the same sizes that do not compress (random text): real outputs compress less than the bench's. */
+const ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+const rawOutputs = outputBytes.map((bytes) => {
+  const text = Array.from({ length: bytes - 11 }, () => ALPHABET[Math.floor(next() * 64)]).join("");
+  return { data: text }; // {"data":"…"}: 11 bytes beside the text, so the same sizes as `outputs`
+});
+const CONCURRENCY = Number(process.env.LOOM_BENCH_CONCURRENCY ?? 8);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const WARM_RUNS = Number(process.env.LOOM_BENCH_WARM_RUNS ?? 100);
 
 /** A loop whose runs make `turns` tool calls (one a turn, 1.5–4 kB outputs), then answer. */
-const loopOf = (id: string, turns: number) =>
+const loopOf = (id: string, turns: number, outs: readonly unknown[] = outputs) =>
   agentLoop$({
     id,
     maxIterations: turns + 1,
@@ -45,10 +55,11 @@ const loopOf = (id: string, turns: number) =>
         ? { toolCalls: [{ id: `c${turn}`, name: "search", input: { q: turn } }] }
         : { content: "done", toolCalls: [] },
     ),
-    tools: { search: { description: "search", execute: (input) => outputs[(input as { q: number }).q % 64] } },
+    tools: { search: { description: "search", execute: (input) => outs[(input as { q: number }).q % 64] } },
   });
 const one = loopOf("one", 1);
 const twenty = loopOf("twenty", 20);
+const twentyRaw = loopOf("twenty-raw", 20, rawOutputs);
 
 if (process.argv[2] === "--worker") {
   // Warm up (JIT) on an in-memory journal first, as a long-lived worker would be: the measured
@@ -59,7 +70,7 @@ if (process.argv[2] === "--worker") {
   const journal = openPostgresJournal(url!, { schema: process.argv[3]!, pool: { max: 10 } });
   const worker = startWorker({
     journal,
-    loops: { one, twenty },
+    loops: { one, twenty, "twenty-raw": twentyRaw },
     concurrency: CONCURRENCY,
     onError: (e, runId) => console.error(`worker ${process.pid} ${runId ?? ""}: ${String(e)}`),
   });
@@ -82,7 +93,8 @@ if (process.argv[2] === "--worker") {
     const long: Record<string, string | number>[] = [];
     let single = 0;
     const storageOnly = process.argv[2] === "--storage";
-    for (const processes of storageOnly ? [] : [1, 2, 4, 8]) {
+    const counts = process.env.LOOM_BENCH_PROCESSES?.split(",").map(Number) ?? [1, 2, 4, 8];
+    for (const processes of storageOnly ? [] : counts) {
       const r = await oneTurn(processes);
       if (processes === 1) single = r.perS;
       rows.push({
@@ -100,8 +112,9 @@ if (process.argv[2] === "--worker") {
     printTable("one-turn runs through worker processes (8 runs in hand each, pool of 10)", rows);
     printTable("twenty-turn runs through worker processes", long);
     printTable("database bytes per turn of the twenty-turn runs, against the tool outputs' own bytes", [
-      await storage(true),
-      await storage(false),
+      await storage("default"),
+      await storage("incompressible"),
+      await storage("external"),
     ]);
   } finally {
     for (const s of schemas) await admin.query(`DROP SCHEMA IF EXISTS "${s}" CASCADE`);
@@ -119,8 +132,16 @@ if (process.argv[2] === "--worker") {
     }
     await admin.query(`UPDATE "${schema}".loom_leases SET expires_at = now() + interval '1 hour'`);
     const children = await spawnWorkers(processes, schema);
-    await sleep(500); // each has looked once, found nothing due, and listens
-    return { schema, journal, children };
+    // Warm-up through PostgreSQL, untimed: 100 one-turn runs a process, so each has run the pg
+    // driver's, the claim's and the append's code enough for the JIT, as a long-lived worker has.
+    const warm = WARM_RUNS * processes;
+    for (let i = 0; i < warm; i += 8) {
+      const batch = Array.from({ length: Math.min(8, warm - i) }, (_, k) => `warm-${i + k}`);
+      await Promise.all(batch.map((runId) => submitRun(journal, { runId, loop: one, input: "go" })));
+    }
+    await completed(schema, warm);
+    await sleep(500); // each has looked again, found nothing due, and listens
+    return { schema, journal, children, warm };
   }
 
   /** Releases every held run at once; resolves with the seconds until `count` runs completed. */
@@ -145,9 +166,9 @@ if (process.argv[2] === "--worker") {
   }
 
   async function oneTurn(processes: number) {
-    const { schema, journal, children } = await setUp(processes, 1000, one, "b");
+    const { schema, journal, children, warm } = await setUp(processes, 1000, one, "b");
     try {
-      const seconds = await release(schema, "one", 1000);
+      const seconds = await release(schema, "one", warm + 1000);
       const perS = 1000 / seconds;
       // Steady: half the throughput, for 4 s, each submit on its schedule.
       const rate = perS / 2;
@@ -158,7 +179,7 @@ if (process.argv[2] === "--worker") {
         if (wait > 0) await sleep(wait);
         await submitRun(journal, { runId: `s-${i}`, loop: one, input: "go" });
       }
-      await completed(schema, 1000 + count);
+      await completed(schema, warm + 1000 + count);
       const { rows } = await admin.query<{ ms: number }>(
         `SELECT (b.at - a.at)::float8 AS ms FROM "${schema}".loom_runs r
            JOIN "${schema}".loom_entries a ON a.run = r.run AND a.seq = 1
@@ -174,24 +195,31 @@ if (process.argv[2] === "--worker") {
   }
 
   async function twentyTurns(processes: number) {
-    const { schema, journal, children } = await setUp(processes, 200, twenty, "t");
+    const { schema, journal, children, warm } = await setUp(processes, 200, twenty, "t");
     try {
-      return { perS: 200 / (await release(schema, "twenty", 200)) };
+      return { perS: 200 / (await release(schema, "twenty", warm + 200)) };
     } finally {
       await stopWorkers(children);
       await journal.close();
     }
   }
 
-  /** 100 twenty-turn runs in a fresh schema, run by 2 workers; then the bytes of their tables. */
-  async function storage(compressed: boolean) {
+  /**
+   * 100 twenty-turn runs in a fresh schema, run by 2 workers; then the bytes of their tables.
+   * "incompressible": outputs of the same sizes in random text; "external": the bench's outputs
+   * with compression turned off (`STORAGE EXTERNAL`: every text over ~2 kB in TOAST as it is).
+   */
+  async function storage(kind: "default" | "incompressible" | "external") {
+    const loop = kind === "incompressible" ? twentyRaw : twenty;
     const schema = `loom_bench_s_${randomBytes(4).toString("hex")}`;
     schemas.push(schema);
     const journal = openPostgresJournal(url!, { schema });
     await journal.store.listRuns();
-    if (!compressed) await admin.query(`ALTER TABLE "${schema}".loom_entries ALTER COLUMN data SET STORAGE EXTERNAL`);
+    if (kind === "external") {
+      await admin.query(`ALTER TABLE "${schema}".loom_entries ALTER COLUMN data SET STORAGE EXTERNAL`);
+    }
     const runs = 100;
-    for (let i = 0; i < runs; i++) await submitRun(journal, { runId: `st-${i}`, loop: twenty, input: "go" });
+    for (let i = 0; i < runs; i++) await submitRun(journal, { runId: `st-${i}`, loop, input: "go" });
     const children = await spawnWorkers(2, schema);
     try {
       await completed(schema, runs);
@@ -212,7 +240,11 @@ if (process.argv[2] === "--worker") {
     const floor = Array.from({ length: 20 }, (_, q) => outputBytes[q % 64] as number).reduce((a, b) => a + b, 0) / 20;
     const total = (heap! + toast! + index! + runRows!) / turns;
     return {
-      "text compression": compressed ? "pglz (default)" : "off (STORAGE EXTERNAL)",
+      "outputs, storage": {
+        default: "the bench's (compress ~2×), default storage",
+        incompressible: "random text (no compression), default storage",
+        external: "the bench's, STORAGE EXTERNAL (no compression)",
+      }[kind],
       "heap B/turn": heap! / turns,
       "TOAST B/turn": toast! / turns,
       "indexes B/turn": index! / turns,

@@ -1,5 +1,6 @@
 import type { PgDatabase } from "./database.ts";
 import { CODE } from "./rows.ts";
+import type { Tables } from "./schema.ts";
 
 /**
  * The workers' queue and leases, one row per submitted run in `loom_leases`: a run is due when
@@ -16,33 +17,36 @@ export interface Claim {
 
 const msInterval = (param: string) => `make_interval(secs => ${param}::double precision / 1000)`;
 
-/** The lease operations, on one database. Every statement is one round trip and one transaction. */
-export function leases(db: PgDatabase) {
-  const { pool, tables: t } = db;
-
-  // The run's journal says no worker can take it further: completed or failed, or waiting for an
-  // approval or a higher iteration limit, or past its deadline (those need the caller). `s`: its
-  // stream, `e`: its last entry.
-  // An approval-pending run is settled until one of its approvals expires (the interruption journals
-  // `detail.expiresAt`, step id → time): then a worker resumes it, and the run declines that call.
-  const expiries = `json_each_text(e.data::json -> 'detail' -> 'expiresAt')`;
-  const settled = `(s.last_type IN (${CODE.completed}, ${CODE.failed}, ${CODE.cancelled}) OR CASE WHEN s.last_type = ${CODE.interrupted}
+// The run's journal says no worker can take it further: completed, failed or cancelled, or waiting
+// for an approval or a higher iteration limit, or past its deadline (those need the caller). `s`:
+// its stream, `e`: its last entry. An approval-pending run is settled until one of its approvals
+// expires (the interruption journals `detail.expiresAt`, step id → time): then a worker resumes it,
+// and the run declines that call.
+const expiries = `json_each_text(e.data::json -> 'detail' -> 'expiresAt')`;
+const settled = `(s.last_type IN (${CODE.completed}, ${CODE.failed}, ${CODE.cancelled}) OR CASE WHEN s.last_type = ${CODE.interrupted}
     THEN (e.data::json ->> 'reason') IN ('max-iterations', 'deadline') OR ((e.data::json ->> 'reason') = 'approval-pending'
       AND NOT EXISTS (SELECT 1 FROM ${expiries} x WHERE x.value::timestamptz <= now())) ELSE false END)`;
-  const lastEntry = `JOIN ${t.entries} e ON e.run = s.run AND e.seq = s.version`;
+const lastEntry = (t: Tables) => `JOIN ${t.entries} e ON e.run = s.run AND e.seq = s.version`;
 
-  // Due runs of our loops that may go on, up to $4 of them in one statement (a worker with free
-  // slots fills them in one round trip). SKIP LOCKED: concurrent claimers never wait on, nor
-  // take, the same row.
-  const claimSql = `
+/**
+ * Due runs of our loops that may go on, up to $4 of them in one statement (a worker with free
+ * slots fills them in one round trip), for owner $1 until $2 ms from now, of the loops $3.
+ * SKIP LOCKED: concurrent claimers never wait on, nor take, the same row.
+ */
+export const claimSql = (t: Tables) => `
     UPDATE ${t.leases} AS l SET owner = $1, expires_at = now() + ${msInterval("$2")}
      WHERE l.run_id IN (
-       SELECT q.run_id FROM ${t.leases} q JOIN ${t.runs} s ON s.run_id = q.run_id ${lastEntry}
+       SELECT q.run_id FROM ${t.leases} q JOIN ${t.runs} s ON s.run_id = q.run_id ${lastEntry(t)}
         WHERE q.expires_at <= now() AND q.loop_id = ANY($3::text[]) AND NOT ${settled}
         ORDER BY q.expires_at
         LIMIT $4
         FOR UPDATE OF q SKIP LOCKED)
     RETURNING l.run_id, l.loop_id, l.failures`;
+
+/** The lease operations, on one database. Every statement is one round trip and one transaction. */
+export function leases(db: PgDatabase) {
+  const { pool, tables: t } = db;
+  const claimText = claimSql(t);
 
   const changed = async (text: string, values: unknown[]) => {
     await db.ready;
@@ -53,7 +57,7 @@ export function leases(db: PgDatabase) {
     /** Takes up to `limit` due runs for `owner` until `leaseMs` from now (none when none is due). */
     async claim(owner: string, loopIds: readonly string[], leaseMs: number, limit: number): Promise<Claim[]> {
       await db.ready;
-      const { rows } = await pool.query<{ run_id: string; loop_id: string; failures: number }>(claimSql, [
+      const { rows } = await pool.query<{ run_id: string; loop_id: string; failures: number }>(claimText, [
         owner,
         leaseMs,
         loopIds,
@@ -68,7 +72,7 @@ export function leases(db: PgDatabase) {
     async sweep(): Promise<number> {
       await db.ready;
       const { rowCount } = await pool.query(
-        `DELETE FROM ${t.leases} l USING ${t.runs} s ${lastEntry}
+        `DELETE FROM ${t.leases} l USING ${t.runs} s ${lastEntry(t)}
           WHERE s.run_id = l.run_id AND l.expires_at <= now() AND ${settled}`,
       );
       return rowCount ?? 0;
@@ -102,7 +106,7 @@ export function leases(db: PgDatabase) {
      */
     waitForApproval: (runId: string, owner: string, token: number) =>
       changed(
-        `WITH expiry AS (SELECT min(x.value::timestamptz) AS at FROM ${t.runs} s ${lastEntry}, ${expiries} x
+        `WITH expiry AS (SELECT min(x.value::timestamptz) AS at FROM ${t.runs} s ${lastEntry(t)}, ${expiries} x
                           WHERE s.run_id = $1 AND s.last_type = ${CODE.interrupted}),
               parked AS (UPDATE ${t.leases} SET owner = NULL, expires_at = (SELECT at FROM expiry), failures = 0
                           WHERE run_id = $1 AND owner = $2 AND (SELECT at FROM expiry) IS NOT NULL RETURNING run_id),

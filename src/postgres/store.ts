@@ -21,9 +21,22 @@ import { prunePostgres } from "./prune.ts";
 import { entryArrays } from "./rows.ts";
 import type { Tables } from "./schema.ts";
 
+/** The worker's last append of a run (see `appendSql`'s `finishing`). */
+export const appendFinishing: unique symbol = Symbol("loom.pgAppendFinishing");
+
 /** A postgres store also tells which database it lives in (for submitRun and the workers). */
 export interface PostgresEventStore extends EventStore {
   readonly [pgDatabaseOf]: PgDatabase;
+  /**
+   * Internal, for workers: `append`, and once written, the run taken off the queue (the row
+   * `queueOwner` holds) and its ownership (`options.fence`) released, in the same statement.
+   */
+  readonly [appendFinishing]: (
+    runId: string,
+    entries: readonly NewEntry[],
+    options: AppendOptions,
+    queueOwner: string,
+  ) => Promise<{ version: number }>;
   /** Settles once the tables exist and their version is checked (every operation awaits it too). */
   ready(): Promise<void>;
 }
@@ -64,14 +77,12 @@ const statements = (t: Tables) => {
   return s;
 };
 
-function build(t: Tables) {
-  return {
-    // $1 run id, $2 expected version, $3 entry count, $4 last type code, $5 at (ms), $6 v,
-    // $7… the columns of the entries, $12 the digests of the blobs they name.
-    // $13, the fence: the owner row is read FOR SHARE, so an acquisition (an UPDATE of that row)
-    // waits for this append to commit, and this append sees a committed acquisition's token. A run
-    // with a cancel request takes only the append that ends it with run.cancelled ($4, the last type).
-    append: named(`
+/**
+ * The append statement (see `appendEntries`). With `finishing`, the same statement also takes the
+ * run off the workers' queue ($14: the queue row's owner) and releases its ownership ($13's
+ * token), only if the entries were written: a worker's last append and its release in one commit.
+ */
+const appendSql = (t: Tables, finishing: boolean, submitting = false) => `
       WITH locked AS (SELECT run, version FROM ${t.runs} WHERE run_id = $1 FOR UPDATE),
       fence AS (SELECT token FROM ${t.owners} WHERE run_id = $1 AND owner IS NOT NULL
                   AND ($4::smallint = ${TYPE_CODES["run.cancelled"]} OR NOT EXISTS (SELECT 1 FROM ${t.cancels} WHERE run_id = $1))
@@ -96,8 +107,35 @@ function build(t: Tables) {
                WITH ORDINALITY AS x(type, frame, effect, digest, data, ord)),
       refs AS (
         INSERT INTO ${t.blobRefs} (digest, run) SELECT d, target.run FROM target, unnest($12::bytea[]) AS d
-        ON CONFLICT DO NOTHING)
-      SELECT run FROM target, LATERAL (SELECT pg_notify('${t.appended}', $1)) AS told`),
+        ON CONFLICT DO NOTHING)${
+          finishing
+            ? `,
+      finished AS (DELETE FROM ${t.leases} WHERE run_id = $1 AND owner = $14 AND EXISTS (SELECT FROM target)),
+      released AS (
+        UPDATE ${t.owners} SET owner = NULL, host = NULL, pid = NULL, expires_at = to_timestamp(0)
+         WHERE run_id = $1 AND token = $13::int AND EXISTS (SELECT FROM target))`
+            : ""
+        }${
+          submitting
+            ? `,
+      queued AS (
+        INSERT INTO ${t.leases} AS l (run_id, loop_id) SELECT $1, $14 FROM target
+        ON CONFLICT (run_id) DO UPDATE SET expires_at = now(), failures = 0 WHERE l.owner IS NULL)
+      SELECT run, pg_notify('${t.channel}', $14), pg_notify('${t.appended}', $1) FROM target`
+            : `
+      SELECT run FROM target, LATERAL (SELECT pg_notify('${t.appended}', $1)) AS told`
+        }`;
+
+function build(t: Tables) {
+  return {
+    // $1 run id, $2 expected version, $3 entry count, $4 last type code, $5 at (ms), $6 v,
+    // $7… the columns of the entries, $12 the digests of the blobs they name.
+    // $13, the fence: the owner row is read FOR SHARE, so an acquisition (an UPDATE of that row)
+    // waits for this append to commit, and this append sees a committed acquisition's token.
+    append: named(appendSql(t, false)),
+    appendFinishing: named(appendSql(t, true)),
+    /** A new run's `run.started`, its queue row ($14: its loop id) and the NOTIFY (submit.ts). */
+    appendSubmitting: named(appendSql(t, false, true)),
     version: named(`SELECT version FROM ${t.runs} WHERE run_id = $1`),
     read: named(
       `SELECT e.seq, e.type, e.at::float8, e.v, e.frame, e.effect, e.digest, e.data
@@ -111,6 +149,9 @@ function build(t: Tables) {
  * Appends `entries` (checked and serialized by `encodeEntries`) after `expectedVersion`, in one
  * statement on `q`: a pool (its own transaction) or a client inside the caller's (submitRun).
  * True when written; false when the run has moved on (a `ConcurrencyError` for the caller).
+ * `finishingFor` (a worker's queue owner): the run's last append, which also takes it off the
+ * queue and releases the ownership `fence` holds. `submittingFor` (a loop id): a new run's
+ * `run.started`, which also queues the run and announces it (`submitRun`).
  */
 export async function appendEntries(
   q: pg.Pool | pg.PoolClient,
@@ -120,12 +161,19 @@ export async function appendEntries(
   types: readonly EntryType[],
   texts: readonly string[],
   fence?: number,
+  finishingFor?: string,
+  submittingFor?: string,
 ): Promise<boolean> {
   const c = entryArrays(types, texts);
   const last = TYPE_CODES[types[types.length - 1] as EntryType];
   const values: unknown[] = [runId, expectedVersion, types.length, last, Date.now(), SCHEMA_VERSION];
   values.push(c.types, c.frames, c.effects, c.digests, c.datas, c.refs, fence ?? null);
-  const result = await q.query({ ...statements(t).append, values });
+  const sql = statements(t);
+  const variant = finishingFor ?? submittingFor;
+  if (variant !== undefined) values.push(variant);
+  const statement =
+    finishingFor !== undefined ? sql.appendFinishing : submittingFor !== undefined ? sql.appendSubmitting : sql.append;
+  const result = await q.query({ ...statement, values });
   return result.rowCount === 1;
 }
 
@@ -146,37 +194,44 @@ export function postgresStoreOn(shared: PgDatabase): PostgresEventStore {
     throw e;
   };
 
-  return {
-    [pgDatabaseOf]: db,
-    ready: () => db.ready,
-
-    async append(runId: string, entries: readonly NewEntry[], { expectedVersion, fence, wake }: AppendOptions) {
-      checkRunId(runId, "append");
-      const { types, texts } = encodeEntries(runId, entries, expectedVersion);
-      await db.ready;
-      /** A refused append: the fence (checked first: a stale owner must stop), else the version. */
-      const refused = async () => {
-        const notOwned = fence === undefined ? undefined : await owners.fenceRefusal(runId, fence, entries);
-        return notOwned ?? new ConcurrencyError(runId, expectedVersion, await versionOf(pool, runId));
-      };
-      if (entries.length === 0) {
-        if (fence !== undefined) {
-          const notOwned = await owners.fenceRefusal(runId, fence, entries);
-          if (notOwned) throw notOwned;
-        }
-        const actual = await versionOf(pool, runId);
-        if (actual !== expectedVersion) throw new ConcurrencyError(runId, expectedVersion, actual);
-        return { version: expectedVersion };
+  async function append(
+    runId: string,
+    entries: readonly NewEntry[],
+    { expectedVersion, fence, wake }: AppendOptions,
+    finishingFor?: string,
+  ) {
+    checkRunId(runId, "append");
+    const { types, texts } = encodeEntries(runId, entries, expectedVersion);
+    await db.ready;
+    /** A refused append: the fence (checked first: a stale owner must stop), else the version. */
+    const refused = async () => {
+      const notOwned = fence === undefined ? undefined : await owners.fenceRefusal(runId, fence, entries);
+      return notOwned ?? new ConcurrencyError(runId, expectedVersion, await versionOf(pool, runId));
+    };
+    if (entries.length === 0) {
+      if (fence !== undefined) {
+        const notOwned = await owners.fenceRefusal(runId, fence, entries);
+        if (notOwned) throw notOwned;
       }
-      const written = await (wake === undefined
-        ? appendEntries(pool, tables, runId, expectedVersion, types, texts, fence)
-        : appendAndWake(db, runId, wake.loopId, (client) =>
-            appendEntries(client, tables, runId, expectedVersion, types, texts, fence),
-          )
-      ).catch((e) => lostRace(runId, expectedVersion, e));
-      if (!written) throw await refused();
-      return { version: expectedVersion + entries.length };
-    },
+      const actual = await versionOf(pool, runId);
+      if (actual !== expectedVersion) throw new ConcurrencyError(runId, expectedVersion, actual);
+      return { version: expectedVersion };
+    }
+    const written = await (wake === undefined
+      ? appendEntries(pool, tables, runId, expectedVersion, types, texts, fence, finishingFor)
+      : appendAndWake(db, runId, wake.loopId, (client) =>
+          appendEntries(client, tables, runId, expectedVersion, types, texts, fence),
+        )
+    ).catch((e) => lostRace(runId, expectedVersion, e));
+    if (!written) throw await refused();
+    return { version: expectedVersion + entries.length };
+  }
+
+  const store: PostgresEventStore = {
+    [pgDatabaseOf]: db,
+    [appendFinishing]: (runId, entries, options, queueOwner) => append(runId, entries, options, queueOwner),
+    ready: () => db.ready,
+    append: (runId, entries, options) => append(runId, entries, options),
 
     watch(runId: string, onAppend: () => void) {
       return watchAppends(db, runId, onAppend);
@@ -240,6 +295,8 @@ export function postgresStoreOn(shared: PgDatabase): PostgresEventStore {
       await db.release();
     },
   };
+  ownStores.add(store);
+  return store;
 }
 
 /**
@@ -275,6 +332,17 @@ async function appendAndWake(
     client.release();
   }
 }
+
+/**
+ * The stores `postgresStoreOn` made: a worker reads and appends through these directly (the claim
+ * reads the run, the last append releases it); through any other store (a wrapper) it calls the
+ * store's own methods one by one.
+ */
+const ownStores = new WeakSet<object>();
+
+/** The journal's store when it is a PostgreSQL store as Loom made it, not a wrapper of one. */
+export const ownStore = (store: unknown): PostgresEventStore | undefined =>
+  typeof store === "object" && store !== null && ownStores.has(store) ? (store as PostgresEventStore) : undefined;
 
 /** Compaction inside the caller's transaction: lock the run, remove the seqs, append the marker. */
 async function compactIn(

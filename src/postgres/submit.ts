@@ -31,6 +31,16 @@ export function databaseOf(journal: Journal, what: string): PgDatabase {
 }
 
 /**
+ * A new run in one statement: its `run.started` appended at version 0, its queue row and the
+ * NOTIFY, all only if the append was written. False when the run is already in the journal (the
+ * transaction below then checks it and queues it).
+ */
+async function submitNew(db: PgDatabase, runId: string, loop: AgentLoop, input: string | readonly Message[]) {
+  const { types, texts } = encodeEntries(runId, [{ type: "run.started", data: runStartedData(loop.config, input) }], 0);
+  return appendEntries(db.pool, db.tables, runId, 0, types, texts, undefined, undefined, loop.config.id);
+}
+
+/**
  * Hands a run to the workers (`startWorker`). A new run gets its `run.started` entry (exactly what
  * `loop.run` writes for a new run, so a worker resumes it from the journal without its input) and
  * its queue row in one transaction. Submitting a run that is already in the journal (interrupted,
@@ -58,6 +68,7 @@ export async function submitRun(journal: Journal, request: SubmitRequest): Promi
 
 async function submitOnce(db: PgDatabase, request: SubmitRequest): Promise<{ started: boolean }> {
   const { runId, loop, input } = request;
+  if (input !== undefined && (await submitNew(db, runId, loop, input))) return { started: true };
   const loopId = loop.config.id;
   const t = db.tables;
   const client = await db.pool.connect();

@@ -11,9 +11,11 @@ import type { Journal } from "../events/spi.ts";
 import type { RunLease } from "../events/store.ts";
 import type { AgentLoop } from "../runtime/agentLoop.ts";
 import { isAgentInterruptedError } from "../runtime/errors.ts";
-import { type Claim, leases } from "./leases.ts";
+import { leases } from "./leases.ts";
 import { listenForDue } from "./notify.ts";
 import { databaseHealth } from "./outage.ts";
+import { claimOwnRead, type Pickup, pickedUpJournal } from "./pickup.ts";
+import { ownStore } from "./store.ts";
 import { databaseOf } from "./submit.ts";
 
 /** What `startWorker` runs: a journal on PostgreSQL and the loops it may resume. */
@@ -80,6 +82,7 @@ export function startWorker(options: WorkerOptions): Worker {
   const { journal, loops, onError } = options;
   const db = databaseOf(journal, "startWorker");
   const lease = leases(db);
+  const fast = ownStore(journal.store);
   const owner = options.owner ?? `${hostname()}:${process.pid}:${randomBytes(3).toString("hex")}`;
   const leaseMs = options.leaseMs ?? 30_000;
   const pollMs = options.pollMs ?? 1000;
@@ -120,19 +123,27 @@ export function startWorker(options: WorkerOptions): Worker {
   };
   const health = databaseHealth(owner, db.label, (e) => report(e, undefined), options.errorIntervalMs ?? 10_000);
 
-  async function work(claim: Claim, controller: AbortController): Promise<void> {
+  async function work(claim: Pickup, controller: AbortController): Promise<void> {
     const { runId } = claim;
     // The run's ownership (the store's lease): its token fences every append the run makes, so
     // a worker that stalled past its lease cannot start a model or tool call once another has
     // the run. The queue row above only says who should be working on it.
     let owned: RunLease;
-    try {
-      owned = await journal.store.acquire(runId, { owner, leaseMs });
-    } catch (e) {
-      if (!isRunBusyError(e)) throw e;
-      await lease.postpone(runId, owner, Math.max(pollMs, e.retryAfterMs));
-      return;
+    if (claim.owned !== undefined) owned = claim.owned.lease;
+    else {
+      try {
+        owned = await journal.store.acquire(runId, { owner, leaseMs });
+      } catch (e) {
+        if (!isRunBusyError(e)) throw e;
+        await lease.postpone(runId, owner, Math.max(pollMs, e.retryAfterMs));
+        return;
+      }
     }
+    // On a store Loom made, the run's journal was read by the claim and its last append finishes it.
+    const picked =
+      fast !== undefined && claim.owned !== undefined
+        ? pickedUpJournal(journal, fast, runId, claim.owned.entries, owner)
+        : undefined;
     let lost = false;
     const lose = (why: unknown) => {
       if (lost) return;
@@ -158,9 +169,14 @@ export function startWorker(options: WorkerOptions): Worker {
     }, leaseMs / 3);
     let released = false;
     try {
-      await loops[claim.loopId]!.run({ runId, journal, signal: controller.signal, ownership: { lease: owned } });
+      await loops[claim.loopId]!.run({
+        runId,
+        journal: picked?.journal ?? journal,
+        signal: controller.signal,
+        ownership: { lease: owned },
+      });
       clearInterval(renewal); // the run is done: no renewal after its release
-      await lease.finishAndRelease(runId, owner, owned.token);
+      if (!picked?.finished()) await lease.finishAndRelease(runId, owner, owned.token);
       released = true;
     } catch (e) {
       if (lost || isOwnershipLostError(e)) return; // another worker holds the run now
@@ -169,7 +185,9 @@ export function startWorker(options: WorkerOptions): Worker {
       if (waits || isRunCancelledError(e)) {
         clearInterval(renewal);
         // A run whose approvals expire stays queued, due when the first one does (the run declines it).
-        if (reason === "approval-pending") await lease.waitForApproval(runId, owner, owned.token);
+        if (picked?.finished()) {
+          // its last append took it off the queue and released it
+        } else if (reason === "approval-pending") await lease.waitForApproval(runId, owner, owned.token);
         else await lease.finishAndRelease(runId, owner, owned.token);
         released = true;
       } else if (reason === "aborted" && controller.signal.aborted) await lease.releaseNow(runId, owner);
@@ -207,9 +225,13 @@ export function startWorker(options: WorkerOptions): Worker {
         await nap(Math.min(pollMs, 50));
         continue;
       }
-      let claims: Claim[];
+      let claims: Pickup[];
       try {
-        claims = await lease.claim(owner, loopIds, leaseMs, concurrency - active.size);
+        const free = concurrency - active.size;
+        claims =
+          fast !== undefined
+            ? await claimOwnRead(db, owner, loopIds, leaseMs, free)
+            : await lease.claim(owner, loopIds, leaseMs, free);
         health.ok();
       } catch (e) {
         await nap(health.failed("claiming a run", e)); // growing waits while the database is down

@@ -1,8 +1,6 @@
 import { createActor, type InspectionEvent, type Observer } from "xstate";
 import { RunCancelledError } from "../core/errors.ts";
 import { checkRunId } from "../events/runId.ts";
-import { agentLoopMachine } from "../machines/agentLoop.machine.ts";
-import { toolCallMachine } from "../machines/toolCall.machine.ts";
 import { toolStepId } from "../projections/ids.ts";
 import { responseAt } from "../projections/runState.ts";
 import { completedOutput, projectToolCallLog } from "../projections/toolCallLog.ts";
@@ -15,6 +13,7 @@ import { AgentInterruptedError } from "./errors.ts";
 import { holdRun, type RunOwnership } from "./ownership.ts";
 import { hydrateForLog } from "./readers.ts";
 import { type RunOptions, RunSession } from "./session.ts";
+import { machineForRun } from "./sharedMachine.ts";
 import { type AgentStream, chainListeners, streamOf } from "./stream.ts";
 import { toolCallActors } from "./toolActors.ts";
 import { validateConfig } from "./validateConfig.ts";
@@ -143,13 +142,13 @@ async function runHeld(
   fence: Fence,
   signal: AbortSignal,
 ): Promise<AgentOutput> {
-  const machine = agentLoopMachine.provide({
-    actors: { ...loopActors(session, fence), toolCall: toolCallMachine.provide({ actors: toolCallActors(session) }) },
-  });
+  // Built once per loop; the run's own actors are bound to its actor below (sharedMachine.ts).
+  const { machine, bind } = machineForRun(config, loopActors(session, fence), toolCallActors(session));
   const actor = createActor(machine, {
     input: { runId: request.runId, loopId: config.id, maxIterations: config.maxIterations ?? DEFAULT_MAX_ITERATIONS },
     ...(request.inspect ? { inspect: request.inspect } : {}),
   });
+  bind(actor);
   const done = new Promise<void>((resolve, reject) => {
     actor.subscribe({ complete: resolve, error: reject });
   });

@@ -1,0 +1,131 @@
+import { leaseOf, thisProcess } from "../events/ownership.ts";
+import type { Journal } from "../events/spi.ts";
+import { decodeStoredRows, type StoredRow } from "../events/sqliteRows.ts";
+import type { AppendOptions, RunLease } from "../events/store.ts";
+import type { JournalEntry, NewEntry } from "../events/types.ts";
+import type { PgDatabase } from "./database.ts";
+import { type Claim, claimSql } from "./leases.ts";
+import { appendFinishing, type PostgresEventStore } from "./store.ts";
+
+/**
+ * A worker's fast path on a store Loom made (`ownStore`): claiming a run, taking its ownership and
+ * reading its journal are one statement, and the run's last append also takes it off the queue
+ * and releases it. So a one-turn run costs the database its claim (shared by the runs claimed
+ * together), its appends and nothing else.
+ */
+
+/** A claimed run, and when its ownership was free, the lease taken and the journal read with it. */
+export interface Pickup extends Claim {
+  /** Undefined when another process owns the run: acquire it the ordinary way (or wait). */
+  readonly owned?: { readonly lease: RunLease; readonly entries: JournalEntry[] };
+}
+
+const ms = (param: string) => `make_interval(secs => ${param}::double precision / 1000)`;
+
+/**
+ * Claims up to `limit` due runs (as `leases.claim`), takes the ownership of each nobody holds
+ * (as `acquire` does when the run is free: the token moves on) and reads the journal of those,
+ * in one statement. Its snapshot is taken when it starts: an append the previous owner (a worker
+ * whose lease ran out, still writing) commits while this statement waits for its row is not in
+ * the entries read, and the first append at the version read is refused as a `ConcurrencyError`;
+ * the run's attempt then fails and is retried, never written twice.
+ */
+export async function claimOwnRead(
+  db: PgDatabase,
+  owner: string,
+  loopIds: readonly string[],
+  leaseMs: number,
+  limit: number,
+): Promise<Pickup[]> {
+  const t = db.tables;
+  await db.ready;
+  const { rows } = await db.pool.query<unknown[]>({
+    name: `loom-pickup-${t.leases}`,
+    text: `
+      WITH claimed AS (${claimSql(t)}),
+      owned AS (
+        INSERT INTO ${t.owners} AS o (run_id, token, owner, host, pid, expires_at)
+        SELECT run_id, 1, $1, $5, $6, now() + ${ms("$2")} FROM claimed
+        ON CONFLICT (run_id) DO UPDATE SET token = o.token + 1, owner = EXCLUDED.owner, host = EXCLUDED.host,
+               pid = EXCLUDED.pid, expires_at = EXCLUDED.expires_at
+         WHERE o.owner IS NULL OR o.expires_at <= now()
+        RETURNING o.run_id, o.token, (extract(epoch FROM o.expires_at) * 1000)::float8 AS expires)
+      SELECT c.run_id, c.loop_id, c.failures, w.token, w.expires,
+             e.seq, e.type, e.at::float8, e.v, e.frame, e.effect, e.digest, e.data
+        FROM claimed c LEFT JOIN owned w ON w.run_id = c.run_id
+        LEFT JOIN ${t.runs} r ON r.run_id = w.run_id
+        LEFT JOIN ${t.entries} e ON e.run = r.run
+       ORDER BY c.run_id, e.seq`,
+    values: [owner, leaseMs, loopIds, limit, thisProcess.host, thisProcess.pid],
+    rowMode: "array",
+  });
+  const out: Pickup[] = [];
+  for (let i = 0; i < rows.length; ) {
+    const [runId, loopId, failures, token, expires] = rows[i] as [string, string, number, number | null, number];
+    let end = i;
+    while (end < rows.length && (rows[end] as unknown[])[0] === runId) end++;
+    if (token === null) out.push({ runId, loopId, failures });
+    else {
+      const lease = leaseOf(runId, { token, owner, host: thisProcess.host, pid: thisProcess.pid, expiresAt: expires });
+      const stored = rows
+        .slice(i, end)
+        .flatMap((row) => (row[5] === null ? [] : [row.slice(5) as unknown as StoredRow]));
+      const entries: JournalEntry[] = [];
+      decodeStoredRows(runId, stored, entries, db.label);
+      out.push({ runId, loopId, failures, owned: { lease, entries } });
+    }
+    i = end;
+  }
+  return out;
+}
+
+/** Entries after which a worker has nothing more to do with a run (as the claim's `settled`). */
+function finishes(entries: readonly NewEntry[]): boolean {
+  const last = entries[entries.length - 1];
+  if (last?.type === "run.completed" || last?.type === "run.cancelled") return true;
+  if (last?.type !== "run.interrupted") return false;
+  const reason = last.data.reason;
+  // Approvals that expire keep the run queued, due at the first expiry (the worker parks it: waitForApproval).
+  const expires = (last.data.detail as { expiresAt?: Record<string, unknown> } | null)?.expiresAt;
+  if (reason === "approval-pending") return expires === undefined || Object.keys(expires).length === 0;
+  return reason === "max-iterations" || reason === "deadline";
+}
+
+/**
+ * The journal one claimed run is resumed with: its first read of the run returns the entries the
+ * claim read, and its append of the run's last entries (completed, or waiting for its caller)
+ * also finishes the queue row and releases the ownership; `finished` then says so. Everything else
+ * goes to the store as it is.
+ */
+export function pickedUpJournal(
+  journal: Journal,
+  store: PostgresEventStore,
+  runId: string,
+  entries: JournalEntry[],
+  queueOwner: string,
+): { readonly journal: Journal; readonly finished: () => boolean } {
+  let primed: JournalEntry[] | undefined = entries;
+  let finished = false;
+  const view: PostgresEventStore = Object.create(store, {
+    read: {
+      value: (id: string, options?: { from?: number }) => {
+        if (id === runId && primed !== undefined && (options?.from ?? 1) <= 1) {
+          const out = primed;
+          primed = undefined;
+          return Promise.resolve(out);
+        }
+        return store.read(id, options);
+      },
+    },
+    append: {
+      value: async (id: string, added: readonly NewEntry[], options: AppendOptions) => {
+        primed = undefined; // a later read must see what was written
+        if (id !== runId || options.fence === undefined || !finishes(added)) return store.append(id, added, options);
+        const result = await store[appendFinishing](id, added, options, queueOwner);
+        finished = true;
+        return result;
+      },
+    },
+  });
+  return { journal: { ...journal, store: view }, finished: () => finished };
+}
