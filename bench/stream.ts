@@ -2,8 +2,8 @@
  * Streaming's cost (issue 16): `followRun` replaying a completed 200-turn run against resuming it
  * (`loop.run` on the completed run: read, validate, fold, return; target: replay ≤ 1×), the fold's
  * cost per event, and what `loop.stream` adds to a run over `loop.run` per journaled event.
- * Time to first delta (through Loom vs the model's own stream, target ≤ 1.05× + 1 ms) and cost
- * per delta need a streaming model: add them to `deltaRows` once `Model.stream` is wired in.
+ * Time to first delta (through Loom vs the model's own stream, target ≤ 1.05× + 1 ms) and the
+ * cost of each delta, with a streaming model whose first chunk comes after 20 ms.
  *
  *   node --import tsx bench/stream.ts
  */
@@ -14,6 +14,7 @@ import { createJournal, openSqliteJournal, readJournal } from "../src/events/jou
 import { memoryStore } from "../src/events/memory.ts";
 import type { Journal } from "../src/events/spi.ts";
 import { scriptedModel } from "../src/models/scripted.ts";
+import type { GenerateRequest, Model, ModelStreamPart } from "../src/models/types.ts";
 import { runEventsOf } from "../src/projections/events.ts";
 import { agentLoop$ } from "../src/runtime/agentLoop.ts";
 import type { Tool } from "../src/runtime/config.ts";
@@ -115,13 +116,110 @@ async function liveRows() {
   ];
 }
 
+const DELTAS = 2000;
+const FIRST_CHUNK_MS = 20;
+
 /**
- * Time to first delta and cost per delta: through Loom (`loop.stream`) vs the model's own stream.
- * Empty until `Model.stream` is wired into the loop; rows are `{ model, "model's own ms",
- * "through Loom ms", ratio, "µs/delta" }`.
+ * A streaming model like a provider's: the first chunk after `firstMs` (the provider's latency),
+ * then `deltas` text deltas as fast as they are read, then the response.
+ */
+function streamingModel(firstMs: number, deltas: number): Model {
+  const response = { content: "x".repeat(deltas), toolCalls: [] };
+  return {
+    generate: async () => response,
+    async *stream(request: GenerateRequest): AsyncGenerator<ModelStreamPart> {
+      if (firstMs > 0) await new Promise((r) => setTimeout(r, firstMs));
+      for (let i = 0; i < deltas; i++) {
+        request.signal.throwIfAborted();
+        yield { type: "text-delta", delta: "x" };
+      }
+      yield { type: "response", response };
+    },
+  };
+}
+
+/** Ms from the call to the model's first delta, read straight from its stream. */
+async function ownFirstDelta(model: Model): Promise<number> {
+  const t = performance.now();
+  const stream = (model.stream as NonNullable<Model["stream"]>)({
+    messages: [{ role: "user", content: "go" }],
+    tools: [],
+    signal: new AbortController().signal,
+  });
+  for await (const part of stream) if (part.type === "text-delta") break;
+  return performance.now() - t;
+}
+
+/** Ms from `loop.stream` to its first text-delta event (a new run: prepare, run.started, frame.started first). */
+async function loomFirstDelta(model: Model, journal: Journal, runId: string): Promise<number> {
+  const loop = agentLoop$({ id: "ttfd", model });
+  const t = performance.now();
+  const stream = loop.stream({ runId, input: "go", journal });
+  let first = Number.NaN;
+  for await (const event of stream)
+    if (event.type === "text-delta" && Number.isNaN(first)) first = performance.now() - t;
+  await stream.output;
+  return first;
+}
+
+/** Whole streamed one-turn runs, with `deltas` deltas: what each delta adds, through loop.stream. */
+async function runMs(deltas: number, runId: string): Promise<number> {
+  const loop = agentLoop$({ id: "cost", model: streamingModel(0, deltas) });
+  const t = performance.now();
+  const stream = loop.stream({ runId, input: "go", journal: createJournal({ store: memoryStore() }) });
+  for await (const _ of stream);
+  await stream.output;
+  return performance.now() - t;
+}
+
+/**
+ * Time to first delta through Loom (`loop.stream` of a new run) vs the model's own stream, with a
+ * provider-like first chunk after 20 ms (target ≤ 1.05× + 1 ms), and the cost of each delta.
  */
 async function deltaRows(): Promise<Record<string, string | number>[]> {
-  return [];
+  const model = streamingModel(FIRST_CHUNK_MS, 10);
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
+  const rows: Record<string, string | number>[] = [];
+  for (const [name, journalOf] of [
+    ["memory", () => createJournal({ store: memoryStore() })],
+    ["sqlite (synchronous=full)", () => openSqliteJournal(join(dir, `ttfd-${Math.random()}.db`))],
+  ] as const) {
+    const own: number[] = [];
+    const loom: number[] = [];
+    for (let i = 0; i < REPEATS; i++) {
+      own.push(await ownFirstDelta(model));
+      const journal = journalOf();
+      loom.push(await loomFirstDelta(model, journal, `ttfd-${i}`));
+      await (journal as { close?: () => Promise<void> }).close?.();
+    }
+    const o = median(own);
+    const l = median(loom);
+    rows.push({
+      journal: name,
+      "model's own ms": o,
+      "through Loom ms": l,
+      "Loom − own ms": l - o,
+      "× own": l / o,
+      "within 1.05× + 1 ms": l <= o * 1.05 + 1 ? "yes" : "no",
+    });
+  }
+  await runMs(DELTAS, "warm");
+  const many: number[] = [];
+  const none: number[] = [];
+  for (let i = 0; i < REPEATS; i++) {
+    many.push(await runMs(DELTAS, `many-${i}`));
+    none.push(await runMs(0, `none-${i}`));
+  }
+  const perDelta = ((median(many) - median(none)) / DELTAS) * 1000;
+  rows.push({
+    journal: `cost per delta (${DELTAS} deltas, memory)`,
+    "model's own ms": "",
+    "through Loom ms": "",
+    "Loom − own ms": "",
+    "× own": "",
+    "within 1.05× + 1 ms": `${perDelta.toFixed(2)} µs`,
+  });
+  return rows;
 }
 
 const dir = mkdtempSync(join(tmpdir(), "loom-bench-stream-"));
@@ -133,9 +231,10 @@ try {
   );
   await sqlite.close();
   printTable(`What watching adds to a live ${TURNS}-turn run (memory journal, best of ${REPEATS})`, await liveRows());
-  const deltas = await deltaRows();
-  if (deltas.length > 0) printTable("Time to first delta and cost per delta", deltas);
-  else console.log("\nTime to first delta: needs Model.stream in the loop (see deltaRows).");
+  printTable(
+    `Time to first delta, a new run through loop.stream vs the model's own stream (first chunk after ${FIRST_CHUNK_MS} ms; median of ${REPEATS}), and cost per delta`,
+    await deltaRows(),
+  );
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }

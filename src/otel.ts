@@ -10,6 +10,7 @@ import {
   type Attributes,
   type Context,
   context,
+  isSpanContextValid,
   type Span,
   SpanKind,
   SpanStatusCode,
@@ -76,7 +77,9 @@ function parentOf(carrier: TraceCarrier | undefined): Context {
 }
 
 class RunSpans implements RunTelemetryScope {
-  readonly carrier: TraceCarrier;
+  readonly carrier: TraceCarrier | undefined;
+  /** Told each event while the run span records (a no-op tracer records nothing: then no events are made). */
+  readonly onEvent?: (event: RunEvent) => void;
   private readonly root: Span;
   private readonly inRun: Context;
   private readonly open = new Map<string, Span>();
@@ -104,7 +107,9 @@ class RunSpans implements RunTelemetryScope {
       parentOf(run.recorded),
     );
     this.inRun = trace.setSpan(context.active(), this.root);
-    this.carrier = { traceparent: traceparent(this.root) };
+    // A span context that is not valid (a no-op tracer, no parent) names no trace: nothing to journal.
+    this.carrier = isSpanContextValid(this.root.spanContext()) ? { traceparent: traceparent(this.root) } : undefined;
+    if (this.root.isRecording()) this.onEvent = (event) => this.told(event);
   }
 
   private start(key: string, name: string, kind: SpanKind, attributes: Attributes, startTime?: number): void {
@@ -128,7 +133,7 @@ class RunSpans implements RunTelemetryScope {
     return span;
   }
 
-  onEvent(event: RunEvent): void {
+  private told(event: RunEvent): void {
     const seen = this.lastSeen;
     this.lastSeen = Date.now();
     switch (event.type) {

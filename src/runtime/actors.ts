@@ -195,8 +195,9 @@ function startTelemetry(session: RunSession, state: RunState): NewEntry[] {
   const recorded = recordedTraceContext(state, loopId);
   const scope = telemetry.startRun({ runId: session.options.runId, loopId, model: model.id, recorded });
   session.telemetry = scope;
-  session.events.observe((event) => scope.onEvent(event));
-  return recorded === undefined ? [traceContextDecision(loopId, scope.carrier)] : [];
+  const onEvent = scope.onEvent;
+  if (onEvent !== undefined) session.events.observe((event) => onEvent.call(scope, event));
+  return recorded === undefined && scope.carrier !== undefined ? [traceContextDecision(loopId, scope.carrier)] : [];
 }
 
 /** The run's deadline (`timeouts.runMs`, journaled at its start) has passed: it stops for good. */

@@ -28,10 +28,13 @@ export interface TelemetryRunStart {
 
 /** One run's telemetry in this process: it sees the run's events and its end. */
 export interface RunTelemetryScope {
-  /** The context to journal when the run has none yet (its first attempt). */
-  readonly carrier: TraceCarrier;
-  /** Each event of the run this process makes (served steps make none). */
-  onEvent(event: RunEvent): void;
+  /** The context to journal when the run has none yet (its first attempt); none when nothing is traced. */
+  readonly carrier: TraceCarrier | undefined;
+  /**
+   * Each event of the run this process makes (served steps make none). Absent when nothing is
+   * recorded (a no-op tracer): the run then folds no events for telemetry at all.
+   */
+  readonly onEvent?: (event: RunEvent) => void;
   /** The run stopped in this process: completed, interrupted, or failed with `error`. */
   end(outcome: { readonly status: "completed" | "interrupted" | "failed"; readonly error?: unknown }): void;
 }
