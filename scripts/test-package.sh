@@ -54,6 +54,12 @@ if grep -rlE --include='*.js' "^(import|export)[^*]*[\"']@modelcontextprotocol|i
   echo "loom-agent's JavaScript imports @modelcontextprotocol/sdk: it must stay an optional peer" >&2
   exit 1
 fi
+# @opentelemetry/api is an optional peer too: only loom-agent/otel's own file imports it.
+if grep -rlE --include='*.js' "^(import|export)[^*]*[\"']@opentelemetry" "$consumer/node_modules/loom-agent/dist" |
+  grep -v '/dist/otel.js$'; then
+  echo "loom-agent's JavaScript imports @opentelemetry/api outside loom-agent/otel: it must stay an optional peer" >&2
+  exit 1
+fi
 cat >"$consumer/consumer.ts" <<'TS'
 import {
   type AgentOutput,
@@ -129,6 +135,7 @@ node out/ai-sdk.js
 node out/mcp.js
 node out/sub-agents.js
 npx --no-install loom --help >/dev/null
+npx --no-install loom view --help >/dev/null # the viewer's dependencies (immer) come with the package
 npx --no-install loom machine modePin --mermaid | head -n 3
 npx --no-install loom runs --db quickstart.db
 # Installed, the command's advice is npx, not the repository's npm scripts.
