@@ -199,8 +199,8 @@ describe("loom-agent/otel", () => {
       const decision = (await readJournal(journal, "t-1")).find(
         (e) => e.type === "decision.recorded" && e.data.decisionId === "traced#trace",
       );
-      const traceparent = (decision?.data as { choice: { carrier: { traceparent: string } } }).choice.carrier
-        .traceparent;
+      if (decision?.type !== "decision.recorded") throw new Error("no trace context was journaled");
+      const { traceparent } = (decision.data.choice as { carrier: { traceparent: string } }).carrier;
       const [, traceId, rootId] = traceparent.split("-");
       expect(killed[0]?.traceId).toBe(traceId);
       const root = resumed.find((s) => s.name === "invoke_agent traced");
