@@ -233,7 +233,11 @@ function migrateFromV1(db: Database.Database): void {
   db.exec("DROP TABLE loom_entries_v1");
 }
 
-/** better-sqlite3, loaded on first use: it is an optional dependency (the embedded default). */
+/**
+ * better-sqlite3, loaded on first use: it is an optional dependency (the embedded default).
+ *
+ * @internal its type names better-sqlite3's, which the shipped .d.ts must not import
+ */
 export function sqliteDriver(): typeof Database {
   return loadOptional<typeof Database>("better-sqlite3", "The SQLite journal (openSqliteJournal, sqliteStore)");
 }
