@@ -25,7 +25,7 @@ export interface StepSpec {
   readonly checkInput?: boolean;
 }
 
-/** What the step does; see {@link resolveStep}. */
+/** What the step does; see {@link planStep}. */
 export type StepPlan =
   /** The journal holds another frame at this id: this code did not record the run. */
   | { readonly kind: "diverged"; readonly what: string }
@@ -45,10 +45,10 @@ export type StepPlan =
  * Then serve, refuse, wait, give up or run (and the runtime appends what that takes).
  *
  * @example
- * const plan = resolveStep(state, { frameId, effect: "model", inputDigest, onUnknownOutcome: "rerun" }, Date.now(), undefined);
+ * const plan = planStep(state, { frameId, effect: "model", inputDigest, onUnknownOutcome: "rerun" }, Date.now(), undefined);
  * if (plan.kind === "recorded") return plan.frame.output; // served from the journal
  */
-export function resolveStep(state: RunState, step: StepSpec, now: number, deadlineAt: number | undefined): StepPlan {
+export function planStep(state: RunState, step: StepSpec, now: number, deadlineAt: number | undefined): StepPlan {
   const frame = state.frames[step.frameId];
   if (frame !== undefined) {
     if (frame.effect !== step.effect) {

@@ -2,12 +2,12 @@
  * The durable step, written once (STYLE.md): serve the recorded frame, or append `frame.started`,
  * run the effect under its limits, and journal the failed attempt or hand the result back to be
  * recorded. Model calls and tool calls both go through it; what each records and feeds back stays
- * with its actor. The decision of what to do is pure (`resolveStep`, src/policies/step.ts); this
+ * with its actor. The decision of what to do is pure (`planStep`, src/policies/step.ts); this
  * is the I/O that carries it out: the clock, the fenced append, the effect, the timers.
  */
 import type { AttemptError, NewEntry } from "../events/types.ts";
 import type { RetryPolicy } from "../policies/retry.ts";
-import { resolveStep, type StepSpec } from "../policies/step.ts";
+import { planStep, type StepSpec } from "../policies/step.ts";
 import type { FrameState } from "../projections/runState.ts";
 import { nextAttempt, timeoutError, waitUntil, withLimits } from "./failurePolicy.ts";
 import type { RunSession } from "./session.ts";
@@ -61,7 +61,7 @@ export type StepResult<R> =
   | { readonly kind: "aborted" };
 
 /**
- * Takes one durable step: `resolveStep` decides; recorded frames are served, a diverging journal
+ * Takes one durable step: `planStep` decides; recorded frames are served, a diverging journal
  * raises `ReplayDivergenceError`, and otherwise the fenced `frame.started` proves this process
  * still owns the run before the effect runs.
  *
@@ -75,7 +75,7 @@ export async function durableStep<T, R>(
   effect: StepEffect<T, R>,
 ): Promise<StepResult<R>> {
   const deadlineAt = session.deadlineAt;
-  const plan = resolveStep(session.state, step, Date.now(), deadlineAt);
+  const plan = planStep(session.state, step, Date.now(), deadlineAt);
   switch (plan.kind) {
     case "diverged":
       throw session.divergence(step.frameId, plan.what);

@@ -1,11 +1,11 @@
 import { describe, expect, it } from "vitest";
 import type { JournalEntry, NewEntry } from "../../src/events/types.ts";
-import { resolveStep, type StepSpec } from "../../src/policies/step.ts";
+import { planStep, type StepSpec } from "../../src/policies/step.ts";
 import { foldEntries } from "../../src/projections/runState.ts";
 
 /**
  * The durable step's decision, Given the journal (entries), When a step is taken (the spec and the
- * clock), Then what it does. Every branch of resolveStep, with the entries that lead to it.
+ * clock), Then what it does. Every branch of planStep, with the entries that lead to it.
  */
 const NOW = Date.UTC(2026, 11, 3, 12, 0, 0);
 const frameId = "support#turn:1:tool:0";
@@ -33,50 +33,50 @@ const failedAttempt = (attempt: number, retryAt: number | null): NewEntry => ({
   data: { frameId, attempt, error: { name: "Error", message: "503", status: 503, retryable: true }, retryAt },
 });
 
-describe("resolveStep: Given entries, When a step is taken, Then…", () => {
+describe("planStep: Given entries, When a step is taken, Then…", () => {
   it("runs attempt 1 when the journal has nothing for the step", () => {
-    expect(resolveStep(given(), step, NOW, undefined)).toEqual({ kind: "run", attempt: 1, spent: 0 });
+    expect(planStep(given(), step, NOW, undefined)).toEqual({ kind: "run", attempt: 1, spent: 0 });
   });
 
   it("serves a completed frame, and a failed one, without running anything", () => {
-    const plan = resolveStep(given(started(), completed), step, NOW, undefined);
+    const plan = planStep(given(started(), completed), step, NOW, undefined);
     expect(plan.kind).toBe("recorded");
     expect(plan.kind === "recorded" && plan.frame.status).toBe("completed");
     const failed: NewEntry = { type: "frame.completed", data: { frameId, failed: true } };
-    const served = resolveStep(given(started(), failed), step, NOW, undefined);
+    const served = planStep(given(started(), failed), step, NOW, undefined);
     expect(served.kind === "recorded" && served.frame.status).toBe("failed");
   });
 
   it("serves a recorded frame even past the deadline (only new work is stopped by it)", () => {
-    expect(resolveStep(given(started(), completed), step, NOW, NOW - 1).kind).toBe("recorded");
+    expect(planStep(given(started(), completed), step, NOW, NOW - 1).kind).toBe("recorded");
   });
 
   it("refuses a journal whose frame has another effect or another input digest", () => {
-    expect(resolveStep(given(started("d-in", "tool:lookup")), step, NOW, undefined)).toEqual({
+    expect(planStep(given(started("d-in", "tool:lookup")), step, NOW, undefined)).toEqual({
       kind: "diverged",
       what: "a frame of effect tool:lookup where this code takes tool:refund",
     });
-    expect(resolveStep(given(started("d-other"), completed), step, NOW, undefined)).toEqual({
+    expect(planStep(given(started("d-other"), completed), step, NOW, undefined)).toEqual({
       kind: "diverged",
       what: "a tool:refund frame with another input digest",
     });
   });
 
   it("serves a replay without comparing input digests when told not to check them", () => {
-    const plan = resolveStep(given(started("d-other"), completed), { ...step, checkInput: false }, NOW, undefined);
+    const plan = planStep(given(started("d-other"), completed), { ...step, checkInput: false }, NOW, undefined);
     expect(plan.kind).toBe("recorded");
   });
 
   it("runs again a start with no outcome (attempt 2), unless the step must not run twice", () => {
-    expect(resolveStep(given(started()), step, NOW, undefined)).toEqual({ kind: "run", attempt: 1, spent: 0 });
-    expect(resolveStep(given(started()), { ...step, onUnknownOutcome: "fail" }, NOW, undefined)).toEqual({
+    expect(planStep(given(started()), step, NOW, undefined)).toEqual({ kind: "run", attempt: 1, spent: 0 });
+    expect(planStep(given(started()), { ...step, onUnknownOutcome: "fail" }, NOW, undefined)).toEqual({
       kind: "outcome-unknown",
     });
   });
 
   it("does not call a journaled failure an unknown outcome: the next attempt is due, not in doubt", () => {
     const state = given(started(), failedAttempt(1, NOW - 5));
-    expect(resolveStep(state, { ...step, onUnknownOutcome: "fail" }, NOW, undefined)).toEqual({
+    expect(planStep(state, { ...step, onUnknownOutcome: "fail" }, NOW, undefined)).toEqual({
       kind: "run",
       attempt: 2,
       spent: 0,
@@ -85,19 +85,19 @@ describe("resolveStep: Given entries, When a step is taken, Then…", () => {
 
   it("an attempt started after a failed one and never ended is in doubt again", () => {
     const state = given(started(), failedAttempt(1, NOW - 5), started());
-    expect(resolveStep(state, { ...step, onUnknownOutcome: "fail" }, NOW, undefined).kind).toBe("outcome-unknown");
-    expect(resolveStep(state, step, NOW, undefined)).toEqual({ kind: "run", attempt: 2, spent: 0 });
+    expect(planStep(state, { ...step, onUnknownOutcome: "fail" }, NOW, undefined).kind).toBe("outcome-unknown");
+    expect(planStep(state, step, NOW, undefined)).toEqual({ kind: "run", attempt: 2, spent: 0 });
   });
 
   it("waits out a journaled back-off that has not ended (a resume waits only what remains)", () => {
     const state = given(started(), failedAttempt(1, NOW + 700));
-    expect(resolveStep(state, step, NOW, undefined)).toEqual({ kind: "waiting", attempt: 1, retryAt: NOW + 700 });
-    expect(resolveStep(state, step, NOW + 700, undefined)).toEqual({ kind: "run", attempt: 2, spent: 0 });
+    expect(planStep(state, step, NOW, undefined)).toEqual({ kind: "waiting", attempt: 1, retryAt: NOW + 700 });
+    expect(planStep(state, step, NOW + 700, undefined)).toEqual({ kind: "run", attempt: 2, spent: 0 });
   });
 
   it("stops new work past the run's deadline, a back-off included", () => {
-    expect(resolveStep(given(), step, NOW, NOW)).toEqual({ kind: "past-deadline" });
-    expect(resolveStep(given(started(), failedAttempt(1, NOW + 700)), step, NOW, NOW - 1)).toEqual({
+    expect(planStep(given(), step, NOW, NOW)).toEqual({ kind: "past-deadline" });
+    expect(planStep(given(started(), failedAttempt(1, NOW + 700)), step, NOW, NOW - 1)).toEqual({
       kind: "past-deadline",
     });
   });
@@ -118,6 +118,6 @@ describe("resolveStep: Given entries, When a step is taken, Then…", () => {
       },
       { type: "run.interrupted", data: { reason: "model-error", detail: null } },
     );
-    expect(resolveStep(state, model, NOW, undefined)).toEqual({ kind: "run", attempt: 2, spent: 1 });
+    expect(planStep(state, model, NOW, undefined)).toEqual({ kind: "run", attempt: 2, spent: 1 });
   });
 });
