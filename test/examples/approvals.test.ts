@@ -3,20 +3,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { answer, ask } from "../../examples/approvals.ts";
-import { foldRun, openSqliteJournal } from "../../src/index.ts";
+import { foldRun } from "../../src/index.ts";
+import { inProcess } from "../support/journalFile.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "loom-approvals-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-
-/** Each step opens the file afresh and closes it, as two processes would. */
-async function inProcess<T>(file: string, work: (journal: ReturnType<typeof openSqliteJournal>) => Promise<T>) {
-  const journal = openSqliteJournal(file);
-  try {
-    return await work(journal);
-  } finally {
-    await journal.close();
-  }
-}
 
 describe("examples/approvals.ts", () => {
   it("waits in the journal for a yes, then runs the refund once", async () => {

@@ -4,20 +4,11 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { ask } from "../../examples/approvals.ts";
 import { approveAll, resume, retryFrom, stop } from "../../examples/operating.ts";
-import { foldRun, isRunCancelledError, listPendingApprovals, openSqliteJournal } from "../../src/index.ts";
+import { foldRun, isRunCancelledError, listPendingApprovals } from "../../src/index.ts";
+import { inProcess } from "../support/journalFile.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "loom-operating-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-
-/** Each step opens the file afresh and closes it, as separate processes would. */
-async function inProcess<T>(file: string, work: (journal: ReturnType<typeof openSqliteJournal>) => Promise<T>) {
-  const journal = openSqliteJournal(file);
-  try {
-    return await work(journal);
-  } finally {
-    await journal.close();
-  }
-}
 
 describe("examples/operating.ts", () => {
   it("approves from an operator's process, resumes, forks; cancels another run for good", async () => {
