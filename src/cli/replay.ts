@@ -7,6 +7,7 @@ import {
   foldEntries,
   hydrateArchived,
   isAgentInterruptedError,
+  isRunCancelledError,
   type Journal,
   type JournalEntry,
   type LeanAgentStep,
@@ -14,6 +15,7 @@ import {
   memoryStore,
   modelFrameId,
   parseFrameId,
+  RunCancelledError,
   type RunRequest,
   type RunState,
   readJournal,
@@ -70,9 +72,12 @@ export async function replayRun(
     ...(journal.archive ? { archive: journal.archive } : {}),
   };
   const stop = new AbortController();
+  // A run cancelled from outside (cancelRun) is walked to where the cancel found it, then stopped
+  // the way the cancel stopped it: through the chart's own cancel path, not as "the recording ends".
+  const cancelledFor = last?.type === "run.cancelled" ? last.data.reason : undefined;
   // Where the recording has nothing more: the walk stops there.
   const hold = async (signal: AbortSignal): Promise<never> => {
-    stop.abort(ABORT);
+    stop.abort(cancelledFor === undefined ? ABORT : new RunCancelledError(runId, cancelledFor));
     if (!signal.aborted) await new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }));
     throw new Error("the recording ends here");
   };
@@ -121,9 +126,14 @@ export async function replayRun(
       ...(options.paceMs ? { pace: () => sleep(options.paceMs) } : {}),
     });
   } catch (e) {
-    if (!isAgentInterruptedError(e)) throw e;
-    how = `interrupted (${e.run.reason === "aborted" && stop.signal.reason === ABORT ? "the recording ends here" : e.run.reason})`;
+    if (isRunCancelledError(e)) how = `cancelled (${e.reason})`;
+    else if (!isAgentInterruptedError(e)) throw e;
+    else
+      how = `interrupted (${e.run.reason === "aborted" && stop.signal.reason === ABORT ? "the recording ends here" : e.run.reason})`;
   }
+  // Cancelled while it waited (an approval, the iteration limit): the walk ends where the run
+  // stood, and the cancel came after.
+  if (cancelledFor !== undefined && !how.startsWith("cancelled")) how = `${how}, then cancelled (${cancelledFor})`;
   // Each recorded result as the walk served it, hashed again: an output that no longer hashes to
   // the digest its frame recorded (an altered journal) does not match.
   const walked = foldEntries(await readJournal(replayJournal, runId));

@@ -7,11 +7,13 @@ import { replayRun } from "../../src/cli/replay.ts";
 import {
   type AgentLoopConfig,
   agentLoop$,
+  cancelRun,
   compact,
   createJournal,
   foldEntries,
   hydrateArchived,
   isAgentInterruptedError,
+  isRunCancelledError,
   type Journal,
   memoryStore,
   openSqliteJournal,
@@ -112,5 +114,53 @@ describe("loom inspect's replay walks the real chart over a copy of the recordin
     } finally {
       await journal.close();
     }
+  });
+
+  it("a cancelled run ends cancelled: mid-tool through the chart's cancel path, or after the wait it stood in", async () => {
+    // Cancelled while its second tool ran: the walk serves turn 0, reaches the unfinished call, and
+    // stops there the way cancelRun stopped the run, with the recorded reason.
+    const running = createJournal({ store: memoryStore() });
+    let started!: () => void;
+    const reached = new Promise<void>((resolve) => {
+      started = resolve;
+    });
+    let n = 0;
+    const slow: Tool = {
+      description: "hangs on its second call",
+      execute: (input, { signal }) =>
+        ++n === 1
+          ? Promise.resolve({ found: input })
+          : new Promise((_, reject) => {
+              started();
+              signal.addEventListener("abort", () => reject(signal.reason));
+            }),
+    };
+    const loop = agentLoop$({
+      id: "rec",
+      model: scriptedModel(({ turn }) =>
+        turn < 3
+          ? { toolCalls: [{ id: `c${turn}`, name: "lookup", input: { turn } }] }
+          : { content: "done", toolCalls: [] },
+      ),
+      tools: { lookup: slow },
+    });
+    const run = loop.run({ runId: "r", input: "go", journal: running, ownership: { leaseMs: 300 } }).catch((e) => e);
+    await reached;
+    expect((await cancelRun(running, "r", { reason: "operator stop", waitMs: 5_000 })).status).toBe("cancelled");
+    expect(isRunCancelledError(await run)).toBe(true);
+    const mid = await replay(running);
+    expect(mid.result).toMatchObject({ ended: "cancelled (operator stop)", matching: 1, of: 1 });
+    expect(mid.after).toBe(mid.entriesBefore);
+
+    // Cancelled while it waited for an approval: the walk ends at the approval, then says so.
+    const asked = createJournal({ store: memoryStore() });
+    await record({ tools: { lookup: { ...lookup({ n: 0 }), requiresApproval: true } } }, asked, {
+      "rec#turn:0:tool:0": true,
+    });
+    await cancelRun(asked, "r", { reason: "not needed" });
+    expect((await replay(asked)).result).toMatchObject({
+      ended: "interrupted (approval-pending), then cancelled (not needed)",
+      matching: 1,
+    });
   });
 });
