@@ -1,0 +1,305 @@
+import { simulateReadableStream } from "ai/test";
+import { describe, expect, it } from "vitest";
+import { agentLoop$, createJournal, memoryStore, type RunEvent, readJournal } from "../../src/index.ts";
+import { fromAiSdk } from "../../src/models/aiSdk.ts";
+import type { GenerateRequest, Model, ModelStreamPart } from "../../src/models/types.ts";
+
+/*
+ * Specification v4. `LanguageModelV4` is declared by `@ai-sdk/provider` 4.x (4.0.38 at the time of
+ * writing), which needs Node ≥ 22: this repository (Node 20, `ai@6` with `@ai-sdk/provider@3`, which
+ * declares v2 and v3 only) cannot install it. The types below are written from its declarations:
+ * the parts of `LanguageModelV4`, its stream parts and its results that these tests use. What v4
+ * adds to a stream: `ping`, `tool-approval-request`, `custom` and `reasoning-file` parts, and
+ * `inputEncoding: "text"` on `tool-input-start` (the deltas are the raw text of a string input,
+ * whose `tool-call` input is still that string JSON-encoded).
+ */
+type V4FinishReason = {
+  unified: "stop" | "length" | "content-filter" | "tool-calls" | "error" | "interrupted" | "other";
+  raw: string | undefined;
+};
+type V4Usage = {
+  inputTokens: { total?: number; noCache?: number; cacheRead?: number; cacheWrite?: number };
+  outputTokens: { total?: number; text?: number; reasoning?: number };
+};
+type V4ToolCall = {
+  type: "tool-call";
+  toolCallId: string;
+  toolName: string;
+  input: string;
+  providerExecuted?: boolean;
+};
+type V4Content =
+  | { type: "text"; text: string }
+  | { type: "reasoning"; text: string }
+  | { type: "custom"; kind: `${string}.${string}` }
+  | { type: "reasoning-file"; mediaType: string; data: { type: "data"; data: string } }
+  | { type: "tool-approval-request"; approvalId: string; toolCallId: string }
+  | V4ToolCall;
+type V4StreamPart =
+  | { type: "stream-start"; warnings: unknown[] }
+  | { type: "response-metadata"; id?: string; modelId?: string }
+  | { type: "text-start" | "text-end" | "reasoning-start" | "reasoning-end"; id: string }
+  | { type: "text-delta" | "reasoning-delta"; id: string; delta: string }
+  | { type: "tool-input-start"; id: string; toolName: string; inputEncoding?: "json" | "text"; title?: string }
+  | { type: "tool-input-delta"; id: string; delta: string }
+  | { type: "tool-input-end"; id: string }
+  | Exclude<V4Content, { type: "text" | "reasoning" }>
+  | { type: "finish"; usage: V4Usage; finishReason: V4FinishReason }
+  | { type: "ping" }
+  | { type: "raw"; rawValue: unknown }
+  | { type: "error"; error: unknown };
+interface V4CallOptions {
+  prompt: unknown[];
+  tools?: { type: "function"; name: string; description?: string; inputSchema: unknown }[];
+  abortSignal?: AbortSignal;
+  temperature?: number;
+}
+interface LanguageModelV4 {
+  readonly specificationVersion: "v4";
+  readonly provider: string;
+  readonly modelId: string;
+  supportedUrls: Record<string, RegExp[]>;
+  doGenerate(
+    options: V4CallOptions,
+  ): PromiseLike<{ content: V4Content[]; finishReason: V4FinishReason; usage: V4Usage; warnings: unknown[] }>;
+  doStream(options: V4CallOptions): PromiseLike<{ stream: ReadableStream<V4StreamPart> }>;
+}
+
+const usage = (input: number, output: number): V4Usage => ({
+  inputTokens: { total: input, noCache: input },
+  outputTokens: { total: output, text: output },
+});
+
+/** A v4 model answering each call with the next turn: `doGenerate` as a whole, `doStream` as `parts(turn)`. */
+function v4Model(
+  turns: readonly { content: V4Content[]; finishReason: V4FinishReason; usage: V4Usage }[],
+  parts: (turn: { content: V4Content[]; finishReason: V4FinishReason; usage: V4Usage }) => V4StreamPart[],
+) {
+  let generated = 0;
+  let streamed = 0;
+  const calls: V4CallOptions[] = [];
+  const model: LanguageModelV4 = {
+    specificationVersion: "v4",
+    provider: "hand",
+    modelId: "v4-model",
+    supportedUrls: {},
+    doGenerate: async (options) => {
+      calls.push(options);
+      const turn = turns[generated++];
+      if (turn === undefined) throw new Error("no more turns");
+      return { ...turn, warnings: [] };
+    },
+    doStream: async (options) => {
+      calls.push(options);
+      const turn = turns[streamed++];
+      if (turn === undefined) throw new Error("no more turns");
+      return { stream: simulateReadableStream({ chunks: parts(turn) }) };
+    },
+  };
+  return { model, calls };
+}
+
+/** Splits `text` in pieces of `size` code units (a surrogate pair may be cut: providers do). */
+const cut = (text: string, size: number) =>
+  text === ""
+    ? []
+    : Array.from({ length: Math.ceil(text.length / size) }, (_, i) => text.slice(i * size, (i + 1) * size));
+
+/**
+ * The parts a v4 provider streams for a turn: text and reasoning blocks, each tool call's input as
+ * deltas (`text`-encoded: the raw string, when `textInputs` names the tool), the parts Loom keeps
+ * nothing of (ping, custom, reasoning-file, approval requests, raw), then `finish`.
+ */
+function v4Parts(textInputs: readonly string[], size = 3, withEnd = true) {
+  return (turn: { content: V4Content[]; finishReason: V4FinishReason; usage: V4Usage }): V4StreamPart[] => {
+    const parts: V4StreamPart[] = [
+      { type: "stream-start", warnings: [] },
+      { type: "response-metadata", id: "resp" },
+    ];
+    turn.content.forEach((part, i) => {
+      parts.push({ type: "ping" });
+      if (part.type === "text" || part.type === "reasoning") {
+        const id = `b${i}`;
+        parts.push({ type: `${part.type}-start`, id });
+        for (const delta of cut(part.text, size)) parts.push({ type: `${part.type}-delta`, id, delta });
+        parts.push({ type: `${part.type}-end`, id });
+      } else if (part.type === "tool-call") {
+        const id = part.toolCallId;
+        const text = textInputs.includes(part.toolName);
+        parts.push({
+          type: "tool-input-start",
+          id,
+          toolName: part.toolName,
+          ...(text ? { inputEncoding: "text" } : {}),
+        });
+        const raw = text ? (JSON.parse(part.input) as string) : part.input;
+        for (const delta of cut(raw, size)) parts.push({ type: "tool-input-delta", id, delta });
+        if (withEnd) parts.push({ type: "tool-input-end", id });
+        parts.push(part);
+      } else parts.push(part);
+      parts.push({ type: "raw", rawValue: { i } });
+    });
+    parts.push({ type: "finish", usage: turn.usage, finishReason: turn.finishReason });
+    return parts;
+  };
+}
+
+const request = (messages: GenerateRequest["messages"] = [{ role: "user", content: "hi" }]): GenerateRequest => ({
+  messages,
+  tools: [],
+  signal: new AbortController().signal,
+});
+
+async function collect(model: Model, req = request()): Promise<ModelStreamPart[]> {
+  const out: ModelStreamPart[] = [];
+  for await (const part of (model.stream as NonNullable<Model["stream"]>)(req)) out.push(part);
+  return out;
+}
+
+const inputDeltas = (parts: readonly ModelStreamPart[], toolCallId: string) =>
+  parts.flatMap((p) => (p.type === "tool-input-delta" && p.toolCallId === toolCallId ? [p.delta] : [])).join("");
+
+// A string input with what JSON escapes: a quote, a backslash, a newline, a tab, and an emoji
+// (a surrogate pair) that 3-unit pieces cut in two.
+const PATCH = 'say "hi"\\\n\tok 👍 done';
+const TURN = {
+  content: [
+    { type: "reasoning", text: "The user wants a patch." },
+    { type: "text", text: "Applying the patch, then checking." },
+    { type: "custom", kind: "hand.marker" },
+    { type: "reasoning-file", mediaType: "image/png", data: { type: "data", data: "iVBORw0K" } },
+    { type: "tool-call", toolCallId: "p1", toolName: "apply_patch", input: JSON.stringify(PATCH) },
+    { type: "tool-call", toolCallId: "e1", toolName: "apply_patch", input: JSON.stringify("") },
+    { type: "tool-call", toolCallId: "w1", toolName: "weather", input: '{"city":"Oslo"}' },
+    { type: "tool-approval-request", approvalId: "a1", toolCallId: "w1" },
+  ],
+  finishReason: { unified: "tool-calls", raw: "tool_use" },
+  usage: usage(30, 12),
+} satisfies { content: V4Content[]; finishReason: V4FinishReason; usage: V4Usage };
+
+describe("fromAiSdk: a specification v4 model's stream", () => {
+  for (const withEnd of [true, false]) {
+    it(`assembles the response doGenerate gives; every call's input deltas make its JSON text${withEnd ? "" : " (no tool-input-end)"}`, async () => {
+      const generated = await fromAiSdk(v4Model([TURN], v4Parts([])).model).generate(request());
+      const { model } = v4Model([TURN], v4Parts(["apply_patch"], 3, withEnd));
+      const parts = await collect(fromAiSdk(model));
+      const last = parts.at(-1) as Extract<ModelStreamPart, { type: "response" }>;
+      expect(parts.filter((p) => p.type === "response")).toHaveLength(1);
+      expect(last.response).toEqual(generated);
+      expect(last.response).toMatchObject({
+        content: "Applying the patch, then checking.",
+        toolCalls: [
+          { id: "p1", name: "apply_patch", input: PATCH },
+          { id: "e1", name: "apply_patch", input: "" },
+          { id: "w1", name: "weather", input: { city: "Oslo" } },
+        ],
+        usage: { inputTokens: 30, outputTokens: 12 },
+        finishReason: "tool-calls",
+      });
+      const text = parts.flatMap((p) => (p.type === "text-delta" ? [p.delta] : [])).join("");
+      expect(text).toBe(last.response.content);
+      const thoughts = parts.flatMap((p) => (p.type === "reasoning-delta" ? [p.delta] : [])).join("");
+      expect(thoughts).toBe("The user wants a patch.");
+      // A text-encoded input streams as the JSON text of the string: the deltas make the call's input.
+      for (const call of TURN.content.filter((c) => c.type === "tool-call"))
+        expect(inputDeltas(parts, call.toolCallId)).toBe(call.input);
+      expect(parts.filter((p) => p.type === "tool-input-delta").every((p) => p.delta !== "")).toBe(true);
+      // Each delta of the text input is JSON text on its own (no surrogate half escaped apart).
+      for (const p of parts)
+        if (p.type === "tool-input-delta" && p.toolCallId === "p1") expect(p.delta).not.toMatch(/\\ud[89ab]/i);
+    });
+  }
+
+  it("sends doStream the v4 call options: the prompt (execution-denied for a declined approval), tools, signal", async () => {
+    const { model, calls } = v4Model([TURN], v4Parts([]));
+    const declined = { error: "approval-declined", reason: "not today" };
+    await collect(
+      fromAiSdk(model, { temperature: 0 }),
+      request([
+        { role: "user", content: "patch it" },
+        { role: "assistant", content: "ok", toolCalls: [{ id: "x", name: "rm", input: {} }] },
+        { role: "tool", toolCallId: "x", toolName: "rm", output: declined, isError: true },
+      ]),
+    );
+    expect(calls).toHaveLength(1);
+    expect(calls[0]?.temperature).toBe(0);
+    expect(calls[0]?.abortSignal).toBeInstanceOf(AbortSignal);
+    expect(calls[0]?.prompt.at(-1)).toEqual({
+      role: "tool",
+      content: [
+        {
+          type: "tool-result",
+          toolCallId: "x",
+          toolName: "rm",
+          output: { type: "execution-denied", reason: "not today" },
+        },
+      ],
+    });
+  });
+
+  it("runs a loop on a v4 model: the streamed run's deltas make its content, its journal is the generated run's", async () => {
+    const turns = [
+      TURN,
+      {
+        content: [{ type: "text", text: "Patched; Oslo is sunny." }],
+        finishReason: { unified: "stop", raw: "end_turn" },
+        usage: usage(50, 6),
+      } satisfies { content: V4Content[]; finishReason: V4FinishReason; usage: V4Usage },
+    ];
+    const tools = {
+      apply_patch: {
+        description: "applies a patch",
+        execute: async (input: unknown) => ({ applied: String(input).length }),
+      },
+      weather: { description: "weather", execute: async () => ({ sky: "sunny" }) },
+    };
+    const streamedJournal = createJournal({ store: memoryStore({ json: true }) });
+    const streamedModel = v4Model(turns, v4Parts(["apply_patch"]));
+    const stream = agentLoop$({ id: "v4", model: fromAiSdk(streamedModel.model), tools }).stream({
+      runId: "r",
+      input: "patch and weather",
+      journal: streamedJournal,
+    });
+    const events: RunEvent[] = [];
+    for await (const event of stream) events.push(event);
+    expect((await stream.output).content).toBe("Patched; Oslo is sunny.");
+    for (const finished of events.filter((e) => e.type === "model-finished")) {
+      const deltas = events.flatMap((e) => (e.type === "text-delta" && e.stepId === finished.stepId ? [e.delta] : []));
+      expect(deltas.join("")).toBe(finished.content);
+    }
+    const patch = events.flatMap((e) => (e.type === "tool-input-delta" && e.toolCallId === "p1" ? [e.delta] : []));
+    expect(JSON.parse(patch.join(""))).toBe(PATCH);
+
+    const generatedJournal = createJournal({ store: memoryStore({ json: true }) });
+    const generatedModel = v4Model(turns, v4Parts([]));
+    await agentLoop$({ id: "v4", model: fromAiSdk(generatedModel.model, { stream: false }), tools }).run({
+      runId: "r",
+      input: "patch and weather",
+      journal: generatedJournal,
+    });
+    const text = async (journal: typeof streamedJournal) =>
+      (await readJournal(journal, "r")).map(({ meta: _clock, ...entry }) => JSON.stringify(entry)).join("\n");
+    expect(await text(streamedJournal)).toBe(await text(generatedJournal));
+  });
+});
+
+describe("fromAiSdk: which specifications it takes", () => {
+  it.each([
+    ["v1", /upgrade the provider package/],
+    ["v5", /reads specifications "v2", "v3" and "v4": upgrade loom-agent/],
+    ["V4", /pass an AI SDK LanguageModel of specification "v2", "v3" or "v4"/],
+    [undefined, /pass an AI SDK LanguageModel of specification "v2", "v3" or "v4"/],
+  ])("refuses specificationVersion %s with ModelAdapterError unsupportedModel", (version, fix) => {
+    const model = { specificationVersion: version, provider: "hand", modelId: "m", doGenerate: async () => ({}) };
+    let thrown: unknown;
+    try {
+      fromAiSdk(model as never);
+    } catch (e) {
+      thrown = e;
+    }
+    expect(thrown).toMatchObject({ name: "ModelAdapterError", code: "unsupportedModel" });
+    const message = (thrown as Error).message;
+    expect(message).toContain(`model hand/m has specificationVersion ${JSON.stringify(version)}`);
+    expect(message).toMatch(fix);
+  });
+});
