@@ -69,6 +69,7 @@ export interface UncompactedOptions {
  * seq order. `hot` is what `readJournal` read (from any seq). With `from`/`after`, batches with
  * no wanted entry are not read (known from the marker's `seqs`) and entries before `from` are
  * left out, so a reader that goes on after entries it already has reads only what is new.
+ * Without a marker, `hot` itself is returned.
  *
  * @internal
  * @example
@@ -80,11 +81,11 @@ export async function uncompactedEntries(
   runId: string,
   hot: readonly JournalEntry[],
   options: UncompactedOptions = {},
-): Promise<JournalEntry[]> {
+): Promise<readonly JournalEntry[]> {
+  if (!hot.some((e) => e.type === "frames.archived")) return hot; // not compacted: nothing to read
   const from = options.from ?? 1;
   const after = options.after ?? 0;
   const out = hot.filter((e) => e.type !== "frames.archived");
-  if (out.length === hot.length) return out;
   for (const marker of hot) {
     if (marker.type !== "frames.archived") continue;
     const { frameIds, seqs } = marker.data;

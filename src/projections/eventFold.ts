@@ -252,6 +252,7 @@ export function evolveRunEvents(state: RunEventState, entry: JournalEntry): Jour
 
 /**
  * A run's journaled events, in order: every entry's events, each with the entry's seq as `cursor`.
+ * Of a compacted run's hot entries, the archived frames' events are missing: `followRun` gives them.
  *
  * @example
  * ```ts

@@ -196,4 +196,13 @@ describe("followRun over a compacted run", () => {
     expect(all.at(-1)?.type).toBe("run-completed");
     expect(journaled(await following)).toEqual(all.filter((e) => e.cursor > (stop?.cursor as number)));
   });
+  it("fails with IntegrityError archiveMissing on a compacted run whose journal was opened without its archive", async () => {
+    const store = memoryStore({ json: true });
+    const journal = createJournal({ store, archive: memoryArchive() });
+    await loopOf(2).run({ runId: "r", input: "go", journal });
+    await compact(journal, "r", { keepTurns: 0 });
+    const failure = await collect(followRun(createJournal({ store }), "r")).catch((e: unknown) => e);
+    expect(failure).toMatchObject({ name: "IntegrityError", code: "archiveMissing" });
+    expect((failure as Error).message).toMatch(/run r: frames were archived into .* open it with the archive/);
+  });
 });
