@@ -69,8 +69,9 @@ export interface FromAiSdkOptions {
  * parts into the shape of a `doGenerate` result and mapped as above, so it is the response
  * `doGenerate` would give for the same content. A call's tool-input deltas concatenate to its
  * input's JSON text, also for a v4 `inputEncoding: "text"` input (whose raw text is sent as the
- * JSON string's text). An `error` part, or a stream cut before its
- * `finish` part, fails the attempt (`ModelStreamError`, retryable); an error the stream throws
+ * JSON string's text). An `error` part, a stream cut before its
+ * `finish` part, or a v4 `finish` part whose reason is `interrupted` (the provider's word for a
+ * cut stream), fails the attempt (`ModelStreamError` `incompleteStream`, retryable); an error the stream throws
  * (`APICallError`…) is passed on as it is.
  *
  * @throws ModelAdapterError `unsupportedModel` when `model` is not such a model: a model id

@@ -29,8 +29,8 @@ type AiSdkStreamPart =
 
 /**
  * Calls `start` (`doStream`) when first read, and reads the stream it resolves to: yields text, reasoning and tool-input
- * deltas, then one `response` part. An `error` part, or a stream that ends without `finish`,
- * throws (see `ModelStreamError`); an error the stream itself throws is passed on as it is, so
+ * deltas, then one `response` part. An `error` part, a stream that ends without `finish`, or
+ * (v4) a `finish` whose reason is `interrupted`, throws (see `ModelStreamError`); an error the stream itself throws is passed on as it is, so
  * the failure policy reads its `isRetryable` and status. Stopping early cancels the stream.
  */
 export async function* aiSdkStreamParts(
@@ -123,6 +123,13 @@ export async function* aiSdkStreamParts(
     throw new ModelStreamError(
       "incompleteStream",
       `${modelName}: the stream ended without a finish part (the connection was likely cut); the attempt is retried as the model's retry policy says.`,
+    );
+  }
+  if ((finish.finishReason as { unified?: unknown } | null)?.unified === "interrupted") {
+    // v4: the provider saw the stream end without its completion signal; what came may be cut short.
+    throw new ModelStreamError(
+      "incompleteStream",
+      `${modelName}: the provider reports the stream interrupted (finish reason "interrupted": it ended without a completion signal, so the answer may be cut short); the attempt is retried as the model's retry policy says.`,
     );
   }
   const response = fromAiSdkResult({ content, finishReason: finish.finishReason, usage: finish.usage }, modelName);

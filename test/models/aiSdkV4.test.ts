@@ -2,7 +2,9 @@ import { simulateReadableStream } from "ai/test";
 import { describe, expect, it } from "vitest";
 import { agentLoop$, createJournal, memoryStore, type RunEvent, readJournal } from "../../src/index.ts";
 import { fromAiSdk } from "../../src/models/aiSdk.ts";
+import { isModelStreamError } from "../../src/models/errors.ts";
 import type { GenerateRequest, Model, ModelStreamPart } from "../../src/models/types.ts";
+import { attemptError } from "../../src/policies/retry.ts";
 
 /*
  * Specification v4. `LanguageModelV4` is declared by `@ai-sdk/provider` 4.x (4.0.38 at the time of
@@ -209,6 +211,15 @@ describe("fromAiSdk: a specification v4 model's stream", () => {
         if (p.type === "tool-input-delta" && p.toolCallId === "p1") expect(p.delta).not.toMatch(/\\ud[89ab]/i);
     });
   }
+
+  it("fails an attempt whose stream finishes interrupted (v4: cut short), as a stream cut before finish, retryable", async () => {
+    const cutShort = { ...TURN, finishReason: { unified: "interrupted" as const, raw: undefined } };
+    const { model } = v4Model([cutShort], v4Parts(["apply_patch"]));
+    const failure = await collect(fromAiSdk(model)).catch((e: unknown) => e);
+    expect(isModelStreamError(failure) && failure.code).toBe("incompleteStream");
+    expect((failure as Error).message).toMatch(/model hand\/v4-model: the provider reports the stream interrupted/);
+    expect(attemptError(failure, Date.now()).retryable).toBe(true);
+  });
 
   it("sends doStream the v4 call options: the prompt (execution-denied for a declined approval), tools, signal", async () => {
     const { model, calls } = v4Model([TURN], v4Parts([]));
