@@ -48,7 +48,8 @@ export async function readArchived(
     );
   }
   const { runId, marker } = found[0]!;
-  return verifiedFrame(runId, marker, await archiveBatch(journal, runId, marker), stepId);
+  const frame = (await archiveBatch(journal, runId, marker)).find((f) => f.frameId === stepId);
+  return verifiedFrame(runId, marker, frame, stepId);
 }
 
 /** What {@link uncompactedEntries} reads back. */
@@ -91,9 +92,9 @@ export async function uncompactedEntries(
     const { frameIds, seqs } = marker.data;
     const tools = frameIds.every((id) => TOOL_FRAME.test(id));
     if (seqs?.every((seq) => seq < from || (tools && seq <= after))) continue;
-    const batch = await archiveBatch(journal, runId, marker);
+    const batch = new Map((await archiveBatch(journal, runId, marker)).map((f) => [f.frameId, f]));
     for (const frameId of frameIds) {
-      const frame = verifiedFrame(runId, marker, batch, frameId);
+      const frame = verifiedFrame(runId, marker, batch.get(frameId), frameId);
       for (const entry of [...(frame.attempts ?? []), frame.started, frame.completed])
         if (entry.seq >= from) out.push(entry);
     }
@@ -118,15 +119,14 @@ async function archiveBatch(
   return journal.archive.get(ref);
 }
 
-/** The frame `stepId` of an archive batch, checked against the marker that moved it. */
+/** The frame `stepId` as its archive batch holds it (undefined: not held), checked against the marker that moved it. */
 function verifiedFrame(
   runId: string,
   marker: EntryOf<"frames.archived">,
-  batch: readonly ArchivedFrame[],
+  frame: ArchivedFrame | undefined,
   stepId: string,
 ): ArchivedFrame {
   const ref = marker.data.archiveRef;
-  const frame = batch.find((f) => f.frameId === stepId);
   const where = `run ${runId} step ${stepId} (frames.archived at seq ${marker.seq}, archive ${ref})`;
   if (frame === undefined)
     throw new IntegrityError(`${where}: the archive batch does not hold the frame`, "archiveIncomplete");
