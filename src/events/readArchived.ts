@@ -48,14 +48,85 @@ export async function readArchived(
     );
   }
   const { runId, marker } = found[0]!;
+  const frame = (await archiveBatch(journal, runId, marker)).find((f) => f.frameId === stepId);
+  return verifiedFrame(runId, marker, frame, stepId);
+}
+
+/** What {@link uncompactedEntries} reads back. */
+export interface UncompactedOptions {
+  /** Only archived entries from this seq on are wanted (those before it were read already). Default 1. */
+  readonly from?: number;
+  /**
+   * Entries up to this seq are not wanted either: a batch of tool frames whose entries all lie
+   * at or before it is not read (a follower's `after`). Batches holding a model frame are read.
+   */
+  readonly after?: number;
+}
+
+/**
+ * A run's entries as they were before compaction: each `frames.archived` marker is replaced by
+ * the entries of the frames it moved (read from the archive, one read per batch, each frame
+ * verified against the marker as {@link readArchived} verifies it), at their original seqs, in
+ * seq order. `hot` is what `readJournal` read (from any seq). With `from`/`after`, batches with
+ * no wanted entry are not read (known from the marker's `seqs`) and entries before `from` are
+ * left out, so a reader that goes on after entries it already has reads only what is new.
+ * Without a marker, `hot` itself is returned.
+ *
+ * @internal
+ * @example
+ * const history = await uncompactedEntries(journal, "run-1", await readJournal(journal, "run-1"));
+ * history.some((e) => e.type === "frames.archived"); // false: the frames are back in their place
+ */
+export async function uncompactedEntries(
+  journal: Journal,
+  runId: string,
+  hot: readonly JournalEntry[],
+  options: UncompactedOptions = {},
+): Promise<readonly JournalEntry[]> {
+  if (!hot.some((e) => e.type === "frames.archived")) return hot; // not compacted: nothing to read
+  const from = options.from ?? 1;
+  const after = options.after ?? 0;
+  const out = hot.filter((e) => e.type !== "frames.archived");
+  for (const marker of hot) {
+    if (marker.type !== "frames.archived") continue;
+    const { frameIds, seqs } = marker.data;
+    const tools = frameIds.every((id) => TOOL_FRAME.test(id));
+    if (seqs?.every((seq) => seq < from || (tools && seq <= after))) continue;
+    const batch = new Map((await archiveBatch(journal, runId, marker)).map((f) => [f.frameId, f]));
+    for (const frameId of frameIds) {
+      const frame = verifiedFrame(runId, marker, batch.get(frameId), frameId);
+      for (const entry of [...(frame.attempts ?? []), frame.started, frame.completed])
+        if (entry.seq >= from) out.push(entry);
+    }
+  }
+  return out.sort((a, b) => a.seq - b.seq);
+}
+
+const TOOL_FRAME = /#turn:\d+:tool:\d+$/;
+
+async function archiveBatch(
+  journal: Journal,
+  runId: string,
+  marker: EntryOf<"frames.archived">,
+): Promise<readonly ArchivedFrame[]> {
+  const ref = marker.data.archiveRef;
   if (journal.archive === undefined) {
     throw new IntegrityError(
-      `run ${runId}: step ${stepId} was archived (marker at seq ${marker.seq}) but the journal has no archive store; open it with the archive it was compacted into`,
+      `run ${runId}: frames were archived into ${ref} (marker at seq ${marker.seq}) but the journal has no archive store; open it with the archive it was compacted into`,
       "archiveMissing",
     );
   }
+  return journal.archive.get(ref);
+}
+
+/** The frame `stepId` as its archive batch holds it (undefined: not held), checked against the marker that moved it. */
+function verifiedFrame(
+  runId: string,
+  marker: EntryOf<"frames.archived">,
+  frame: ArchivedFrame | undefined,
+  stepId: string,
+): ArchivedFrame {
   const ref = marker.data.archiveRef;
-  const frame = (await journal.archive.get(ref)).find((f) => f.frameId === stepId);
   const where = `run ${runId} step ${stepId} (frames.archived at seq ${marker.seq}, archive ${ref})`;
   if (frame === undefined)
     throw new IntegrityError(`${where}: the archive batch does not hold the frame`, "archiveIncomplete");

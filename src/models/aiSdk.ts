@@ -67,11 +67,16 @@ export interface FromAiSdkOptions {
  * When the model has `doStream`, the Model also has `stream` (see `Model.stream`): text,
  * reasoning and tool-input deltas as they arrive, then the response, assembled from the stream's
  * parts into the shape of a `doGenerate` result and mapped as above, so it is the response
- * `doGenerate` would give for the same content. An `error` part, or a stream cut before its
- * `finish` part, fails the attempt (`ModelStreamError`, retryable); an error the stream throws
+ * `doGenerate` would give for the same content. A call's tool-input deltas concatenate to its
+ * input's JSON text, also for a v4 `inputEncoding: "text"` input (whose raw text is sent as the
+ * JSON string's text). An `error` part, a stream cut before its
+ * `finish` part, or a v4 `finish` part whose reason is `interrupted` (the provider's word for a
+ * cut stream), fails the attempt (`ModelStreamError` `incompleteStream`, retryable); an error the stream throws
  * (`APICallError`…) is passed on as it is.
  *
- * @throws ModelAdapterError `unsupportedModel` when `model` is not such a model.
+ * @throws ModelAdapterError `unsupportedModel` when `model` is not such a model: a model id
+ * string, no `doGenerate`, or another `specificationVersion` (`"v1"`: AI SDK 4 providers; a
+ * later one than `"v4"`: a newer Loom is needed).
  * @example
  * ```ts
  * import { openai } from "@ai-sdk/openai";
@@ -127,10 +132,13 @@ function checkModel(model: unknown): AiSdkSpecificationVersion {
   }
   const { specificationVersion, doGenerate } = model as { specificationVersion?: unknown; doGenerate?: unknown };
   if (typeof specificationVersion !== "string" || !VERSIONS.includes(specificationVersion)) {
+    const newer = typeof specificationVersion === "string" && Number(/^v(\d+)$/.exec(specificationVersion)?.[1]) > 4;
     const fix =
       specificationVersion === "v1"
         ? "upgrade the provider package to one made for AI SDK 5 or later"
-        : 'pass an AI SDK LanguageModel of specification "v2", "v3" or "v4"';
+        : newer
+          ? 'this Loom reads specifications "v2", "v3" and "v4": upgrade loom-agent, or use a provider package of one of those'
+          : 'pass an AI SDK LanguageModel of specification "v2", "v3" or "v4"';
     throw new ModelAdapterError(
       "unsupportedModel",
       `fromAiSdk: ${modelName(model)} has specificationVersion ${JSON.stringify(specificationVersion)}; ${fix}.`,

@@ -93,7 +93,8 @@ export function initialRunEventState(options: RunEventOptions = {}, from?: RunSt
  * A tool's failed attempt (`attempt.failed` of a tool step) gives no event, and its next attempt's
  * `frame.started` no second `tool-started`: a watcher sees each tool call start once and finish
  * once (`tool-finished` with status `error` when the last attempt failed). Compaction markers give
- * nothing (the events of the frames they stand for were given when those were appended).
+ * nothing: to get a compacted run's events, fold the entries of the frames a marker moved in their
+ * place, at their seqs, as `followRun` does (it reads them back from the archive).
  *
  * @example
  * ```ts
@@ -251,6 +252,7 @@ export function evolveRunEvents(state: RunEventState, entry: JournalEntry): Jour
 
 /**
  * A run's journaled events, in order: every entry's events, each with the entry's seq as `cursor`.
+ * Of a compacted run's hot entries, the archived frames' events are missing: `followRun` gives them.
  *
  * @example
  * ```ts

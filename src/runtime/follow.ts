@@ -1,4 +1,5 @@
 import { readJournal } from "../events/journal.ts";
+import { uncompactedEntries } from "../events/readArchived.ts";
 import type { Journal } from "../events/spi.ts";
 import type { JournalEntry } from "../events/types.ts";
 import {
@@ -45,6 +46,12 @@ export interface FollowOptions {
  * consumer too slow for them loses deltas past a bounded buffer, never a journaled event.
  * Following a run whose journal ends interrupted at or before `after` waits for it to be resumed.
  *
+ * Compaction changes nothing a follower sees: the frames it moved to the archive are read back
+ * (verified against their `frames.archived` marker; `IntegrityError` when the journal has no
+ * archive or it was altered) and folded at their own seqs, so a compacted run gives the events and
+ * cursors of the uncompacted one, also when it is compacted while being followed. Only batches
+ * holding events after `after` are read.
+ *
  * @example
  * ```ts
  * for await (const event of followRun(journal, "r-1", { after: lastEventId, signal })) {
@@ -63,7 +70,7 @@ async function* follow(journal: Journal, runId: string, options: FollowOptions):
   const fold = initialRunEventState(options.mode === undefined ? {} : { mode: options.mode });
   let folded = 0; // the seq of the last entry read
   let stale = true; // the journal may hold entries past `folded`
-  let lastType: string | undefined;
+  let ended: JournalEntry | undefined; // the run's last entry when it is an end (completed, interrupted …)
   let wake: (() => void) | undefined;
   const rouse = () => {
     const w = wake;
@@ -94,9 +101,12 @@ async function* follow(journal: Journal, runId: string, options: FollowOptions):
       if (signal?.aborted) return;
       if (stale) {
         stale = false;
-        const entries: JournalEntry[] = await readJournal(journal, runId, { from: folded + 1 });
+        const hot: JournalEntry[] = await readJournal(journal, runId, { from: folded + 1 });
+        // Frames compaction moved out are read back from the archive, at their seqs: the events
+        // (and cursors) are those of the uncompacted run, whenever it was compacted.
+        const entries = await uncompactedEntries(journal, runId, hot, { from: folded + 1, after });
+        folded = hot.at(-1)?.seq ?? folded;
         for (const entry of entries) {
-          folded = entry.seq;
           for (const event of evolveRunEvents(fold, entry)) {
             if (event.cursor <= after) continue;
             if (event.type === "model-finished") finished.add(event.stepId);
@@ -104,12 +114,10 @@ async function* follow(journal: Journal, runId: string, options: FollowOptions):
             if (signal?.aborted) return;
           }
         }
-        const last = entries.at(-1);
-        if (last !== undefined) lastType = last.type;
+        const last = entries.at(-1); // markers left out: a compacted run ends at its last entry, not its marker
+        if (last !== undefined) ended = isRunEnd(last) ? last : undefined;
         // Its last entry given, or seen before `after` (an interrupted run may be resumed: wait for it).
-        if (lastType !== undefined && isRunEnd({ type: lastType })) {
-          if (folded > after || lastType !== "run.interrupted") return;
-        }
+        if (ended !== undefined && (ended.seq > after || ended.type !== "run.interrupted")) return;
       }
       while (deltas.length > 0) {
         const event = deltas.shift() as LiveRunEvent;

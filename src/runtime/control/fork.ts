@@ -1,9 +1,8 @@
-import { digestOf } from "../../core/digest.ts";
-import { IntegrityError } from "../../core/errors.ts";
 import { readJournal } from "../../events/journal.ts";
+import { uncompactedEntries } from "../../events/readArchived.ts";
 import { checkRunId } from "../../events/runId.ts";
 import type { Journal } from "../../events/spi.ts";
-import type { EntryOf, ForkedFromData, JournalEntry, NewEntry } from "../../events/types.ts";
+import type { ForkedFromData, JournalEntry, NewEntry } from "../../events/types.ts";
 import { approvalId, outcomeId } from "../../projections/ids.ts";
 import { RunControlError } from "./errors.ts";
 
@@ -63,7 +62,7 @@ export async function forkRun(journal: Journal, runId: string, options: ForkOpti
       `run ${newRunId} is in the journal already; fork into a new run id (--as <newRunId>)`,
     );
   }
-  const history = await uncompacted(journal, runId, hot);
+  const history = await uncompactedEntries(journal, runId, hot); // archived frames put back, verified
   const seq = forkPoint(runId, history, at);
   const kept = history.filter((e) => e.seq < seq);
   if (typeof at === "string") kept.push(...resultsOfStartedSteps(history, seq, at));
@@ -76,39 +75,6 @@ export async function forkRun(journal: Journal, runId: string, options: ForkOpti
   );
   await journal.store.append(newRunId, entries, { expectedVersion: 0 });
   return { runId: newRunId, forkedFrom, entries: entries.length };
-}
-
-/**
- * The source's entries as they were before any compaction: each `frames.archived` marker is
- * replaced by the frames it moved (read from the archive, each output verified against the
- * marker's digest), at their original seqs.
- */
-async function uncompacted(journal: Journal, runId: string, hot: readonly JournalEntry[]): Promise<JournalEntry[]> {
-  const markers = hot.filter((e): e is EntryOf<"frames.archived"> => e.type === "frames.archived");
-  if (markers.length === 0) return [...hot];
-  const out: JournalEntry[] = hot.filter((e) => e.type !== "frames.archived");
-  for (const marker of markers) {
-    const { archiveRef, frameIds, digests } = marker.data;
-    if (!journal.archive) {
-      throw new IntegrityError(
-        `run ${runId}: frames were compacted into archive ${archiveRef}, but the journal has no archive store; open the journal with the archive it was compacted into`,
-        "archiveMissing",
-      );
-    }
-    const batch = new Map((await journal.archive.get(archiveRef)).map((f) => [f.frameId, f]));
-    for (const frameId of frameIds) {
-      const frame = batch.get(frameId);
-      const recorded = digests[frameId];
-      const actual = frame === undefined ? undefined : digestOf(frame.completed.data.output);
-      if (frame === undefined || actual?.digest !== (recorded?.digest ?? null) || actual?.bytes !== recorded?.bytes) {
-        throw new IntegrityError(
-          `run ${runId}: archive ${archiveRef} does not hold frame ${frameId} as its frames.archived marker (seq ${marker.seq}) records it; restore the archive from a backup`,
-        );
-      }
-      out.push(...(frame.attempts ?? []), frame.started, frame.completed);
-    }
-  }
-  return out.sort((a, b) => a.seq - b.seq);
 }
 
 /** Whether `entry` is about step `stepId`: its frame, its settlement, its approval or outcome. */
