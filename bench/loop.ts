@@ -2,7 +2,9 @@
  * The loop's own cost: a 200-turn run with an instant model and instant tools, per turn, with a
  * journal that keeps nothing, the memory journal, the SQLite journal, and raw better-sqlite3
  * inserts of the very rows the SQLite run wrote, in the same transactions (the storage floor);
- * plus the time to resume a completed 200-turn run, and the appends (commits) a turn costs.
+ * plus the time to resume a completed 200-turn run, and the appends (commits) a turn costs. A turn
+ * is one model call: the 200 tool turns and the final answer, 201 in all, and the run's every
+ * append (its start and end included) counts.
  * Targets (issue 15): at most 2 appends a turn; SQLite within 1.3× of the floor at synchronous=full
  * and within 2× at normal.
  * The floor runs at the journal's own synchronous level (full, the default, and normal): the
@@ -24,6 +26,8 @@ import type { Tool } from "../src/runtime/config.ts";
 import { printTable, rng, toolOutput } from "./support.ts";
 
 const TURNS = 200;
+/** Model calls in the run: one a tool turn, and the answer. */
+const MODEL_CALLS = TURNS + 1;
 const REPEATS = 5;
 const next = rng(7);
 const outputs = Array.from({ length: TURNS }, () => toolOutput(next, 1500 + Math.floor(next() * 2500)));
@@ -162,14 +166,17 @@ try {
     },
     { journal: "  raw inserts, same rows and transactions", "µs/turn": perTurn(normal.floor), "× its floor": 1 },
   ]);
-  printTable("Resume of a completed 200-turn run (sqlite): read, validate, fold, return the recorded output", [
-    {
-      "resume ms": resume,
-      "appends in the run": full.appends,
-      "appends per turn": full.appends / TURNS,
-      "entries per append": full.entries / full.appends,
-    },
-  ]);
+  printTable(
+    `Resume of a completed ${TURNS}-turn run (sqlite): read, validate, fold, return the recorded output; appends of the whole run per turn, a turn being a model call (${MODEL_CALLS})`,
+    [
+      {
+        "resume ms": resume,
+        "appends in the run": full.appends,
+        "appends per turn (model call)": full.appends / MODEL_CALLS,
+        "entries per append": full.entries / full.appends,
+      },
+    ],
+  );
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }
