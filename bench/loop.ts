@@ -14,6 +14,11 @@
  * shape and key, each row made from its entry's JSON text inside the timing as the store makes
  * it: rows of another layout (text keys and JSON meta, as it wrote before) are not the rows the
  * store writes, and their cost differs.
+ * What the ratio counts beside the store: the loop's own work (row "none"), which the floor does
+ * not do, and at synchronous=full that work runs after each fsync has put the thread to sleep,
+ * on cold caches (on a shared 2-core machine the same JS work took 1.3–1.7× its CPU time when
+ * each piece followed an fsync or a sleep). The store alone, its appends replayed back to back,
+ * costs what the floor costs within a few %.
  *
  *   node --import tsx bench/loop.ts
  */
