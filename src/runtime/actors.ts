@@ -63,7 +63,9 @@ export function loopActors(session: RunSession, fence?: Fence) {
       const lists = await prepareToolSources(session, state); // asked live, before anything is appended
       const deadline = runDeadline(config, state, Date.now());
       session.deadlineAt = deadline.deadlineAt;
-      await session.appender.append(
+      // Written with the first model call's frame.started (no effect runs from these): one commit fewer.
+      // A crash before it leaves no journal, and the run is new again.
+      session.appender.defer(
         { type: "run.started", data: runStartedData(config, options.input) },
         ...pinEntry,
         ...lists,

@@ -8,7 +8,11 @@ import {
 import type { EventStore } from "../events/store.ts";
 import { type JournalEntry, type NewEntry, SCHEMA_VERSION } from "../events/types.ts";
 import { validateEntries } from "../events/validate.ts";
-import { type RunState, runStateProjection } from "../projections/runState.ts";
+import { parseFrameId } from "../projections/ids.ts";
+import { type RunState, responseAt, runStateProjection } from "../projections/runState.ts";
+
+/** How long a run may hold the event loop before an append lets it run other work (as `breathe` does). */
+const BREATH_MS = 10;
 
 /**
  * Appends one run's entries in order (tool calls run concurrently, the stream is one line) and
@@ -16,7 +20,9 @@ import { type RunState, runStateProjection } from "../projections/runState.ts";
  *
  * Group commit: appends queued in one turn of the event loop (a response's calls, dispatched
  * together), or while one is being written, go out together in one store append (one
- * transaction, one commit); each caller's promise resolves once its own entries are
+ * transaction, one commit); a step's `frame.started` that nothing else can join (a model call's,
+ * the only call of a response) goes out without waiting that turn, though still at least every
+ * few ms, so a run on a synchronous store lets timers run. Each caller's promise resolves once its own entries are
  * durable, and a refused combined append rejects every caller in it. Results nothing has acted
  * on yet (a model's response, a tool's output) are `defer`red: folded into `state` at once and
  * written with the next append, which is always one an effect waits on (the next `frame.started`)
@@ -97,7 +103,11 @@ export class Appender {
       while (this.queue.some((q) => !q.deferred)) {
         // One turn of the event loop first: the other calls of a response, dispatched together,
         // queue their frame.started meanwhile (a synchronous store would otherwise commit each alone).
-        await new Promise<void>((resolve) => setImmediate(resolve));
+        // Not when nothing else can queue, unless the run has held the event loop for a while.
+        if (!this.alone() || performance.now() - this.lastTick >= BREATH_MS) {
+          await new Promise<void>((resolve) => setImmediate(resolve));
+          this.lastTick = performance.now();
+        }
         const batch = this.queue.splice(0);
         const live: Queued[] = [];
         for (const q of batch) {
@@ -127,6 +137,27 @@ export class Appender {
       this.writing = false;
     }
   }
+
+  /**
+   * Whether what waits is one step's `frame.started` that no other append of the run can join: a
+   * model call's (the chart calls the model once every call of the turn has ended), or the only
+   * call of a response. Calls dispatched together are what the event loop's turn waits for.
+   */
+  private alone(): boolean {
+    let waiting: Queued | undefined;
+    for (const q of this.queue) {
+      if (q.deferred) continue;
+      if (waiting !== undefined) return false;
+      waiting = q;
+    }
+    const entry = waiting?.entries.length === 1 ? waiting.entries[0] : undefined;
+    if (entry?.type !== "frame.started") return false;
+    const frame = parseFrameId(entry.data.frameId);
+    if (frame === undefined || frame.loopId !== this.state.loopId) return false;
+    return frame.kind === "model" || responseAt(this.state, frame.turn)?.toolCalls.length === 1;
+  }
+  /** When the appender last let the event loop run (timers, I/O: a lease's renewal). */
+  private lastTick = performance.now();
 
   /** Hands the entries just made durable (ending at `durable`) to the listener, as the store keeps them. */
   private tell(entries: readonly NewEntry[]): void {

@@ -45,11 +45,11 @@ function countedLoop(turns: number, work: (turn: number) => Promise<void> | void
 }
 
 describe("fenced effects", () => {
-  // k appends before the crash: 2 leaves the model frame of turn 0 open, 3 (the model's completion
-  // with the tool's frame.started) the tool frame.
+  // k appends before the crash: 1 (run.started with the first model frame.started) leaves the model
+  // frame of turn 0 open, 2 (the model's completion with the tool's frame.started) the tool frame.
   for (const [k, open] of [
-    [2, "f#turn:0:model"],
-    [3, "f#turn:0:tool:0"],
+    [1, "f#turn:0:model"],
+    [2, "f#turn:0:tool:0"],
   ] as const) {
     it(`a stale owner resuming a run with ${open} in flight calls nothing and rejects with OwnershipLostError`, async () => {
       const store = memoryStore({ json: true });

@@ -104,4 +104,44 @@ describe("Appender: group commit and deferred results", () => {
     await appender.appendFinal({ type: "run.interrupted", data: { reason: "aborted", detail: null } });
     expect((await inner.read("r", { from: 3 })).map((e) => e.type)).toEqual(["frame.completed", "run.interrupted"]);
   });
+  it("writes a step nothing can join (a model call's frame.started) at once; a tool call's waits a turn for its siblings", async () => {
+    const inner = memoryStore({ json: true });
+    const batches: number[] = [];
+    const store: EventStore = {
+      ...inner,
+      append: (runId, entries, options) => {
+        batches.push(entries.length);
+        return inner.append(runId, entries, options);
+      },
+    };
+    const appender = await opened(store);
+    const model = appender.append({
+      type: "frame.started",
+      data: { frameId: "l#turn:0:model", effect: "model", inputDigest: "d" },
+    });
+    expect(batches).toHaveLength(2); // handed to the store before append() returned
+    await model;
+    const tool = appender.append(started("l#turn:0:tool:0"));
+    expect(batches).toHaveLength(2); // waits for the other calls of the response
+    await tool;
+    expect(batches).toHaveLength(3);
+  });
+
+  it("still lets the event loop run every few ms when every append is one nothing can join", async () => {
+    const appender = await opened(memoryStore({ json: true }));
+    let firedAt = -1;
+    let turn = 0;
+    setTimeout(() => {
+      firedAt = turn;
+    }, 0);
+    for (; turn < 40; turn++) {
+      const until = performance.now() + 1;
+      while (performance.now() < until) {} // a turn's work, 1 ms
+      const frameId = `l#turn:${turn}:model`;
+      await appender.append({ type: "frame.started", data: { frameId, effect: "model", inputDigest: "d" } });
+      appender.defer(completed(frameId));
+    }
+    expect(firedAt).toBeGreaterThanOrEqual(0);
+    expect(firedAt).toBeLessThan(20); // a timer waits ~10 ms, not for the whole run
+  });
 });
