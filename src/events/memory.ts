@@ -55,7 +55,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): EventStore {
   // Builds everything before touching the stream, so a failure appends nothing.
   const keep = (runId: string, entries: readonly NewEntry[], after: number): Kept[] => {
     const at = new Date().toISOString();
-    const metaText = JSON.stringify({ v: SCHEMA_VERSION, at } satisfies EntryMeta);
+    const metaText = json ? JSON.stringify({ v: SCHEMA_VERSION, at } satisfies EntryMeta) : "";
     return entries.map((e, i) => {
       const seq = after + i + 1;
       if (json) return { seq, type: e.type, text: { data: dataText(runId, e, seq), meta: metaText } };
