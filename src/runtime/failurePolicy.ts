@@ -98,6 +98,8 @@ export function waitUntil(at: number, now: number, deadlineAt: number | undefine
 /** One options object for every listener that fires once (not one allocated per effect). */
 const ONCE = Object.freeze({ once: true });
 
+const ignore = (): void => {};
+
 /** Which of the limits stopped an effect. */
 export type Stopped = "timeout" | "deadline" | undefined;
 
@@ -133,10 +135,10 @@ export async function withLimits<T>(
     if (combined.aborted) onAbort();
     else combined.addEventListener("abort", onAbort, ONCE);
   });
-  aborted.catch(() => {}); // raced below; never awaited alone
+  aborted.catch(ignore); // raced below; never awaited alone
   try {
     const running = Promise.resolve().then(() => effect(combined));
-    running.catch(() => {}); // left behind after a limit: its late failure is nobody's
+    running.catch(ignore); // left behind after a limit: its late failure is nobody's
     return { value: await Promise.race([running, aborted]) };
   } catch (error) {
     return { error, stopped };
