@@ -194,9 +194,12 @@ function write(value: unknown, key: string | number, depth: number, ancestors: o
     return `${out}]`;
   }
   const rec = obj as Record<string, unknown>;
-  const keys = sortKeys(Object.keys(rec));
+  const shape = shapeOf(Object.keys(rec));
+  const keys = shape.sorted;
+  const quoted = shape.quoted;
   let out = "{";
-  for (const k of keys) {
+  for (let i = 0; i < keys.length; i++) {
+    const k = keys[i] as string;
     let member: string | undefined;
     try {
       member = write(rec[k], k, inner, ancestors);
@@ -204,7 +207,32 @@ function write(value: unknown, key: string | number, depth: number, ancestors: o
       throw unwind(e, `.${k}`);
     }
     if (member === undefined) continue;
-    out += out.length === 1 ? `${quoteKey(k)}${member}` : `,${quoteKey(k)}${member}`;
+    let q = quoted[i];
+    if (q === undefined) q = quoted[i] = quoteKey(k);
+    out += out.length === 1 ? `${q}${member}` : `,${q}${member}`;
   }
   return `${out}}`;
+}
+
+/** An object's member names as `Object.keys` gave them, sorted, and their quoted forms as written. */
+interface Shape {
+  readonly keys: readonly string[];
+  readonly sorted: readonly string[];
+  readonly quoted: (string | undefined)[];
+}
+
+let lastShape: Shape = { keys: [], sorted: [], quoted: [] };
+
+// The objects of a value often share their names (the hits of a search): the last object's
+// sorted names are reused when the next has the same ones in the same order.
+function shapeOf(keys: string[]): Shape {
+  const last = lastShape;
+  if (keys.length === last.keys.length) {
+    let i = 0;
+    while (i < keys.length && keys[i] === last.keys[i]) i++;
+    if (i === keys.length) return last;
+  }
+  const shape: Shape = { keys, sorted: sortKeys([...keys]), quoted: [] };
+  lastShape = shape;
+  return shape;
 }

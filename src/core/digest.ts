@@ -1,5 +1,6 @@
 import * as crypto from "node:crypto";
 import { canonicalJson, canonicalJsonOfParsed } from "./canonicalJson.ts";
+import { jsonRoundTrip } from "./jsonForm.ts";
 
 /**
  * SHA-256 of a string (as UTF-8) or of bytes, as lowercase hex.
@@ -39,9 +40,9 @@ const NO_JSON_FORM: Digest = Object.freeze({ digest: null, bytes: 0 });
  */
 export function digestOf(value: unknown): Digest {
   try {
-    const text = JSON.stringify(value);
-    if (text === undefined) return NO_JSON_FORM;
-    const canonical = canonicalJson(JSON.parse(text));
+    const recorded = jsonRoundTrip(value);
+    if (recorded === undefined) return NO_JSON_FORM;
+    const canonical = canonicalJson(recorded);
     return { digest: sha256Hex(canonical), bytes: Buffer.byteLength(canonical, "utf8") };
   } catch {
     return NO_JSON_FORM;

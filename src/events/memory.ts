@@ -1,4 +1,5 @@
 import { ConcurrencyError, JournalFormatError } from "../core/errors.ts";
+import { NOT_PLAIN, plainJsonCopy } from "../core/jsonForm.ts";
 import { acquisition, cancelRefusal, leaseOf, liveHolder, lost, type OwnerRow, stillOwned } from "./ownership.ts";
 import { checkRunId } from "./runId.ts";
 import type { AcquireOptions, AppendOptions, CompactRequest, EventStore, RunLease, RunSummary } from "./store.ts";
@@ -53,13 +54,17 @@ export function memoryStore(options: MemoryStoreOptions = {}): EventStore {
 
   // Builds everything before touching the stream, so a failure appends nothing.
   const keep = (runId: string, entries: readonly NewEntry[], after: number): Kept[] => {
-    const metaText = JSON.stringify({ v: SCHEMA_VERSION, at: new Date().toISOString() } satisfies EntryMeta);
+    const at = new Date().toISOString();
+    const metaText = json ? JSON.stringify({ v: SCHEMA_VERSION, at } satisfies EntryMeta) : "";
     return entries.map((e, i) => {
       const seq = after + i + 1;
-      const data = dataText(runId, e, seq);
-      if (json) return { seq, type: e.type, text: { data, meta: metaText } };
-      const entry = { runId, seq, type: e.type, data: JSON.parse(data), meta: JSON.parse(metaText) } as JournalEntry;
-      return { seq, type: e.type, entry: deepFreeze(entry) };
+      if (json) return { seq, type: e.type, text: { data: dataText(runId, e, seq), meta: metaText } };
+      // Plain data is copied to its JSON form and frozen in one walk; anything else goes through its text.
+      let data = plainData(e.data);
+      if (data === NOT_PLAIN) data = deepFreeze(JSON.parse(dataText(runId, e, seq)));
+      const meta: EntryMeta = Object.freeze({ v: SCHEMA_VERSION, at });
+      const entry = Object.freeze({ runId, seq, type: e.type, data, meta }) as JournalEntry;
+      return { seq, type: e.type, entry };
     });
   };
 
@@ -176,6 +181,16 @@ function firstAtOrAfter(kept: readonly Kept[], from: number): number {
     else hi = mid;
   }
   return lo;
+}
+
+/** The frozen JSON form of plain data (undefined, which has none, is left to `dataText` to refuse). */
+function plainData(data: unknown): unknown {
+  try {
+    const copy = plainJsonCopy(data, true);
+    return copy === undefined ? NOT_PLAIN : copy;
+  } catch {
+    return NOT_PLAIN; // a getter threw: dataText names the entry
+  }
 }
 
 function deepFreeze<T>(value: T): T {

@@ -30,15 +30,37 @@ export type ParsedFrameId =
   | { readonly kind: "model"; readonly loopId: string; readonly turn: number }
   | { readonly kind: "tool"; readonly loopId: string; readonly turn: number; readonly index: number };
 
-const FRAME = /^(.*)#turn:(\d+):(?:model|tool:(\d+))$/;
+const TURN = "#turn:";
+const LINE_BREAK = /[\n\r\u2028\u2029]/;
 
-/** Splits a frame id into its parts, or returns undefined for an id Loom does not make. */
+/**
+ * Splits a frame id into its parts, or returns undefined for an id Loom does not make: what
+ * `/^(.*)#turn:(\d+):(?:model|tool:(\d+))$/` matches, read without the regex's backtracking (the
+ * fold parses every frame id it meets). Only the last `#turn:` can be followed by what matches.
+ */
 export function parseFrameId(frameId: string): ParsedFrameId | undefined {
-  const m = FRAME.exec(frameId);
-  if (!m) return undefined;
-  const loopId = m[1] as string;
-  const turn = Number(m[2]);
-  return m[3] === undefined ? { kind: "model", loopId, turn } : { kind: "tool", loopId, turn, index: Number(m[3]) };
+  const at = frameId.lastIndexOf(TURN);
+  if (at < 0) return undefined;
+  const turnStart = at + TURN.length;
+  const turnEnd = digitsEnd(frameId, turnStart);
+  if (turnEnd === turnStart || frameId.charCodeAt(turnEnd) !== 0x3a /* : */) return undefined;
+  const loopId = frameId.slice(0, at);
+  if (LINE_BREAK.test(loopId)) return undefined; // `.` matches no line break
+  const turn = Number(frameId.slice(turnStart, turnEnd));
+  const rest = turnEnd + 1;
+  if (frameId.length === rest + 5 && frameId.endsWith("model")) return { kind: "model", loopId, turn };
+  if (!frameId.startsWith("tool:", rest)) return undefined;
+  const indexStart = rest + 5;
+  const indexEnd = digitsEnd(frameId, indexStart);
+  if (indexEnd === indexStart || indexEnd !== frameId.length) return undefined;
+  return { kind: "tool", loopId, turn, index: Number(frameId.slice(indexStart)) };
+}
+
+/** Where the run of ASCII digits starting at `from` ends. */
+function digitsEnd(s: string, from: number): number {
+  let i = from;
+  for (let c = s.charCodeAt(i); c >= 0x30 && c <= 0x39; c = s.charCodeAt(++i));
+  return i;
 }
 
 export const DECISION_SOURCES = {

@@ -6,6 +6,7 @@ import {
   ReplayDivergenceError,
   RunCancelledError,
 } from "../core/errors.ts";
+import { jsonRoundTrip } from "../core/jsonForm.ts";
 import { readJournal } from "../events/journal.ts";
 import { readModePin } from "../events/modePin.ts";
 import type { Message, ModelResponse, NewEntry, RunStartedData, ToolCall } from "../events/types.ts";
@@ -264,8 +265,7 @@ function partsInJsonForm(live: unknown): unknown {
 /** A value as a JSON store hands it back; a value with no JSON form becomes null. */
 export function jsonForm(value: unknown): unknown {
   try {
-    const text = JSON.stringify(value);
-    return text === undefined ? null : JSON.parse(text);
+    return jsonRoundTrip(value) ?? null;
   } catch {
     return null;
   }

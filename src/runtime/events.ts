@@ -15,8 +15,16 @@ import type { Appender } from "./appender.ts";
  * deltas of the model call in flight (`emitLive`). They go to the run's `onEvent`, to its
  * `loop.stream`, and to every `followRun` of the run in this process (through {@link watchLiveRun}).
  */
+/**
+ * How many appended entries wait unfolded while nothing listens (see `RunEventEmitter.appended`):
+ * past it they are folded, so a long run nobody watches keeps a bounded list.
+ */
+const MAX_UNFOLDED = 4096;
+
 export class RunEventEmitter {
   private fold: RunEventState | undefined;
+  /** Entries appended while nothing listened, in order: folded when a listener is there (or too many wait). */
+  private unfolded: JournalEntry[] = [];
   private readonly listeners = new Set<(event: RunEvent) => void>();
   /** Listeners of the journaled events only (telemetry): they do not ask for the model's deltas. */
   private readonly journaledOnly = new Set<(event: RunEvent) => void>();
@@ -35,6 +43,7 @@ export class RunEventEmitter {
    */
   attach(appender: Appender): void {
     this.fold = initialRunEventState({}, appender.state);
+    this.unfolded = [];
     appender.onAppended = (entries) => this.appended(entries);
   }
 
@@ -79,6 +88,16 @@ export class RunEventEmitter {
     const fold = this.fold;
     if (fold === undefined) return;
     const watched = this.listeners.size > 0;
+    // Nothing to tell: the fold waits for a listener (a `loop.stream` started mid-run, telemetry).
+    if (!watched && this.unfolded.length + entries.length <= MAX_UNFOLDED) {
+      for (const entry of entries) this.unfolded.push(entry);
+      publish(this.store, this.runId, undefined);
+      return;
+    }
+    if (this.unfolded.length > 0) {
+      for (const entry of this.unfolded) evolveRunEvents(fold, entry); // their events went to nobody
+      this.unfolded = [];
+    }
     // Loom's own observers (telemetry) only read: the events are frozen for the others.
     const freeze = this.listeners.size > this.journaledOnly.size;
     for (const entry of entries) {

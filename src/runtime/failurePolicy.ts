@@ -95,6 +95,11 @@ export function waitUntil(at: number, now: number, deadlineAt: number | undefine
   return Math.max(0, until - now);
 }
 
+/** One options object for every listener that fires once (not one allocated per effect). */
+const ONCE = Object.freeze({ once: true });
+
+const ignore = (): void => {};
+
 /** Which of the limits stopped an effect. */
 export type Stopped = "timeout" | "deadline" | undefined;
 
@@ -109,31 +114,36 @@ export async function withLimits<T>(
   deadlineAt: number | undefined,
   effect: (signal: AbortSignal) => T | Promise<T>,
 ): Promise<{ readonly value: T } | { readonly error: unknown; readonly stopped: Stopped }> {
-  const limit = new AbortController();
   let stopped: Stopped;
-  const timers: NodeJS.Timeout[] = [];
-  const stop = (why: Stopped) => () => {
-    stopped ??= why;
-    limit.abort(new DOMException(`the ${why} passed`, "TimeoutError"));
-  };
-  if (timeoutMs !== undefined) timers.push(setTimeout(stop("timeout"), timeoutMs));
-  if (deadlineAt !== undefined) timers.push(setTimeout(stop("deadline"), Math.max(0, deadlineAt - Date.now())));
-  const combined = timers.length > 0 ? AbortSignal.any([signal, limit.signal]) : signal;
+  let timers: NodeJS.Timeout[] | undefined;
+  let combined = signal;
+  if (timeoutMs !== undefined || deadlineAt !== undefined) {
+    // Only a limit needs a signal of its own (and AbortSignal.any): most effects have none.
+    const limit = new AbortController();
+    const stop = (why: Stopped) => () => {
+      stopped ??= why;
+      limit.abort(new DOMException(`the ${why} passed`, "TimeoutError"));
+    };
+    timers = [];
+    if (timeoutMs !== undefined) timers.push(setTimeout(stop("timeout"), timeoutMs));
+    if (deadlineAt !== undefined) timers.push(setTimeout(stop("deadline"), Math.max(0, deadlineAt - Date.now())));
+    combined = AbortSignal.any([signal, limit.signal]);
+  }
   let onAbort: (() => void) | undefined;
   const aborted = new Promise<never>((_, reject) => {
     onAbort = () => reject(combined.reason);
     if (combined.aborted) onAbort();
-    else combined.addEventListener("abort", onAbort, { once: true });
+    else combined.addEventListener("abort", onAbort, ONCE);
   });
-  aborted.catch(() => {}); // raced below; never awaited alone
+  aborted.catch(ignore); // raced below; never awaited alone
   try {
     const running = Promise.resolve().then(() => effect(combined));
-    running.catch(() => {}); // left behind after a limit: its late failure is nobody's
+    running.catch(ignore); // left behind after a limit: its late failure is nobody's
     return { value: await Promise.race([running, aborted]) };
   } catch (error) {
     return { error, stopped };
   } finally {
-    for (const t of timers) clearTimeout(t);
+    if (timers !== undefined) for (const t of timers) clearTimeout(t);
     if (onAbort) combined.removeEventListener("abort", onAbort);
   }
 }

@@ -1,5 +1,4 @@
-import { canonicalJsonOfParsed } from "../core/canonicalJson.ts";
-import { type Digest, digestOfParsed, digestOfRecorded, sha256Hex } from "../core/digest.ts";
+import { type Digest, digestOfRecorded } from "../core/digest.ts";
 import { ReplayDivergenceError } from "../core/errors.ts";
 import type { ClaimCheckEnvelope } from "../events/claimCheck.ts";
 import type { Journal } from "../events/spi.ts";
@@ -21,6 +20,7 @@ import {
   toolResultMessage,
 } from "./conversation.ts";
 import { RunEventEmitter } from "./events.ts";
+import { recordedOutput } from "./recordedOutput.ts";
 import { StepSignals } from "./stepSignals.ts";
 import type { RunTelemetryScope } from "./telemetry.ts";
 
@@ -258,48 +258,7 @@ export class RunSession {
    * Prepares a tool's live output for the journal: its JSON round trip (what a resume reads back),
    * claim-checked into the blob store when its canonical JSON exceeds the threshold.
    */
-  async recordOutput(output: unknown): Promise<RecordedOutput> {
-    let text: string | undefined;
-    try {
-      text = JSON.stringify(output);
-    } catch (e) {
-      return { ok: false, message: `the tool's output has no JSON form (${(e as Error).message}); return JSON data` };
-    }
-    if (text === undefined)
-      return { ok: true, recorded: undefined, fed: undefined, digest: digestOfRecorded(undefined) };
-    const recorded: unknown = JSON.parse(text);
-    const claimCheck = this.config.claimCheck;
-    // UTF-8 takes at most 3 bytes per UTF-16 unit: shorter texts cannot exceed the threshold.
-    if (claimCheck && text.length * 3 > claimCheck.thresholdBytes) {
-      let canonical: string | undefined;
-      try {
-        canonical = canonicalJsonOfParsed(recorded);
-      } catch {
-        canonical = undefined; // no canonical form (a lone surrogate): keep it inline, its digest is null
-      }
-      if (canonical !== undefined) {
-        const bytes = Buffer.from(canonical, "utf8");
-        if (bytes.length > claimCheck.thresholdBytes) {
-          const info = await claimCheck.blobs.put(bytes);
-          const envelope: ClaimCheckEnvelope = {
-            __loomClaimCheck: 1,
-            ref: info.ref,
-            size: info.size,
-            digest: info.digest,
-          };
-          return {
-            ok: true,
-            recorded: envelope,
-            fed: recorded,
-            digest: digestOfRecorded(envelope),
-            claimChecked: true,
-          };
-        }
-        // Kept inline: its canonical text is already at hand.
-        return { ok: true, recorded, fed: recorded, digest: { digest: sha256Hex(bytes), bytes: bytes.length } };
-      }
-    }
-    // Its canonical text is kept: the next prompt digest, over the message feeding it, reuses it.
-    return { ok: true, recorded, fed: recorded, digest: digestOfParsed(recorded) };
+  recordOutput(output: unknown): Promise<RecordedOutput> {
+    return recordedOutput(output, this.config.claimCheck);
   }
 }

@@ -9,6 +9,9 @@
  * a step is released once its effect is done with its signal (`release`), and `dispose` removes
  * the run's listener when the run ends.
  */
+/** One options object for every step's listener (not one allocated per step). */
+const ONCE = Object.freeze({ once: true });
+
 export class StepSignals {
   /** The steps not released yet, by the signal their effect was given. */
   private readonly live = new Map<AbortSignal, AbortController>();
@@ -31,20 +34,21 @@ export class StepSignals {
     const run = this.run;
     if (run === undefined) return actorSignal;
     const step = new AbortController();
+    const signal = step.signal;
     if (run.aborted) step.abort(run.reason);
     else if (actorSignal.aborted) step.abort(actorSignal.reason);
     else {
-      this.live.set(step.signal, step);
+      this.live.set(signal, step);
       actorSignal.addEventListener(
         "abort",
         () => {
-          this.live.delete(step.signal);
+          this.live.delete(signal);
           step.abort(actorSignal.reason);
         },
-        { once: true },
+        ONCE,
       );
     }
-    return step.signal;
+    return signal;
   }
 
   /**

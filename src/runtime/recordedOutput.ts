@@ -1,0 +1,43 @@
+import { canonicalJsonOfParsed } from "../core/canonicalJson.ts";
+import { digestOfRecorded, sha256Hex } from "../core/digest.ts";
+import { jsonRoundTrip } from "../core/jsonForm.ts";
+import type { ClaimCheckEnvelope } from "../events/claimCheck.ts";
+import type { AgentLoopConfig } from "./config.ts";
+import type { RecordedOutput } from "./session.ts";
+
+/**
+ * Prepares a tool's live output for the journal: its JSON form (what a resume reads back), its
+ * digest over the canonical text, and, when that text exceeds `claimCheck.thresholdBytes`, the
+ * envelope of the blob it is put in. The canonical text is kept for the next prompt digest,
+ * whose tool message holds the same value (`canonicalJsonOfParsed`).
+ *
+ * @example
+ * const out = await recordedOutput({ hits: 3, at: new Date(0) }, undefined);
+ * out.ok && out.recorded; // { hits: 3, at: "1970-01-01T00:00:00.000Z" }
+ */
+export async function recordedOutput(
+  output: unknown,
+  claimCheck: AgentLoopConfig["claimCheck"],
+): Promise<RecordedOutput> {
+  let recorded: unknown;
+  try {
+    recorded = jsonRoundTrip(output);
+  } catch (e) {
+    return { ok: false, message: `the tool's output has no JSON form (${(e as Error).message}); return JSON data` };
+  }
+  if (recorded === undefined) return { ok: true, recorded, fed: recorded, digest: digestOfRecorded(undefined) };
+  let canonical: string;
+  try {
+    canonical = canonicalJsonOfParsed(recorded);
+  } catch {
+    // No canonical form (a lone surrogate): kept inline, its digest is null.
+    return { ok: true, recorded, fed: recorded, digest: digestOfRecorded(recorded) };
+  }
+  const bytes = Buffer.byteLength(canonical, "utf8");
+  if (claimCheck && bytes > claimCheck.thresholdBytes) {
+    const info = await claimCheck.blobs.put(Buffer.from(canonical, "utf8"));
+    const envelope: ClaimCheckEnvelope = { __loomClaimCheck: 1, ref: info.ref, size: info.size, digest: info.digest };
+    return { ok: true, recorded: envelope, fed: recorded, digest: digestOfRecorded(envelope), claimChecked: true };
+  }
+  return { ok: true, recorded, fed: recorded, digest: { digest: sha256Hex(canonical), bytes } };
+}
