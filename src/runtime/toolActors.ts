@@ -2,8 +2,14 @@ import { fromPromise } from "xstate";
 import { canonicalJson, MAX_CANONICAL_DEPTH } from "../core/canonicalJson.ts";
 import { digestOfRecorded } from "../core/digest.ts";
 import { isCanonicalJsonError } from "../core/errors.ts";
-import type { CallSettledData, NewEntry, SettledReason } from "../events/types.ts";
-import type { ApprovalOutput, CheckOutput, RunToolOutput, ToolCallInput } from "../machines/toolCall.machine.ts";
+import type { CallSettledData, ModelResponse, NewEntry, SettledReason, ToolCall } from "../events/types.ts";
+import type {
+  ApprovalOutput,
+  CallOutcome,
+  CheckOutput,
+  RunToolOutput,
+  ToolCallInput,
+} from "../machines/toolCall.machine.ts";
 import { approvalExpiry, declinedResult } from "../policies/approval.ts";
 import { approvalId, DECISION_SOURCES, outcomeId, toolStepId } from "../projections/ids.ts";
 import { responseAt } from "../projections/runState.ts";
@@ -91,7 +97,8 @@ export function toolCallActors(session: RunSession) {
     return { kind: "settled", status } as const;
   }
 
-  const checkCall = fromPromise<CheckOutput, ToolCallInput>(async ({ input }) => {
+  /** `validating`: served from the journal, refused (journaled as call.settled), or cleared to run. */
+  async function check(input: ToolCallInput): Promise<CheckOutput> {
     const { stepId, call } = input;
     await session.breathe();
     const tools = session.tools;
@@ -144,7 +151,7 @@ export function toolCallActors(session: RunSession) {
     }
     validated.set(stepId, value);
     return tool.requiresApproval ? { kind: "needs-approval" } : { kind: "run" };
-  });
+  }
 
   const askApproval = fromPromise<ApprovalOutput, ToolCallInput>(async ({ input }) => {
     const { stepId, call } = input;
@@ -223,7 +230,8 @@ export function toolCallActors(session: RunSession) {
     return { status: "error" } as const;
   }
 
-  const runTool = fromPromise<RunToolOutput, ToolCallInput>(async ({ input, signal }) => {
+  /** `running`: the tool as a durable step, its result (or failure) journaled and fed. */
+  async function run(input: ToolCallInput, signal: AbortSignal): Promise<RunToolOutput> {
     const { stepId, call } = input;
     await session.breathe();
     const tool = session.tools[call.name] as Tool;
@@ -313,7 +321,52 @@ export function toolCallActors(session: RunSession) {
         // Stopped by the abort: the outcome is unknown, so nothing is journaled (onUnknownOutcome decides on resume).
         throw new AppendAfterCloseError(runId, "aborted");
     }
+  }
+
+  const checkCall = fromPromise<CheckOutput, ToolCallInput>(({ input }) => check(input));
+  const runTool = fromPromise<RunToolOutput, ToolCallInput>(({ input, signal }) => run(input, signal));
+
+  /**
+   * A call that cannot wait (no approval, one attempt: see {@link chartedCalls}) as one actor of the
+   * loop's chart: the toolCall chart's only path for it, validating → running → settled, without a
+   * child machine (which costs more than the instant call itself).
+   */
+  const plainCall = fromPromise<CallOutcome, ToolCallInput>(async ({ input, signal }) => {
+    const checked = await check(input);
+    if (checked.kind === "settled") return { index: input.index, status: checked.status };
+    if (checked.kind === "run") {
+      const ran = await run(input, signal);
+      if (ran.status !== "retry") return { index: input.index, status: ran.status };
+    }
+    throw new Error(`internal: call ${input.stepId} may wait (${checked.kind}) but was dispatched without its chart`);
   });
 
-  return { checkCall, askApproval, runTool };
+  /**
+   * The calls of a response that need their own toolCall chart: a tool that asks for approval, or
+   * may be tried again (its retry policy, or a failed attempt the journal holds), can wait, and a
+   * wait is a state of the chart. The others are dispatched as `plainCall`s.
+   */
+  function chartedCalls(turn: number, response: ModelResponse): readonly number[] | undefined {
+    let charted: number[] | undefined;
+    const calls = response.toolCalls;
+    for (let index = 0; index < calls.length; index++) {
+      const name = (calls[index] as ToolCall).name;
+      const tool = Object.hasOwn(session.tools, name) ? session.tools[name] : undefined;
+      if (tool === undefined) continue; // refused or built in: settled without waiting
+      const retried = session.state.attempts[toolStepId(session.loopId, turn, index)] !== undefined;
+      if (tool.requiresApproval || retried || mayRetry(tool)) (charted ??= []).push(index);
+    }
+    return charted;
+  }
+  const retries = new Map<Tool, boolean>();
+  const mayRetry = (tool: Tool) => {
+    let may = retries.get(tool);
+    if (may === undefined) {
+      may = toolPolicy(config, tool).maxAttempts > 1;
+      retries.set(tool, may);
+    }
+    return may;
+  };
+
+  return { chart: { checkCall, askApproval, runTool }, plainCall, chartedCalls };
 }
