@@ -33,8 +33,8 @@ export type CallModelOutput =
       /** The response was served from the journal with every one of its calls settled there too. */
       readonly settled?: boolean;
       /**
-       * The calls (indices) that can wait (for an approval, or between attempts): each runs as a
-       * `toolCall` child chart. Every other call runs as one `plainCall` actor. None when absent.
+       * The calls (indices, ascending) that can wait (for an approval, or between attempts): each
+       * runs as a `toolCall` child chart. Every other call runs as one `plainCall` actor. None when absent.
        */
       readonly charted?: readonly number[];
     }
@@ -90,6 +90,21 @@ export interface AgentLoopContext {
 export type AgentLoopEvent = ToolCallParentEvent | { readonly type: "ABORT"; readonly reason?: unknown };
 
 const hasCalls = (r: ModelResponse | undefined) => (r?.toolCalls.length ?? 0) > 0;
+
+/** Whether `index` is in `sorted` (ascending): a response of thousands of charted calls must not cost n². */
+const listed = (sorted: readonly number[] | undefined, index: number): boolean => {
+  if (sorted === undefined) return false;
+  let low = 0;
+  let high = sorted.length - 1;
+  while (low <= high) {
+    const middle = (low + high) >>> 1;
+    const value = sorted[middle] as number;
+    if (value === index) return true;
+    if (value < index) low = middle + 1;
+    else high = middle - 1;
+  }
+  return false;
+};
 const callCount = (context: AgentLoopContext) => context.response?.toolCalls.length ?? 0;
 
 /**
@@ -146,7 +161,7 @@ export const agentLoopMachine = setup({
       for (let index = context.batchStart; index < context.dispatched; index++) {
         const stepId = toolStepId(context.loopId, context.turn, index);
         const input = { runId: context.runId, turn: context.turn, index, stepId, call: calls[index] as ToolCall };
-        if (context.charted?.includes(index)) enqueue.spawnChild("toolCall", { id: `call:${index}`, input });
+        if (listed(context.charted, index)) enqueue.spawnChild("toolCall", { id: `call:${index}`, input });
         else enqueue.spawnChild("plainCall", { id: `call:${index}`, input });
       }
     }),

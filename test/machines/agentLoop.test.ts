@@ -328,6 +328,20 @@ describe("agentLoopMachine context and actor inputs (pure)", () => {
     ]);
   });
 
+  it("finds each charted call of a larger response (the indices are searched, not scanned)", () => {
+    const five: ModelResponse = {
+      toolCalls: Array.from({ length: 5 }, (_, i) => ({ id: `c${i}`, name: "lookup", input: { i } })),
+    };
+    for (const charted of [[], [0], [4], [1, 3, 4], [0, 1, 2, 3, 4]]) {
+      const event = done("callModel", { ok: true, response: five, charted } satisfies CallModelOutput);
+      const [, actions] = transition(machine, reach(START.callingModel), asEvent(event));
+      const srcs = actions.filter((a) => a.type === "xstate.spawnChild").map((a) => (a.params as { src: string }).src);
+      expect(srcs, JSON.stringify(charted)).toEqual(
+        [0, 1, 2, 3, 4].map((i) => (charted.includes(i) ? "toolCall" : "plainCall")),
+      );
+    }
+  });
+
   it("counts a plainCall down when it ends, ignores a toolCall chart's own done event, and fails on a plainCall's error", () => {
     expect(reach([...START["dispatching 2 plain calls"], "plainCall 1 done"]).context.open).toBe(1);
     const charted = reach(START["dispatching, 2 open"]);
