@@ -1,7 +1,7 @@
 import { assign, enqueueActions, fromPromise, setup } from "xstate";
 import type { ErrorCause, InterruptReason, ModelResponse, ToolCall } from "../events/types.ts";
 import { toolStepId } from "../projections/ids.ts";
-import { type ToolCallParentEvent, toolCallMachine } from "./toolCall.machine.ts";
+import { type CallOutcome, type ToolCallInput, type ToolCallParentEvent, toolCallMachine } from "./toolCall.machine.ts";
 
 /** What `agentLoopMachine` is started with (`createActor(machine, { input })`). */
 export interface AgentLoopInput {
@@ -27,8 +27,17 @@ export const CALL_BATCH = 128;
 export type PrepareOutput = { readonly kind: "completed" } | { readonly kind: "ready" };
 
 export type CallModelOutput =
-  /** `settled`: the response was served from the journal with every one of its calls settled there too. */
-  | { readonly ok: true; readonly response: ModelResponse; readonly settled?: boolean }
+  | {
+      readonly ok: true;
+      readonly response: ModelResponse;
+      /** The response was served from the journal with every one of its calls settled there too. */
+      readonly settled?: boolean;
+      /**
+       * The calls (indices, ascending) that can wait (for an approval, or between attempts): each
+       * runs as a `toolCall` child chart. Every other call runs as one `plainCall` actor. None when absent.
+       */
+      readonly charted?: readonly number[];
+    }
   | {
       readonly ok: false;
       readonly reason: InterruptReason;
@@ -62,6 +71,8 @@ export interface AgentLoopContext {
   /** The turn being worked on: the index of its model call. */
   turn: number;
   response: ModelResponse | undefined;
+  /** The calls of the response dispatched as a `toolCall` chart (see `CallModelOutput`). */
+  charted: readonly number[] | undefined;
   readonly callBatch: number;
   /** Calls of the current batch still running. */
   open: number;
@@ -79,6 +90,21 @@ export interface AgentLoopContext {
 export type AgentLoopEvent = ToolCallParentEvent | { readonly type: "ABORT"; readonly reason?: unknown };
 
 const hasCalls = (r: ModelResponse | undefined) => (r?.toolCalls.length ?? 0) > 0;
+
+/** Whether `index` is in `sorted` (ascending): a response of thousands of charted calls must not cost n². */
+const listed = (sorted: readonly number[] | undefined, index: number): boolean => {
+  if (sorted === undefined) return false;
+  let low = 0;
+  let high = sorted.length - 1;
+  while (low <= high) {
+    const middle = (low + high) >>> 1;
+    const value = sorted[middle] as number;
+    if (value === index) return true;
+    if (value < index) low = middle + 1;
+    else high = middle - 1;
+  }
+  return false;
+};
 const callCount = (context: AgentLoopContext) => context.response?.toolCalls.length ?? 0;
 
 /**
@@ -101,6 +127,7 @@ export const agentLoopMachine = setup({
       response: { toolCalls: [] },
     })),
     toolCall: toolCallMachine,
+    plainCall: fromPromise<CallOutcome, ToolCallInput>(async ({ input }) => ({ index: input.index, status: "ok" })),
     complete: fromPromise<void, { turn: number; content: string }>(async () => {}),
     interrupt: fromPromise<void, Interruption & { turn: number; pending: string[] }>(async () => {}),
   },
@@ -120,20 +147,22 @@ export const agentLoopMachine = setup({
       return output?.ok === true && output.settled === true && hasCalls(output.response);
     },
     withinLimit: ({ context }) => context.turn < context.maxIterations,
+    plainCallDone: ({ event }) =>
+      event.type.startsWith("xstate.done.actor.call:") && (event as { output?: unknown }).output !== undefined,
+    plainCallFailed: ({ event }) => event.type.startsWith("xstate.error.actor.call:"),
     allSettled: ({ context }) => context.open === 0,
     // The current batch ended and the response has calls not dispatched yet.
     batchEnded: ({ context }) => context.open === 0 && context.dispatched < callCount(context),
   },
   actions: {
-    // One toolCall child per call of the current batch.
+    // One child per call of the current batch: a toolCall chart for a call that can wait, else a plainCall.
     dispatchCalls: enqueueActions(({ context, enqueue }) => {
       const calls = context.response?.toolCalls ?? [];
       for (let index = context.batchStart; index < context.dispatched; index++) {
         const stepId = toolStepId(context.loopId, context.turn, index);
-        enqueue.spawnChild("toolCall", {
-          id: `call:${index}`,
-          input: { runId: context.runId, turn: context.turn, index, stepId, call: calls[index] as ToolCall },
-        });
+        const input = { runId: context.runId, turn: context.turn, index, stepId, call: calls[index] as ToolCall };
+        if (listed(context.charted, index)) enqueue.spawnChild("toolCall", { id: `call:${index}`, input });
+        else enqueue.spawnChild("plainCall", { id: `call:${index}`, input });
       }
     }),
     // Leaving a batch stops its calls (leaving it early, an abort: their signals abort and they append nothing more).
@@ -148,6 +177,7 @@ export const agentLoopMachine = setup({
     nextTurn: assign({
       turn: ({ context }) => context.turn + 1,
       response: undefined,
+      charted: undefined,
       open: 0,
       batchStart: 0,
       dispatched: 0,
@@ -163,6 +193,7 @@ export const agentLoopMachine = setup({
     callBatch: input.callBatch ?? CALL_BATCH,
     turn: 0,
     response: undefined,
+    charted: undefined,
     open: 0,
     batchStart: 0,
     dispatched: 0,
@@ -241,7 +272,9 @@ export const agentLoopMachine = setup({
               {
                 guard: ({ event }) => event.output.ok && hasCalls(event.output.response),
                 target: "dispatching",
-                actions: assign({ response: ({ event }) => (event.output.ok ? event.output.response : undefined) }),
+                actions: assign(({ event }) =>
+                  event.output.ok ? { response: event.output.response, charted: event.output.charted } : {},
+                ),
               },
               {
                 target: "#agentLoop.finishing",
@@ -260,6 +293,16 @@ export const agentLoopMachine = setup({
           exit: "stopCalls",
           on: {
             "CALL.SETTLED": { actions: assign({ open: ({ context }) => context.open - 1 }) },
+            // A plainCall ended (a toolCall chart reports with CALL.* instead: its done event has no output).
+            "xstate.done.actor.*": {
+              guard: "plainCallDone",
+              actions: assign({ open: ({ context }) => context.open - 1 }),
+            },
+            "xstate.error.actor.*": {
+              guard: "plainCallFailed",
+              target: "#agentLoop.failed",
+              actions: assign({ error: ({ event }) => (event as { error?: unknown }).error }),
+            },
             "CALL.PENDING": {
               actions: assign({
                 open: ({ context }) => context.open - 1,

@@ -50,7 +50,8 @@ export type ToolCallParentEvent =
 
 /**
  * One tool call of a model response: validating → awaiting approval → running (⇄ backingOff
- * between failed attempts) → settled.
+ * between failed attempts) → settled. The loop spawns it for a call that can wait (an approval, a
+ * retry); a call that cannot takes only validating → running → settled, as one `plainCall` actor.
  * Every effect (journal reads and appends, the approval callback, the tool) is an invoked
  * actor the runtime provides; the machine only decides. The actors named here are
  * placeholders that the runtime replaces with `machine.provide({ actors })`.

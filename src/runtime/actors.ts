@@ -31,7 +31,11 @@ import { prepareToolSources } from "./toolSources.ts";
  * The loop machine's actors for one run: each does the journaled work the statechart asks for
  * (read and fold, call the model as a durable step, complete or interrupt the run).
  */
-export function loopActors(session: RunSession, fence?: Fence) {
+export function loopActors(
+  session: RunSession,
+  fence?: Fence,
+  chartedCalls?: (turn: number, response: ModelResponse) => readonly number[] | undefined,
+) {
   const { config, options } = session;
   const runId = options.runId;
 
@@ -139,7 +143,7 @@ export function loopActors(session: RunSession, fence?: Fence) {
         if (result.served && (await servedTurn(turn, result.value))) {
           return { ok: true, response: result.value, settled: true };
         }
-        return { ok: true, response: result.value };
+        return { ok: true, response: result.value, charted: chartedCalls?.(turn, result.value) };
       case "retry":
         return { ok: false, retry: { attempt: result.attempt, delayMs: result.delayMs } };
       case "past-deadline":

@@ -143,7 +143,9 @@ async function runHeld(
   signal: AbortSignal,
 ): Promise<AgentOutput> {
   // Built once per loop; the run's own actors are bound to its actor below (sharedMachine.ts).
-  const { machine, bind } = machineForRun(config, loopActors(session, fence), toolCallActors(session));
+  const calls = toolCallActors(session);
+  const loop = { ...loopActors(session, fence, calls.chartedCalls), plainCall: calls.plainCall };
+  const { machine, bind } = machineForRun(config, loop, calls.chart);
   const actor = createActor(machine, {
     input: { runId: request.runId, loopId: config.id, maxIterations: config.maxIterations ?? DEFAULT_MAX_ITERATIONS },
     ...(request.inspect ? { inspect: request.inspect } : {}),

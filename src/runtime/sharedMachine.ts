@@ -33,11 +33,16 @@ const bound = new WeakMap<AnyActorSystem, ReadonlyMap<string, PromiseCreator>>()
 /** Shared machines by loop (its config), and the actor names they were built for. */
 const shared = new WeakMap<object, { readonly names: string; readonly machine: typeof agentLoopMachine }>();
 
+// Not an async function: the run's own promise is handed to xstate as it is, not wrapped in another.
 const standIn = (key: string) =>
-  fromPromise(async (args) => {
-    const creator = bound.get(args.system)?.get(key);
-    if (creator === undefined) throw new Error(`internal: actor ${key} has no implementation bound for this run`);
-    return creator(args);
+  fromPromise((args) => {
+    try {
+      const creator = bound.get(args.system)?.get(key);
+      if (creator === undefined) throw new Error(`internal: actor ${key} has no implementation bound for this run`);
+      return creator(args);
+    } catch (e) {
+      return Promise.reject(e);
+    }
   });
 
 /**

@@ -1,49 +1,20 @@
 import { fromPromise } from "xstate";
-import { canonicalJson, MAX_CANONICAL_DEPTH } from "../core/canonicalJson.ts";
 import { digestOfRecorded } from "../core/digest.ts";
-import { isCanonicalJsonError } from "../core/errors.ts";
-import type { CallSettledData, NewEntry, SettledReason } from "../events/types.ts";
-import type { ApprovalOutput, CheckOutput, RunToolOutput, ToolCallInput } from "../machines/toolCall.machine.ts";
-import { approvalExpiry, declinedResult } from "../policies/approval.ts";
-import { approvalId, DECISION_SOURCES, outcomeId, toolStepId } from "../projections/ids.ts";
+import type { CallSettledData, ModelResponse, NewEntry, SettledReason, ToolCall } from "../events/types.ts";
+import type { CallOutcome, CheckOutput, RunToolOutput, ToolCallInput } from "../machines/toolCall.machine.ts";
+import { DECISION_SOURCES, outcomeId, toolStepId } from "../projections/ids.ts";
 import { responseAt } from "../projections/runState.ts";
 import { AppendAfterCloseError } from "./appender.ts";
+import { approvalActor } from "./approvalActor.ts";
 import { SEARCH_TOOLS, SKILL_ACTIVATION, searchTools } from "./builtins.ts";
 import type { Tool } from "./config.ts";
 import { durableStep } from "./durableStep.ts";
 import { toolAttemptError, toolPolicy } from "./failurePolicy.ts";
 import type { RunSession } from "./session.ts";
+import { invalidInputMessage, noCanonicalForm } from "./toolInput.ts";
 
 /** Tool calls of one model response that run when the loop does not say (`maxToolCallsPerResponse`). */
 export const DEFAULT_MAX_TOOL_CALLS_PER_RESPONSE = 128;
-
-/** The marker an adapter puts in place of a tool-call input that was not valid JSON. */
-const invalidInputMessage = (input: unknown): string | undefined => {
-  if (typeof input !== "object" || input === null || !("__loomInvalidInput" in input)) return undefined;
-  const error = (input as { error?: unknown }).error;
-  return `the tool-call input is not valid JSON${typeof error === "string" ? ` (${error})` : ""}`;
-};
-
-/**
- * Why an input has no canonical JSON form (a lone surrogate, nesting past the canonicalizer's
- * cap), or undefined when it has one. Such an input has no digest for its frame to record and a
- * resume to compare, so it is refused before the tool runs, and the model is told why.
- */
-const noCanonicalForm = (input: unknown): string | undefined => {
-  try {
-    canonicalJson(input);
-    return undefined;
-  } catch (e) {
-    if (!isCanonicalJsonError(e)) return "the tool-call input has no canonical JSON form; send plain JSON";
-    const why =
-      e.code === "lone-surrogate"
-        ? "a string holds a lone UTF-16 surrogate"
-        : e.code === "too-deep"
-          ? `it nests deeper than ${MAX_CANONICAL_DEPTH} levels`
-          : `${e.code}`;
-    return `the tool-call input has no canonical JSON form (${why}); send well-formed, less deeply nested JSON`;
-  }
-};
 
 /**
  * The tool-call machine's actors for one run. Each first serves what the journal already says
@@ -91,7 +62,8 @@ export function toolCallActors(session: RunSession) {
     return { kind: "settled", status } as const;
   }
 
-  const checkCall = fromPromise<CheckOutput, ToolCallInput>(async ({ input }) => {
+  /** `validating`: served from the journal, refused (journaled as call.settled), or cleared to run. */
+  async function check(input: ToolCallInput): Promise<CheckOutput> {
     const { stepId, call } = input;
     await session.breathe();
     const tools = session.tools;
@@ -144,49 +116,9 @@ export function toolCallActors(session: RunSession) {
     }
     validated.set(stepId, value);
     return tool.requiresApproval ? { kind: "needs-approval" } : { kind: "run" };
-  });
+  }
 
-  const askApproval = fromPromise<ApprovalOutput, ToolCallInput>(async ({ input }) => {
-    const { stepId, call } = input;
-    const inputDigest = digestOfRecorded(call.input).digest;
-    const decisionId = approvalId(stepId);
-    const recorded = session.state.decisions[decisionId]?.choice as
-      | { approved?: boolean; inputDigest?: string }
-      | undefined;
-    if (recorded) {
-      if (recorded.inputDigest !== inputDigest)
-        throw session.divergence(decisionId, "an approval given for another input");
-      return recorded.approved ? { kind: "approved" } : { kind: "declined" };
-    }
-    // Expired (the tool's approvalTimeoutMs, counted from the first interruption that asked): declined,
-    // whatever answer comes now, also when no process was running when it expired.
-    const expiresAt = approvalExpiry(
-      session.state.approvalRequests[stepId],
-      session.tools[call.name]?.approvalTimeoutMs,
-    );
-    const expired = expiresAt !== undefined && Date.now() >= expiresAt;
-    const given = expired ? false : options.approvals?.[stepId];
-    const answer =
-      given ??
-      (config.approve ? await config.approve({ runId, stepId, toolName: call.name, input: call.input }) : "pending");
-    if (answer === "pending") return { kind: "pending" };
-    const choice = { approved: answer === true, inputDigest, ...(expired ? { reason: "approval-expired" } : {}) };
-    const decision = {
-      type: "decision.recorded",
-      data: { decisionId, source: DECISION_SOURCES.approval, choice },
-    } as const;
-    if (answer === true) {
-      await session.appender.append(decision);
-      return { kind: "approved" };
-    }
-    const result = declinedResult(call.name, expired ? { expiredAt: expiresAt } : {});
-    await session.appender.append(decision, {
-      type: "call.settled",
-      data: { stepId, status: "error", reason: expired ? "approval-expired" : "approval-declined", result },
-    });
-    session.setFed(stepId, { output: session.state.settled[stepId]?.result, isError: true });
-    return { kind: "declined" };
-  });
+  const askApproval = approvalActor(session);
 
   /**
    * Journals a tool's result (and what follows it). Write-ahead only needs it durable with the next
@@ -223,7 +155,8 @@ export function toolCallActors(session: RunSession) {
     return { status: "error" } as const;
   }
 
-  const runTool = fromPromise<RunToolOutput, ToolCallInput>(async ({ input, signal }) => {
+  /** `running`: the tool as a durable step, its result (or failure) journaled and fed. */
+  async function run(input: ToolCallInput, signal: AbortSignal): Promise<RunToolOutput> {
     const { stepId, call } = input;
     await session.breathe();
     const tool = session.tools[call.name] as Tool;
@@ -313,7 +246,52 @@ export function toolCallActors(session: RunSession) {
         // Stopped by the abort: the outcome is unknown, so nothing is journaled (onUnknownOutcome decides on resume).
         throw new AppendAfterCloseError(runId, "aborted");
     }
+  }
+
+  const checkCall = fromPromise<CheckOutput, ToolCallInput>(({ input }) => check(input));
+  const runTool = fromPromise<RunToolOutput, ToolCallInput>(({ input, signal }) => run(input, signal));
+
+  /**
+   * A call that cannot wait (no approval, one attempt: see {@link chartedCalls}) as one actor of the
+   * loop's chart: the toolCall chart's only path for it, validating → running → settled, without a
+   * child machine (which costs more than the instant call itself).
+   */
+  const plainCall = fromPromise<CallOutcome, ToolCallInput>(async ({ input, signal }) => {
+    const checked = await check(input);
+    if (checked.kind === "settled") return { index: input.index, status: checked.status };
+    if (checked.kind === "run") {
+      const ran = await run(input, signal);
+      if (ran.status !== "retry") return { index: input.index, status: ran.status };
+    }
+    throw new Error(`internal: call ${input.stepId} may wait (${checked.kind}) but was dispatched without its chart`);
   });
 
-  return { checkCall, askApproval, runTool };
+  /**
+   * The calls of a response that need their own toolCall chart: a tool that asks for approval, or
+   * may be tried again (its retry policy, or a failed attempt the journal holds), can wait, and a
+   * wait is a state of the chart. The others are dispatched as `plainCall`s.
+   */
+  function chartedCalls(turn: number, response: ModelResponse): readonly number[] | undefined {
+    let charted: number[] | undefined;
+    const calls = response.toolCalls;
+    for (let index = 0; index < calls.length; index++) {
+      const name = (calls[index] as ToolCall).name;
+      const tool = Object.hasOwn(session.tools, name) ? session.tools[name] : undefined;
+      if (tool === undefined) continue; // refused or built in: settled without waiting
+      const retried = session.state.attempts[toolStepId(session.loopId, turn, index)] !== undefined;
+      if (tool.requiresApproval || retried || mayRetry(tool)) (charted ??= []).push(index);
+    }
+    return charted;
+  }
+  const retries = new Map<Tool, boolean>();
+  const mayRetry = (tool: Tool) => {
+    let may = retries.get(tool);
+    if (may === undefined) {
+      may = toolPolicy(config, tool).maxAttempts > 1;
+      retries.set(tool, may);
+    }
+    return may;
+  };
+
+  return { chart: { checkCall, askApproval, runTool }, plainCall, chartedCalls };
 }

@@ -15,7 +15,7 @@ import {
   type CallModelOutput,
   type PrepareOutput,
 } from "../../src/machines/agentLoop.machine.ts";
-import type { ToolCallParentEvent } from "../../src/machines/toolCall.machine.ts";
+import type { CallOutcome, ToolCallParentEvent } from "../../src/machines/toolCall.machine.ts";
 import { toolStepId } from "../../src/projections/ids.ts";
 import { activeIds, definedStates, definedTransitions, walk } from "../support/machineCoverage.ts";
 
@@ -40,7 +40,14 @@ const EVENTS = {
   "prepare ready": done("prepare", { kind: "ready" } satisfies PrepareOutput),
   "prepare completed": done("prepare", { kind: "completed" } satisfies PrepareOutput),
   "prepare throws": error("prepare", "divergence"),
-  "model calls 2 tools": done("callModel", { ok: true, response: twoCalls } satisfies CallModelOutput),
+  // Both calls can wait (an approval, a retry): each gets a toolCall chart, which reports with CALL.*.
+  "model calls 2 tools": done("callModel", {
+    ok: true,
+    response: twoCalls,
+    charted: [0, 1],
+  } satisfies CallModelOutput),
+  // Neither can wait: each runs as one plainCall actor, whose done event carries its outcome.
+  "model calls 2 plain tools": done("callModel", { ok: true, response: twoCalls } satisfies CallModelOutput),
   "model answers": done("callModel", { ok: true, response: answer } satisfies CallModelOutput),
   "model served, its calls settled": done("callModel", {
     ok: true,
@@ -68,6 +75,11 @@ const EVENTS = {
   "CALL.PENDING 0": { type: "CALL.PENDING", index: 0, stepId: step0 },
   "CALL.PENDING 1": { type: "CALL.PENDING", index: 1, stepId: step1 },
   "CALL.FAILED 1": { type: "CALL.FAILED", index: 1, error: "append failed" },
+  "plainCall 0 done": done("call:0", { index: 0, status: "ok" } satisfies CallOutcome),
+  "plainCall 1 done": done("call:1", { index: 1, status: "error" } satisfies CallOutcome),
+  "plainCall 1 throws": error("call:1", "append failed"),
+  // A toolCall chart's final state: it reported with CALL.* already, so the loop ignores this one.
+  "toolCall 0 done": done("call:0", undefined),
   ABORT: { type: "ABORT", reason: "user pressed stop" },
   "complete done": done("complete", undefined),
   "complete throws": error("complete", "append failed"),
@@ -90,6 +102,7 @@ const START = {
   backingOff: [...toCallingModel, "model fails, retried"],
   "dispatching, 2 open": toDispatching,
   "dispatching, 1 open": [...toDispatching, "CALL.SETTLED 0"],
+  "dispatching 2 plain calls": [...toCallingModel, "model calls 2 plain tools"],
   "dispatching, 1 open, 1 pending": [...toDispatching, "CALL.PENDING 0"],
   "dispatching the last turn, 1 open": [
     ...toDispatching,
@@ -134,6 +147,19 @@ function effects(actions: readonly { type: string; params?: unknown }[]): string
 
 const STOP_CALLS = ["stop call:0", "stop call:1"];
 
+/** Two calls open: each settling, pending, failing or ending counts down; an abort stops both. */
+const TWO_OPEN = {
+  "CALL.SETTLED 0": ["running.dispatching"],
+  "CALL.SETTLED 1": ["running.dispatching"],
+  "CALL.PENDING 0": ["running.dispatching"],
+  "CALL.PENDING 1": ["running.dispatching"],
+  "CALL.FAILED 1": ["failed", ...STOP_CALLS],
+  "plainCall 0 done": ["running.dispatching"],
+  "plainCall 1 done": ["running.dispatching"],
+  "plainCall 1 throws": ["failed", ...STOP_CALLS],
+  ABORT: ["interrupting", ...STOP_CALLS, "spawn interrupt"],
+} as const satisfies Partial<Record<EventName, readonly string[]>>;
+
 /** `[next state, ...effects]`; an event missing from a row is ignored: same snapshot, no actions. */
 const TABLE: Record<Start, Partial<Record<EventName, readonly string[]>>> = {
   starting: {
@@ -143,6 +169,7 @@ const TABLE: Record<Start, Partial<Record<EventName, readonly string[]>>> = {
   },
   callingModel: {
     "model calls 2 tools": ["running.dispatching", "stop callModel", "spawn call:0", "spawn call:1"],
+    "model calls 2 plain tools": ["running.dispatching", "stop callModel", "spawn call:0", "spawn call:1"],
     "model answers": ["finishing", "stop callModel", "spawn complete"],
     "model served, its calls settled": ["running.callingModel", "stop callModel", "spawn callModel"],
     "model fails": ["interrupting", "stop callModel", "spawn interrupt"],
@@ -156,35 +183,41 @@ const TABLE: Record<Start, Partial<Record<EventName, readonly string[]>>> = {
     ABORT: ["interrupting", "cancel wait", "spawn interrupt"],
   },
   "dispatching, 2 open": {
-    "CALL.SETTLED 0": ["running.dispatching"],
-    "CALL.SETTLED 1": ["running.dispatching"],
-    "CALL.PENDING 0": ["running.dispatching"],
-    "CALL.PENDING 1": ["running.dispatching"],
-    "CALL.FAILED 1": ["failed", ...STOP_CALLS],
-    ABORT: ["interrupting", ...STOP_CALLS, "spawn interrupt"],
+    ...TWO_OPEN,
   },
+  // A plainCall ends with its done event (output: its outcome), or fails the run by throwing.
+  "dispatching 2 plain calls": TWO_OPEN,
   "dispatching, 1 open": {
     "CALL.SETTLED 1": ["running.callingModel", ...STOP_CALLS, "spawn callModel"],
     "CALL.SETTLED 0": ["running.callingModel", ...STOP_CALLS, "spawn callModel"],
+    "plainCall 0 done": ["running.callingModel", ...STOP_CALLS, "spawn callModel"],
+    "plainCall 1 done": ["running.callingModel", ...STOP_CALLS, "spawn callModel"],
     "CALL.PENDING 1": ["interrupting", ...STOP_CALLS, "spawn interrupt"],
     "CALL.PENDING 0": ["interrupting", ...STOP_CALLS, "spawn interrupt"],
     "CALL.FAILED 1": ["failed", ...STOP_CALLS],
+    "plainCall 1 throws": ["failed", ...STOP_CALLS],
     ABORT: ["interrupting", ...STOP_CALLS, "spawn interrupt"],
   },
   "dispatching, 1 open, 1 pending": {
     "CALL.SETTLED 1": ["interrupting", ...STOP_CALLS, "spawn interrupt"],
     "CALL.SETTLED 0": ["interrupting", ...STOP_CALLS, "spawn interrupt"],
+    "plainCall 0 done": ["interrupting", ...STOP_CALLS, "spawn interrupt"],
+    "plainCall 1 done": ["interrupting", ...STOP_CALLS, "spawn interrupt"],
     "CALL.PENDING 1": ["interrupting", ...STOP_CALLS, "spawn interrupt"],
     "CALL.PENDING 0": ["interrupting", ...STOP_CALLS, "spawn interrupt"],
     "CALL.FAILED 1": ["failed", ...STOP_CALLS],
+    "plainCall 1 throws": ["failed", ...STOP_CALLS],
     ABORT: ["interrupting", ...STOP_CALLS, "spawn interrupt"],
   },
   "dispatching the last turn, 1 open": {
     "CALL.SETTLED 1": ["interrupting", ...STOP_CALLS, "spawn interrupt"],
     "CALL.SETTLED 0": ["interrupting", ...STOP_CALLS, "spawn interrupt"],
+    "plainCall 0 done": ["interrupting", ...STOP_CALLS, "spawn interrupt"],
+    "plainCall 1 done": ["interrupting", ...STOP_CALLS, "spawn interrupt"],
     "CALL.PENDING 1": ["interrupting", ...STOP_CALLS, "spawn interrupt"],
     "CALL.PENDING 0": ["interrupting", ...STOP_CALLS, "spawn interrupt"],
     "CALL.FAILED 1": ["failed", ...STOP_CALLS],
+    "plainCall 1 throws": ["failed", ...STOP_CALLS],
     ABORT: ["interrupting", ...STOP_CALLS, "spawn interrupt"],
   },
   finishing: {
@@ -284,6 +317,40 @@ describe("agentLoopMachine context and actor inputs (pure)", () => {
     expect(Object.keys(next.children).sort()).toEqual(["call:0", "call:1"]);
   });
 
+  it("dispatches a call that can wait as a toolCall chart and one that cannot as a plainCall actor", () => {
+    const mixed = done("callModel", { ok: true, response: twoCalls, charted: [1] } satisfies CallModelOutput);
+    const [next, actions] = transition(machine, reach(START.callingModel), asEvent(mixed));
+    expect(next.context.charted).toEqual([1]);
+    const spawned = actions.filter((a) => a.type === "xstate.spawnChild").map((a) => a.params);
+    expect(spawned).toMatchObject([
+      { id: "call:0", src: "plainCall", input: { turn: 0, index: 0, stepId: step0, call: twoCalls.toolCalls[0] } },
+      { id: "call:1", src: "toolCall", input: { turn: 0, index: 1, stepId: step1, call: twoCalls.toolCalls[1] } },
+    ]);
+  });
+
+  it("finds each charted call of a larger response (the indices are searched, not scanned)", () => {
+    const five: ModelResponse = {
+      toolCalls: Array.from({ length: 5 }, (_, i) => ({ id: `c${i}`, name: "lookup", input: { i } })),
+    };
+    for (const charted of [[], [0], [4], [1, 3, 4], [0, 1, 2, 3, 4]]) {
+      const event = done("callModel", { ok: true, response: five, charted } satisfies CallModelOutput);
+      const [, actions] = transition(machine, reach(START.callingModel), asEvent(event));
+      const srcs = actions.filter((a) => a.type === "xstate.spawnChild").map((a) => (a.params as { src: string }).src);
+      expect(srcs, JSON.stringify(charted)).toEqual(
+        [0, 1, 2, 3, 4].map((i) => (charted.includes(i) ? "toolCall" : "plainCall")),
+      );
+    }
+  });
+
+  it("counts a plainCall down when it ends, ignores a toolCall chart's own done event, and fails on a plainCall's error", () => {
+    expect(reach([...START["dispatching 2 plain calls"], "plainCall 1 done"]).context.open).toBe(1);
+    const charted = reach(START["dispatching, 2 open"]);
+    expect(step(charted, "toolCall 0 done")).toEqual([charted, []]);
+    const failed = reach([...START["dispatching 2 plain calls"], "plainCall 1 throws"]);
+    expect(failed.value).toBe("failed");
+    expect(failed.context.error).toBe("append failed");
+  });
+
   it("completes an answer without content with an empty string", () => {
     const [, actions] = step(reach(START.callingModel), "model answers");
     expect(actions[1]?.params).toMatchObject({ input: { turn: 0, content: "Your order ships today." } });
@@ -305,6 +372,7 @@ describe("agentLoopMachine context and actor inputs (pure)", () => {
   it("starts the next turn when every call settled: turn + 1, response, open and pending cleared", () => {
     const [next, actions] = step(reach(START["dispatching, 1 open"]), "CALL.SETTLED 1");
     expect(next.context).toMatchObject({ turn: 1, response: undefined, open: 0, pending: [], interrupt: undefined });
+    expect(next.context.charted).toBeUndefined();
     expect(actions.at(-1)?.params).toMatchObject({ src: "callModel", input: { turn: 1 } });
   });
 
@@ -457,7 +525,7 @@ describe("agentLoopMachine paths (xstate/graph)", () => {
     expect([...visited].sort()).toEqual([...definedStates(machine)].sort());
     const label = (t: AnyTransitionDefinition) => defined.get(t) ?? `not defined: ${t.eventType}`;
     expect([...taken].map(label).sort()).toEqual([...defined.values()].sort());
-    // starting 3, running (ABORT) 1, deciding 2, callingModel 6, backingOff 1, dispatching 3 + 3, finishing 2, interrupting 2
-    expect(defined.size).toBe(23);
+    // starting 3, running (ABORT) 1, deciding 2, callingModel 6, backingOff 1, dispatching 5 + 3, finishing 2, interrupting 2
+    expect(defined.size).toBe(25);
   });
 });

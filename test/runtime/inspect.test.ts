@@ -43,8 +43,21 @@ function recorder() {
   let last: { value: StateValue; context: unknown } | undefined;
   const inspect = (event: InspectionEvent) => {
     if (event.type !== "@xstate.snapshot" && event.type !== "@xstate.microstep") return;
-    const snapshot = event.snapshot as { value?: StateValue; context?: unknown };
-    if (snapshot.value === undefined) return; // a promise actor's snapshot
+    const snapshot = event.snapshot as { value?: StateValue; context?: unknown; status?: string; output?: unknown };
+    const id = (event.actorRef as AnyActorRef).id;
+    if (snapshot.value === undefined) {
+      // A promise actor's snapshot: a plainCall's is its status, and once done its outcome.
+      if (id.startsWith("call:") && event.type === "@xstate.snapshot") {
+        const key = `${id}@${event.actorRef.sessionId}`;
+        const walk = calls.get(key) ?? [];
+        pushChanged(
+          walk,
+          snapshot.status === "done" ? `done ${JSON.stringify(snapshot.output)}` : `${snapshot.status}`,
+        );
+        calls.set(key, walk);
+      }
+      return;
+    }
     const value = stateOf(snapshot.value);
     if (event.actorRef.sessionId === event.rootId) {
       pushChanged(entered, value);
@@ -52,8 +65,8 @@ function recorder() {
         pushChanged(snapshots, value);
         last = { value: snapshot.value, context: snapshot.context };
       }
-    } else if ((event.actorRef as AnyActorRef).id.startsWith("call:") && event.type === "@xstate.snapshot") {
-      const key = `${(event.actorRef as AnyActorRef).id}@${event.actorRef.sessionId}`;
+    } else if (id.startsWith("call:") && event.type === "@xstate.snapshot") {
+      const key = `${id}@${event.actorRef.sessionId}`;
       const walk = calls.get(key) ?? [];
       pushChanged(walk, value);
       calls.set(key, walk);
@@ -89,9 +102,10 @@ describe("loop.run({ inspect })", () => {
     ]);
     // Where the loop rests between events: the same walk without the transient deciding.
     expect(seen.snapshots).toEqual(seen.entered.filter((s) => s !== "running.deciding"));
-    // One toolCall actor a call, each validating → running → settled.
+    // A call that cannot wait (no approval, one attempt) is one plainCall actor: running, then done with its outcome.
     expect(seen.calls.size).toBe(3);
-    for (const walk of seen.calls.values()) expect(walk).toEqual(["validating", "running", "settled"]);
+    const outcomes = [0, 0, 1].map((index) => ["active", `done ${JSON.stringify({ index, status: "ok" })}`]);
+    expect([...seen.calls.values()]).toEqual(outcomes);
   });
 
   it("ends interrupting → interrupted at the iteration limit", async () => {

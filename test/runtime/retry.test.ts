@@ -1,7 +1,7 @@
 import { APICallError, type LanguageModelV3GenerateResult } from "@ai-sdk/provider";
 import { MockLanguageModelV3 } from "ai/test";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { InspectionEvent } from "xstate";
+import type { AnyActorRef, InspectionEvent } from "xstate";
 import { isAgentLoopConfigError } from "../../src/core/errors.ts";
 import { createJournal, openSqliteJournal, readJournal } from "../../src/events/journal.ts";
 import { memoryStore } from "../../src/events/memory.ts";
@@ -325,6 +325,55 @@ describe("tool retries and timeouts", () => {
     )[1];
     expect(Date.parse(second?.meta.at ?? "")).toBeGreaterThanOrEqual((failed?.data.retryAt as number) - 5);
     expect(Date.now() - resumedAt).toBeLessThan(600 + 500);
+  });
+
+  it("a tool that may be retried runs as its own toolCall chart: the wait between attempts is its backingOff state", async () => {
+    const { tool } = flakyTool(1, { maxAttempts: 2, initialDelayMs: 5 });
+    const walk: string[] = [];
+    const inspect = (e: InspectionEvent) => {
+      const snapshot = e.type === "@xstate.snapshot" ? (e.snapshot as { value?: unknown }) : undefined;
+      if ((e.actorRef as AnyActorRef).id === "call:0" && typeof snapshot?.value === "string") walk.push(snapshot.value);
+    };
+    const loop = agentLoop$({ id: "m", model: callsThenAnswers("flaky"), tools: { flaky: tool } });
+    await loop.run({ runId: "r", journal: memoryJournal(), input: "go", inspect });
+    expect(walk).toEqual(["validating", "running", "backingOff", "running", "settled"]);
+  });
+
+  it("a resume under a loop whose tool no longer retries still waits out the journaled back-off in the chart", async () => {
+    let failNext = true;
+    const execute = () => {
+      if (failNext) {
+        failNext = false;
+        throw new Error("flake");
+      }
+      return "fine";
+    };
+    const retried: Tool = { description: "flaky", retry: { maxAttempts: 3, initialDelayMs: 300, jitter: 0 }, execute };
+    const journal = memoryJournal();
+    const controller = new AbortController();
+    const running = agentLoop$({ id: "m", model: callsThenAnswers("flaky"), tools: { flaky: retried } }).run({
+      runId: "r",
+      journal,
+      input: "go",
+      signal: controller.signal,
+    });
+    for (let i = 0; i < 200 && attempts(await readJournal(journal, "r")).length === 0; i++) {
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    controller.abort();
+    expect(isAgentInterruptedError(await rejection(running))).toBe(true);
+    // The same tool without a policy: one attempt would make it a plainCall, but the journal holds a back-off.
+    const plain: Tool = { description: "flaky", execute };
+    const out = await agentLoop$({ id: "m", model: callsThenAnswers("flaky"), tools: { flaky: plain } }).run({
+      runId: "r",
+      journal,
+    });
+    expect(JSON.parse(out.content)).toBe("fine");
+    const [failed] = attempts(await readJournal(journal, "r"));
+    const second = (await readJournal(journal, "r")).filter(
+      (x) => x.type === "frame.started" && x.data.frameId === "m#turn:0:tool:0",
+    )[1];
+    expect(Date.parse(second?.meta.at ?? "")).toBeGreaterThanOrEqual((failed?.data.retryAt as number) - 5);
   });
 
   it("a tool past its timeoutMs is aborted and fails: the model is fed a TimeoutError", async () => {
