@@ -339,3 +339,4 @@ export {
   verifyTurnResults,
 } from "./runtime/readers.ts";
 export type { AgentStream } from "./runtime/stream.ts";
+export { isSubAgentPendingError, SubAgentPendingError } from "./runtime/subRuns.ts";

@@ -34,7 +34,9 @@ export type ApprovalOutput =
  */
 export type RunToolOutput =
   | { readonly status: "ok" | "error" }
-  | { readonly status: "retry"; readonly attempt: number; readonly delayMs: number };
+  | { readonly status: "retry"; readonly attempt: number; readonly delayMs: number }
+  /** The tool (a sub-agent) waits for an approval: the call is pending, its frame left started. */
+  | { readonly status: "pending" };
 
 export interface ToolCallContext extends ToolCallInput {
   status: "ok" | "error" | undefined;
@@ -140,6 +142,7 @@ export const toolCallMachine = setup({
             target: "backingOff",
             actions: assign({ delayMs: ({ event }) => (event.output.status === "retry" ? event.output.delayMs : 0) }),
           },
+          { guard: ({ event }) => event.output.status === "pending", target: "pending" },
           {
             target: "settled",
             actions: assign({ status: ({ event }) => (event.output.status === "ok" ? "ok" : "error") }),

@@ -15,6 +15,7 @@ import { hydrateForLog } from "./readers.ts";
 import { type RunOptions, RunSession } from "./session.ts";
 import { machineForRun } from "./sharedMachine.ts";
 import { type AgentStream, chainListeners, streamOf } from "./stream.ts";
+import { subRunApprovals } from "./subRuns.ts";
 import { toolCallActors } from "./toolActors.ts";
 import { validateConfig } from "./validateConfig.ts";
 
@@ -207,7 +208,8 @@ function interruptedRun(session: RunSession, pending: readonly string[]): Interr
     iterations: state.turns,
     pendingApprovals: calls.flatMap((call, index) => {
       const stepId = toolStepId(session.loopId, turn, index);
-      return waiting.has(stepId) ? [{ stepId, toolName: call.name, input: call.input }] : [];
+      if (!waiting.has(stepId)) return [];
+      return subRunApprovals(session, stepId) ?? [{ stepId, toolName: call.name, input: call.input }]; // a sub-agent's
     }),
     ...(cause === undefined ? {} : { cause }),
   };
