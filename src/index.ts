@@ -321,6 +321,7 @@ export {
   RunControlError,
   type RunControlRefusal,
   recordApproval,
+  type SubRunCancel,
 } from "./runtime/control.ts";
 export { AgentInterruptedError, isAgentInterruptedError } from "./runtime/errors.ts";
 export { type FollowOptions, followRun } from "./runtime/follow.ts";
@@ -339,4 +340,9 @@ export {
   verifyTurnResults,
 } from "./runtime/readers.ts";
 export type { AgentStream } from "./runtime/stream.ts";
-export { isSubAgentPendingError, SubAgentPendingError } from "./runtime/subRuns.ts";
+export {
+  isSubAgentCancelledError,
+  isSubAgentPendingError,
+  SubAgentCancelledError,
+  SubAgentPendingError,
+} from "./runtime/subRuns.ts";

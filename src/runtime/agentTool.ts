@@ -1,12 +1,12 @@
 import { AsyncLocalStorage } from "node:async_hooks";
-import { LoomError } from "../core/errors.ts";
+import { isRunCancelledError, LoomError } from "../core/errors.ts";
 import type { Message } from "../events/types.ts";
 import type { AgentOutput, InterruptedAgentRun } from "../projections/types.ts";
 import type { AgentLoop } from "./agentLoop.ts";
 import type { Tool, ToolContext } from "./config.ts";
 import { isAgentInterruptedError } from "./errors.ts";
 import { DEFAULT_LEASE_MS } from "./ownership.ts";
-import { childRunId, SubAgentPendingError } from "./subRuns.ts";
+import { childRunId, SubAgentCancelledError, SubAgentPendingError } from "./subRuns.ts";
 
 export { childRunId } from "./subRuns.ts";
 
@@ -168,6 +168,8 @@ export function agentTool<I = { prompt: string }>(loop: AgentLoop, options: Agen
         const out = await chain.run({ depth }, () => loop.run(request));
         return toOutput(out);
       } catch (e) {
+        // Cancelled on its own (not with the parent, whose signal aborted): the call fails, told to the model.
+        if (isRunCancelledError(e) && e.runId === id && !signal.aborted) throw new SubAgentCancelledError(id, e.reason);
         if (isAgentInterruptedError(e) && !signal.aborted) {
           // Waiting for a person: the parent waits too (its call pending), and resuming it resumes the child.
           if (e.run.reason === "approval-pending") throw new SubAgentPendingError(e.run);

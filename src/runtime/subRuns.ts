@@ -101,3 +101,55 @@ export function subRunWaits(run: object, stepId: string, thrown: unknown): boole
 export function subRunApprovals(run: object, stepId: string): readonly InterruptedApproval[] | undefined {
   return waitingChildren.get(run)?.get(stepId);
 }
+
+/** Entry types that end a run: nothing is appended after them. */
+const ENDED = new Set(["run.completed", "run.failed", "run.cancelled"]);
+
+/**
+ * The sub-agent runs below `runId` (children, theirs, …) that have not ended, parents before
+ * their children: what cancelling `runId` cancels with it. A run counts when its chain of
+ * parents (`parentRunOf`) leads to `runId`.
+ *
+ * @example
+ * await openSubRunsOf(journal, "trip"); // ["trip/planner#turn:0:tool:0", "trip/planner#turn:0:tool:0/researcher#turn:0:tool:0"]
+ */
+export async function openSubRunsOf(journal: Journal, runId: string): Promise<string[]> {
+  const prefix = `${runId}/`;
+  const candidates = (await journal.store.listRuns()).filter(
+    (r) => r.runId.startsWith(prefix) && !ENDED.has(r.lastType),
+  );
+  const below: string[] = [];
+  for (const { runId: id } of candidates) {
+    let at: string | undefined = id;
+    while (at !== undefined && at !== runId) at = (await parentRunOf(journal, at))?.runId;
+    if (at === runId) below.push(id);
+  }
+  return below.sort((a, b) => a.length - b.length || (a < b ? -1 : 1));
+}
+
+/**
+ * A sub-agent's run was cancelled (`cancelRun` on it, not on its parent): it will never go on, so
+ * the parent's call fails and its model is told, instead of running the child again.
+ *
+ * @example
+ * if (isSubAgentCancelledError(e)) console.log(`${e.childRunId} was cancelled: ${e.reason}`);
+ */
+export class SubAgentCancelledError extends LoomError {
+  readonly childRunId: string;
+  /** Why, as the canceller said. */
+  readonly reason: string;
+  /** Not retried: a cancelled run is never resumed. */
+  readonly isRetryable = false;
+  constructor(childRunId: string, reason: string) {
+    super(
+      "subAgentCancelled",
+      `the sub-agent run ${childRunId} was cancelled (${reason}) and will not go on; answer without it, or ask for it again (a new call is a new sub-agent run)`,
+    );
+    this.childRunId = childRunId;
+    this.reason = reason;
+  }
+}
+
+/** Whether `e` is a {@link SubAgentCancelledError}. */
+export const isSubAgentCancelledError = (e: unknown): e is SubAgentCancelledError =>
+  e instanceof SubAgentCancelledError;
