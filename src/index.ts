@@ -340,6 +340,7 @@ export {
   verifyTurnResults,
 } from "./runtime/readers.ts";
 export type { AgentStream } from "./runtime/stream.ts";
+export { subRunPath } from "./runtime/subRunEvents.ts";
 export {
   isSubAgentCancelledError,
   isSubAgentPendingError,

@@ -6,6 +6,7 @@ import type { AgentLoop } from "./agentLoop.ts";
 import type { Tool, ToolContext } from "./config.ts";
 import { isAgentInterruptedError } from "./errors.ts";
 import { DEFAULT_LEASE_MS } from "./ownership.ts";
+import { nestedListener } from "./subRunEvents.ts";
 import { childRunId, SubAgentCancelledError, SubAgentPendingError } from "./subRuns.ts";
 
 export { childRunId } from "./subRuns.ts";
@@ -164,7 +165,15 @@ export function agentTool<I = { prompt: string }>(loop: AgentLoop, options: Agen
         // A parent resumed after a crash may find its child's lease still held by the dead process
         // (on another host): wait for it to run out rather than fail the call.
         const ownership = { waitMs: DEFAULT_LEASE_MS };
-        const request = { runId: id, journal, input: toInput(input), signal, ownership };
+        const onEvent = nestedListener(journal.store, runId); // its events in the parent's stream
+        const request = {
+          runId: id,
+          journal,
+          input: toInput(input),
+          signal,
+          ownership,
+          ...(onEvent ? { onEvent } : {}),
+        };
         const out = await chain.run({ depth }, () => loop.run(request));
         return toOutput(out);
       } catch (e) {

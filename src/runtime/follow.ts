@@ -11,6 +11,7 @@ import {
 } from "../projections/events.ts";
 import type { ToolCallLogMode } from "../projections/types.ts";
 import { DEFAULT_STREAM_BUFFER, isDelta, watchLiveRun } from "./events.ts";
+import { NestedFollowers } from "./subRunEvents.ts";
 
 /**
  * What `followRun` is given beside the journal and the run.
@@ -29,6 +30,8 @@ export interface FollowOptions {
   readonly mode?: ToolCallLogMode;
   /** How often to read a store that cannot be watched (no `EventStore.watch`), in ms. Default 100. */
   readonly pollMs?: number;
+  /** `false`: the run's own events only, not its sub-agents' (`agentTool`). Default: theirs too. */
+  readonly subRuns?: boolean;
 }
 
 /**
@@ -44,6 +47,11 @@ export interface FollowOptions {
  * For a run this process runs it also carries the live deltas of the model call in flight; a
  * consumer too slow for them loses deltas past a bounded buffer, never a journaled event.
  * Following a run whose journal ends interrupted at or before `after` waits for it to be resumed.
+ *
+ * A sub-agent's events (`agentTool`: the child run of a call) come too, as the child's run gives
+ * them, each with the child's `runId` (see `RunEvent`): from the call's start to the child's end,
+ * and for a call in flight when the follower resumed after a cursor, from the child's first
+ * event. The cursor to resume after is that of the last event of `runId` itself.
  *
  * @example
  * ```ts
@@ -64,6 +72,7 @@ async function* follow(journal: Journal, runId: string, options: FollowOptions):
   let folded = 0; // the seq of the last entry read
   let stale = true; // the journal may hold entries past `folded`
   let lastType: string | undefined;
+  let ended = false; // its last entry given: what is left is its sub-agents' events
   let wake: (() => void) | undefined;
   const rouse = () => {
     const w = wake;
@@ -86,6 +95,10 @@ async function* follow(journal: Journal, runId: string, options: FollowOptions):
     stale = true;
     rouse();
   };
+  const nested =
+    options.subRuns === false
+      ? undefined
+      : new NestedFollowers(journal, runId, { mode: options.mode, pollMs: options.pollMs }, followRun, rouse);
   const stopStore = store.watch?.(runId, onAppend);
   const poll = stopStore === undefined ? setInterval(onAppend, options.pollMs ?? 100) : undefined;
   signal?.addEventListener("abort", rouse);
@@ -98,19 +111,36 @@ async function* follow(journal: Journal, runId: string, options: FollowOptions):
         for (const entry of entries) {
           folded = entry.seq;
           for (const event of evolveRunEvents(fold, entry)) {
+            const call = nested?.seen(event, event.cursor > after);
+            // A sub-agent's events come inside its call: all of them before the call's end.
+            while (call !== undefined && nested !== undefined && (nested.following(call) || nested.queue.length > 0)) {
+              if (nested.queue.length > 0) yield nested.queue.shift() as RunEvent;
+              else await new Promise<void>((resolve) => (wake = resolve));
+              if (signal?.aborted) return;
+            }
             if (event.cursor <= after) continue;
             if (event.type === "model-finished") finished.add(event.stepId);
             yield event;
             if (signal?.aborted) return;
           }
         }
+        nested?.caughtUp();
         const last = entries.at(-1);
         if (last !== undefined) lastType = last.type;
         // Its last entry given, or seen before `after` (an interrupted run may be resumed: wait for it).
         if (lastType !== undefined && isRunEnd({ type: lastType })) {
-          if (folded > after || lastType !== "run.interrupted") return;
+          if (folded > after || lastType !== "run.interrupted") {
+            if (nested === undefined) return;
+            nested.runEnded();
+            ended = true;
+          }
         }
       }
+      while (nested !== undefined && nested.queue.length > 0) {
+        yield nested.queue.shift() as RunEvent;
+        if (signal?.aborted) return;
+      }
+      if (ended && !nested?.active && nested?.queue.length === 0) return; // its sub-agents' ends given too
       while (deltas.length > 0) {
         const event = deltas.shift() as LiveRunEvent;
         if (finished.has(event.stepId)) continue;
@@ -123,6 +153,7 @@ async function* follow(journal: Journal, runId: string, options: FollowOptions):
       });
     }
   } finally {
+    nested?.stop();
     signal?.removeEventListener("abort", rouse);
     stopLive();
     stopStore?.();
