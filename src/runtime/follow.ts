@@ -111,9 +111,9 @@ async function* follow(journal: Journal, runId: string, options: FollowOptions):
         for (const entry of entries) {
           folded = entry.seq;
           for (const event of evolveRunEvents(fold, entry)) {
-            const call = nested?.seen(event, event.cursor > after);
-            // A sub-agent's events come inside its call: all of them before the call's end.
-            while (call !== undefined && nested !== undefined && (nested.following(call) || nested.queue.length > 0)) {
+            const waiting = nested?.seen(event, event.cursor > after);
+            // A sub-agent's events come inside its call (or its run): all of them before the call's end.
+            while (waiting?.() && nested !== undefined) {
               if (nested.queue.length > 0) yield nested.queue.shift() as RunEvent;
               else await new Promise<void>((resolve) => (wake = resolve));
               if (signal?.aborted) return;

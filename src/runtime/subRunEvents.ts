@@ -101,26 +101,32 @@ export class NestedFollowers {
   ) {}
 
   /**
-   * Told each event of the run, given (`shown`) or skipped as before the cursor. Returns the step
-   * whose call ended with it and whose child run is still followed: its events come before this
-   * one (see {@link following}).
+   * Told each event of the run, given (`shown`) or skipped as before the cursor. Returns, when the
+   * children's events must come before this one (the end of a call, or of the run), whether they
+   * are still coming: the caller gives the queue until it says no.
    */
-  seen(event: RunEvent, shown: boolean): string | undefined {
-    if (event.type === "tool-started") {
-      if (shown) this.start(event.stepId);
-      else this.open.add(event.stepId);
-    } else if (event.type === "tool-finished" || event.type === "call-settled") {
-      this.open.delete(event.stepId);
-      this.callEnded(event.stepId);
-      if (shown && this.following(event.stepId)) return event.stepId;
+  seen(event: RunEvent, shown: boolean): (() => boolean) | undefined {
+    switch (event.type) {
+      case "tool-started":
+        if (shown) this.start(event.stepId);
+        else this.open.add(event.stepId);
+        return undefined;
+      case "tool-finished":
+      case "call-settled": {
+        this.open.delete(event.stepId);
+        this.callEnded(event.stepId);
+        const f = this.followers.get(event.stepId);
+        return shown && f !== undefined ? () => !f.done || this.queue.length > 0 : undefined;
+      }
+      case "run-completed":
+      case "run-interrupted":
+      case "run-cancelled":
+      case "run-failed":
+        this.runEnded();
+        return shown ? () => this.active || this.queue.length > 0 : undefined;
+      default:
+        return undefined;
     }
-    return undefined;
-  }
-
-  /** Whether the child run of call `stepId` is still followed (it has events to give, or is being looked for). */
-  following(stepId: string): boolean {
-    const f = this.followers.get(stepId);
-    return f !== undefined && !f.done;
   }
 
   /** The journal read so far is given: follow the calls still going that started before the cursor. */

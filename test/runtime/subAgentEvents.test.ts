@@ -87,6 +87,27 @@ describe("a sub-agent's events in its parent's stream", () => {
     expect(story(own)).toEqual(EXPECTED.filter((l) => l.startsWith("p ")));
   });
 
+  it("a sub-agent's approval is asked in its own events, nested; the parent's call asks none of its own", async () => {
+    const journal = jsonJournal();
+    const book = { description: "books", requiresApproval: true, execute: () => "booked" };
+    const booker = agentLoop$({ id: "booker", model: scriptedModel([ask("book", "2")]), tools: { book } });
+    const planner = agentLoop$({
+      id: "planner",
+      model: scriptedModel([ask("booking", "dinner")]),
+      tools: { booking: agentTool(booker, { description: "books" }) },
+    });
+    const stream = planner.stream({ runId: "p", journal, input: "plan" });
+    const events: RunEvent[] = [];
+    for await (const event of stream) events.push(event);
+    await expect(stream.output).rejects.toMatchObject({ run: { reason: "approval-pending" } });
+    const asked = events.filter((e) => e.type === "approval-requested");
+    expect(asked.map((e) => [e.runId, "stepId" in e ? e.stepId : ""])).toEqual([[CHILD, "booker#turn:0:tool:0"]]);
+    const followed: RunEvent[] = [];
+    for await (const event of followRun(journal, "p")) followed.push(event);
+    expect(story(followed).filter((l) => l.endsWith("approval-requested"))).toEqual([`${CHILD} approval-requested`]);
+    expect(story(followed).at(-1)).toBe("p run-interrupted");
+  });
+
   it("toUIMessageStream shows a sub-agent's events as its call's progress, and ends with the parent", async () => {
     const journal = jsonJournal();
     const chunks = [];
