@@ -147,7 +147,8 @@ async function* follow(journal: Journal, runId: string, options: FollowOptions):
         yield event;
         if (signal?.aborted) return;
       }
-      if (stale) continue;
+      if (stale || (nested?.queue.length ?? 0) > 0) continue; // a sub-agent's events came while it gave others
+      if (signal?.aborted) return; // aborted while it read: no wake-up would come
       await new Promise<void>((resolve) => {
         wake = resolve;
       });
