@@ -322,6 +322,7 @@ export {
   RunControlError,
   type RunControlRefusal,
   recordApproval,
+  type SubRunCancel,
 } from "./runtime/control.ts";
 export { AgentInterruptedError, isAgentInterruptedError } from "./runtime/errors.ts";
 export { type FollowOptions, followRun } from "./runtime/follow.ts";
@@ -340,3 +341,10 @@ export {
   verifyTurnResults,
 } from "./runtime/readers.ts";
 export type { AgentStream } from "./runtime/stream.ts";
+export { subRunPath } from "./runtime/subRunEvents.ts";
+export {
+  isSubAgentCancelledError,
+  isSubAgentPendingError,
+  SubAgentCancelledError,
+  SubAgentPendingError,
+} from "./runtime/subRuns.ts";

@@ -1,5 +1,6 @@
 import {
   approvalId,
+  childRunId,
   digestOf,
   type ErrorCause,
   type ForkedFromData,
@@ -12,9 +13,12 @@ import {
   parseFrameId,
   type RunStatus,
   readArchived,
+  readJournal,
   responseAt,
   toolStepId,
 } from "../index.ts";
+import { parentRunOf } from "../runtime/subRuns.ts";
+import { runInfo } from "./db.ts";
 
 /**
  * A run's story for `loom show <runId>`: its turns (the model's text, its tokens and time), each
@@ -28,6 +32,8 @@ export interface RunStory {
   readonly startedAt: string | undefined;
   readonly updatedAt: string | undefined;
   readonly forkedFrom?: ForkedFromData;
+  /** For a sub-agent's run (`agentTool`): the parent run and its call that runs this one. */
+  readonly parent?: { readonly runId: string; readonly stepId: string };
   readonly turns: readonly StoryTurn[];
   readonly tokens: { readonly input: number; readonly output: number };
   readonly pendingApprovals: readonly PendingApproval[];
@@ -56,6 +62,17 @@ export interface StoryTool {
   readonly durationMs?: number;
   readonly bytes?: number;
   readonly approval?: { readonly approved: boolean; readonly by?: string; readonly reason?: string };
+  /** The sub-agent's run the call runs (`agentTool`: `<runId>/<stepId>`), as it stands. */
+  readonly subRun?: StorySubRun;
+}
+
+/** A sub-agent's run under the call that runs it: `loom show <runId>` of it tells its story. */
+export interface StorySubRun {
+  readonly runId: string;
+  readonly loopId: string | undefined;
+  readonly status: RunStatus;
+  /** Model calls it made. */
+  readonly iterations: number;
 }
 
 export type StoryEnd =
@@ -91,7 +108,15 @@ export async function runStory(
     return t?.started && t.ended ? Math.max(0, Date.parse(t.ended) - Date.parse(t.started)) : undefined;
   };
   const pendingApprovals = await listPendingApprovals(journal, { runId });
-  const waiting = new Set(pendingApprovals.map((p) => p.stepId));
+  const waiting = new Set(pendingApprovals.filter((p) => p.runId === runId).map((p) => p.stepId));
+  const runs = new Set((await journal.store.listRuns()).map((r) => r.runId));
+  const subRuns = new Map<string, StorySubRun>(); // by the call's step id
+  for (const id of Object.keys(state.frames)) {
+    const child = childRunId(runId, id);
+    if (parseFrameId(id)?.kind !== "tool" || !runs.has(child)) continue;
+    const info = runInfo(child, await readJournal(journal, child));
+    subRuns.set(id, { runId: child, loopId: info.loopId, status: info.status, iterations: info.iterations });
+  }
   const loopId = state.loopId ?? "?";
   let modelTurns = 0;
   for (const id of Object.keys(state.frames)) {
@@ -138,6 +163,7 @@ export async function runStory(
           f?.archived?.bytes ??
           (f?.status === "completed" ? digestOf(f.output).bytes : undefined));
       const d = duration(id);
+      const subRun = subRuns.get(id);
       return {
         stepId: id,
         toolName: call.name,
@@ -146,6 +172,7 @@ export async function runStory(
         ...(d === undefined ? {} : { durationMs: d }),
         ...(bytes === undefined ? {} : { bytes }),
         ...(approval ? { approval } : {}),
+        ...(subRun ? { subRun } : {}),
       };
     });
     const d = duration(stepId);
@@ -163,6 +190,7 @@ export async function runStory(
   }
   const started = entries.find((e) => e.type === "run.started");
   const forkedFrom = started?.type === "run.started" ? started.data.forkedFrom : undefined;
+  const parent = runId.includes("/") ? await parentRunOf(journal, runId) : undefined;
   return {
     runId,
     loopId: state.loopId,
@@ -170,6 +198,7 @@ export async function runStory(
     startedAt: entries[0]?.meta.at,
     updatedAt: entries.at(-1)?.meta.at,
     ...(forkedFrom ? { forkedFrom } : {}),
+    ...(parent ? { parent } : {}),
     turns,
     tokens,
     pendingApprovals,

@@ -296,7 +296,16 @@ export const agentLoopMachine = setup({
             // A plainCall ended (a toolCall chart reports with CALL.* instead: its done event has no output).
             "xstate.done.actor.*": {
               guard: "plainCallDone",
-              actions: assign({ open: ({ context }) => context.open - 1 }),
+              actions: assign({
+                open: ({ context }) => context.open - 1,
+                // A sub-agent that waits for an approval: the call is pending, as a charted call's CALL.PENDING.
+                pending: ({ context, event }) => {
+                  const { index, status } = (event as unknown as { output: CallOutcome }).output;
+                  return status === "pending"
+                    ? [...context.pending, toolStepId(context.loopId, context.turn, index)]
+                    : context.pending;
+                },
+              }),
             },
             "xstate.error.actor.*": {
               guard: "plainCallFailed",

@@ -4,7 +4,8 @@ import type { ToolCall } from "../events/types.ts";
 /** What one tool call settles to, as far as the statechart cares: the fed value stays in the runtime. */
 export interface CallOutcome {
   readonly index: number;
-  readonly status: "ok" | "error";
+  /** `pending`: the tool (a sub-agent) waits for an approval; the call's frame stays started. */
+  readonly status: "ok" | "error" | "pending";
 }
 
 /** What each `toolCallMachine` child is started with: one call of one model response. */
@@ -34,7 +35,9 @@ export type ApprovalOutput =
  */
 export type RunToolOutput =
   | { readonly status: "ok" | "error" }
-  | { readonly status: "retry"; readonly attempt: number; readonly delayMs: number };
+  | { readonly status: "retry"; readonly attempt: number; readonly delayMs: number }
+  /** The tool (a sub-agent) waits for an approval: the call is pending, its frame left started. */
+  | { readonly status: "pending" };
 
 export interface ToolCallContext extends ToolCallInput {
   status: "ok" | "error" | undefined;
@@ -141,6 +144,7 @@ export const toolCallMachine = setup({
             target: "backingOff",
             actions: assign({ delayMs: ({ event }) => (event.output.status === "retry" ? event.output.delayMs : 0) }),
           },
+          { guard: ({ event }) => event.output.status === "pending", target: "pending" },
           {
             target: "settled",
             actions: assign({ status: ({ event }) => (event.output.status === "ok" ? "ok" : "error") }),

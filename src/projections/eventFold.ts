@@ -217,6 +217,7 @@ export function evolveRunEvents(state: RunEventState, entry: JournalEntry): Jour
         const stepIds = (detail as { stepIds?: unknown } | null)?.stepIds;
         for (const stepId of Array.isArray(stepIds) ? stepIds : []) {
           if (typeof stepId !== "string") continue;
+          if (state.toolsStarted.has(stepId)) continue; // a sub-agent's call: its child run asks (its events nest)
           const input = callOf(state, stepId)?.input;
           const inputDigest = digestOfRecorded(input).digest;
           const toolName = toolNameOf(state, stepId);

@@ -39,6 +39,13 @@ export type RunEventError = Pick<ErrorCause, "name" | "message" | "status"> & { 
  * call in flight. `loop.stream`, `run({ onEvent })`, `followRun`, `toUIMessageStream`, the
  * viewer and telemetry all read this one vocabulary.
  *
+ * Nested events: a run's sub-agents (`agentTool`, each the child run `<parentRunId>/<stepId>`)
+ * have their events in the parent's `loop.stream`, `onEvent` and `followRun`, each as the child's
+ * run gives it, so marked by its `runId` (the child's, and its `cursor` is the child's journal's).
+ * `subRunPath(parentRunId, event)` gives the calls from the parent down to the child (`[]` for the
+ * parent's own events): a UI nests the event under the parent's call `path[0]`. Telemetry gets
+ * the run's own events only.
+ *
  * @example
  * ```ts
  * for await (const event of loop.stream({ runId: "r-1", input: "Hi", journal })) {

@@ -82,8 +82,18 @@ export interface InterruptedAgentRun<M extends ToolCallLogMode | undefined = Too
   readonly toolCallLog: ToolCallLog<M>;
   /** Model calls made so far. */
   readonly iterations: number;
-  /** Step ids of tool calls waiting for an approval, with the input each would run with. */
-  readonly pendingApprovals: readonly { readonly stepId: string; readonly toolName: string; readonly input: unknown }[];
+  /**
+   * Step ids of tool calls waiting for an approval, with the input each would run with. A call
+   * that waits in a sub-agent (`agentTool`) names the sub-agent's run that waits, `runId`: answer
+   * it there (`recordApproval(journal, runId, stepId, …)`), then resume this run.
+   */
+  readonly pendingApprovals: readonly {
+    readonly stepId: string;
+    readonly toolName: string;
+    readonly input: unknown;
+    /** The sub-agent's run the call waits in, when it is not this run. */
+    readonly runId?: string;
+  }[];
   /** The model's error, for a `model-error`: as `run.interrupted` recorded it (the same after a restart). */
   readonly cause?: ErrorCause;
 }

@@ -15,6 +15,8 @@ import { hydrateForLog } from "./readers.ts";
 import { type RunOptions, RunSession } from "./session.ts";
 import { machineForRun } from "./sharedMachine.ts";
 import { type AgentStream, chainListeners, streamOf } from "./stream.ts";
+import { nestRunEvents } from "./subRunEvents.ts";
+import { subRunApprovals } from "./subRuns.ts";
 import { toolCallActors } from "./toolActors.ts";
 import { validateConfig } from "./validateConfig.ts";
 
@@ -161,10 +163,12 @@ async function runHeld(
       if (actor.getSnapshot().status === "active") actor.send({ type: "ABORT", reason: signal.reason });
     });
   signal.addEventListener("abort", onAbort, { once: true });
+  const unnest = nestRunEvents(request.journal.store, request.runId, session.events); // its sub-agents' events
   try {
     actor.start();
     await done;
   } finally {
+    unnest();
     signal.removeEventListener("abort", onAbort);
     session.dispose();
     // Results deferred to a next append that never came (the run threw): journaled, or a resume would
@@ -209,7 +213,8 @@ function interruptedRun(session: RunSession, pending: readonly string[]): Interr
     iterations: state.turns,
     pendingApprovals: calls.flatMap((call, index) => {
       const stepId = toolStepId(session.loopId, turn, index);
-      return waiting.has(stepId) ? [{ stepId, toolName: call.name, input: call.input }] : [];
+      if (!waiting.has(stepId)) return [];
+      return subRunApprovals(session, stepId) ?? [{ stepId, toolName: call.name, input: call.input }]; // a sub-agent's
     }),
     ...(cause === undefined ? {} : { cause }),
   };

@@ -1,11 +1,15 @@
 import { AsyncLocalStorage } from "node:async_hooks";
-import { LoomError } from "../core/errors.ts";
+import { isRunCancelledError, LoomError } from "../core/errors.ts";
 import type { Message } from "../events/types.ts";
 import type { AgentOutput, InterruptedAgentRun } from "../projections/types.ts";
 import type { AgentLoop } from "./agentLoop.ts";
 import type { Tool, ToolContext } from "./config.ts";
 import { isAgentInterruptedError } from "./errors.ts";
 import { DEFAULT_LEASE_MS } from "./ownership.ts";
+import { nestedListener } from "./subRunEvents.ts";
+import { childRunId, SubAgentCancelledError, SubAgentPendingError } from "./subRuns.ts";
+
+export { childRunId } from "./subRuns.ts";
 
 /** Sub-agents nested deeper than this are refused unless `maxDepth` says otherwise. */
 export const DEFAULT_MAX_AGENT_DEPTH = 4;
@@ -58,9 +62,10 @@ export class SubAgentLimitError extends LoomError {
 }
 
 /**
- * A sub-agent's run stopped before its answer (its iteration limit, a model error, a pending
- * approval): the parent's call fails with the child's reason, and the child run stays in the
- * journal as it stopped (`loop.run({ runId: e.childRunId })` goes on with it).
+ * A sub-agent's run stopped before its answer (its iteration limit, a model error): the parent's
+ * call fails with the child's reason, and the child run stays in the journal as it stopped
+ * (`loop.run({ runId: e.childRunId })` goes on with it). A child waiting for an approval does
+ * not fail the call: the parent waits with it (see `agentTool`).
  *
  * @example
  * if (isSubAgentInterruptedError(e)) console.log(e.childRunId, e.child.reason);
@@ -91,20 +96,17 @@ const chain = new AsyncLocalStorage<{ readonly depth: number }>();
 const going = new Map<string, number>();
 
 /**
- * The child run id of a parent's tool call: `<parentRunId>/<stepId>`.
- *
- * @example
- * childRunId("ticket-9", "planner#turn:0:tool:1"); // "ticket-9/planner#turn:0:tool:1"
- */
-export const childRunId = (parentRunId: string, stepId: string): string => `${parentRunId}/${stepId}`;
-
-/**
  * A tool that runs another loop as a sub-agent: the child run `<parentRunId>/<stepId>` in the
  * parent's journal, with the input the parent's model gave (mapped by `input`), its answer (mapped
  * by `output`) the tool's output. The child is a run like any other, journaled step by step: when
  * the parent resumes after a crash mid-child, the call runs again (its outcome was unknown), which
  * resumes the child where it stopped, its journaled model and tool calls served, never re-run; a
  * finished child only hands its recorded answer back. Aborting the parent aborts the child.
+ * A child that stops for an approval stops the parent too (`approval-pending`, its call waiting):
+ * `listPendingApprovals(journal, { runId: parent })` lists the child's call under the child's run
+ * id, the approval is answered on that run (`recordApproval(journal, pending.runId,
+ * pending.stepId, …)`, where the decision is bound to the child's input), and resuming the parent
+ * resumes the child with it; no model call is made again at any depth.
  * Depth (`maxDepth`) and concurrent children (`maxConcurrent`) are limited: past them the call
  * fails with `SubAgentLimitError`, told to the parent's model.
  *
@@ -163,11 +165,25 @@ export function agentTool<I = { prompt: string }>(loop: AgentLoop, options: Agen
         // A parent resumed after a crash may find its child's lease still held by the dead process
         // (on another host): wait for it to run out rather than fail the call.
         const ownership = { waitMs: DEFAULT_LEASE_MS };
-        const request = { runId: id, journal, input: toInput(input), signal, ownership };
+        const onEvent = nestedListener(journal.store, runId); // its events in the parent's stream
+        const request = {
+          runId: id,
+          journal,
+          input: toInput(input),
+          signal,
+          ownership,
+          ...(onEvent ? { onEvent } : {}),
+        };
         const out = await chain.run({ depth }, () => loop.run(request));
         return toOutput(out);
       } catch (e) {
-        if (isAgentInterruptedError(e) && !signal.aborted) throw new SubAgentInterruptedError(e.run);
+        // Cancelled on its own (not with the parent, whose signal aborted): the call fails, told to the model.
+        if (isRunCancelledError(e) && e.runId === id && !signal.aborted) throw new SubAgentCancelledError(id, e.reason);
+        if (isAgentInterruptedError(e) && !signal.aborted) {
+          // Waiting for a person: the parent waits too (its call pending), and resuming it resumes the child.
+          if (e.run.reason === "approval-pending") throw new SubAgentPendingError(e.run);
+          throw new SubAgentInterruptedError(e.run);
+        }
         throw e;
       } finally {
         const left = (going.get(key) ?? 1) - 1;

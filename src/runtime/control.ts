@@ -10,7 +10,7 @@ export {
   type RecordedApproval,
   recordApproval,
 } from "./control/approvals.ts";
-export { type CancelOptions, type CancelResult, cancelRun } from "./control/cancel.ts";
+export { type CancelOptions, type CancelResult, cancelRun, type SubRunCancel } from "./control/cancel.ts";
 export {
   type ApprovalRefusal,
   ApprovalRefusedError,

@@ -68,6 +68,22 @@ export class RunEventEmitter {
     return this.listeners.size > this.journaledOnly.size || (live.get(this.store)?.get(this.runId)?.size ?? 0) > 0;
   }
 
+  /**
+   * Tells the run's listeners (`onEvent`, `loop.stream`; not telemetry's) an event of one of its
+   * sub-agents' runs (`agentTool`), as that run gave it: its `runId` is the child's. Followers are
+   * not told: `followRun` follows the child run itself.
+   */
+  emitNested(event: RunEvent): void {
+    for (const listener of this.listeners) {
+      if (this.journaledOnly.has(listener)) continue;
+      try {
+        listener(event);
+      } catch {
+        // A listener's failure is its own.
+      }
+    }
+  }
+
   /** Adds a listener of the journaled events only (no deltas, and none are made for it); returns its removal. */
   observe(listener: (event: RunEvent) => void): () => void {
     this.listeners.add(listener);
@@ -194,7 +210,7 @@ export class EventQueue implements AsyncIterable<RunEvent> {
   push(event: RunEvent): void {
     if (this.ended) return;
     if (isDelta(event)) {
-      const key = `${event.stepId}\u0000${event.attempt}`;
+      const key = `${event.runId}\u0000${event.stepId}\u0000${event.attempt}`; // a sub-agent's steps have ids of their own run
       if (this.gapped.has(key) || this.items.length - this.head >= this.limit) {
         this.gapped.add(key);
         this.dropped++;

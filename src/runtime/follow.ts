@@ -12,6 +12,7 @@ import {
 } from "../projections/events.ts";
 import type { ToolCallLogMode } from "../projections/types.ts";
 import { DEFAULT_STREAM_BUFFER, isDelta, watchLiveRun } from "./events.ts";
+import { NestedFollowers } from "./subRunEvents.ts";
 
 /**
  * What `followRun` is given beside the journal and the run.
@@ -30,6 +31,8 @@ export interface FollowOptions {
   readonly mode?: ToolCallLogMode;
   /** How often to read a store that cannot be watched (no `EventStore.watch`), in ms. Default 100. */
   readonly pollMs?: number;
+  /** `false`: the run's own events only, not its sub-agents' (`agentTool`). Default: theirs too. */
+  readonly subRuns?: boolean;
 }
 
 /**
@@ -52,6 +55,11 @@ export interface FollowOptions {
  * cursors of the uncompacted one, also when it is compacted while being followed. Only batches
  * holding events after `after` are read.
  *
+ * A sub-agent's events (`agentTool`: the child run of a call) come too, as the child's run gives
+ * them, each with the child's `runId` (see `RunEvent`): from the call's start to the child's end,
+ * and for a call in flight when the follower resumed after a cursor, from the child's first
+ * event. The cursor to resume after is that of the last event of `runId` itself.
+ *
  * @example
  * ```ts
  * for await (const event of followRun(journal, "r-1", { after: lastEventId, signal })) {
@@ -70,7 +78,8 @@ async function* follow(journal: Journal, runId: string, options: FollowOptions):
   const fold = initialRunEventState(options.mode === undefined ? {} : { mode: options.mode });
   let folded = 0; // the seq of the last entry read
   let stale = true; // the journal may hold entries past `folded`
-  let ended: JournalEntry | undefined; // the run's last entry when it is an end (completed, interrupted …)
+  let runEnd: JournalEntry | undefined; // the run's last entry when it is an end (completed, interrupted …)
+  let ended = false; // its last entry given: what is left is its sub-agents' events
   let wake: (() => void) | undefined;
   const rouse = () => {
     const w = wake;
@@ -93,6 +102,10 @@ async function* follow(journal: Journal, runId: string, options: FollowOptions):
     stale = true;
     rouse();
   };
+  const nested =
+    options.subRuns === false
+      ? undefined
+      : new NestedFollowers(journal, runId, { mode: options.mode, pollMs: options.pollMs }, followRun, rouse);
   const stopStore = store.watch?.(runId, onAppend);
   const poll = stopStore === undefined ? setInterval(onAppend, options.pollMs ?? 100) : undefined;
   signal?.addEventListener("abort", rouse);
@@ -108,29 +121,48 @@ async function* follow(journal: Journal, runId: string, options: FollowOptions):
         folded = hot.at(-1)?.seq ?? folded;
         for (const entry of entries) {
           for (const event of evolveRunEvents(fold, entry)) {
+            const waiting = nested?.seen(event, event.cursor > after);
+            // A sub-agent's events come inside its call (or its run): all of them before the call's end.
+            while (waiting?.() && nested !== undefined) {
+              if (nested.queue.length > 0) yield nested.queue.shift() as RunEvent;
+              else await new Promise<void>((resolve) => (wake = resolve));
+              if (signal?.aborted) return;
+            }
             if (event.cursor <= after) continue;
             if (event.type === "model-finished") finished.add(event.stepId);
             yield event;
             if (signal?.aborted) return;
           }
         }
+        nested?.caughtUp();
         const last = entries.at(-1); // markers left out: a compacted run ends at its last entry, not its marker
-        if (last !== undefined) ended = isRunEnd(last) ? last : undefined;
+        if (last !== undefined) runEnd = isRunEnd(last) ? last : undefined;
         // Its last entry given, or seen before `after` (an interrupted run may be resumed: wait for it).
-        if (ended !== undefined && (ended.seq > after || ended.type !== "run.interrupted")) return;
+        if (runEnd !== undefined && (runEnd.seq > after || runEnd.type !== "run.interrupted")) {
+          if (nested === undefined) return;
+          nested.runEnded();
+          ended = true;
+        }
       }
+      while (nested !== undefined && nested.queue.length > 0) {
+        yield nested.queue.shift() as RunEvent;
+        if (signal?.aborted) return;
+      }
+      if (ended && !nested?.active && nested?.queue.length === 0) return; // its sub-agents' ends given too
       while (deltas.length > 0) {
         const event = deltas.shift() as LiveRunEvent;
         if (finished.has(event.stepId)) continue;
         yield event;
         if (signal?.aborted) return;
       }
-      if (stale) continue;
+      if (stale || (nested?.queue.length ?? 0) > 0) continue; // a sub-agent's events came while it gave others
+      if (signal?.aborted) return; // aborted while it read: no wake-up would come
       await new Promise<void>((resolve) => {
         wake = resolve;
       });
     }
   } finally {
+    nested?.stop();
     signal?.removeEventListener("abort", rouse);
     stopLive();
     stopStore?.();

@@ -11,6 +11,7 @@ import type { Tool } from "./config.ts";
 import { durableStep } from "./durableStep.ts";
 import { toolAttemptError, toolPolicy } from "./failurePolicy.ts";
 import type { RunSession } from "./session.ts";
+import { subRunWaits } from "./subRuns.ts";
 import { invalidInputMessage, noCanonicalForm } from "./toolInput.ts";
 
 /** Tool calls of one model response that run when the loop does not say (`maxToolCallsPerResponse`). */
@@ -232,6 +233,7 @@ export function toolCallActors(session: RunSession) {
       case "past-deadline":
         return fail(stepId, late, result.started, inputDigest, effect);
       case "gave-up": {
+        if (subRunWaits(session, stepId, result.thrown)) return { status: "pending" }; // a sub-agent waits for an approval
         const e = result.thrown;
         const fed = result.timedOut
           ? { error: result.error.name, message: result.error.message }

@@ -1,3 +1,5 @@
+import type { RunEvent } from "../projections/events.ts";
+
 /**
  * The vocabulary of `toUIMessageStream`: the AI SDK UI message chunks it sends, written here
  * structurally so nothing loads `ai`.
@@ -8,7 +10,8 @@
  * Two transient data chunks (`onData` in `useChat`, never stored in the message) say what the
  * chunks cannot: `data-loom-retrying` (an attempt failed, the next is due at `retryAt`) and
  * `data-loom-reset` (the deltas of that attempt are void; the text already shown of it stays in
- * the message, ended, since a UI message stream cannot take text back).
+ * the message, ended, since a UI message stream cannot take text back). A third,
+ * `data-loom-subagent`, carries each event of a sub-agent (`agentTool`) as its call's progress.
  *
  * @example
  * ```ts
@@ -55,6 +58,17 @@ export type LoomUIMessageChunk =
   | {
       readonly type: "data-loom-reset";
       readonly data: { readonly stepId: string; readonly attempt: number };
+      readonly transient: true;
+    }
+  /** An event of a sub-agent (`agentTool`) the call `toolCallId` runs: the tool's progress. */
+  | {
+      readonly type: "data-loom-subagent";
+      readonly data: {
+        readonly toolCallId: string;
+        /** The calls from the run down to the sub-agent's run (`subRunPath`). */
+        readonly path: readonly string[];
+        readonly event: RunEvent;
+      };
       readonly transient: true;
     };
 

@@ -7,6 +7,7 @@ import type { ToolCall } from "../events/types.ts";
 import { isInvalidToolInput } from "../models/aiSdkResponse.ts";
 import type { RunEvent } from "../projections/events.ts";
 import { approvalId, parseFrameId } from "../projections/ids.ts";
+import { subRunPath } from "./subRunEvents.ts";
 import type { LoomUIMessageChunk, ToUIMessageStreamOptions } from "./uiMessageChunkTypes.ts";
 
 export type { LoomUIMessageChunk, ToUIMessageStreamOptions } from "./uiMessageChunkTypes.ts";
@@ -237,9 +238,15 @@ export async function* uiMessageChunks(
     }
   }
 
+  let root: string | undefined;
   try {
     for await (const event of events) {
-      if (yield* translate(event)) return;
+      root ??= event.runId;
+      const path = event.runId === root ? undefined : subRunPath(root, event); // a sub-agent's: its call's progress
+      if (path?.[0] !== undefined) {
+        const data = { toolCallId: callOf(path[0], "").toolCallId, path, event };
+        yield { type: "data-loom-subagent", data, transient: true };
+      } else if (yield* translate(event)) return;
     }
   } catch (error) {
     yield { type: "error", errorText: options.onError ? options.onError(error) : messageOf(error) };

@@ -33,7 +33,8 @@ export interface LiveSource {
  * await startViewer({ journal, live: followSource(journal) });
  */
 export function followSource(journal: Journal): LiveSource {
-  return { follow: (runId, options) => followRun(journal, runId, options) };
+  // The page shows a sub-agent as a link to its own run: its events stay on its page.
+  return { follow: (runId, options) => followRun(journal, runId, { ...options, subRuns: false }) };
 }
 
 /**

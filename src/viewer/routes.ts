@@ -1,7 +1,14 @@
 import type { AnyStateMachine } from "xstate";
 import { runInfo } from "../cli/db.ts";
 import { showStep } from "../cli/step.ts";
-import { isStepResolutionError, type Journal, listPendingApprovals, readJournal, runIdProblem } from "../index.ts";
+import {
+  isStepResolutionError,
+  type Journal,
+  listPendingApprovals,
+  parseFrameId,
+  readJournal,
+  runIdProblem,
+} from "../index.ts";
 import { actionFrom, type PendingApproval, perform, type ViewerActions } from "./actions.ts";
 import { chartSvg } from "./chart.ts";
 import { foldView } from "./evolveView.ts";
@@ -53,6 +60,7 @@ export class Pages {
       info: runInfo(runId, entries),
       pending: await this.pending(runId),
       actions: this.actions !== undefined,
+      subRuns: await this.subRuns(runId),
     };
     return partOnly ? runPart(input).text : runPage(input);
   }
@@ -95,6 +103,17 @@ export class Pages {
     if (runIdProblem(runId) !== undefined) return undefined; // no run can have that id
     const entries = await readJournal(this.journal, runId);
     return entries.length === 0 ? undefined : entries;
+  }
+
+  /** The sub-agent runs of the run's calls (`<runId>/<stepId>`), by step id. */
+  private async subRuns(runId: string): Promise<Map<string, string>> {
+    const prefix = `${runId}/`;
+    const out = new Map<string, string>();
+    for (const r of await this.journal.store.listRuns()) {
+      const stepId = r.runId.startsWith(prefix) ? r.runId.slice(prefix.length) : "";
+      if (parseFrameId(stepId)?.kind === "tool") out.set(stepId, r.runId);
+    }
+    return out;
   }
 
   /** The calls waiting for an approval (`listPendingApprovals`: a read, buttons or not). */

@@ -18,6 +18,8 @@ export interface RunPageInput {
   readonly pending: readonly PendingApproval[];
   /** Whether to show the buttons (the viewer was given the run-control API). */
   readonly actions: boolean;
+  /** The sub-agent run (`agentTool`) of each call that has one, by the call's step id: linked under the call. */
+  readonly subRuns?: ReadonlyMap<string, string>;
 }
 
 /** The whole run page. */
@@ -35,7 +37,7 @@ export function runPage(input: RunPageInput): string {
 const live = (view: RunView): boolean => view.status !== "completed" && view.status !== "failed";
 
 /** What `#run` holds (the part the live feed refreshes). */
-export function runPart({ view, info, pending, actions }: RunPageInput): Html {
+export function runPart({ view, info, pending, actions, subRuns }: RunPageInput): Html {
   const runId = info.runId;
   const stopped = stoppedText(info);
   return html`<h1>Run <code>${runId}</code> <span class="status ${view.status}">${view.status}</span>${live(view) ? html` <span class="live" title="updates while the run goes on">● live</span>` : ""}</h1>
@@ -56,7 +58,7 @@ ${pendingPart(runId, pending, actions)}
 ${actions ? controlPart(view, runId) : ""}
 <pre id="live-text" class="live-text" hidden></pre>
 <h2>Timeline</h2>
-${timeline(view, runId)}`;
+${timeline(view, runId, subRuns)}`;
 }
 
 function pendingPart(runId: string, pending: readonly PendingApproval[], actions: boolean): Html | string {
@@ -64,11 +66,11 @@ function pendingPart(runId: string, pending: readonly PendingApproval[], actions
   return html`<section class="pending"><h2>Waiting for approval</h2>
 ${pending.map(
   (p) => html`<div class="approval" data-step="${p.stepId}">
-<p><strong>${p.toolName}</strong> <a href="${href("runs", runId, "steps", p.stepId)}"><code>${p.stepId}</code></a>${p.expiresAt ? html` · expires ${when(p.expiresAt)}` : ""}</p>
+<p><strong>${p.toolName}</strong> <a href="${href("runs", p.runId, "steps", p.stepId)}"><code>${p.stepId}</code></a>${p.expiresAt ? html` · expires ${when(p.expiresAt)}` : ""}${p.runId === runId ? "" : html` · in sub-agent run <a href="${href("runs", p.runId)}"><code>${p.runId}</code></a>: answered there, then resume this run`}</p>
 <pre>${jsonText(p.input, 2_000)}</pre>
 ${
   actions
-    ? html`<form method="post" action="${href("runs", runId, "actions")}" class="buttons">
+    ? html`<form method="post" action="${href("runs", p.runId, "actions")}" class="buttons">
 <input type="hidden" name="stepId" value="${p.stepId}">
 <button name="action" value="approve" class="approve">Approve</button>
 <button name="action" value="deny" class="deny">Deny</button>
@@ -112,11 +114,11 @@ export const timelineTable = (rows: Html | Html[] | string): Html =>
 <thead><tr><th>turn</th><th>step</th><th>status</th><th class="num">duration</th><th class="num">bytes</th><th>retries</th><th>detail</th></tr></thead>
 <tbody>${rows}</tbody></table>`;
 
-function timeline(view: RunView, runId: string): Html {
+function timeline(view: RunView, runId: string, subRuns?: ReadonlyMap<string, string>): Html {
   const rows: Html[] = [];
   for (const turn of turnsOf(view)) {
     rows.push(modelRow(turn, runId));
-    for (const call of turn.calls) rows.push(callRow(call, runId));
+    for (const call of turn.calls) rows.push(callRow(call, runId, subRuns?.get(call.stepId)));
   }
   const end = view.interruption
     ? html`<tr class="end interrupted"><td colspan="7">interrupted: <strong>${view.interruption.reason}</strong>${view.interruption.cause ? ` — ${view.interruption.cause.name}: ${view.interruption.cause.message}` : ""}</td></tr>`
@@ -148,8 +150,8 @@ export function modelRow(turn: TurnView, runId: string): Html {
 </tr>`;
 }
 
-/** A tool call's row of the timeline. */
-export function callRow(call: CallView, runId: string): Html {
+/** A tool call's row of the timeline; `subRun`: the sub-agent run the call runs, linked. */
+export function callRow(call: CallView, runId: string, subRun?: string): Html {
   const ended = call.status === "ok" || call.status === "error";
   const detail = [
     call.approval ? (call.approval.approved ? "approved" : "declined") : "",
@@ -164,7 +166,7 @@ export function callRow(call: CallView, runId: string): Html {
 <td class="num">${duration(call.startedAt, call.endedAt)}</td>
 <td class="num">${call.bytes === undefined ? "" : int(call.bytes)}</td>
 <td>${retries(call.failures, call.lastError)}</td>
-<td>${detail.join(" · ")}</td>
+<td>${detail.join(" · ")}${subRun === undefined ? "" : html` · <a class="subrun" href="${href("runs", subRun)}">sub-agent run ↘</a>`}</td>
 </tr>`;
 }
 

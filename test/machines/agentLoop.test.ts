@@ -351,6 +351,22 @@ describe("agentLoopMachine context and actor inputs (pure)", () => {
     expect(failed.context.error).toBe("append failed");
   });
 
+  it("a plainCall that ends pending (a sub-agent waiting for an approval) leaves its step pending: the turn interrupts", () => {
+    const dispatched = reach(START["dispatching 2 plain calls"]);
+    const [one] = transition(
+      machine,
+      dispatched,
+      asEvent(done("call:0", { index: 0, status: "pending" } satisfies CallOutcome)),
+    );
+    expect(one.context).toMatchObject({ open: 1, pending: [step0] });
+    const [both, actions] = step(one, "plainCall 1 done");
+    expect(both.value).toBe("interrupting");
+    expect(actions.find((a) => a.type === "xstate.spawnChild")?.params).toMatchObject({
+      src: "interrupt",
+      input: { pending: [step0] },
+    });
+  });
+
   it("completes an answer without content with an empty string", () => {
     const [, actions] = step(reach(START.callingModel), "model answers");
     expect(actions[1]?.params).toMatchObject({ input: { turn: 0, content: "Your order ships today." } });

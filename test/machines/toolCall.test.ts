@@ -52,6 +52,7 @@ const EVENTS = {
   "runTool ok": done("runTool", { status: "ok" }),
   "runTool error": done("runTool", { status: "error" }),
   "runTool retry": done("runTool", { status: "retry", attempt: 1, delayMs: 250 }),
+  "runTool pending": done("runTool", { status: "pending" }),
   "runTool throws": error("runTool", "append after close"),
   "backoff elapsed": { type: "xstate.after.backoff.toolCall.backingOff" },
 } as const satisfies Record<string, AnyEventObject>;
@@ -107,6 +108,7 @@ const TABLE: Record<keyof typeof START, Partial<Record<EventName, readonly strin
     "runTool ok": ["settled", "stop runTool", "reportSettled"],
     "runTool error": ["settled", "stop runTool", "reportSettled"],
     "runTool retry": ["backingOff", "stop runTool", "wait 250"],
+    "runTool pending": ["pending", "stop runTool", "reportPending"],
     "runTool throws": ["failed", "stop runTool", "reportFailed"],
   },
   backingOff: {
@@ -291,6 +293,6 @@ describe("toolCallMachine paths (xstate/graph)", () => {
     expect([...visited].sort()).toEqual([...definedStates(machine)].sort());
     const label = (t: AnyTransitionDefinition) => defined.get(t) ?? `not defined: ${t.eventType}`;
     expect([...taken].map(label).sort()).toEqual([...defined.values()].sort());
-    expect(defined.size).toBe(12); // 4 from validating, 4 from awaitingApproval, 3 from running, 1 from backingOff
+    expect(defined.size).toBe(13); // 4 from validating, 4 from awaitingApproval, 4 from running, 1 from backingOff
   });
 });

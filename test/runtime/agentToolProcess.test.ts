@@ -46,4 +46,32 @@ describe("agentTool across processes", () => {
       await journal.close();
     }
   });
+
+  it("a sub-agent's approval across processes: the parent stops, another process approves the child, a third resumes both", async () => {
+    const db = join(dir, "evening.db");
+    const counts = join(dir, "evening.txt");
+    writeFileSync(counts, "");
+    const script = "test/fixtures/subAgentApprovalProcess.ts";
+    const child = "evening/planner#turn:0:tool:0";
+    const step = async (mode: string) => {
+      const worker = startWorker(script, [db, counts, mode]);
+      const line = await worker.waitFor((l) => l.startsWith("{"), `the ${mode} process's answer`);
+      expect((await worker.exited).code, worker.stderr()).toBe(0);
+      return JSON.parse(line);
+    };
+    expect(await step("start")).toEqual({
+      reason: "approval-pending",
+      pendingApprovals: [{ stepId: "booker#turn:0:tool:0", toolName: "book", input: { seats: 2 }, runId: child }],
+    });
+    expect(await step("approve")).toMatchObject({ runId: child, stepId: "booker#turn:0:tool:0", rootRunId: "evening" });
+    expect(await step("resume")).toEqual({ content: 'plan: "booked: \\"table for 2 at 8\\""' });
+    // Each model call once over the three processes; the booking once, after the approval.
+    expect(readFileSync(counts, "utf8").split("\n").filter(Boolean)).toEqual([
+      "planner:0",
+      "booker:0",
+      "book",
+      "booker:1",
+      "planner:1",
+    ]);
+  });
 });

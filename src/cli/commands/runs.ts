@@ -4,32 +4,50 @@ import { dbPath, type RunInfo, runInfo, stoppedText, withJournal } from "../db.t
 import { clip, int, kB, printable, table } from "../format.ts";
 import { type CliIo, println } from "../io.ts";
 import { type CommonOptions, withCommon } from "../program.ts";
+import { inTreeOrder, parentAmong, startedCalls } from "./runsTree.ts";
 
-/** `loom runs`: every run of the journal, oldest first. */
+/** `loom runs`: every run of the journal, oldest first, each sub-agent's run under its parent. */
 export function registerRuns(program: Command, io: CliIo): void {
   withCommon(program.command("runs"))
     .description(
-      "list the runs in the journal: loop, status, model calls, tokens (input/output), entries, bytes, why a run stopped",
+      "list the runs in the journal: loop, status, model calls, tokens (input/output), entries, bytes, why a run stopped; a sub-agent's run (agentTool) indented under its parent's",
     )
-    .option("--json", "print an array of runs as JSON")
+    .option("--json", "print an array of runs as JSON (a sub-agent's run with its parent: { runId, stepId })")
     .action(async (options: CommonOptions & { json?: boolean }) => {
       const path = dbPath(io, options.db);
-      const runs = await withJournal(path, async (journal) => {
+      const tree = await withJournal(path, async (journal) => {
         const out: RunInfo[] = [];
+        const calls = new Map<string, Set<string>>();
         for (const { runId } of await journal.store.listRuns()) {
           // Written before run ids had a rule: listed, but no store reads it any more.
           const problem = runIdProblem(runId);
-          if (problem === undefined) out.push(runInfo(runId, await readJournal(journal, runId)));
-          else println(io.stderr, `loom: skipped run ${escapeRunId(runId)}: ${problem}; ${RUN_ID_RULE}`);
+          if (problem !== undefined) {
+            println(io.stderr, `loom: skipped run ${escapeRunId(runId)}: ${problem}; ${RUN_ID_RULE}`);
+            continue;
+          }
+          const entries = await readJournal(journal, runId);
+          out.push(runInfo(runId, entries));
+          calls.set(runId, startedCalls(entries));
         }
-        return out.sort(
-          (a, b) => (a.startedAt ?? "").localeCompare(b.startedAt ?? "") || a.runId.localeCompare(b.runId),
-        );
+        out.sort((a, b) => (a.startedAt ?? "").localeCompare(b.startedAt ?? "") || a.runId.localeCompare(b.runId));
+        const parentOf = (runId: string) => parentAmong(runId, calls);
+        return inTreeOrder(out, parentOf).map(({ run, depth }) => {
+          const parent = parentOf(run.runId);
+          return { run: parent === undefined ? run : { ...run, parent }, depth };
+        });
       });
-      if (options.json) return println(io.stdout, JSON.stringify(runs, null, 2));
-      if (runs.length === 0) return println(io.stdout, `no runs in ${path}`);
-      const rows = runs.map((r) => [
-        printable(r.runId),
+      if (options.json)
+        return println(
+          io.stdout,
+          JSON.stringify(
+            tree.map((t) => t.run),
+            null,
+            2,
+          ),
+        );
+      if (tree.length === 0) return println(io.stdout, `no runs in ${path}`);
+      const rows = tree.map(({ run: r, depth }) => [
+        `${depth === 0 ? "" : `${"  ".repeat(depth - 1)}└ `}${printable(r.runId)}`,
         printable(r.loopId ?? "?"),
         r.status,
         int(r.iterations),

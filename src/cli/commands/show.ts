@@ -16,7 +16,7 @@ interface ShowOptions extends CommonOptions {
 export function registerShow(program: Command, io: CliIo): void {
   withCommon(program.command("show"))
     .description(
-      "print a step's full output (a lean entry's stepId), its digest verified, or what a step waiting for approval would run with; or a run's story: turns, model text, tools with status, time and bytes, approvals, tokens, why it stopped",
+      "print a step's full output (a lean entry's stepId), its digest verified, or what a step waiting for approval would run with; or a run's story: turns, model text, tools with status, time and bytes, approvals, tokens, why it stopped, and under a call that runs a sub-agent, its run (loom show <that run> tells its story)",
     )
     .argument(
       "<stepId>",
@@ -56,7 +56,8 @@ export function registerShow(program: Command, io: CliIo): void {
 
 /** The story of the run an argument names, when it is no step id but the id of a run in the journal. */
 async function runNamed(path: string, arg: string): Promise<{ info: RunInfo; story: RunStory } | undefined> {
-  if (parseFrameId(arg) !== undefined || runIdProblem(arg) !== undefined) return undefined;
+  // A sub-agent's run id (`<parent>/<stepId>`) reads as a step id too: a run of that id wins.
+  if (runIdProblem(arg) !== undefined || (parseFrameId(arg) !== undefined && !arg.includes("/"))) return undefined;
   return withJournal(path, async (journal) => {
     if (!(await journal.store.listRuns()).some((r) => r.runId === arg)) return undefined;
     const entries = await readJournal(journal, arg);
@@ -75,12 +76,14 @@ function printStory(io: CliIo, run: { info: RunInfo; story: RunStory }, json: bo
   out(`loop    ${printable(info.loopId ?? "?")}`);
   out(`status  ${info.status}, ${int(info.iterations)} model calls, ${int(info.entries)} entries, ${info.mode} log`);
   out(`time    ${info.startedAt ?? "?"} → ${info.updatedAt ?? "?"}`);
+  if (story.parent)
+    out(`parent  ${story.parent.runId}, its call ${printable(story.parent.stepId)} (a sub-agent's run)`);
   if (story.forkedFrom) {
     const f = story.forkedFrom;
     out(`fork    of ${printable(f.runId)} at ${f.stepId ? printable(f.stepId) : `seq ${f.seq}`}`);
   }
   out(`tokens  ${int(story.tokens.input)} in, ${int(story.tokens.output)} out`);
-  const pending = new Map(story.pendingApprovals.map((p) => [p.stepId, p]));
+  const pending = new Map(story.pendingApprovals.filter((p) => p.runId === info.runId).map((p) => [p.stepId, p]));
   for (const t of story.turns) {
     const time = t.durationMs === undefined ? "" : `, ${int(t.durationMs)} ms`;
     const usage = t.usage ? `, ${int(t.usage.inputTokens ?? 0)}→${int(t.usage.outputTokens ?? 0)} tokens` : "";
@@ -97,6 +100,11 @@ function printStory(io: CliIo, run: { info: RunInfo; story: RunStory }, json: bo
       const wait = pending.get(tool.stepId);
       if (wait) parts.push(`asked ${wait.requestedAt}${wait.expiresAt ? `, expires ${wait.expiresAt}` : ""}`);
       out(`        tool ${printable(tool.toolName)} ${printable(tool.stepId)}: ${parts.join(", ")}`);
+      const sub = tool.subRun;
+      if (sub) {
+        const calls = count(sub.iterations, "model call");
+        out(`          └ sub-agent ${printable(sub.loopId ?? "?")} ${sub.status}, ${calls}: loom show '${sub.runId}'`);
+      }
     }
   }
   const end = story.ended;
@@ -105,8 +113,9 @@ function printStory(io: CliIo, run: { info: RunInfo; story: RunStory }, json: bo
   else if (end?.type === "failed") out(`stopped failed: ${printable(`${end.error.name}: ${end.error.message}`)}`);
   else if (end?.type === "interrupted") out(`stopped ${stoppedText(info)}`);
   for (const p of story.pendingApprovals) {
+    const where = p.runId === info.runId ? "" : ` in sub-agent run ${p.runId}`; // answered there, then resume this run
     out(
-      `waiting ${printable(p.stepId)} (${printable(p.toolName)}) for approval: loom approve '${printable(p.stepId)}' --run ${info.runId}`,
+      `waiting ${printable(p.stepId)} (${printable(p.toolName)})${where} for approval: loom approve '${printable(p.stepId)}' --run ${where ? `'${p.runId}'` : info.runId}`,
     );
   }
 }

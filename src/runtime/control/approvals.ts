@@ -8,6 +8,7 @@ import { declinedResult } from "../../policies/approval.ts";
 import { approvalId, DECISION_SOURCES, parseFrameId } from "../../projections/ids.ts";
 import { foldEntries, type RunState, responseAt } from "../../projections/runState.ts";
 import { hydrateArchived } from "../readers.ts";
+import { childRunId, parentRunOf, type SubRunParent } from "../subRuns.ts";
 import { ApprovalRefusedError, RunControlError } from "./errors.ts";
 
 /** A tool call waiting for a person's approval (`listPendingApprovals`). */
@@ -24,12 +25,23 @@ export interface PendingApproval {
   readonly requestedAt: string;
   /** When it will be declined if no one answers (ISO 8601): its tool's `approvalTimeoutMs`. */
   readonly expiresAt?: string;
+  /**
+   * For a call of a sub-agent (`agentTool`): the parent run and its call that runs `runId`. The
+   * answer goes to `runId` (the sub-agent's run, where the call waits); resuming `rootRunId`
+   * resumes the chain down to it. Absent for a top-level run's own call.
+   */
+  readonly parent?: { readonly runId: string; readonly stepId: string };
+  /** For a call of a sub-agent: the top-level run of the chain, the one to resume. */
+  readonly rootRunId?: string;
 }
 
 /**
  * Every tool call waiting for approval: of the runs whose last entry is an `approval-pending`
  * interruption (or of `runId` alone), the calls it lists that no one decided yet, with their
- * input, its digest, and when the approval was asked for and expires. Reads only.
+ * input, its digest, and when the approval was asked for and expires. Reads only. A run that waits
+ * because a sub-agent (`agentTool`) waits lists the sub-agent's calls, each under the sub-agent's
+ * run id with its `parent` and `rootRunId`: answer it with `recordApproval(journal, p.runId,
+ * p.stepId, …)`, then resume the root run.
  *
  * @example
  * for (const p of await listPendingApprovals(journal)) {
@@ -49,21 +61,51 @@ export async function listPendingApprovals(
       .filter((r) => r.lastType === "run.interrupted" && runIdProblem(r.runId) === undefined)
       .map((r) => r.runId);
   }
-  const out: PendingApproval[] = [];
-  for (const runId of runIds)
-    out.push(...(await pendingIn(journal, runId, foldEntries(await readJournal(journal, runId)))));
-  return out;
+  const out = new Map<string, PendingApproval>(); // a sub-agent's call is listed under its run and its parent's
+  for (const runId of runIds) {
+    const chain = await chainOf(journal, runId);
+    for (const p of await pendingIn(journal, runId, foldEntries(await readJournal(journal, runId)), chain))
+      out.set(`${p.runId}\u0000${p.stepId}`, p);
+  }
+  return [...out.values()];
 }
 
-/** The calls of a folded run that wait for an approval no one gave yet. */
-async function pendingIn(journal: Journal, runId: string, state: RunState): Promise<PendingApproval[]> {
+/** Where a run sits in a chain of sub-agents: its parent's call and the top-level run, if it is a sub-agent's. */
+interface Chain {
+  readonly parent?: SubRunParent;
+  readonly rootRunId?: string;
+}
+
+/** The chain of a run read from the journal (a sub-agent's run id is `<parent>/<stepId>`). */
+async function chainOf(journal: Journal, runId: string): Promise<Chain> {
+  if (!runId.includes("/")) return {};
+  const parent = await parentRunOf(journal, runId);
+  if (parent === undefined) return {};
+  return { parent, rootRunId: (await chainOf(journal, parent.runId)).rootRunId ?? parent.runId };
+}
+
+/** The calls of a folded run that wait for an approval no one gave yet, and those of its waiting sub-agents. */
+async function pendingIn(
+  journal: Journal,
+  runId: string,
+  state: RunState,
+  chain: Chain = {},
+): Promise<PendingApproval[]> {
   if (state.status !== "interrupted" || state.interruption?.reason !== "approval-pending") return [];
   const listed = (state.interruption.detail as { stepIds?: unknown } | null)?.stepIds;
   if (!Array.isArray(listed)) return [];
-  const waiting = listed.filter((s): s is string => typeof s === "string" && !decided(state, s));
   let hydrated = false;
   const out: PendingApproval[] = [];
-  for (const stepId of waiting) {
+  for (const stepId of listed) {
+    if (typeof stepId !== "string") continue;
+    if (state.frames[stepId]?.status === "started" && !state.settled[stepId]) {
+      // A started call that waits: a sub-agent whose run waits for an approval.
+      const child = childRunId(runId, stepId);
+      const below = { parent: { runId, stepId }, rootRunId: chain.rootRunId ?? runId };
+      out.push(...(await pendingIn(journal, child, foldEntries(await readJournal(journal, child)), below)));
+      continue;
+    }
+    if (decided(state, stepId)) continue;
     const parsed = parseFrameId(stepId);
     if (parsed?.kind !== "tool") continue;
     if (responseAt(state, parsed.turn) === undefined && !hydrated) {
@@ -81,6 +123,7 @@ async function pendingIn(journal: Journal, runId: string, state: RunState): Prom
       inputDigest: digestOfRecorded(call.input).digest,
       requestedAt: new Date(wait?.requestedAt ?? 0).toISOString(),
       ...(wait?.expiresAt === undefined ? {} : { expiresAt: new Date(wait.expiresAt).toISOString() }),
+      ...chain,
     });
   }
   return out;
@@ -127,7 +170,9 @@ const APPROVAL_LEASE_MS = 10_000;
  * so it never races a live loop (`RunBusyError` while one runs it). Refused with
  * `ApprovalRefusedError` when the step is not waiting (`approvalNotPending`), was decided
  * already (`approvalDecided`), waits with another input than `inputDigest` says
- * (`approvalInputMismatch`), or has expired (`approvalExpired`).
+ * (`approvalInputMismatch`), or has expired (`approvalExpired`). A sub-agent's call is answered
+ * on the sub-agent's run (`PendingApproval.runId`), never through its parent: the decision is the
+ * child's, bound to the child's input; the parent's resume carries it down.
  *
  * @example
  * const [pending] = await listPendingApprovals(journal, { runId: "order-42" });
@@ -158,8 +203,9 @@ export async function recordApproval(
       );
     }
     if (state.status === "cancelled") throw new RunCancelledError(runId, state.cancelled?.reason ?? "");
-    const pending = (await pendingIn(journal, runId, state)).find((p) => p.stepId === stepId);
-    if (pending === undefined) throw notPending(runId, stepId, state);
+    const waiting = (await pendingIn(journal, runId, state)).filter((p) => p.stepId === stepId);
+    const pending = waiting.find((p) => p.runId === runId);
+    if (pending === undefined) throw notPending(runId, stepId, state, waiting[0]?.runId);
     if (answer.inputDigest !== undefined && answer.inputDigest !== pending.inputDigest) {
       throw new ApprovalRefusedError(
         "approvalInputMismatch",
@@ -204,8 +250,16 @@ export async function recordApproval(
   }
 }
 
-/** Why `stepId` cannot be answered: decided already, or not waiting at all. */
-function notPending(runId: string, stepId: string, state: RunState): ApprovalRefusedError {
+/** Why `stepId` cannot be answered: decided already, not waiting at all, or waiting in a sub-agent's run `inSubRun`. */
+function notPending(runId: string, stepId: string, state: RunState, inSubRun?: string): ApprovalRefusedError {
+  if (inSubRun !== undefined) {
+    return new ApprovalRefusedError(
+      "approvalNotPending",
+      runId,
+      stepId,
+      `run ${runId} step ${stepId}: the call waits in the sub-agent run ${inSubRun}, not in ${runId}; answer it there (recordApproval(journal, "${inSubRun}", "${stepId}", …), or loom approve --run <that run>), then resume ${runId}`,
+    );
+  }
   const decision = state.decisions[approvalId(stepId)];
   if (decision !== undefined) {
     const { approved, by } = (decision.choice ?? {}) as { approved?: unknown; by?: unknown };

@@ -4,7 +4,8 @@ import { readJournal } from "../../events/journal.ts";
 import { checkRunId } from "../../events/runId.ts";
 import type { Journal } from "../../events/spi.ts";
 import { foldEntries, type RunState } from "../../projections/runState.ts";
-import { RunControlError } from "./errors.ts";
+import { openSubRunsOf } from "../subRuns.ts";
+import { isRunControlError, RunControlError } from "./errors.ts";
 
 /** What `cancelRun` asks for. */
 export interface CancelOptions {
@@ -26,6 +27,20 @@ export interface CancelResult {
   readonly status: "cancelled" | "requested";
   /** Who runs it, while `requested`. */
   readonly holder?: RunHolderInfo;
+  /**
+   * The sub-agent runs (`agentTool`) below it that had not ended, cancelled with it (children
+   * before theirs), each with its own status. Absent when it has none.
+   */
+  readonly subRuns?: readonly SubRunCancel[];
+}
+
+/** What `cancelRun` did to one sub-agent run below the run it cancelled. */
+export interface SubRunCancel {
+  readonly runId: string;
+  /** As `CancelResult.status`, or `ended`: the sub-agent completed or failed on its own meanwhile. */
+  readonly status: CancelResult["status"] | "ended";
+  /** Who runs it, while `requested`. */
+  readonly holder?: RunHolderInfo;
 }
 
 /** How long `cancelRun` holds a run it ends itself. */
@@ -40,7 +55,9 @@ const CANCEL_LEASE_MS = 10_000;
  * left while its owner crashed is honoured by the next `loop.run`. A cancelled run is never
  * resumed: `loop.run` on it rejects with `RunCancelledError`. Cancelling a cancelled run
  * again is harmless; a completed or failed run is refused (`RunControlError`, `runFinished`),
- * and so is an unknown one (`runNotFound`).
+ * and so is an unknown one (`runNotFound`). The run's sub-agents (`agentTool`'s child runs
+ * `<runId>/<stepId>`, and theirs) that have not ended are cancelled with it, each the same way
+ * (requested while the parent's process runs them, else journaled here): `subRuns` says how.
  *
  * @example
  * const { status } = await cancelRun(journal, "order-42", { reason: "customer hung up", waitMs: 5_000 });
@@ -51,9 +68,28 @@ export async function cancelRun(journal: Journal, runId: string, options: Cancel
   const { store } = journal;
   const state = foldEntries(await readJournal(journal, runId));
   const done = ended(runId, state);
-  if (done) return done;
-  await store.requestCancel(runId, options.reason);
+  const below = await openSubRunsOf(journal, runId);
+  if (done && below.length === 0) return done;
+  // Every request first: a live child stops at its next step without waiting for its parent to notice.
   const deadline = Date.now() + (options.waitMs ?? 0);
+  if (!done) await store.requestCancel(runId, options.reason);
+  for (const child of below) await store.requestCancel(child, options.reason);
+  const result = done ?? (await endOrWait(journal, runId, options.reason, deadline));
+  if (below.length === 0) return result;
+  const subRuns: SubRunCancel[] = [];
+  for (const child of below) {
+    const one = await endOrWait(journal, child, options.reason, deadline).catch((e: unknown) => {
+      if (isRunControlError(e) && e.code === "runFinished") return { status: "ended" as const };
+      throw e;
+    });
+    subRuns.push({ runId: child, ...one });
+  }
+  return { ...result, subRuns };
+}
+
+/** Ends run `runId` (its cancel requested) once no one holds it, or says it is requested when `deadline` passes first. */
+async function endOrWait(journal: Journal, runId: string, reason: string, deadline: number): Promise<CancelResult> {
+  const { store } = journal;
   for (;;) {
     let lease: Awaited<ReturnType<typeof store.acquire>>;
     try {
@@ -70,8 +106,8 @@ export async function cancelRun(journal: Journal, runId: string, options: Cancel
       const now = foldEntries(await readJournal(journal, runId));
       const over = ended(runId, now);
       if (over) return over;
-      const reason = lease.cancelRequested ?? options.reason; // the first request's reason
-      await store.append(runId, [{ type: "run.cancelled", data: { reason } }], {
+      const first = lease.cancelRequested ?? reason; // the first request's reason
+      await store.append(runId, [{ type: "run.cancelled", data: { reason: first } }], {
         expectedVersion: now.version,
         fence: lease.token,
       });

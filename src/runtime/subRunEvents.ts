@@ -1,0 +1,188 @@
+/**
+ * Sub-agents' events inside their parent's (DESIGN §7.5): a child run's `RunEvent`s reach the
+ * parent's `onEvent` / `loop.stream` (in the process that runs both) and the parent's `followRun`
+ * (from any process), unchanged: each keeps its own `runId`, the child's `<parentRunId>/<stepId>`,
+ * which is how a reader tells them from the parent's and nests them under the call (`subRunPath`).
+ */
+
+import type { Journal } from "../events/spi.ts";
+import type { EventStore } from "../events/store.ts";
+import type { RunEvent } from "../projections/events.ts";
+import type { ToolCallLogMode } from "../projections/types.ts";
+import type { RunEventEmitter } from "./events.ts";
+import { childRunId } from "./subRuns.ts";
+
+/** The event emitters of the runs this process runs now, by store and run id: where a child's events go. */
+const running = new WeakMap<EventStore, Map<string, RunEventEmitter>>();
+
+/**
+ * Makes run `runId`'s events the parent of its sub-agents' while it runs in this process (called
+ * where a run starts, `agentLoop.ts`); returns the removal, called where it ends.
+ */
+export function nestRunEvents(store: EventStore, runId: string, events: RunEventEmitter): () => void {
+  let runs = running.get(store);
+  if (runs === undefined) running.set(store, (runs = new Map()));
+  runs.set(runId, events);
+  const mine = runs;
+  return () => {
+    if (mine.get(runId) === events) mine.delete(runId);
+  };
+}
+
+/**
+ * The `onEvent` a sub-agent's run gets from `agentTool`: its events told to its parent's listeners,
+ * when something watches the parent (else none, and the child streams no deltas for no one).
+ */
+export function nestedListener(store: EventStore, parentRunId: string): ((event: RunEvent) => void) | undefined {
+  const parent = running.get(store)?.get(parentRunId);
+  if (parent === undefined || !parent.watched()) return undefined;
+  return (event) => parent.emitNested(event);
+}
+
+/** A tool step's call as a tool-call frame id ends: `…#turn:<i>:tool:<j>`. */
+const STEP_END = /#turn:\d+:tool:\d+(?=\/|$)/g;
+
+/**
+ * Where an event sits below the run you watch: the step ids of the calls from `rootRunId` down
+ * to the sub-agent's run that produced it (`[]` for the root's own events, undefined for an event
+ * of another run). A UI nests a sub-agent's events under the call `path[0]` of the root.
+ *
+ * @example
+ * subRunPath("trip", { runId: "trip/planner#turn:0:tool:0/researcher#turn:1:tool:2" } as RunEvent);
+ * // ["planner#turn:0:tool:0", "researcher#turn:1:tool:2"]
+ */
+export function subRunPath(rootRunId: string, event: Pick<RunEvent, "runId">): string[] | undefined {
+  if (event.runId === rootRunId) return [];
+  if (!event.runId.startsWith(`${rootRunId}/`)) return undefined;
+  const rest = event.runId.slice(rootRunId.length + 1);
+  const path: string[] = [];
+  let from = 0;
+  for (const m of rest.matchAll(STEP_END)) {
+    const end = (m.index ?? 0) + m[0].length;
+    path.push(rest.slice(from, end));
+    from = end + 1;
+  }
+  return from === rest.length + 1 ? path : undefined;
+}
+
+/** What `followRun` follows a sub-agent's run with. */
+export type FollowChild = (
+  journal: Journal,
+  runId: string,
+  options: { readonly signal: AbortSignal; readonly mode?: ToolCallLogMode; readonly pollMs?: number },
+) => AsyncIterable<RunEvent>;
+
+/** One sub-agent run followed for its parent's follower. */
+interface Follower {
+  readonly stop: AbortController;
+  /** It gave an event: the child run exists, and ends on its own. */
+  saw: boolean;
+  done: boolean;
+}
+
+/**
+ * The sub-agent runs a `followRun` follows beside its run: one per tool call the run starts (a
+ * call that is no sub-agent has no child run, and its follower is stopped once the call ends),
+ * their events queued for the parent's follower to give in turn.
+ */
+export class NestedFollowers {
+  /** Events of the children, in the order they came, for the parent's follower to give. */
+  readonly queue: RunEvent[] = [];
+  private readonly followers = new Map<string, Follower>();
+  /** Calls started before the cursor the follower resumed after, still going: followed once caught up. */
+  private readonly open = new Set<string>();
+
+  constructor(
+    private readonly journal: Journal,
+    private readonly runId: string,
+    private readonly options: { readonly mode?: ToolCallLogMode; readonly pollMs?: number },
+    private readonly follow: FollowChild,
+    private readonly wake: () => void,
+  ) {}
+
+  /**
+   * Told each event of the run, given (`shown`) or skipped as before the cursor. Returns, when the
+   * children's events must come before this one (the end of a call, or of the run), whether they
+   * are still coming: the caller gives the queue until it says no.
+   */
+  seen(event: RunEvent, shown: boolean): (() => boolean) | undefined {
+    switch (event.type) {
+      case "tool-started":
+        if (shown) this.start(event.stepId);
+        else this.open.add(event.stepId);
+        return undefined;
+      case "tool-finished":
+      case "call-settled": {
+        this.open.delete(event.stepId);
+        this.callEnded(event.stepId);
+        const f = this.followers.get(event.stepId);
+        return shown && f !== undefined ? () => !f.done || this.queue.length > 0 : undefined;
+      }
+      case "run-completed":
+      case "run-interrupted":
+      case "run-cancelled":
+      case "run-failed":
+        this.runEnded();
+        return shown ? () => this.active || this.queue.length > 0 : undefined;
+      default:
+        return undefined;
+    }
+  }
+
+  /** The journal read so far is given: follow the calls still going that started before the cursor. */
+  caughtUp(): void {
+    for (const stepId of this.open) this.start(stepId);
+    this.open.clear();
+  }
+
+  /** Children still followed. */
+  get active(): boolean {
+    for (const f of this.followers.values()) if (!f.done) return true;
+    return false;
+  }
+
+  /** The run ended: calls that ran no child run are stopped; children end on their own. */
+  runEnded(): void {
+    for (const stepId of this.followers.keys()) this.callEnded(stepId);
+  }
+
+  /** Stops every child follower. */
+  stop(): void {
+    for (const f of this.followers.values()) f.stop.abort();
+  }
+
+  private start(stepId: string): void {
+    if (this.followers.has(stepId)) return;
+    const follower: Follower = { stop: new AbortController(), saw: false, done: false };
+    this.followers.set(stepId, follower);
+    const child = childRunId(this.runId, stepId);
+    const events = this.follow(this.journal, child, { ...this.options, signal: follower.stop.signal });
+    void (async () => {
+      try {
+        for await (const event of events) {
+          follower.saw = true;
+          this.queue.push(event);
+          this.wake();
+        }
+      } catch {
+        // A child that cannot be read is left out; the run's own events go on.
+      } finally {
+        follower.done = true;
+        this.wake();
+      }
+    })();
+  }
+
+  /** A call ended: its child run, if it has one, has ended too; a call without one stops being followed. */
+  private callEnded(stepId: string): void {
+    const follower = this.followers.get(stepId);
+    if (follower === undefined || follower.saw || follower.done) return;
+    const child = childRunId(this.runId, stepId);
+    void this.journal.store.read(child, { from: 1 }).then(
+      (entries) => {
+        if (entries.length === 0) follower.stop.abort();
+      },
+      () => follower.stop.abort(),
+    );
+  }
+}
