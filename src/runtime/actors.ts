@@ -100,8 +100,10 @@ export function loopActors(
     // A late pin (ADR 0142 D3); a deadline configured after the run started runs from now.
     const deadline = runDeadline(config, state, Date.now());
     session.deadlineAt = deadline.deadlineAt;
+    // Written with the next append (a frame.started, or the run's end), as a new run's run.started is:
+    // nothing acts on these before it. A run a worker picks up after submitRun commits once fewer.
     const late = [...pinEntry, ...lists, ...traceEntry, ...deadline.append];
-    if (late.length > 0) await session.appender.append(...late);
+    if (late.length > 0) session.appender.defer(...late);
     // The chart then walks the recorded turns, each step served from the journal: archived outputs first.
     await hydrateArchived(options.journal, state);
     session.startConversation(state.input ?? "");

@@ -19,7 +19,7 @@ function recording(inner: EventStore, appends: EntryType[][]): EventStore {
 }
 
 /** A loop of one tool turn and an answer; `calls` gets each model call, with the appends made before it. */
-function oneToolLoop(calls: string[], appends: readonly unknown[] = []) {
+function oneToolLoop(calls: string[], appends: readonly unknown[] = [], runMs?: number) {
   return agentLoop$({
     id: "first",
     model: scriptedModel(({ turn }) => {
@@ -29,6 +29,7 @@ function oneToolLoop(calls: string[], appends: readonly unknown[] = []) {
         : { content: "done", toolCalls: [] };
     }),
     tools: { echo: { description: "echoes", execute: (input) => input } },
+    ...(runMs === undefined ? {} : { timeouts: { runMs } }),
   });
 }
 
@@ -68,5 +69,23 @@ describe("a new run's first append", () => {
     const out = await loop.run({ runId: "r", input: "go", journal: jsonJournal(store) });
     expect(out.content).toBe("done");
     expect(calls).toEqual(["model:0 after 0", "model:1 after 0"]);
+  });
+
+  it("a run holding only run.started (as submitRun writes it) writes its late decisions with the first frame.started", async () => {
+    const first = memoryStore({ json: true });
+    await oneToolLoop([]).run({ runId: "r", input: "go", journal: jsonJournal(first) });
+    const [started] = await first.read("r");
+    const store = memoryStore({ json: true });
+    await store.append("r", [{ type: "run.started", data: started?.data }] as never, { expectedVersion: 0 });
+    const appends: EntryType[][] = [];
+    const calls: string[] = [];
+    // A deadline configured after the run started is decided on this resume (it runs from now).
+    const loop = oneToolLoop(calls, appends, 60_000);
+    const out = await loop.run({ runId: "r", journal: jsonJournal(recording(store, appends)) });
+    expect(out.content).toBe("done");
+    // That decision rides with the model call's frame.started: no commit of its own.
+    expect(appends[0]).toEqual(["decision.recorded", "frame.started"]);
+    expect(calls[0]).toBe("model:0 after 1");
+    expect(appends.length).toBe(4);
   });
 });
