@@ -127,7 +127,7 @@ if (url === undefined) {
     for (const [text, n] of [...counts].sort((a, b) => b[1] - a[1])) console.log(`${(n / runs).toFixed(2)}  ${text}`);
   } finally {
     await journal.close();
-    await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    if (!process.env.LOOM_BENCH_KEEP) await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
     await admin.end();
   }
 }

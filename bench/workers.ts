@@ -16,7 +16,7 @@
  * 50 ms at half the throughput, storage ≤ 1.3× the floor.
  *
  *   LOOM_PG_URL=postgres://… [LOOM_BENCH_PROCESSES=1,2] [LOOM_BENCH_CONCURRENCY=8] [LOOM_BENCH_WARM_RUNS=100] \
- *     node --import tsx bench/workers.ts [--storage]
+ *     [LOOM_BENCH_PARTS=one,twenty,storage] node --import tsx bench/workers.ts [--storage]
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -92,9 +92,12 @@ if (process.argv[2] === "--worker") {
     const rows: Record<string, string | number>[] = [];
     const long: Record<string, string | number>[] = [];
     let single = 0;
-    const storageOnly = process.argv[2] === "--storage";
+    const parts = new Set(
+      process.argv[2] === "--storage" ? ["storage"] : (process.env.LOOM_BENCH_PARTS ?? "one,twenty,storage").split(","),
+    );
     const counts = process.env.LOOM_BENCH_PROCESSES?.split(",").map(Number) ?? [1, 2, 4, 8];
-    for (const processes of storageOnly ? [] : counts) {
+    for (const processes of counts) {
+      if (!parts.has("one")) break;
       const r = await oneTurn(processes);
       if (processes === 1) single = r.perS;
       rows.push({
@@ -105,17 +108,22 @@ if (process.argv[2] === "--worker") {
         "pickup p50 ms": r.p50,
         "pickup p99 ms": r.p99,
       });
+    }
+    for (const processes of counts) {
+      if (!parts.has("twenty")) break;
       const t = await twentyTurns(processes);
       long.push({ "worker processes": processes, "twenty-turn runs/s (200 at once)": t.perS, "turns/s": t.perS * 20 });
     }
     console.log(`(load average at the start: ${load.map((x) => x.toFixed(1)).join(", ")})`);
     printTable("one-turn runs through worker processes (8 runs in hand each, pool of 10)", rows);
     printTable("twenty-turn runs through worker processes", long);
-    printTable("database bytes per turn of the twenty-turn runs, against the tool outputs' own bytes", [
-      await storage("default"),
-      await storage("incompressible"),
-      await storage("external"),
-    ]);
+    if (parts.has("storage")) {
+      printTable("database bytes per turn of the twenty-turn runs, against the tool outputs' own bytes", [
+        await storage("default"),
+        await storage("incompressible"),
+        await storage("external"),
+      ]);
+    }
   } finally {
     for (const s of schemas) await admin.query(`DROP SCHEMA IF EXISTS "${s}" CASCADE`);
     await admin.end();

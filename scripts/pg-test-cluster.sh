@@ -11,7 +11,9 @@
 #        then stopped and removed)
 #
 # Settings: LOOM_PG_DIR (data directory, default /tmp/loom-pg-$LOOM_PG_PORT),
-# LOOM_PG_PORT (default 5433), LOOM_PG_DB (default loom). The superuser is `loom`, trusted
+# LOOM_PG_PORT (default 5433), LOOM_PG_DB (default loom), LOOM_PG_OPTIONS (more server settings
+# for `start`, e.g. "-c shared_preload_libraries=pg_stat_statements -c track_io_timing=on" to see
+# where the server's time goes). The superuser is `loom`, trusted
 # on the loopback interface and the socket only.
 set -euo pipefail
 
@@ -72,7 +74,7 @@ start() {
   fi
   if ! running; then
     as_owner "$BIN/pg_ctl" -D "$DIR" -l "$DIR/server.log" -w -t 60 \
-      -o "-p $PORT -k /tmp -c listen_addresses=127.0.0.1 -c max_connections=200" start >/dev/null ||
+      -o "-p $PORT -k /tmp -c listen_addresses=127.0.0.1 -c max_connections=200 ${LOOM_PG_OPTIONS:-}" start >/dev/null ||
       die "the server did not start; see $DIR/server.log"
   fi
   if ! as_owner "$BIN/psql" -h 127.0.0.1 -p "$PORT" -U loom -d postgres -tAc \

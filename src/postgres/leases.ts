@@ -29,24 +29,40 @@ const settled = `(s.last_type IN (${CODE.completed}, ${CODE.failed}, ${CODE.canc
 const lastEntry = (t: Tables) => `JOIN ${t.entries} e ON e.run = s.run AND e.seq = s.version`;
 
 /**
- * Due runs of our loops that may go on, up to $4 of them in one statement (a worker with free
- * slots fills them in one round trip), for owner $1 until $2 ms from now, of the loops $3.
- * SKIP LOCKED: concurrent claimers never wait on, nor take, the same row.
+ * The claim, as common table expressions (`due`, `checked`, `dropped`, `claimed`) for a statement's
+ * WITH: the first $4 due runs of the loops $3 in the queue's order, each locked (SKIP LOCKED:
+ * concurrent claimers never wait on, nor take, the same row), taken for owner $1 until $2 ms from
+ * now. Only those few are looked up in the runs and their last entries: a run that needs no
+ * worker (`settled`, or gone) is taken off the queue (as `sweep` does) instead of claimed, so it
+ * cannot hold the head of the queue. `claimed` returns the run id, loop id, failures and `run`
+ * (the run's key); `dropped` the run ids taken off. The queue is read alone up to the limit, so a
+ * claim costs the same with 10 or 10,000 runs due (filtering first made it join every due run).
  */
-export const claimSql = (t: Tables) => `
-    UPDATE ${t.leases} AS l SET owner = $1, expires_at = now() + ${msInterval("$2")}
-     WHERE l.run_id IN (
-       SELECT q.run_id FROM ${t.leases} q JOIN ${t.runs} s ON s.run_id = q.run_id ${lastEntry(t)}
-        WHERE q.expires_at <= now() AND q.loop_id = ANY($3::text[]) AND NOT ${settled}
-        ORDER BY q.expires_at
-        LIMIT $4
-        FOR UPDATE OF q SKIP LOCKED)
-    RETURNING l.run_id, l.loop_id, l.failures`;
+export const claimCtes = (t: Tables) => `
+    due AS (
+      SELECT q.run_id FROM ${t.leases} q WHERE q.expires_at <= now() AND q.loop_id = ANY($3::text[])
+       ORDER BY q.expires_at LIMIT $4 FOR UPDATE SKIP LOCKED),
+    checked AS (
+      SELECT d.run_id, s.run, coalesce(${settled}, true) AS settled
+        FROM due d LEFT JOIN ${t.runs} s ON s.run_id = d.run_id LEFT ${lastEntry(t)}),
+    dropped AS (DELETE FROM ${t.leases} l USING checked c WHERE l.run_id = c.run_id AND c.settled RETURNING l.run_id),
+    claimed AS (
+      UPDATE ${t.leases} AS l SET owner = $1, expires_at = now() + ${msInterval("$2")}
+        FROM checked c WHERE l.run_id = c.run_id AND NOT c.settled
+      RETURNING l.run_id, l.loop_id, l.failures, c.run)`;
+
+/** What a claim took: the runs to work on, and how many runs needing no worker it took off the queue. */
+export interface Claimed<C extends Claim = Claim> {
+  readonly claims: C[];
+  /** Runs at the head of the queue that need no worker, removed: more may be due behind them. */
+  readonly dropped: number;
+}
 
 /** The lease operations, on one database. Every statement is one round trip and one transaction. */
 export function leases(db: PgDatabase) {
   const { pool, tables: t } = db;
-  const claimText = claimSql(t);
+  const claimText = `WITH ${claimCtes(t)}
+    SELECT run_id, loop_id, failures FROM claimed UNION ALL SELECT run_id, NULL, NULL FROM dropped`;
 
   const changed = async (text: string, values: unknown[]) => {
     await db.ready;
@@ -55,15 +71,18 @@ export function leases(db: PgDatabase) {
 
   return {
     /** Takes up to `limit` due runs for `owner` until `leaseMs` from now (none when none is due). */
-    async claim(owner: string, loopIds: readonly string[], leaseMs: number, limit: number): Promise<Claim[]> {
+    async claim(owner: string, loopIds: readonly string[], leaseMs: number, limit: number): Promise<Claimed> {
       await db.ready;
-      const { rows } = await pool.query<{ run_id: string; loop_id: string; failures: number }>(claimText, [
-        owner,
-        leaseMs,
-        loopIds,
-        limit,
-      ]);
-      return rows.map((row) => ({ runId: row.run_id, loopId: row.loop_id, failures: row.failures }));
+      const { rows } = await pool.query<{ run_id: string; loop_id: string | null; failures: number }>({
+        name: `loom-claim-${t.leases}`,
+        text: claimText,
+        values: [owner, leaseMs, loopIds, limit],
+      });
+      const claims: Claim[] = [];
+      for (const row of rows) {
+        if (row.loop_id !== null) claims.push({ runId: row.run_id, loopId: row.loop_id, failures: row.failures });
+      }
+      return { claims, dropped: rows.length - claims.length };
     },
     /**
      * Removes due rows of runs that need no worker: a worker killed after its run's last append

@@ -4,7 +4,7 @@ import { decodeStoredRows, type StoredRow } from "../events/sqliteRows.ts";
 import type { AppendOptions, RunLease } from "../events/store.ts";
 import type { JournalEntry, NewEntry } from "../events/types.ts";
 import type { PgDatabase } from "./database.ts";
-import { type Claim, claimSql } from "./leases.ts";
+import { type Claim, type Claimed, claimCtes } from "./leases.ts";
 import { appendFinishing, type PostgresEventStore } from "./store.ts";
 
 /**
@@ -36,13 +36,15 @@ export async function claimOwnRead(
   loopIds: readonly string[],
   leaseMs: number,
   limit: number,
-): Promise<Pickup[]> {
+): Promise<Claimed<Pickup>> {
   const t = db.tables;
   await db.ready;
+  // The rows: per claimed run its queue row, its ownership (null when another process owns it)
+  // and its entries in seq order; per run taken off the queue one row with a null loop id.
   const { rows } = await db.pool.query<unknown[]>({
     name: `loom-pickup-${t.leases}`,
     text: `
-      WITH claimed AS (${claimSql(t)}),
+      WITH ${claimCtes(t)},
       owned AS (
         INSERT INTO ${t.owners} AS o (run_id, token, owner, host, pid, expires_at)
         SELECT run_id, 1, $1, $5, $6, now() + ${ms("$2")} FROM claimed
@@ -53,18 +55,21 @@ export async function claimOwnRead(
       SELECT c.run_id, c.loop_id, c.failures, w.token, w.expires,
              e.seq, e.type, e.at::float8, e.v, e.frame, e.effect, e.digest, e.data
         FROM claimed c LEFT JOIN owned w ON w.run_id = c.run_id
-        LEFT JOIN ${t.runs} r ON r.run_id = w.run_id
-        LEFT JOIN ${t.entries} e ON e.run = r.run
-       ORDER BY c.run_id, e.seq`,
+        LEFT JOIN ${t.entries} e ON e.run = c.run AND w.token IS NOT NULL
+      UNION ALL
+      SELECT run_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM dropped
+       ORDER BY 1, 6`,
     values: [owner, leaseMs, loopIds, limit, thisProcess.host, thisProcess.pid],
     rowMode: "array",
   });
-  const out: Pickup[] = [];
+  const claims: Pickup[] = [];
+  let dropped = 0;
   for (let i = 0; i < rows.length; ) {
-    const [runId, loopId, failures, token, expires] = rows[i] as [string, string, number, number | null, number];
+    const [runId, loopId, failures, token, expires] = rows[i] as [string, string | null, number, number | null, number];
     let end = i;
     while (end < rows.length && (rows[end] as unknown[])[0] === runId) end++;
-    if (token === null) out.push({ runId, loopId, failures });
+    if (loopId === null) dropped++;
+    else if (token === null) claims.push({ runId, loopId, failures });
     else {
       const lease = leaseOf(runId, { token, owner, host: thisProcess.host, pid: thisProcess.pid, expiresAt: expires });
       const stored = rows
@@ -72,11 +77,11 @@ export async function claimOwnRead(
         .flatMap((row) => (row[5] === null ? [] : [row.slice(5) as unknown as StoredRow]));
       const entries: JournalEntry[] = [];
       decodeStoredRows(runId, stored, entries, db.label);
-      out.push({ runId, loopId, failures, owned: { lease, entries } });
+      claims.push({ runId, loopId, failures, owned: { lease, entries } });
     }
     i = end;
   }
-  return out;
+  return { claims, dropped };
 }
 
 /** Entries after which a worker has nothing more to do with a run (as the claim's `settled`). */

@@ -4,13 +4,19 @@ import { sqlDataText, TYPE_CODES } from "../events/sqliteRows.ts";
 import { PostgresSchemaError } from "./errors.ts";
 import { migrateFromV1, renameV1 } from "./migrate.ts";
 
-/** The version of the tables below, recorded in `loom_meta` so a later Loom can migrate. */
-export const POSTGRES_SCHEMA_VERSION = 2;
+/**
+ * The version of the tables below, recorded in `loom_meta` so a later Loom can migrate. 3 added
+ * `loom_runs.watched_until`: appends announce themselves only for runs someone follows.
+ */
+export const POSTGRES_SCHEMA_VERSION = 3;
 
 /** Loom's table names, qualified by the schema when one is configured. */
 export interface Tables {
   readonly meta: string;
-  /** One row per run: its integer key, id, version (last seq), entry count, last type and time. */
+  /**
+   * One row per run: its integer key, id, version (last seq), entry count, last type and time, and
+   * until when a process follows it (`watched_until`, appendNotify.ts).
+   */
   readonly runs: string;
   readonly entryTypes: string;
   /** The entries, laid out as `sqliteRows.ts` describes (integer run and type keys, frame columns). */
@@ -32,7 +38,10 @@ export interface Tables {
    * names are identifiers of at most 63 characters), so tenants in other schemas are not woken.
    */
   readonly channel: string;
-  /** The NOTIFY channel every append announces its run id on (`followRun` from other processes). */
+  /**
+   * The NOTIFY channel an append announces its run id on (`followRun` from other processes): a
+   * run's first append, and every append while the run's `watched_until` has not passed.
+   */
   readonly appended: string;
 }
 
@@ -75,7 +84,8 @@ CREATE TABLE IF NOT EXISTS ${t.runs} (
   version integer NOT NULL,
   entries integer NOT NULL,
   last_type smallint NOT NULL,
-  run_id text NOT NULL UNIQUE
+  run_id text NOT NULL UNIQUE,
+  watched_until timestamptz
 );
 CREATE TABLE IF NOT EXISTS ${t.entryTypes} (code smallint PRIMARY KEY, type text NOT NULL UNIQUE);
 INSERT INTO ${t.entryTypes} (code, type)
@@ -160,10 +170,13 @@ export async function ensureSchema(
       );
     }
     const v1 = row !== undefined && Number(row.value) === 1;
+    const v2 = row !== undefined && Number(row.value) === 2;
     if (v1) await renameV1(client, tables);
+    // Version 2 → 3: one nullable column, no rewrite of the table (a catalog change only).
+    if (v2) await client.query(`ALTER TABLE ${tables.runs} ADD COLUMN IF NOT EXISTS watched_until timestamptz`);
     await client.query(ddl(tables));
     if (v1) await migrateFromV1(client, tables, label);
-    if (row === undefined || v1) {
+    if (row === undefined || v1 || v2) {
       await client.query(
         `INSERT INTO ${tables.meta} (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`,
         ["schema_version", String(POSTGRES_SCHEMA_VERSION)],

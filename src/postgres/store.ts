@@ -43,11 +43,11 @@ export interface PostgresEventStore extends EventStore {
 
 /**
  * The `EventStore` on PostgreSQL (`pg`), for many processes on many machines. An append is one
- * statement, so one transaction (see `appendEntries`): it locks the run's row in
- * `loom_runs` (FOR UPDATE), checks `expectedVersion` against it, inserts the entries and moves
- * the row, or writes nothing. The unique `run_id` backs that up for a run's first append, where
- * there is no row to lock yet: the loser of that race gets a unique violation, reported as
- * `ConcurrencyError`. A fenced append also reads the run's owner row (`loom_owners`, see owners.ts)
+ * statement, so one transaction (see `appendEntries`): it moves the run's row in `loom_runs` only
+ * from `expectedVersion` (an UPDATE whose condition PostgreSQL checks again on the row's latest
+ * version if another append moved it meanwhile), and inserts the entries only when the row moved,
+ * or writes nothing. The unique `run_id` backs that up for a run's first append, where there is
+ * no row yet: the loser of that race gets a unique violation, reported as `ConcurrencyError`. A fenced append also reads the run's owner row (`loom_owners`, see owners.ts)
  * FOR SHARE in the same statement and writes nothing unless its token still owns the run
  * (`OwnershipLostError`). Entries are laid out as SQLite's (`sqliteRows.ts`: integer run and type
  * keys, meta as two columns, a frame's id and digest in columns, the rest as the exact text
@@ -78,28 +78,31 @@ const statements = (t: Tables) => {
 };
 
 /**
- * The append statement (see `appendEntries`). With `finishing`, the same statement also takes the
+ * The append statement (see `appendEntries`). It announces the append on the `appended` channel
+ * only when the run is new or followed (`watched_until`, read from the row it moved: the latest
+ * version, so a follower registered before this append's UPDATE is told; appendNotify.ts). A
+ * NOTIFY is not free: PostgreSQL serializes notifying commits on one database-wide lock held
+ * through the WAL flush, so announcing every append made every append wait for the others'
+ * flushes. With `finishing`, the same statement also takes the
  * run off the workers' queue ($14: the queue row's owner) and releases its ownership ($13's
  * token), only if the entries were written: a worker's last append and its release in one commit.
  */
 const appendSql = (t: Tables, finishing: boolean, submitting = false) => `
-      WITH locked AS (SELECT run, version FROM ${t.runs} WHERE run_id = $1 FOR UPDATE),
-      fence AS (SELECT token FROM ${t.owners} WHERE run_id = $1 AND owner IS NOT NULL
+      WITH fence AS (SELECT token FROM ${t.owners} WHERE run_id = $1 AND owner IS NOT NULL
                   AND ($4::smallint = ${TYPE_CODES["run.cancelled"]} OR NOT EXISTS (SELECT 1 FROM ${t.cancels} WHERE run_id = $1))
                 FOR SHARE),
-      cur AS (
-        SELECT (SELECT run FROM locked) AS run, coalesce((SELECT version FROM locked), 0) AS v,
-               ($13::int IS NULL OR $13::int IS NOT DISTINCT FROM (SELECT token FROM fence)) AS owned),
+      owned AS (SELECT ($13::int IS NULL OR $13::int IS NOT DISTINCT FROM (SELECT token FROM fence)) AS ok),
       added AS (
         INSERT INTO ${t.runs} (updated_at, version, entries, last_type, run_id)
-        SELECT $5::bigint, $3::int, $3::int, $4::smallint, $1 FROM cur WHERE cur.run IS NULL AND $2::int = 0 AND cur.owned
-        RETURNING run),
+        SELECT $5::bigint, $3::int, $3::int, $4::smallint, $1 FROM owned
+         WHERE $2::int = 0 AND owned.ok AND NOT EXISTS (SELECT 1 FROM ${t.runs} WHERE run_id = $1)
+        RETURNING run, true AS tell),
       moved AS (
         UPDATE ${t.runs} r SET updated_at = $5::bigint, version = $2::int + $3::int, entries = r.entries + $3::int,
                last_type = $4::smallint
-          FROM cur WHERE r.run = cur.run AND cur.v = $2::int AND cur.owned
-        RETURNING r.run),
-      target AS (SELECT run FROM added UNION ALL SELECT run FROM moved),
+          FROM owned WHERE r.run_id = $1 AND r.version = $2::int AND owned.ok
+        RETURNING r.run, r.watched_until > now() AS tell),
+      target AS (SELECT run, tell FROM added UNION ALL SELECT run, tell FROM moved),
       ins AS (
         INSERT INTO ${t.entries} (at, run, seq, type, v, frame, effect, digest, data)
         SELECT $5::bigint, target.run, $2::int + x.ord::int, x.type, $6::smallint, x.frame, x.effect, x.digest, x.data
@@ -123,7 +126,7 @@ const appendSql = (t: Tables, finishing: boolean, submitting = false) => `
         ON CONFLICT (run_id) DO UPDATE SET expires_at = now(), failures = 0 WHERE l.owner IS NULL)
       SELECT run, pg_notify('${t.channel}', $14), pg_notify('${t.appended}', $1) FROM target`
             : `
-      SELECT run FROM target, LATERAL (SELECT pg_notify('${t.appended}', $1)) AS told`
+      SELECT run, CASE WHEN tell THEN pg_notify('${t.appended}', $1) END FROM target`
         }`;
 
 function build(t: Tables) {

@@ -11,7 +11,7 @@ import type { Journal } from "../events/spi.ts";
 import type { RunLease } from "../events/store.ts";
 import type { AgentLoop } from "../runtime/agentLoop.ts";
 import { isAgentInterruptedError } from "../runtime/errors.ts";
-import { leases } from "./leases.ts";
+import { type Claimed, leases } from "./leases.ts";
 import { listenForDue } from "./notify.ts";
 import { databaseHealth } from "./outage.ts";
 import { claimOwnRead, type Pickup, pickedUpJournal } from "./pickup.ts";
@@ -225,10 +225,10 @@ export function startWorker(options: WorkerOptions): Worker {
         await nap(Math.min(pollMs, 50));
         continue;
       }
-      let claims: Pickup[];
+      let claimed: Claimed<Pickup>;
       try {
         const free = concurrency - active.size;
-        claims =
+        claimed =
           fast !== undefined
             ? await claimOwnRead(db, owner, loopIds, leaseMs, free)
             : await lease.claim(owner, loopIds, leaseMs, free);
@@ -237,7 +237,9 @@ export function startWorker(options: WorkerOptions): Worker {
         await nap(health.failed("claiming a run", e)); // growing waits while the database is down
         continue;
       }
+      const { claims } = claimed;
       if (claims.length === 0) {
+        if (claimed.dropped > 0) continue; // the head of the queue needed no worker: more may be due behind it
         if (Date.now() - swept >= leaseMs) {
           swept = Date.now();
           await lease.sweep().catch((e) => health.failed("sweeping the queue", e));

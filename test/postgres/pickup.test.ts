@@ -3,6 +3,7 @@ import { isConcurrencyError } from "../../src/core/errors.ts";
 import { type OpenJournal, readJournal } from "../../src/events/journal.ts";
 import type { NewEntry } from "../../src/events/types.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
+import { leases } from "../../src/postgres/leases.ts";
 import { claimOwnRead, pickedUpJournal } from "../../src/postgres/pickup.ts";
 import { ownStore } from "../../src/postgres/store.ts";
 import { databaseOf } from "../../src/postgres/submit.ts";
@@ -45,7 +46,7 @@ describe.skipIf(PG_URL === undefined)("a worker's pickup: claim, ownership and r
     await submitRun(journal, { runId: "free", loop, input: "a" });
     await submitRun(journal, { runId: "held", loop, input: "b" });
     const other = await journal.store.acquire("held", { owner: "someone else", leaseMs: 60_000 });
-    const picked = await claimOwnRead(db, "w1", ["p"], 30_000, 5);
+    const { claims: picked } = await claimOwnRead(db, "w1", ["p"], 30_000, 5);
     expect(picked.map((p) => p.runId).sort()).toEqual(["free", "held"]);
     const free = picked.find((p) => p.runId === "free")!;
     expect(free.owned?.entries).toEqual(await readJournal(journal, "free"));
@@ -55,14 +56,44 @@ describe.skipIf(PG_URL === undefined)("a worker's pickup: claim, ownership and r
     expect(picked.find((p) => p.runId === "held")?.owned).toBeUndefined();
     expect(await owners("held")).toEqual({ token: other.token, owner: "someone else" });
     await journal.store.release(other);
-    expect(await claimOwnRead(db, "w2", ["p"], 30_000, 5)).toEqual([]); // both are claimed by w1 now
+    expect(await claimOwnRead(db, "w2", ["p"], 30_000, 5)).toEqual({ claims: [], dropped: 0 }); // both are w1's now
+    await sql(`DELETE FROM "${schema}".loom_leases`);
+  });
+
+  it("takes runs that need no worker off the head of the queue instead of claiming them", async () => {
+    const db = databaseOf(journal, "test");
+    // Two runs already completed (a worker killed between its last append and its release would
+    // leave such rows) and one with no journal at all, queued first; then a live run behind them.
+    for (const runId of ["done-1", "done-2"]) {
+      await loop.run({ runId, journal, input: "x" });
+      await submitRun(journal, { runId, loop });
+    }
+    await sql(
+      `INSERT INTO "${schema}".loom_leases (run_id, loop_id, expires_at) VALUES ('gone', 'p', now() - interval '1 hour')`,
+    );
+    await sql(`UPDATE "${schema}".loom_leases SET expires_at = now() - interval '1 minute' WHERE run_id LIKE 'done-%'`);
+    await submitRun(journal, { runId: "live", loop, input: "y" });
+    const first = await claimOwnRead(db, "w1", ["p"], 30_000, 2);
+    expect(first).toEqual({ claims: [], dropped: 2 }); // the head: "gone", then one of the completed runs
+    const second = await claimOwnRead(db, "w1", ["p"], 30_000, 2);
+    expect(second.dropped).toBe(1);
+    expect(second.claims.map((c) => c.runId)).toEqual(["live"]);
+    expect(await sql(`SELECT run_id FROM "${schema}".loom_leases ORDER BY run_id`)).toEqual([{ run_id: "live" }]);
+    // Through the plain claim (a wrapped store's worker) the same.
+    await sql(`DELETE FROM "${schema}".loom_leases`);
+    await submitRun(journal, { runId: "done-1", loop });
+    await submitRun(journal, { runId: "live-2", loop, input: "z" });
+    await sql(`UPDATE "${schema}".loom_leases SET expires_at = now() - interval '1 minute' WHERE run_id = 'done-1'`);
+    const plain = await leases(db).claim("w1", ["p"], 30_000, 1);
+    expect(plain).toEqual({ claims: [], dropped: 1 });
+    expect((await leases(db).claim("w1", ["p"], 30_000, 1)).claims.map((c) => c.runId)).toEqual(["live-2"]);
     await sql(`DELETE FROM "${schema}".loom_leases`);
   });
 
   it("takes the run off the queue and releases it in its last append, and only if that append is written", async () => {
     const db = databaseOf(journal, "test");
     await submitRun(journal, { runId: "last", loop, input: "c" });
-    const [claim] = await claimOwnRead(db, "w1", ["p"], 30_000, 1);
+    const [claim] = (await claimOwnRead(db, "w1", ["p"], 30_000, 1)).claims;
     const { lease, entries } = claim!.owned!;
     const picked = pickedUpJournal(journal, ownStore(journal.store)!, "last", entries, "w1");
     expect(await picked.journal.store.read("last")).toBe(entries); // the claim's read, not a second one
