@@ -145,7 +145,7 @@ describe("run({ approvals }) on a parent answers its sub-agents' calls", () => {
     expect(out.content).toContain("declined");
   });
 
-  it("still answers the parent's own call by its plain step id", async () => {
+  it("still answers the parent's own call by its plain step id, or keyed by its run", async () => {
     const file = join(dir, "own.db");
     const refunds: unknown[] = [];
     const make = () =>
@@ -169,5 +169,16 @@ describe("run({ approvals }) on a parent answers its sub-agents' calls", () => {
     );
     expect(out.content).toBe("ok");
     expect(refunds).toEqual([{ order: "B-1" }]);
+    // Keyed by approvalKey too: the run's own call, named by its run.
+    await inProcess(file, (journal) =>
+      make()
+        .run({ runId: "t", journal, input: "go" })
+        .catch((x) => x),
+    );
+    const keyed = await inProcess(file, (journal) =>
+      make().run({ runId: "t", journal, approvals: { [approvalKey("t", "solo#turn:0:tool:0")]: true } }),
+    );
+    expect(keyed.content).toBe("ok");
+    expect(refunds).toHaveLength(2);
   });
 });
