@@ -341,6 +341,12 @@ export {
   verifyTurnResults,
 } from "./runtime/readers.ts";
 export type { AgentStream } from "./runtime/stream.ts";
+export {
+  AmbiguousApprovalError,
+  type ApprovalAnswers,
+  approvalKey,
+  isAmbiguousApprovalError,
+} from "./runtime/subRunApprovals.ts";
 export { subRunPath } from "./runtime/subRunEvents.ts";
 export {
   isSubAgentCancelledError,

@@ -15,6 +15,7 @@ import { hydrateForLog } from "./readers.ts";
 import { type RunOptions, RunSession } from "./session.ts";
 import { machineForRun } from "./sharedMachine.ts";
 import { type AgentStream, chainListeners, streamOf } from "./stream.ts";
+import { offerApprovals, resolveApprovals } from "./subRunApprovals.ts";
 import { nestRunEvents } from "./subRunEvents.ts";
 import { subRunApprovals } from "./subRuns.ts";
 import { toolCallActors } from "./toolActors.ts";
@@ -103,10 +104,11 @@ export function replayRecording(
 
 async function runLoop(
   config: AgentLoopConfig,
-  request: RunRequest,
+  given: RunRequest,
   setUp?: (session: RunSession) => void,
 ): Promise<AgentOutput> {
-  checkRunId(request.runId, "loop.run"); // before anything reads or writes the journal
+  checkRunId(given.runId, "loop.run"); // before anything reads or writes the journal
+  const request = await resolveApprovals(given); // a sub-agent's call answered by its step id
   // Losing the run (a renewal finds it taken over) stops it like an abort, with that error.
   const lostRun = new AbortController();
   const signal = request.signal ? AbortSignal.any([request.signal, lostRun.signal]) : lostRun.signal;
@@ -164,11 +166,13 @@ async function runHeld(
     });
   signal.addEventListener("abort", onAbort, { once: true });
   const unnest = nestRunEvents(request.journal.store, request.runId, session.events); // its sub-agents' events
+  const unoffer = offerApprovals(request.journal, request.runId, request.approvals); // to its sub-agents
   try {
     actor.start();
     await done;
   } finally {
     unnest();
+    unoffer();
     signal.removeEventListener("abort", onAbort);
     session.dispose();
     // Results deferred to a next append that never came (the run threw): journaled, or a resume would

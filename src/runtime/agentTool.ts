@@ -6,6 +6,7 @@ import type { AgentLoop } from "./agentLoop.ts";
 import type { Tool, ToolContext } from "./config.ts";
 import { isAgentInterruptedError } from "./errors.ts";
 import { DEFAULT_LEASE_MS } from "./ownership.ts";
+import { approvalsBelow } from "./subRunApprovals.ts";
 import { nestedListener } from "./subRunEvents.ts";
 import { childRunId, SubAgentCancelledError, SubAgentPendingError } from "./subRuns.ts";
 
@@ -106,7 +107,11 @@ const going = new Map<string, number>();
  * `listPendingApprovals(journal, { runId: parent })` lists the child's call under the child's run
  * id, the approval is answered on that run (`recordApproval(journal, pending.runId,
  * pending.stepId, …)`, where the decision is bound to the child's input), and resuming the parent
- * resumes the child with it; no model call is made again at any depth.
+ * resumes the child with it; no model call is made again at any depth. Or the answer goes with the
+ * resume: `parent.run({ runId, journal, approvals })` hands each child the answers meant for it,
+ * keyed by the child's step id (`pending.stepId`, when that step waits in one run of the chain only;
+ * else `AmbiguousApprovalError`) or by `approvalKey(pending.runId, pending.stepId)`, and the child
+ * journals each on its own run.
  * Depth (`maxDepth`) and concurrent children (`maxConcurrent`) are limited: past them the call
  * fails with `SubAgentLimitError`, told to the parent's model.
  *
@@ -166,6 +171,7 @@ export function agentTool<I = { prompt: string }>(loop: AgentLoop, options: Agen
         // (on another host): wait for it to run out rather than fail the call.
         const ownership = { waitMs: DEFAULT_LEASE_MS };
         const onEvent = nestedListener(journal.store, runId); // its events in the parent's stream
+        const approvals = approvalsBelow(journal, runId, id); // the parent's answers for it and below
         const request = {
           runId: id,
           journal,
@@ -173,6 +179,7 @@ export function agentTool<I = { prompt: string }>(loop: AgentLoop, options: Agen
           signal,
           ownership,
           ...(onEvent ? { onEvent } : {}),
+          ...(approvals ? { approvals } : {}),
         };
         const out = await chain.run({ depth }, () => loop.run(request));
         return toOutput(out);

@@ -4,6 +4,7 @@ import type { ApprovalOutput, ToolCallInput } from "../machines/toolCall.machine
 import { approvalExpiry, declinedResult } from "../policies/approval.ts";
 import { approvalId, DECISION_SOURCES } from "../projections/ids.ts";
 import type { RunSession } from "./session.ts";
+import { answerGiven } from "./subRunApprovals.ts";
 
 /**
  * The toolCall chart's `askApproval` for one run: the journaled decision if there is one (its
@@ -32,7 +33,7 @@ export function approvalActor(session: RunSession) {
       session.tools[call.name]?.approvalTimeoutMs,
     );
     const expired = expiresAt !== undefined && Date.now() >= expiresAt;
-    const given = expired ? false : options.approvals?.[stepId];
+    const given = expired ? false : answerGiven(options.approvals, runId, stepId);
     const answer =
       given ??
       (config.approve ? await config.approve({ runId, stepId, toolName: call.name, input: call.input }) : "pending");

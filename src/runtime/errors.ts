@@ -27,7 +27,7 @@ export class AgentInterruptedError<
   constructor(run: InterruptedAgentRun<M>) {
     const what =
       run.reason === "approval-pending"
-        ? `waiting for approval of ${run.pendingApprovals.map((p) => (p.runId === undefined ? p.stepId : `${p.stepId} (in sub-agent run ${p.runId})`)).join(", ")}; resume with loop.run({ runId: "${run.runId}", approvals: { [stepId]: true | false } })${run.pendingApprovals.some((p) => p.runId !== undefined) ? `, a sub-agent's call answered first with recordApproval(journal, runId, stepId, …)` : ""}`
+        ? `waiting for approval of ${run.pendingApprovals.map((p) => (p.runId === undefined ? p.stepId : `${p.stepId} (in sub-agent run ${p.runId})`)).join(", ")}; resume with loop.run({ runId: "${run.runId}", approvals: { [stepId]: true | false } })${run.pendingApprovals.some((p) => p.runId !== undefined) ? ` (a sub-agent's call keyed "<runId>/<stepId>" when its step id waits in more than one run), or with recordApproval(journal, runId, stepId, …)` : ""}`
         : run.reason === "max-iterations"
           ? `the iteration limit was reached after ${run.iterations} model calls; raise maxIterations and call loop.run({ runId: "${run.runId}" }) to go on`
           : run.reason === "deadline"

@@ -24,6 +24,9 @@ th, td { text-align: left; padding: 5px 8px; border-bottom: 1px solid var(--line
 th { font-weight: 600; background: var(--soft); position: sticky; top: 0; }
 .num { text-align: right; white-space: nowrap; }
 tr.waiting { background: #fff8c5; }
+td.subrun .tree { color: var(--dim); }
+td.depth-1 { padding-left: 24px; } td.depth-2 { padding-left: 44px; } td.depth-3 { padding-left: 64px; }
+td.depth-4 { padding-left: 84px; } td.depth-5 { padding-left: 104px; } td.depth-6 { padding-left: 124px; }
 .status { display: inline-block; padding: 0 7px; border-radius: 10px; font-size: 12px; border: 1px solid var(--line); white-space: nowrap; }
 .status.completed, .status.ok { color: var(--ok); border-color: #4ac26b; }
 .status.failed, .status.error { color: var(--err); border-color: #ff8182; }

@@ -1,3 +1,4 @@
+import { inTreeOrder, parentAmong, type RunParent, startedCalls } from "../cli/commands/runsTree.ts";
 import { type RunInfo, runInfo, stoppedText } from "../cli/db.ts";
 import { clip, int, kB } from "../cli/format.ts";
 import { type Journal, readJournal, runIdProblem } from "../index.ts";
@@ -7,31 +8,54 @@ import { href, html, page, when } from "./html.ts";
 export interface RunRow extends RunInfo {
   /** The run waits for an approval (`approval-pending`). */
   readonly waiting: boolean;
+  /** For a sub-agent's run (`agentTool`): the parent run and its call that runs it. */
+  readonly parent?: RunParent;
+  /** How many sub-agents deep the run is: 0 for a top-level run. */
+  readonly depth: number;
 }
 
 /** The statuses the page filters by. */
 export const STATUSES = ["running", "interrupted", "completed", "failed"] as const;
 
 /**
- * Every run of the journal, those waiting for an approval first, then the most recently active.
+ * Every run of the journal, those waiting for an approval first, then the most recently active;
+ * each sub-agent's run right under its parent's (`parent`, `depth`), in the same order among its
+ * siblings.
  *
  * @example
  * const rows = await runRows(journal); // rows[0].waiting is true when any run waits for an approval
  */
 export async function runRows(journal: Journal): Promise<RunRow[]> {
-  const rows: RunRow[] = [];
+  const rows: Omit<RunRow, "depth">[] = [];
+  const calls = new Map<string, Set<string>>();
   for (const { runId } of await journal.store.listRuns()) {
     if (runIdProblem(runId) !== undefined) continue; // no store reads it (see `loom runs`)
     const entries = await readJournal(journal, runId);
     const info = runInfo(runId, entries);
     rows.push({ ...info, waiting: info.interrupted?.reason === "approval-pending" });
+    calls.set(runId, startedCalls(entries));
   }
-  return rows.sort(
+  rows.sort(
     (a, b) =>
       Number(b.waiting) - Number(a.waiting) ||
       (b.updatedAt ?? "").localeCompare(a.updatedAt ?? "") ||
       a.runId.localeCompare(b.runId),
   );
+  const parentOf = (runId: string) => parentAmong(runId, calls);
+  return inTreeOrder(rows, parentOf).map(({ run, depth }) => {
+    const parent = parentOf(run.runId);
+    return { ...run, ...(parent ? { parent } : {}), depth };
+  });
+}
+
+/** The run cell: a sub-agent's run indented under its parent, named under it when the parent is not shown. */
+function runCell(r: RunRow, shown: ReadonlySet<string>) {
+  const link = html`<a href="${href("runs", r.runId)}">${r.runId}</a>`;
+  if (r.parent === undefined) return html`<td>${link}</td>`;
+  const under = shown.has(r.parent.runId)
+    ? ""
+    : html` <span class="dim">sub-agent of <a href="${href("runs", r.parent.runId)}">${r.parent.runId}</a></span>`;
+  return html`<td class="subrun depth-${Math.min(r.depth, 6)}" title="sub-agent run of ${r.parent.runId}, its call ${r.parent.stepId}"><span class="tree">└</span> ${link}${under}</td>`;
 }
 
 /** The runs page, filtered to `status` when given. */
@@ -45,6 +69,7 @@ export function runsPage(rows: readonly RunRow[], status: string | undefined, so
     )}
   </nav>`;
   const waiting = rows.filter((r) => r.waiting).length;
+  const ids = new Set(shown.map((r) => r.runId));
   const body = html`<h1>Runs</h1>
 <p class="sub">${source}${waiting > 0 ? html` · <strong>${waiting} waiting for approval</strong>` : ""}</p>
 ${filter}
@@ -55,8 +80,10 @@ ${
 <thead><tr><th>run</th><th>loop</th><th>status</th><th>why it stopped</th><th class="num">turns</th><th class="num">tokens</th><th class="num">journal</th><th>last activity</th></tr></thead>
 <tbody>
 ${shown.map(
-  (r) => html`<tr class="${r.waiting ? "waiting" : ""}" data-run="${r.runId}">
-<td><a href="${href("runs", r.runId)}">${r.runId}</a></td>
+  (
+    r,
+  ) => html`<tr class="${r.waiting ? "waiting" : ""}" data-run="${r.runId}"${r.parent ? html` data-parent="${r.parent.runId}"` : ""}>
+${runCell(r, ids)}
 <td>${r.loopId ?? "?"}</td>
 <td><span class="status ${r.status}">${r.waiting ? "waiting for approval" : r.status}</span></td>
 <td class="why">${clip(stoppedText(r), 120)}</td>

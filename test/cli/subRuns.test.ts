@@ -82,4 +82,25 @@ describe("loom runs and loom show: sub-agents' runs", () => {
     expect(approved.code, approved.stderr).toBe(0);
     expect((await loom(dir, ["approvals", "--db", db])).stdout).toContain("no tool call waits for approval");
   });
+
+  it("loom approvals names the parent run and call a sub-agent's approval waits under; loom cancel lists the sub-runs it cancelled", async () => {
+    const db = join(dir, "text.db");
+    await tripJournal(db);
+    const listed = await loom(dir, ["approvals", "--db", db]);
+    expect(listed.code, listed.stderr).toBe(0);
+    expect(listed.stdout).toContain(
+      `booker#turn:0:tool:0 waits in the sub-agent run ${GRANDCHILD}, under run ${CHILD}'s call researcher#turn:0:tool:0: answer it with --run '${GRANDCHILD}', then resume run trip`,
+    );
+    const help = await loom(dir, ["approvals", "--help"]);
+    expect(help.stdout).toContain("parent run and call it waits under");
+
+    const cancelled = await loom(dir, ["cancel", "trip", "--reason", "plans changed", "--db", db]);
+    expect(cancelled.code, cancelled.stderr).toBe(0);
+    expect(cancelled.stdout.trimEnd().split("\n")).toEqual([
+      "run trip: cancelled",
+      `  └ sub-agent run ${CHILD}: cancelled`,
+      `  └ sub-agent run ${GRANDCHILD}: cancelled`,
+    ]);
+    expect((await loom(dir, ["cancel", "--help"])).stdout).toContain("sub-agents' runs are cancelled with it");
+  });
 });

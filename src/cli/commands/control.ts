@@ -5,11 +5,14 @@ import { dbPath, withJournal, withWritableJournal } from "../db.ts";
 import { clip, oneLine, printable, table } from "../format.ts";
 import { CliError, type CliIo, println } from "../io.ts";
 import { type CommonOptions, integerOption, withCommon } from "../program.ts";
+import { subRunApprovalLines, subRunCancelLines } from "./subRunText.ts";
 
 /** `loom approvals`, `loom approve`, `loom deny`, `loom cancel`, `loom fork`: operating runs from a shell. */
 export function registerControl(program: Command, io: CliIo): void {
   withCommon(program.command("approvals"))
-    .description("list the tool calls waiting for approval: run, step, tool, input, since when, until when")
+    .description(
+      "list the tool calls waiting for approval: run, step, tool, input, since when, until when; a call waiting in a sub-agent's run also names the parent run and call it waits under, and the root run to resume",
+    )
     .option("--run <runId>", "only this run's")
     .option("--json", "print an array of pending approvals as JSON")
     .action(async (options: CommonOptions & { run?: string; json?: boolean }) => {
@@ -28,6 +31,7 @@ export function registerControl(program: Command, io: CliIo): void {
         p.expiresAt === undefined ? "never" : p.expiresAt.replace("T", " ").slice(0, 19),
       ]);
       println(io.stdout, table(["run", "step", "tool", "input", "asked", "expires"], rows));
+      for (const line of subRunApprovalLines(pending)) println(io.stdout, line);
       println(
         io.stdout,
         "answer with: loom approve <step> --run <run>   or   loom deny <step> --run <run> --reason <text>",
@@ -68,7 +72,7 @@ export function registerControl(program: Command, io: CliIo): void {
 
   withCommon(program.command("cancel"))
     .description(
-      "cancel a run: a loop running it (any process) stops at its next step and journals run.cancelled; it is never resumed",
+      "cancel a run: a loop running it (any process) stops at its next step and journals run.cancelled; it is never resumed. Its sub-agents' runs are cancelled with it, each listed",
     )
     .argument("<runId>", "the run (see `loom runs`)")
     .option("--reason <text>", "why (journaled)", "cancelled with loom cancel")
@@ -80,12 +84,14 @@ export function registerControl(program: Command, io: CliIo): void {
         cancelRun(journal, runId, { reason: options.reason, waitMs: options.wait }),
       );
       if (options.json) return println(io.stdout, JSON.stringify({ runId, ...result }, null, 2));
-      if (result.status === "cancelled") return println(io.stdout, `run ${printable(runId)}: cancelled`);
       const h = result.holder;
       println(
         io.stdout,
-        `run ${printable(runId)}: cancel requested; ${h ? `${printable(h.owner)} (pid ${h.pid} on ${printable(h.host)})` : "its owner"} stops it at its next step`,
+        result.status === "cancelled"
+          ? `run ${printable(runId)}: cancelled`
+          : `run ${printable(runId)}: cancel requested; ${h ? `${printable(h.owner)} (pid ${h.pid} on ${printable(h.host)})` : "its owner"} stops it at its next step`,
       );
+      for (const line of subRunCancelLines(result)) println(io.stdout, line);
     });
 
   withCommon(program.command("fork"))
