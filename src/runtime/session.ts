@@ -63,7 +63,10 @@ export interface RunOptions {
   /**
    * Answers to pending approvals, by step id (`e.run.pendingApprovals[i].stepId`): `true` runs
    * the call, `false` declines it (the model is told). Each answer is journaled once and then
-   * served from the journal; an answer for a call not waiting is ignored.
+   * served from the journal; an answer for a call not waiting is ignored. A call waiting in a
+   * sub-agent (`agentTool`; `pendingApprovals[i].runId` names the child run) is answered here too:
+   * by its step id when it waits in one child only, else by `approvalKey(runId, stepId)`; the
+   * answer is passed down and journaled on the child's run (`AmbiguousApprovalError` otherwise).
    */
   readonly approvals?: Readonly<Record<string, boolean>>;
   /**
