@@ -119,6 +119,7 @@ async function* follow(journal: Journal, runId: string, options: FollowOptions):
         // (and cursors) are those of the uncompacted run, whenever it was compacted.
         const entries = await uncompactedEntries(journal, runId, hot, { from: folded + 1, after });
         folded = hot.at(-1)?.seq ?? folded;
+        await nested?.lookUp(entries);
         for (const entry of entries) {
           for (const event of evolveRunEvents(fold, entry)) {
             const waiting = nested?.seen(event, event.cursor > after);

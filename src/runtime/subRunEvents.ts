@@ -7,6 +7,7 @@
 
 import type { Journal } from "../events/spi.ts";
 import type { EventStore } from "../events/store.ts";
+import type { JournalEntry } from "../events/types.ts";
 import type { RunEvent } from "../projections/events.ts";
 import type { ToolCallLogMode } from "../projections/types.ts";
 import type { RunEventEmitter } from "./events.ts";
@@ -65,6 +66,8 @@ export function subRunPath(rootRunId: string, event: Pick<RunEvent, "runId">): s
   return from === rest.length + 1 ? path : undefined;
 }
 
+const newFollower = (): Follower => ({ stop: new AbortController(), saw: false, done: false });
+
 /** What `followRun` follows a sub-agent's run with. */
 export type FollowChild = (
   journal: Journal,
@@ -91,6 +94,15 @@ export class NestedFollowers {
   private readonly followers = new Map<string, Follower>();
   /** Calls started before the cursor the follower resumed after, still going: followed once caught up. */
   private readonly open = new Set<string>();
+  /**
+   * Calls whose start was given in the batch being read: followed live only if the batch ends with
+   * them still going. A call that also ended in the batch (a replay, a follower catching up) is
+   * looked up once instead: most calls run no sub-agent, and a follower for each would cost a
+   * follow of its own (a watch, reads) per call.
+   */
+  private readonly startedInBatch = new Set<string>();
+  /** Whether the journal holds a child run for each call of the batch being read (see {@link lookUp}). */
+  private readonly hasChild = new Map<string, boolean>();
 
   constructor(
     private readonly journal: Journal,
@@ -108,12 +120,18 @@ export class NestedFollowers {
   seen(event: RunEvent, shown: boolean): (() => boolean) | undefined {
     switch (event.type) {
       case "tool-started":
-        if (shown) this.start(event.stepId);
+        if (shown) this.startedInBatch.add(event.stepId);
         else this.open.add(event.stepId);
         return undefined;
       case "tool-finished":
       case "call-settled": {
         this.open.delete(event.stepId);
+        if (this.startedInBatch.delete(event.stepId)) {
+          // Started and ended in what was read: its child run, if it ran one, has ended too.
+          if (!shown || this.hasChild.get(event.stepId) === false) return undefined;
+          const f = this.startIfRan(event.stepId);
+          return () => !f.done || this.queue.length > 0;
+        }
         this.callEnded(event.stepId);
         const f = this.followers.get(event.stepId);
         return shown && f !== undefined ? () => !f.done || this.queue.length > 0 : undefined;
@@ -122,6 +140,9 @@ export class NestedFollowers {
       case "run-interrupted":
       case "run-cancelled":
       case "run-failed":
+        // Calls started in this batch and never ended (a call pending in its sub-agent): looked up now.
+        for (const stepId of this.startedInBatch) if (this.hasChild.get(stepId) !== false) this.startIfRan(stepId);
+        this.startedInBatch.clear();
         this.runEnded();
         return shown ? () => this.active || this.queue.length > 0 : undefined;
       default:
@@ -129,10 +150,33 @@ export class NestedFollowers {
     }
   }
 
+  /**
+   * Before a batch is given: looks up, all at once, which of its tool calls ran a child run, so the
+   * calls that ran none (most) cost no wait of their own while the batch is given.
+   */
+  async lookUp(entries: readonly JournalEntry[]): Promise<void> {
+    this.hasChild.clear();
+    const steps: string[] = [];
+    for (const e of entries)
+      if (e.type === "frame.started" && e.data.effect.startsWith("tool:")) steps.push(e.data.frameId);
+    if (steps.length === 0) return;
+    const found = await Promise.all(
+      steps.map((stepId) =>
+        this.journal.store.read(childRunId(this.runId, stepId), { from: 1 }).then(
+          (child) => child.length > 0,
+          () => false, // a child that cannot be read is left out
+        ),
+      ),
+    );
+    for (const [i, stepId] of steps.entries()) this.hasChild.set(stepId, found[i] as boolean);
+  }
+
   /** The journal read so far is given: follow the calls still going that started before the cursor. */
   caughtUp(): void {
     for (const stepId of this.open) this.start(stepId);
     this.open.clear();
+    for (const stepId of this.startedInBatch) this.start(stepId); // still going: followed live
+    this.startedInBatch.clear();
   }
 
   /** Children still followed. */
@@ -151,9 +195,9 @@ export class NestedFollowers {
     for (const f of this.followers.values()) f.stop.abort();
   }
 
-  private start(stepId: string): void {
-    if (this.followers.has(stepId)) return;
-    const follower: Follower = { stop: new AbortController(), saw: false, done: false };
+  private start(stepId: string, follower: Follower = newFollower()): void {
+    const known = this.followers.get(stepId);
+    if (known !== undefined && known !== follower) return;
     this.followers.set(stepId, follower);
     const child = childRunId(this.runId, stepId);
     const events = this.follow(this.journal, child, { ...this.options, signal: follower.stop.signal });
@@ -171,6 +215,21 @@ export class NestedFollowers {
         this.wake();
       }
     })();
+  }
+
+  /** A call that has ended: its child run is followed (to its end) if the journal holds one. */
+  private startIfRan(stepId: string): Follower {
+    const follower = newFollower();
+    this.followers.set(stepId, follower);
+    const none = () => {
+      follower.done = true; // no child run (or one that cannot be read: left out)
+      this.wake();
+    };
+    void this.journal.store.read(childRunId(this.runId, stepId), { from: 1 }).then((entries) => {
+      if (entries.length === 0 || follower.stop.signal.aborted) none();
+      else this.start(stepId, follower);
+    }, none);
+    return follower;
   }
 
   /** A call ended: its child run, if it has one, has ended too; a call without one stops being followed. */
