@@ -115,7 +115,7 @@ if (process.argv[2] === "--worker") {
       long.push({ "worker processes": processes, "twenty-turn runs/s (200 at once)": t.perS, "turns/s": t.perS * 20 });
     }
     console.log(`(load average at the start: ${load.map((x) => x.toFixed(1)).join(", ")})`);
-    printTable("one-turn runs through worker processes (8 runs in hand each, pool of 10)", rows);
+    printTable(`one-turn runs through worker processes (${CONCURRENCY} runs in hand each, pool of 10)`, rows);
     printTable("twenty-turn runs through worker processes", long);
     if (parts.has("storage")) {
       printTable("database bytes per turn of the twenty-turn runs, against the tool outputs' own bytes", [
