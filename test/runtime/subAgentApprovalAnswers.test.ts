@@ -3,76 +3,22 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { readJournal } from "../../src/events/journal.ts";
-import type { ModelResponse } from "../../src/events/types.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
 import { agentLoop$ } from "../../src/runtime/agentLoop.ts";
-import { agentTool } from "../../src/runtime/agentTool.ts";
-import type { Tool } from "../../src/runtime/config.ts";
 import { listPendingApprovals } from "../../src/runtime/control.ts";
 import { isAgentInterruptedError } from "../../src/runtime/errors.ts";
 import { approvalKey, isAmbiguousApprovalError } from "../../src/runtime/subRunApprovals.ts";
 import { inProcess } from "../support/journalFile.ts";
+import { refundChain } from "../support/refundChain.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "loom-subagent-answers-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-
-const lastResult = (messages: readonly { role: string; output?: unknown }[]) =>
-  messages
-    .filter((m) => m.role === "tool")
-    .map((m) => JSON.stringify(m.output))
-    .join(" | ");
-
-/**
- * planner → (researcher →)? refunder, whose refund tool needs an approval. `fanOut` has the
- * planner call its sub-agent twice at once (two refunders, each waiting for the same step id).
- */
-function chain(shape: "one" | "two-deep" | "fan-out") {
-  const refunds: unknown[] = [];
-  const refund: Tool = {
-    description: "refunds an order",
-    requiresApproval: true,
-    execute: (input) => {
-      refunds.push(input);
-      return { refunded: (input as { order: string }).order };
-    },
-  };
-  const models = {
-    refunder: scriptedModel(({ turn, messages }) =>
-      turn === 0
-        ? { toolCalls: [{ id: "r", name: "refund", input: { order: "A-7" } }] }
-        : { content: `refunder: ${lastResult(messages)}`, toolCalls: [] },
-    ),
-    researcher: scriptedModel(({ turn, messages }) =>
-      turn === 0
-        ? { toolCalls: [{ id: "s", name: "refunds", input: { prompt: "A-7" } }] }
-        : { content: `researcher: ${lastResult(messages)}`, toolCalls: [] },
-    ),
-    planner: scriptedModel(({ turn, messages }): ModelResponse => {
-      if (turn > 0) return { content: `planner: ${lastResult(messages)}`, toolCalls: [] };
-      const call = (id: string) => ({ id, name: "delegate", input: { prompt: id } });
-      return { toolCalls: shape === "fan-out" ? [call("d1"), call("d2")] : [call("d1")] };
-    }),
-  };
-  const refunder = agentLoop$({ id: "refunder", model: models.refunder, tools: { refund } });
-  const researcher = agentLoop$({
-    id: "researcher",
-    model: models.researcher,
-    tools: { refunds: agentTool(refunder, { description: "refunds orders" }) },
-  });
-  const planner = agentLoop$({
-    id: "planner",
-    model: models.planner,
-    tools: { delegate: agentTool(shape === "two-deep" ? researcher : refunder, { description: "does it" }) },
-  });
-  const calls = () => [models.planner.calls, models.researcher.calls, models.refunder.calls];
-  return { planner, calls, refunds };
-}
 
 const STEP = "refunder#turn:0:tool:0";
 
 /** Starts the chain in one process: it stops approval-pending. */
 async function stopped(file: string, shape: "one" | "two-deep" | "fan-out") {
-  const first = chain(shape);
+  const first = refundChain(shape);
   const e = await inProcess(file, (journal) => first.planner.run({ runId: "p", journal, input: "go" }).catch((x) => x));
   expect(isAgentInterruptedError(e) && e.run.reason).toBe("approval-pending");
   return e.run.pendingApprovals as readonly { runId?: string; stepId: string }[];
@@ -89,7 +35,7 @@ describe("run({ approvals }) on a parent answers its sub-agents' calls", () => {
     const child = "p/planner#turn:0:tool:0";
     expect(await stopped(file, "one")).toEqual([expect.objectContaining({ runId: child, stepId: STEP })]);
 
-    const second = chain("one");
+    const second = refundChain("one");
     const out = await inProcess(file, (journal) =>
       second.planner.run({ runId: "p", journal, approvals: { [STEP]: true } }),
     );
@@ -109,7 +55,7 @@ describe("run({ approvals }) on a parent answers its sub-agents' calls", () => {
     const [pending] = await stopped(file, "two-deep");
     expect(pending).toMatchObject({ runId: grandchild, stepId: STEP });
 
-    const second = chain("two-deep");
+    const second = refundChain("two-deep");
     const key = approvalKey(pending?.runId ?? "", STEP);
     expect(key).toBe(`${grandchild}/${STEP}`);
     const out = await inProcess(file, (journal) =>
@@ -127,7 +73,7 @@ describe("run({ approvals }) on a parent answers its sub-agents' calls", () => {
     const pending = await stopped(file, "fan-out");
     expect(pending.map((p) => p.runId).sort()).toEqual(children);
 
-    const refused = chain("fan-out");
+    const refused = refundChain("fan-out");
     const e = await inProcess(file, (journal) =>
       refused.planner.run({ runId: "p", journal, approvals: { [STEP]: true } }).catch((x) => x),
     );
@@ -137,7 +83,7 @@ describe("run({ approvals }) on a parent answers its sub-agents' calls", () => {
     expect([...refused.calls(), refused.refunds.length]).toEqual([0, 0, 0, 0]);
     expect(await inProcess(file, (journal) => listPendingApprovals(journal, { runId: "p" }))).toHaveLength(2);
 
-    const second = chain("fan-out");
+    const second = refundChain("fan-out");
     const approvals = { [approvalKey(children[0] ?? "", STEP)]: true, [approvalKey(children[1] ?? "", STEP)]: false };
     const out = await inProcess(file, (journal) => second.planner.run({ runId: "p", journal, approvals }));
     expect(second.refunds).toEqual([{ order: "A-7" }]);
