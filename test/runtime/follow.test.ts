@@ -9,6 +9,7 @@ import type { Tool } from "../../src/runtime/config.ts";
 import { RunEventEmitter } from "../../src/runtime/events.ts";
 import { followRun } from "../../src/runtime/follow.ts";
 import { tempDir } from "../events/tmp.ts";
+import { closedAfterAll } from "../support/journalFile.ts";
 import { jsonJournal } from "../support/loop.ts";
 import { startWorker } from "../support/processes.ts";
 
@@ -54,15 +55,7 @@ const journals: [string, () => OpenJournal][] = [
 ];
 
 describe.each(journals)("followRun on %s", (_, openJournal) => {
-  const opened: OpenJournal[] = [];
-  const open = () => {
-    const journal = openJournal();
-    opened.push(journal);
-    return journal;
-  };
-  afterAll(async () => {
-    for (const journal of opened) await journal.close();
-  });
+  const open = closedAfterAll(openJournal);
   it("reconnecting at every cursor of a 5-turn run yields exactly the rest", async () => {
     const journal = open();
     await loopOf(5).run({ runId: "five", input: "go", journal });

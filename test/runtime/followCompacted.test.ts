@@ -12,6 +12,7 @@ import { agentLoop$ } from "../../src/runtime/agentLoop.ts";
 import { isAgentInterruptedError } from "../../src/runtime/errors.ts";
 import { followRun } from "../../src/runtime/follow.ts";
 import { tempDir } from "../events/tmp.ts";
+import { closedAfterAll } from "../support/journalFile.ts";
 
 let tmp: ReturnType<typeof tempDir>;
 beforeAll(() => {
@@ -93,15 +94,7 @@ const journals: [string, () => OpenJournal][] = [
 ];
 
 describe.each(journals)("followRun over a compacted run on %s", (_, openJournal) => {
-  const opened: OpenJournal[] = [];
-  const open = () => {
-    const journal = openJournal();
-    opened.push(journal);
-    return journal;
-  };
-  afterAll(async () => {
-    for (const journal of opened) await journal.close();
-  });
+  const open = closedAfterAll(openJournal);
 
   it("gives the uncompacted run's events, and at every cursor exactly the rest", async () => {
     const journal = open();
