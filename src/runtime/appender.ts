@@ -137,7 +137,10 @@ export class Appender {
         }
         const written = live.flatMap((q) => q.entries);
         try {
-          await this.write(written, live.every((q) => q.deferred || q.written));
+          await this.write(
+            written,
+            live.every((q) => q.deferred || q.written),
+          );
         } catch (e) {
           // Deferred results stay queued for a later append (the run's last); callers are told.
           if (this.lostTo === undefined) this.queue.unshift(...live.filter((q) => q.deferred));
