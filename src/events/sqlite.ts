@@ -210,6 +210,7 @@ export function sqliteStoreOn(shared: SqliteFile): SqliteEventStore {
         sync.relaxed(() => write.immediate(runId, entries, types, texts, expectedVersion, fence));
       } else {
         write.immediate(runId, entries, types, texts, expectedVersion, fence);
+        sync?.covered(); // its fsync flushed the relaxed commits before it
       }
       if (entries.length > 0) watching.tell(runId);
       return { version: expectedVersion + entries.length };

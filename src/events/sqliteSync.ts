@@ -8,7 +8,8 @@ import { JournalFileError } from "./sqliteOpen.ts";
  *
  * Such an append commits with `synchronous = NORMAL` (the WAL frames are written to the OS, so a
  * crash of the process keeps them, but not yet flushed), then the WAL file is `fdatasync`ed on
- * libuv's thread pool while the caller goes on. Every other write of the connection still
+ * libuv's thread pool while the caller goes on (`FLUSH_DELAY_MS` later, unless a FULL commit
+ * flushed it first). Every other write of the connection still
  * commits at FULL, whose fsync of the WAL flushes whatever an earlier relaxed commit wrote before
  * it: WAL frames are appended in commit order, so an append that returns at FULL is durable with
  * everything before it. A relaxed commit is therefore durable once its own background flush ends,
@@ -19,9 +20,19 @@ import { JournalFileError } from "./sqliteOpen.ts";
  * `JournalFileError` `journalNotDurable`, and the run stops there instead of building on entries
  * a power loss could take back.
  */
+/**
+ * How long a relaxed commit waits for the next FULL commit to flush it with its own, before it is
+ * flushed alone: a run's next durable append usually follows within a fraction of a millisecond
+ * (the model answered at once), and then one fsync serves both; a slow model call leaves it to
+ * the background flush, 2 ms later. Group commit, as PostgreSQL's `commit_delay`.
+ */
+export const FLUSH_DELAY_MS = 2;
+
 export interface WalSync {
   /** Runs `commit` (one write transaction) without its fsync and flushes the WAL in the background. */
   relaxed<T>(commit: () => T): T;
+  /** A FULL commit of the connection just returned: it flushed every relaxed commit before it. */
+  covered(): void;
   /** Throws the failure of an earlier background flush, if one failed. */
   check(): void;
   /** Waits for the background flush, if one is running, and closes the WAL's descriptor. */
@@ -36,19 +47,27 @@ export interface WalSync {
 export function walSync(
   db: Database.Database,
   synchronous: "full" | "normal" | undefined,
-  flushFile: (fd: number, done: (e: NodeJS.ErrnoException | null) => void) => void = fdatasync,
+  options: {
+    /** How long a relaxed commit may wait for a FULL one to flush it, before it is flushed alone (ms). */
+    readonly delayMs?: number;
+    /** The flush (tests fail it): fdatasync on libuv's thread pool. */
+    readonly flushFile?: (fd: number, done: (e: NodeJS.ErrnoException | null) => void) => void;
+  } = {},
 ): WalSync | undefined {
   if (synchronous !== "full" || db.memory || db.readonly) return undefined;
+  const { delayMs = FLUSH_DELAY_MS, flushFile = fdatasync } = options;
   // Not prepared statements: SQLite applies `PRAGMA synchronous = …` when it compiles one, not
   // when it runs, so a statement prepared once would set the level once.
   const setLevel = (level: "NORMAL" | "FULL") => db.exec(`PRAGMA synchronous = ${level}`);
   const path = `${db.name}-wal`;
   let fd: number | undefined;
+  /** A relaxed commit is not flushed yet, nor covered by a FULL commit after it. */
+  let dirty = false;
+  let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> | undefined;
-  let again = false;
   let failed: JournalFileError | undefined;
 
-  const flush = (): Promise<void> =>
+  const flushOnce = () =>
     new Promise<void>((resolve) => {
       flushFile(fd as number, (e) => {
         if (e && failed === undefined) {
@@ -61,21 +80,18 @@ export function walSync(
         }
         resolve();
       });
-    }).then(() => {
-      if (!again || failed !== undefined) {
-        running = undefined;
-        return;
-      }
-      again = false; // a commit came in during that flush: one more covers it (and any others)
-      return flush();
     });
 
-  const schedule = () => {
-    if (running !== undefined) {
-      again = true;
-      return;
-    }
-    running = flush();
+  /** Flushes until no relaxed commit is left unflushed (one that came in during a flush needs another). */
+  const start = () => {
+    timer = undefined;
+    running = (async () => {
+      while (dirty && failed === undefined) {
+        dirty = false;
+        await flushOnce();
+      }
+      running = undefined;
+    })();
   };
 
   return {
@@ -96,13 +112,23 @@ export function walSync(
       } finally {
         setLevel("FULL");
       }
-      schedule();
+      dirty = true;
+      if (running === undefined && timer === undefined) {
+        if (delayMs <= 0) start();
+        else timer = setTimeout(start, delayMs).unref();
+      }
       return result;
+    },
+    covered() {
+      dirty = false;
+      if (timer !== undefined) clearTimeout(timer);
+      timer = undefined;
     },
     check() {
       if (failed !== undefined) throw failed;
     },
     async close() {
+      if (timer !== undefined) start();
       while (running !== undefined) await running;
       if (fd !== undefined) {
         closeSync(fd);

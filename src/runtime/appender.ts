@@ -51,7 +51,7 @@ export class Appender {
   /** Store appends made (each one transaction): what a turn costs in commits. */
   appends = 0;
   /**
-   * Told the entries of each store append once they are durable (and folded into `state`), before
+   * Told the entries of each store append once they are stored (durable, or written for `appendWritten`; folded into `state`), before
    * the callers waiting on them go on: what `loop.stream` and `run({ onEvent })` fold into events.
    * A listener that throws is ignored: watching a run never changes it.
    */

@@ -77,9 +77,12 @@ describe("appends written now, flushed in the background", () => {
     db.exec("CREATE TABLE t (x)");
     const flushed: number[] = [];
     let finish: ((e: NodeJS.ErrnoException | null) => void) | undefined;
-    const sync = walSync(db, "full", (fd, done) => {
-      flushed.push(fd);
-      finish = done;
+    const sync = walSync(db, "full", {
+      delayMs: 0,
+      flushFile: (fd, done) => {
+        flushed.push(fd);
+        finish = done;
+      },
     });
     expect(sync).toBeDefined();
     const levels: unknown[] = [];
@@ -102,11 +105,41 @@ describe("appends written now, flushed in the background", () => {
     db.close();
   });
 
+  it("waits a moment for a FULL commit to flush it (group commit), else flushes alone; close flushes what waits", async () => {
+    const db = new Database(path);
+    db.pragma("journal_mode = WAL");
+    db.exec("CREATE TABLE t (x)");
+    let flushes = 0;
+    const sync = walSync(db, "full", {
+      delayMs: 20,
+      flushFile: (_fd, done) => {
+        flushes++;
+        done(null);
+      },
+    });
+    const insert = db.prepare("INSERT INTO t VALUES (?)");
+    sync?.relaxed(() => insert.run(1));
+    insert.run(2); // a FULL commit right after (the store's next durable append)…
+    sync?.covered(); // …flushed the relaxed one with its own fsync
+    await new Promise((r) => setTimeout(r, 40));
+    expect(flushes).toBe(0);
+    sync?.relaxed(() => insert.run(3)); // nothing follows: flushed alone after the delay
+    expect(flushes).toBe(0);
+    await new Promise((r) => setTimeout(r, 40));
+    expect(flushes).toBe(1);
+    sync?.relaxed(() => insert.run(4));
+    await sync?.close(); // does not leave it waiting
+    expect(flushes).toBe(2);
+    db.close();
+  });
+
   it("a failed background flush is final: every later append is refused with journalNotDurable", async () => {
     const db = new Database(path);
     db.pragma("journal_mode = WAL");
     db.exec("CREATE TABLE t (x)");
-    const sync = walSync(db, "full", (_fd, done) => done(Object.assign(new Error("EIO: i/o error"), { code: "EIO" })));
+    const sync = walSync(db, "full", {
+      flushFile: (_fd, done) => done(Object.assign(new Error("EIO: i/o error"), { code: "EIO" })),
+    });
     sync?.relaxed(() => db.prepare("INSERT INTO t VALUES (1)").run());
     await sync?.close();
     let thrown: unknown;
