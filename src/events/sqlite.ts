@@ -57,6 +57,8 @@ export function sqliteStoreOn(shared: SqliteFile): SqliteEventStore {
   // follows in the background (sqliteSync.ts); only on a WAL file Loom opened at "full".
   const background = file.synchronous === "full" && db.pragma("journal_mode", { simple: true }) === "wal";
   const sync = background ? walSync(db, file.synchronous) : undefined;
+  /** Commits without waiting for its fsync where the file allows it (see `walSync`). */
+  const lightly = <T>(commit: () => T): T => (sync === undefined ? commit() : sync.relaxed(commit));
   const keyOf = db.prepare("SELECT run FROM loom_runs WHERE run_id = ?").pluck();
   const addRun = db.prepare("INSERT INTO loom_runs (run_id) VALUES (?)");
   const insert = db.prepare(INSERT_ENTRY);
@@ -206,8 +208,8 @@ export function sqliteStoreOn(shared: SqliteFile): SqliteEventStore {
       checkRunId(runId, "append");
       sync?.check();
       const { types, texts } = encodeEntries(runId, entries, expectedVersion);
-      if (sync !== undefined && options.durability === "written") {
-        sync.relaxed(() => write.immediate(runId, entries, types, texts, expectedVersion, fence));
+      if (options.durability === "written") {
+        lightly(() => write.immediate(runId, entries, types, texts, expectedVersion, fence));
       } else {
         write.immediate(runId, entries, types, texts, expectedVersion, fence);
         sync?.covered(); // its fsync flushed the relaxed commits before it
@@ -231,16 +233,19 @@ export function sqliteStoreOn(shared: SqliteFile): SqliteEventStore {
 
     compactSync,
 
+    // Ownership commits need not wait for the disk: a SQLite file's writers all run on its machine,
+    // so a power loss that takes back an acquire (or a renewal, a release) has ended every process
+    // that could hold the lease; and any later durable commit flushes it first (WAL order).
     async acquire(runId: string, options: AcquireOptions) {
-      return acquireTx.immediate(runId, options);
+      return lightly(() => acquireTx.immediate(runId, options));
     },
 
     async renew(lease: RunLease, leaseMs: number) {
-      return renewTx.immediate(lease, leaseMs);
+      return lightly(() => renewTx.immediate(lease, leaseMs));
     },
 
     async release(lease: RunLease) {
-      releaseTx.immediate(lease);
+      lightly(() => releaseTx.immediate(lease));
     },
 
     watch(runId: string, onAppend: () => void) {

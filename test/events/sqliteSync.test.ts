@@ -166,7 +166,7 @@ describe("appends written now, flushed in the background", () => {
     file.close();
   });
 
-  it("a relaxed append survives a crash of the process (SIGKILL right after it returned)", async () => {
+  it("a relaxed acquire and append survive a crash of the process (SIGKILL right after they returned)", async () => {
     const fixture = fileURLToPath(new URL("../fixtures/relaxedAppendKill.ts", import.meta.url));
     const child = spawn(process.execPath, ["--import", "tsx", fixture, path], {
       cwd: fileURLToPath(new URL("../..", import.meta.url)),
@@ -182,6 +182,9 @@ describe("appends written now, flushed in the background", () => {
     const store = sqliteStore(path);
     const entries = await store.read("r");
     expect(entries.map((e) => e.type)).toEqual(["decision.recorded"]);
+    // The killed owner's lease was kept: its pid is gone, so the run is taken over at once, with the next token.
+    const lease = await store.acquire("r", { owner: "next", leaseMs: 1000 });
+    expect(lease.token).toBe(2);
     await store.close();
   });
 });
