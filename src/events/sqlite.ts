@@ -11,6 +11,7 @@ import {
   sqliteFileOf,
 } from "./sqliteFile.ts";
 import { decodeStoredRows, encodeRow, INSERT_ENTRY, type StoredRow } from "./sqliteRows.ts";
+import { walSync } from "./sqliteSync.ts";
 import { sqliteWatch } from "./sqliteWatch.ts";
 import type { AcquireOptions, AppendOptions, CompactRequest, EventStore, RunLease, RunSummary } from "./store.ts";
 import { type EntryType, type JournalEntry, type NewEntry, SCHEMA_VERSION } from "./types.ts";
@@ -52,6 +53,12 @@ export function sqliteStoreOn(shared: SqliteFile): SqliteEventStore {
   const { db } = file;
   const where = `the SQLite file ${db.name}`;
   const watching = sqliteWatch(file);
+  // Appends that need only be written (a model call's start) commit without their fsync, which
+  // follows in the background (sqliteSync.ts); only on a WAL file Loom opened at "full".
+  const background = file.synchronous === "full" && db.pragma("journal_mode", { simple: true }) === "wal";
+  const sync = background ? walSync(db, file.synchronous) : undefined;
+  /** Commits without waiting for its fsync where the file allows it (see `walSync`). */
+  const lightly = <T>(commit: () => T): T => (sync === undefined ? commit() : sync.relaxed(commit));
   const keyOf = db.prepare("SELECT run FROM loom_runs WHERE run_id = ?").pluck();
   const addRun = db.prepare("INSERT INTO loom_runs (run_id) VALUES (?)");
   const insert = db.prepare(INSERT_ENTRY);
@@ -196,10 +203,17 @@ export function sqliteStoreOn(shared: SqliteFile): SqliteEventStore {
   return {
     [sqliteFileOf]: file,
 
-    async append(runId: string, entries: readonly NewEntry[], { expectedVersion, fence }: AppendOptions) {
+    async append(runId: string, entries: readonly NewEntry[], options: AppendOptions) {
+      const { expectedVersion, fence } = options;
       checkRunId(runId, "append");
+      sync?.check();
       const { types, texts } = encodeEntries(runId, entries, expectedVersion);
-      write.immediate(runId, entries, types, texts, expectedVersion, fence);
+      if (options.durability === "written") {
+        lightly(() => write.immediate(runId, entries, types, texts, expectedVersion, fence));
+      } else {
+        write.immediate(runId, entries, types, texts, expectedVersion, fence);
+        sync?.covered(); // its fsync flushed the relaxed commits before it
+      }
       if (entries.length > 0) watching.tell(runId);
       return { version: expectedVersion + entries.length };
     },
@@ -219,16 +233,19 @@ export function sqliteStoreOn(shared: SqliteFile): SqliteEventStore {
 
     compactSync,
 
+    // Ownership commits need not wait for the disk: a SQLite file's writers all run on its machine,
+    // so a power loss that takes back an acquire (or a renewal, a release) has ended every process
+    // that could hold the lease; and any later durable commit flushes it first (WAL order).
     async acquire(runId: string, options: AcquireOptions) {
-      return acquireTx.immediate(runId, options);
+      return lightly(() => acquireTx.immediate(runId, options));
     },
 
     async renew(lease: RunLease, leaseMs: number) {
-      return renewTx.immediate(lease, leaseMs);
+      return lightly(() => renewTx.immediate(lease, leaseMs));
     },
 
     async release(lease: RunLease) {
-      releaseTx.immediate(lease);
+      lightly(() => releaseTx.immediate(lease));
     },
 
     watch(runId: string, onAppend: () => void) {
@@ -241,6 +258,7 @@ export function sqliteStoreOn(shared: SqliteFile): SqliteEventStore {
     },
 
     async close() {
+      await sync?.close();
       file.release();
     },
   };

@@ -75,6 +75,11 @@ export interface SqliteDatabase {
 export interface SqliteFile {
   /** @internal better-sqlite3's own type, kept out of the shipped declarations. */
   readonly db: Database.Database;
+  /**
+   * @internal The synchronous level Loom set when it opened the file by path; undefined for a
+   * database handed in (its settings are the caller's) or opened read-only.
+   */
+  readonly synchronous: "full" | "normal" | undefined;
   /** Counts one more holder. */
   acquire(): SqliteFile;
   /** One holder is done; the last one closes the database (unless the caller opened it). */
@@ -162,6 +167,7 @@ export function openSqliteFile(target: string | SqliteDatabase, options: SqliteO
   let holders = 0;
   const file: SqliteFile = {
     db,
+    synchronous: external || db.readonly ? undefined : (options.synchronous ?? "full"),
     acquire() {
       holders++;
       return file;

@@ -16,7 +16,9 @@ export type JournalFileErrorCode =
   /** The file (or its folder) cannot be opened: missing, a directory, no permission. */
   | "journalUnreadable"
   /** Opened to write, but the file or its folder is read-only. */
-  | "journalReadOnly";
+  | "journalReadOnly"
+  /** Flushing the file to disk failed: its latest appends may not survive a power loss. */
+  | "journalNotDurable";
 
 /** A file given as a journal that cannot be used as one. `path` is the file; the message says what to do. */
 export class JournalFileError extends LoomError {

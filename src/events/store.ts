@@ -28,6 +28,17 @@ export interface AppendOptions {
    * `loopId`, in the same transaction, and announces it. Other stores ignore it.
    */
   readonly wake?: { readonly loopId: string };
+  /**
+   * `"written"`: the caller needs the entries written (in order, visible to readers, kept if this
+   * process crashes) before it goes on, not yet flushed to disk. The store may then return before
+   * they would survive a power loss, provided they are flushed soon by themselves and are durable
+   * by the time any later append without this option returns. Loom asks it for a model call's
+   * `frame.started`: a model call changes nothing outside the run, and everything that does (a
+   * tool's call, the run's result) waits on an append that is durable, and so is everything
+   * before it. The SQLite store opened at `synchronous: "full"` honours it (sqliteSync.ts);
+   * stores whose appends are durable anyway ignore it.
+   */
+  readonly durability?: "written";
 }
 
 /** A run's ownership, held by one writer at a time (see `EventStore.acquire`). */

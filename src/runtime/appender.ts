@@ -26,8 +26,11 @@ const BREATH_MS = 10;
  * durable, and a refused combined append rejects every caller in it. Results nothing has acted
  * on yet (a model's response, a tool's output) are `defer`red: folded into `state` at once and
  * written with the next append, which is always one an effect waits on (the next `frame.started`)
- * or the run's last (`run.completed`, `run.interrupted`). So an effect still starts only once its
- * `frame.started` is durable, and whatever it was computed from is durable with it or before.
+ * or the run's last (`run.completed`, `run.interrupted`). So a tool's call still starts only once
+ * its `frame.started` is durable, and whatever it was computed from is durable with it or before.
+ * A model call's `frame.started` need only be written (`appendWritten`): the model changes nothing
+ * outside the run, and the store may flush it while the model is called; the next durable append
+ * (a tool's start, the run's end) is durable with everything before it.
  *
  * Entries must already be in their JSON form (what a JSON store hands back: the runtime round-
  * trips user values where they enter: the input, tool outputs, model responses), so the state
@@ -48,7 +51,7 @@ export class Appender {
   /** Store appends made (each one transaction): what a turn costs in commits. */
   appends = 0;
   /**
-   * Told the entries of each store append once they are durable (and folded into `state`), before
+   * Told the entries of each store append once they are stored (durable, or written for `appendWritten`; folded into `state`), before
    * the callers waiting on them go on: what `loop.stream` and `run({ onEvent })` fold into events.
    * A listener that throws is ignored: watching a run never changes it.
    */
@@ -68,6 +71,18 @@ export class Appender {
     return this.enqueue(entries, false);
   }
 
+  /**
+   * `append`, resolved once the entries are written (in order, safe from a crash of this process)
+   * rather than flushed to disk (`AppendOptions.durability: "written"`): for a model call's
+   * `frame.started`, since a model call changes nothing outside the run. Where the store honours
+   * it, the flush runs in the background while the model is called, and the next durable append
+   * (the one a tool's call or the run's result waits on) is durable with this one. A store append
+   * that any caller needs durable is durable for all of them.
+   */
+  appendWritten(...entries: NewEntry[]): Promise<void> {
+    return this.enqueue(entries, false, true);
+  }
+
   /** The run's last entry (`run.interrupted` after an abort): accepted even once closed. */
   appendFinal(entry: NewEntry): Promise<void> {
     return this.enqueue([entry], true);
@@ -81,7 +96,7 @@ export class Appender {
     if (this.lostTo !== undefined) throw this.lostTo;
     if (this.closedBecause !== undefined) throw new AppendAfterCloseError(this.runId, this.closedBecause);
     this.fold(entries);
-    this.queue.push({ entries, deferred: true, final: false });
+    this.queue.push({ entries, deferred: true, final: false, written: false });
   }
 
   /** Writes what was deferred, if anything; resolves once it is durable. */
@@ -89,9 +104,9 @@ export class Appender {
     return this.queue.length === 0 ? Promise.resolve() : this.enqueue([], true);
   }
 
-  private enqueue(entries: NewEntry[], final: boolean): Promise<void> {
+  private enqueue(entries: NewEntry[], final: boolean, written = false): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      this.queue.push({ entries, deferred: false, final, resolve, reject });
+      this.queue.push({ entries, deferred: false, final, written, resolve, reject });
       if (!this.writing) void this.drain();
     });
   }
@@ -122,7 +137,10 @@ export class Appender {
         }
         const written = live.flatMap((q) => q.entries);
         try {
-          await this.write(written);
+          await this.write(
+            written,
+            live.every((q) => q.deferred || q.written),
+          );
         } catch (e) {
           // Deferred results stay queued for a later append (the run's last); callers are told.
           if (this.lostTo === undefined) this.queue.unshift(...live.filter((q) => q.deferred));
@@ -210,8 +228,8 @@ export class Appender {
   private metaMs = -1;
   private meta: JournalEntry["meta"] | undefined;
 
-  /** Appends at the durable version (after folding any compaction marker in). */
-  private async write(entries: NewEntry[]): Promise<void> {
+  /** Appends at the durable version (after folding any compaction marker in); `relaxed`: written is enough. */
+  private async write(entries: NewEntry[], relaxed: boolean): Promise<void> {
     for (;;) {
       const expectedVersion = this.durable;
       try {
@@ -219,6 +237,7 @@ export class Appender {
         await this.store.append(this.runId, entries, {
           expectedVersion,
           ...(this.fence === undefined ? {} : { fence: this.fence.token }),
+          ...(relaxed ? { durability: "written" as const } : {}),
         });
         this.durable = expectedVersion + entries.length;
         this.state.version = this.durable;
@@ -280,6 +299,8 @@ interface Queued {
   readonly entries: NewEntry[];
   readonly deferred: boolean;
   readonly final: boolean;
+  /** Its caller needs it written, not yet durable (`appendWritten`). */
+  readonly written: boolean;
   readonly resolve?: () => void;
   readonly reject?: (e: unknown) => void;
 }

@@ -93,7 +93,10 @@ export async function durableStep<T, R>(
   if (signal.aborted) return { kind: "aborted" };
   const { attempt, spent } = plan;
   const { frameId, effect: kind, inputDigest } = step;
-  await session.appender.append({ type: "frame.started", data: { frameId, effect: kind, inputDigest } });
+  // A model call changes nothing outside the run: it may start once its frame.started is written,
+  // while the store flushes it; a tool waits until its start is durable (the write-ahead rule).
+  const started: NewEntry = { type: "frame.started", data: { frameId, effect: kind, inputDigest } };
+  await (kind === "model" ? session.appender.appendWritten(started) : session.appender.append(started));
   const result = await withLimits(signal, effect.timeoutMs, deadlineAt, (s) => effect.execute(s, attempt));
   session.releaseStepSignal(signal); // still running only if stopped, and then its signal has aborted
   if ("error" in result) {
