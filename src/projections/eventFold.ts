@@ -34,6 +34,11 @@ export interface RunEventState {
   readonly toolNames: Map<string, string>;
   /** The last failed attempt per frame id: the next `frame.started` is that number plus one. */
   readonly failedAttempts: Map<string, number>;
+  /**
+   * Model frames asked and not yet answered (no `frame.completed`, no `attempt.failed` since their
+   * `frame.started`): one started again was asked again by a resume, so its deltas so far are void.
+   */
+  readonly asking: Set<string>;
 }
 
 /**
@@ -68,6 +73,7 @@ export function initialRunEventState(options: RunEventOptions = {}, from?: RunSt
     toolsStarted: new Set(),
     toolNames: new Map(),
     failedAttempts: new Map(),
+    asking: new Set(),
   };
   if (from === undefined) return state;
   state.loopId = from.loopId;
@@ -76,6 +82,8 @@ export function initialRunEventState(options: RunEventOptions = {}, from?: RunSt
     const parsed = parseFrameId(frame.frameId);
     if (parsed?.kind === "model" && frame.status === "completed" && "output" in frame)
       state.responses.set(parsed.turn, frame.output as ModelResponse);
+    if (parsed?.kind === "model" && frame.status === "started" && from.attempts[frame.frameId]?.waiting !== true)
+      state.asking.add(frame.frameId);
     if (parsed?.kind === "tool") {
       state.toolsStarted.add(frame.frameId);
       state.toolNames.set(frame.frameId, frame.effect.slice("tool:".length));
@@ -92,7 +100,10 @@ export function initialRunEventState(options: RunEventOptions = {}, from?: RunSt
  *
  * A tool's failed attempt (`attempt.failed` of a tool step) gives no event, and its next attempt's
  * `frame.started` no second `tool-started`: a watcher sees each tool call start once and finish
- * once (`tool-finished` with status `error` when the last attempt failed). Compaction markers give
+ * once (`tool-finished` with status `error` when the last attempt failed). A model frame started
+ * again with no `frame.completed` or `attempt.failed` since its last start (a resume asks a call
+ * whose process died, or that was aborted) gives `reset` (that attempt's deltas are void) before
+ * its `model-started`, both at its cursor. Compaction markers give
  * nothing: to get a compacted run's events, fold the entries of the frames a marker moved in their
  * place, at their seqs, as `followRun` does (it reads them back from the archive).
  *
@@ -114,7 +125,21 @@ export function evolveRunEvents(state: RunEventState, entry: JournalEntry): Jour
       const parsed = parseFrameId(frameId);
       if (parsed?.kind === "model") {
         const attempt = (state.failedAttempts.get(frameId) ?? 0) + 1;
-        return [{ type: "model-started", runId, cursor, stepId: frameId, turn: parsed.turn, attempt }];
+        const started: JournaledRunEvent = {
+          type: "model-started",
+          runId,
+          cursor,
+          stepId: frameId,
+          turn: parsed.turn,
+          attempt,
+        };
+        if (!state.asking.has(frameId)) {
+          state.asking.add(frameId);
+          return [started];
+        }
+        // Asked again with no end to the attempt before (its process died, or it was aborted): the
+        // deltas a watcher got of that attempt are void, also for one that reconnects here.
+        return [{ type: "reset", runId, cursor, stepId: frameId, attempt }, started];
       }
       if (parsed?.kind !== "tool" || state.toolsStarted.has(frameId)) return [];
       state.toolsStarted.add(frameId);
@@ -134,6 +159,7 @@ export function evolveRunEvents(state: RunEventState, entry: JournalEntry): Jour
     case "frame.completed": {
       const data = entry.data;
       const parsed = parseFrameId(data.frameId);
+      state.asking.delete(data.frameId);
       if (data.failed) return []; // a failed tool's result is its outcome decision, which follows
       if (parsed?.kind === "model") {
         const response = (data.output ?? { toolCalls: [] }) as ModelResponse;
@@ -193,6 +219,7 @@ export function evolveRunEvents(state: RunEventState, entry: JournalEntry): Jour
       const { frameId, attempt, error, retryAt } = entry.data;
       state.failedAttempts.set(frameId, attempt);
       if (parseFrameId(frameId)?.kind !== "model") return [];
+      state.asking.delete(frameId);
       return [
         {
           type: "model-retrying",

@@ -18,7 +18,7 @@ export interface JournaledEventFields {
   readonly cursor: RunEventCursor;
 }
 
-/** Fields of a live-only event (a delta, a reset): never journaled, so no cursor. */
+/** Fields of a live event (a delta, a live `reset`): never journaled, so no cursor. */
 export interface LiveEventFields {
   readonly runId: string;
 }
@@ -151,7 +151,18 @@ export type RunEvent =
   | (JournaledEventFields & { readonly type: "run-completed"; readonly content: string; readonly iterations: number })
   /** The run ended with an error (`run.failed`): its name, code and message. */
   | (JournaledEventFields & { readonly type: "run-failed"; readonly error: RunFailedData["error"] })
-  | (LiveEventFields & { readonly type: "reset"; readonly stepId: string; readonly attempt: number });
+  /**
+   * The deltas of attempt `attempt` of model call `stepId` are void. Live (no cursor) when the
+   * attempt failed in this process; journaled (the cursor of the `frame.started` that asks the
+   * call again) when a resume re-asks a call whose attempt never ended (its process died), just
+   * before that call's second `model-started`: a client that got the dead process's deltas and
+   * reconnects elsewhere sees it.
+   */
+  | ((LiveEventFields | JournaledEventFields) & {
+      readonly type: "reset";
+      readonly stepId: string;
+      readonly attempt: number;
+    });
 
 /**
  * The `type` of a {@link RunEvent}.
@@ -164,7 +175,8 @@ export type RunEvent =
 export type RunEventType = RunEvent["type"];
 
 /**
- * The events a journal entry can produce (every type but the live-only ones): each has a `cursor`.
+ * The events a journal entry can produce (every type but the deltas; `reset` when a resume re-asks
+ * a call whose attempt never ended): each has a `cursor`.
  *
  * @example
  * ```ts
@@ -172,20 +184,22 @@ export type RunEventType = RunEvent["type"];
  * const last = events.at(-1)?.cursor;
  * ```
  */
-export type JournaledRunEvent = Exclude<
-  RunEvent,
-  { type: "text-delta" | "reasoning-delta" | "tool-input-delta" | "reset" }
->;
+export type JournaledRunEvent =
+  | Exclude<RunEvent, { type: "text-delta" | "reasoning-delta" | "tool-input-delta" | "reset" }>
+  | (JournaledEventFields & { readonly type: "reset"; readonly stepId: string; readonly attempt: number });
 
 /**
- * The live-only events: deltas of the model call in flight, and `reset`. No cursor: never journaled.
+ * The live events: deltas of the model call in flight, and the `reset` of an attempt that failed
+ * in this process. No cursor: never journaled.
  *
  * @example
  * ```ts
  * const isLive = (e: RunEvent): e is LiveRunEvent => !("cursor" in e);
  * ```
  */
-export type LiveRunEvent = Extract<RunEvent, { type: "text-delta" | "reasoning-delta" | "tool-input-delta" | "reset" }>;
+export type LiveRunEvent =
+  | Extract<RunEvent, { type: "text-delta" | "reasoning-delta" | "tool-input-delta" }>
+  | (LiveEventFields & { readonly type: "reset"; readonly stepId: string; readonly attempt: number });
 
 // The fold from journal entries to these events (pure; src/projections/eventFold.ts).
 export {

@@ -41,7 +41,7 @@ export interface FollowOptions {
  * (`run-completed`, `run-failed`, `run-cancelled`, or `run-interrupted`) or when `signal` aborts.
  * Reconnecting with the last cursor seen misses nothing journaled and repeats nothing (all events
  * of one entry share its cursor: resume after a cursor once its last event, the one that is not
- * `approval-requested`, was seen). Nothing is stored for it: it reads the journal.
+ * `approval-requested` or `reset`, was seen). Nothing is stored for it: it reads the journal.
  *
  * It is told of appends by the store (`EventStore.watch`: at once in this process; from other
  * processes, SQLite by polling `PRAGMA data_version`, PostgreSQL by `LISTEN`), else it polls.
@@ -150,7 +150,9 @@ async function* follow(journal: Journal, runId: string, options: FollowOptions):
         if (signal?.aborted) return;
       }
       if (ended && !nested?.active && nested?.queue.length === 0) return; // its sub-agents' ends given too
-      while (deltas.length > 0) {
+      // Entries appended since it read come first: a call's deltas follow its model-started (and a
+      // re-asked call's reset), which were appended before them.
+      while (!stale && deltas.length > 0) {
         const event = deltas.shift() as LiveRunEvent;
         if (finished.has(event.stepId)) continue;
         yield event;
