@@ -19,10 +19,10 @@ export { initialRunEventState, type RunEventOptions, type RunEventState } from "
  *
  * A tool's failed attempt (`attempt.failed` of a tool step) gives no event, and its next attempt's
  * `frame.started` no second `tool-started`: a watcher sees each tool call start once and finish
- * once (`tool-finished` with status `error` when the last attempt failed). A model frame started
- * again with no `frame.completed` or `attempt.failed` since its last start (a resume asks a call
- * whose process died, or that was aborted) gives `reset` (that attempt's deltas are void) before
- * its `model-started`, both at its cursor. Compaction markers give
+ * once (`tool-finished` with status `error` when the last attempt failed). A model call's failed
+ * attempt gives `reset` (its deltas are void) and `model-retrying`; a model frame started again
+ * with no `frame.completed` or `attempt.failed` since its last start (a resume asks a call whose
+ * process died, or that was aborted) gives `reset` before its `model-started`, both at its cursor. Compaction markers give
  * nothing: to get a compacted run's events, fold the entries of the frames a marker moved in their
  * place, at their seqs, as `followRun` does (it reads them back from the archive).
  *
@@ -140,6 +140,7 @@ export function evolveRunEvents(state: RunEventState, entry: JournalEntry): Jour
       if (parseFrameId(frameId)?.kind !== "model") return [];
       state.asking.delete(frameId);
       return [
+        { type: "reset", runId, cursor, stepId: frameId, attempt }, // its deltas are void, also for a reconnecting client
         {
           type: "model-retrying",
           runId,

@@ -152,11 +152,12 @@ export type RunEvent =
   /** The run ended with an error (`run.failed`): its name, code and message. */
   | (JournaledEventFields & { readonly type: "run-failed"; readonly error: RunFailedData["error"] })
   /**
-   * The deltas of attempt `attempt` of model call `stepId` are void. Live (no cursor) when the
-   * attempt failed in this process; journaled (the cursor of the `frame.started` that asks the
-   * call again) when a resume re-asks a call whose attempt never ended (its process died), just
-   * before that call's second `model-started`: a client that got the dead process's deltas and
-   * reconnects elsewhere sees it.
+   * The deltas of attempt `attempt` of model call `stepId` are void: keep a call's deltas after its
+   * last reset. Journaled (a cursor) when the journal says so: with a failed attempt's
+   * `model-retrying` (its `attempt.failed`), and before the `model-started` of a call a resume asks
+   * again whose attempt never ended (its process died mid-stream), so a client that got those
+   * deltas and reconnects elsewhere drops them. Live (no cursor) for an attempt stopped in this
+   * process (an abort, the run's deadline).
    */
   | ((LiveEventFields | JournaledEventFields) & {
       readonly type: "reset";
@@ -175,8 +176,8 @@ export type RunEvent =
 export type RunEventType = RunEvent["type"];
 
 /**
- * The events a journal entry can produce (every type but the deltas; `reset` when a resume re-asks
- * a call whose attempt never ended): each has a `cursor`.
+ * The events a journal entry can produce (every type but the deltas; `reset` of a failed attempt,
+ * or of a call a resume asks again): each has a `cursor`.
  *
  * @example
  * ```ts
@@ -189,8 +190,8 @@ export type JournaledRunEvent =
   | (JournaledEventFields & { readonly type: "reset"; readonly stepId: string; readonly attempt: number });
 
 /**
- * The live events: deltas of the model call in flight, and the `reset` of an attempt that failed
- * in this process. No cursor: never journaled.
+ * The live events: deltas of the model call in flight, and the `reset` of an attempt stopped in
+ * this process (an abort, the deadline). No cursor: never journaled.
  *
  * @example
  * ```ts

@@ -100,7 +100,7 @@ describe("a model call asked again after its process died mid-stream", () => {
     expect(chunks.at(-1)).toMatchObject({ type: "finish", finishReason: "stop" });
   }, 60_000);
 
-  it("the fold: a frame started again with no end between gives reset first; after a failed attempt or an answer, none", () => {
+  it("the fold: a frame started again with no end between gives reset first; a failed attempt gives its reset with model-retrying", () => {
     const runId = "r";
     const meta = { at: 0 } as never;
     let seq = 0;
@@ -122,6 +122,7 @@ describe("a model call asked again after its process died mid-stream", () => {
       "model-started@2",
       "reset@3",
       "model-started@3",
+      "reset@4",
       "model-retrying@4",
       "model-started@5",
       "model-finished@6",
