@@ -143,8 +143,11 @@ async function* follow(journal: Journal, runId: string, options: FollowOptions):
     options.subRuns === false
       ? undefined
       : new NestedFollowers(journal, runId, { mode: options.mode, pollMs: options.pollMs }, followRun, rouse);
-  const stopStore = store.watch?.(runId, onAppend);
-  const poll = stopStore === undefined ? setInterval(onAppend, options.pollMs ?? 100) : undefined;
+  // The store is watched from the first wait on: a replay of a run that has ended reads it once and
+  // never starts a watch (on SQLite, a poller of its own).
+  let stopStore: (() => void) | undefined;
+  let poll: NodeJS.Timeout | undefined;
+  let watching = false;
   signal?.addEventListener("abort", rouse);
   let out: RunEvent[] = [];
   try {
@@ -211,6 +214,13 @@ async function* follow(journal: Journal, runId: string, options: FollowOptions):
       }
       if (stale || (nested?.queue.length ?? 0) > 0) continue; // a sub-agent's events came while it gave others
       if (signal?.aborted) return; // aborted while it read: no wake-up would come
+      if (!watching) {
+        watching = true;
+        stopStore = store.watch?.(runId, onAppend);
+        if (stopStore === undefined) poll = setInterval(onAppend, options.pollMs ?? 100);
+        stale = true; // what was appended before the watch began is read first
+        continue;
+      }
       await new Promise<void>((resolve) => {
         wake = resolve;
       });
