@@ -61,11 +61,13 @@ function openEventStream(res: ServerResponse, runId: string) {
 
 /**
  * One event as SSE. The id is the event's cursor; an `approval-requested` event shares its cursor
- * with the `run-interrupted` that follows it, so it carries none: a client's last id is always an
- * entry it has seen every event of. Deltas (no cursor) carry none either.
+ * with the `run-interrupted` that follows it, and a journaled `reset` with the `model-started`
+ * that follows it, so they carry none: a client's last id is always an entry it has seen every
+ * event of. Deltas (no cursor) carry none either.
  */
 export function sseFrame(event: RunEvent): string {
-  const id = "cursor" in event && event.type !== "approval-requested" ? `id: ${event.cursor}\n` : "";
+  const first = event.type === "approval-requested" || event.type === "reset"; // another event of its entry follows
+  const id = "cursor" in event && !first ? `id: ${event.cursor}\n` : "";
   return `${id}event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`;
 }
 
@@ -90,8 +92,11 @@ export async function resumeUnfinished(loop: AgentLoop, journal: Journal): Promi
   }
 }
 
-/** The demo's loop: a scripted model (swap in `fromAiSdk(...)`) and a slow lookup tool. */
-export function demoLoop(toolDelayMs = 200): AgentLoop {
+/**
+ * The demo's loop: a scripted model (swap in `fromAiSdk(...)`) that streams its words
+ * `deltaDelayMs` apart when watched, and a slow lookup tool.
+ */
+export function demoLoop(toolDelayMs = 200, deltaDelayMs = 0): AgentLoop {
   const lookup: Tool<{ topic: string }> = {
     description: "looks a topic up",
     execute: async ({ topic }) => {
@@ -100,21 +105,24 @@ export function demoLoop(toolDelayMs = 200): AgentLoop {
     },
   };
   const topics = ["tides", "moons", "orbits"];
-  const model = scriptedModel([
-    ...topics.map((topic, i) => ({
-      content: `Looking up ${topic}. `,
-      toolCalls: [{ id: `l${i}`, name: "lookup", input: { topic } }],
-    })),
-    { content: "Tides follow the moon's orbit.", toolCalls: [] },
-  ]);
+  const model = scriptedModel(
+    [
+      ...topics.map((topic, i) => ({
+        content: `Looking up ${topic}. `,
+        toolCalls: [{ id: `l${i}`, name: "lookup", input: { topic } }],
+      })),
+      { content: "Tides follow the moon's orbit.", toolCalls: [] },
+    ],
+    { deltaDelayMs },
+  );
   return agentLoop$({ id: "chat", model, tools: { lookup } });
 }
 
-// node --import tsx examples/chat-server.ts [journal.db] [port] [toolDelayMs]
+// node --import tsx examples/chat-server.ts [journal.db] [port] [toolDelayMs] [deltaDelayMs]
 if (process.argv[1] && import.meta.url.endsWith(process.argv[1])) {
-  const [file = "chat.db", port = "3000", delay = "200"] = process.argv.slice(2);
+  const [file = "chat.db", port = "3000", delay = "200", deltaDelay = "0"] = process.argv.slice(2);
   const journal = openSqliteJournal(file);
-  const loop = demoLoop(Number(delay));
+  const loop = demoLoop(Number(delay), Number(deltaDelay));
   await resumeUnfinished(loop, journal);
   const server = chatServer(loop, journal).listen(Number(port), "127.0.0.1", () => {
     const address = server.address();

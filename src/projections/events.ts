@@ -18,7 +18,7 @@ export interface JournaledEventFields {
   readonly cursor: RunEventCursor;
 }
 
-/** Fields of a live-only event (a delta, a reset): never journaled, so no cursor. */
+/** Fields of a live event (a delta, a live `reset`): never journaled, so no cursor. */
 export interface LiveEventFields {
   readonly runId: string;
 }
@@ -151,7 +151,19 @@ export type RunEvent =
   | (JournaledEventFields & { readonly type: "run-completed"; readonly content: string; readonly iterations: number })
   /** The run ended with an error (`run.failed`): its name, code and message. */
   | (JournaledEventFields & { readonly type: "run-failed"; readonly error: RunFailedData["error"] })
-  | (LiveEventFields & { readonly type: "reset"; readonly stepId: string; readonly attempt: number });
+  /**
+   * The deltas of attempt `attempt` of model call `stepId` are void: keep a call's deltas after its
+   * last reset. Journaled (a cursor) when the journal says so: with a failed attempt's
+   * `model-retrying` (its `attempt.failed`), and before the `model-started` of a call a resume asks
+   * again whose attempt never ended (its process died mid-stream), so a client that got those
+   * deltas and reconnects elsewhere drops them. Live (no cursor) for an attempt stopped in this
+   * process (an abort, the run's deadline).
+   */
+  | ((LiveEventFields | JournaledEventFields) & {
+      readonly type: "reset";
+      readonly stepId: string;
+      readonly attempt: number;
+    });
 
 /**
  * The `type` of a {@link RunEvent}.
@@ -164,7 +176,8 @@ export type RunEvent =
 export type RunEventType = RunEvent["type"];
 
 /**
- * The events a journal entry can produce (every type but the live-only ones): each has a `cursor`.
+ * The events a journal entry can produce (every type but the deltas; `reset` of a failed attempt,
+ * or of a call a resume asks again): each has a `cursor`.
  *
  * @example
  * ```ts
@@ -172,20 +185,22 @@ export type RunEventType = RunEvent["type"];
  * const last = events.at(-1)?.cursor;
  * ```
  */
-export type JournaledRunEvent = Exclude<
-  RunEvent,
-  { type: "text-delta" | "reasoning-delta" | "tool-input-delta" | "reset" }
->;
+export type JournaledRunEvent =
+  | Exclude<RunEvent, { type: "text-delta" | "reasoning-delta" | "tool-input-delta" | "reset" }>
+  | (JournaledEventFields & { readonly type: "reset"; readonly stepId: string; readonly attempt: number });
 
 /**
- * The live-only events: deltas of the model call in flight, and `reset`. No cursor: never journaled.
+ * The live events: deltas of the model call in flight, and the `reset` of an attempt stopped in
+ * this process (an abort, the deadline). No cursor: never journaled.
  *
  * @example
  * ```ts
  * const isLive = (e: RunEvent): e is LiveRunEvent => !("cursor" in e);
  * ```
  */
-export type LiveRunEvent = Extract<RunEvent, { type: "text-delta" | "reasoning-delta" | "tool-input-delta" | "reset" }>;
+export type LiveRunEvent =
+  | Extract<RunEvent, { type: "text-delta" | "reasoning-delta" | "tool-input-delta" }>
+  | (LiveEventFields & { readonly type: "reset"; readonly stepId: string; readonly attempt: number });
 
 // The fold from journal entries to these events (pure; src/projections/eventFold.ts).
 export {

@@ -135,8 +135,9 @@ export function loopActors(
         signal: () => session.stepSignal(signal),
       },
     );
-    // The deltas of an attempt that did not answer are void: watchers drop them.
-    if (streamed !== undefined && result.kind !== "done") {
+    // The deltas of an attempt that did not answer are void: watchers drop them. A failed attempt's
+    // reset is journaled with its attempt.failed (the event fold gives it); one stopped is told live.
+    if (streamed !== undefined && (result.kind === "aborted" || result.kind === "past-deadline")) {
       session.events.emitLive({ type: "reset", runId, stepId: frameId, attempt: streamed });
     }
     switch (result.kind) {

@@ -41,7 +41,7 @@ export interface FollowOptions {
  * (`run-completed`, `run-failed`, `run-cancelled`, or `run-interrupted`) or when `signal` aborts.
  * Reconnecting with the last cursor seen misses nothing journaled and repeats nothing (all events
  * of one entry share its cursor: resume after a cursor once its last event, the one that is not
- * `approval-requested`, was seen). Nothing is stored for it: it reads the journal.
+ * `approval-requested` or `reset`, was seen). Nothing is stored for it: it reads the journal.
  *
  * It is told of appends by the store (`EventStore.watch`: at once in this process; from other
  * processes, SQLite by polling `PRAGMA data_version`, PostgreSQL by `LISTEN`), else it polls.
@@ -68,10 +68,47 @@ export interface FollowOptions {
  * ```
  */
 export function followRun(journal: Journal, runId: string, options: FollowOptions = {}): AsyncIterable<RunEvent> {
-  return { [Symbol.asyncIterator]: () => follow(journal, runId, options) };
+  return { [Symbol.asyncIterator]: () => new Batched(follow(journal, runId, options), options.signal) };
 }
 
-async function* follow(journal: Journal, runId: string, options: FollowOptions): AsyncGenerator<RunEvent> {
+/** Most events handed over at once: a long catch-up's first events come before the whole of it is folded. */
+const BATCH = 512;
+
+const DONE: IteratorReturnResult<undefined> = { done: true, value: undefined };
+
+/**
+ * The events of `follow`'s batches one by one: a batch's events cost no async generator step each
+ * (what made replaying a long run cost more than resuming it). Ends at the next event once `signal`
+ * aborts.
+ */
+class Batched implements AsyncIterator<RunEvent, undefined> {
+  private batch: readonly RunEvent[] = [];
+  private at = 0;
+
+  constructor(
+    private readonly source: AsyncGenerator<readonly RunEvent[], void>,
+    private readonly signal: AbortSignal | undefined,
+  ) {}
+
+  next(): Promise<IteratorResult<RunEvent, undefined>> {
+    if (this.signal?.aborted) return this.return();
+    if (this.at < this.batch.length) return Promise.resolve({ done: false, value: this.batch[this.at++] as RunEvent });
+    return this.source.next().then((r) => {
+      if (r.done) return DONE;
+      this.batch = r.value;
+      this.at = 0;
+      return this.next();
+    });
+  }
+
+  return(): Promise<IteratorResult<RunEvent, undefined>> {
+    this.batch = [];
+    return this.source.return(undefined).then(() => DONE);
+  }
+}
+
+/** The run's events in batches, each handed over before the follower waits (on the journal, a wake-up). */
+async function* follow(journal: Journal, runId: string, options: FollowOptions): AsyncGenerator<readonly RunEvent[]> {
   const after = options.after ?? 0;
   const signal = options.signal;
   const store = journal.store;
@@ -106,9 +143,13 @@ async function* follow(journal: Journal, runId: string, options: FollowOptions):
     options.subRuns === false
       ? undefined
       : new NestedFollowers(journal, runId, { mode: options.mode, pollMs: options.pollMs }, followRun, rouse);
-  const stopStore = store.watch?.(runId, onAppend);
-  const poll = stopStore === undefined ? setInterval(onAppend, options.pollMs ?? 100) : undefined;
+  // The store is watched from the first wait on: a replay of a run that has ended reads it once and
+  // never starts a watch (on SQLite, a poller of its own).
+  let stopStore: (() => void) | undefined;
+  let poll: NodeJS.Timeout | undefined;
+  let watching = false;
   signal?.addEventListener("abort", rouse);
+  let out: RunEvent[] = [];
   try {
     for (;;) {
       if (signal?.aborted) return;
@@ -125,13 +166,20 @@ async function* follow(journal: Journal, runId: string, options: FollowOptions):
             const waiting = nested?.seen(event, event.cursor > after);
             // A sub-agent's events come inside its call (or its run): all of them before the call's end.
             while (waiting?.() && nested !== undefined) {
-              if (nested.queue.length > 0) yield nested.queue.shift() as RunEvent;
-              else await new Promise<void>((resolve) => (wake = resolve));
+              if (nested.queue.length > 0) out.push(nested.queue.shift() as RunEvent);
+              else if (out.length > 0) {
+                yield out; // then look again: the queue may have grown meanwhile
+                out = [];
+              } else await new Promise<void>((resolve) => (wake = resolve));
               if (signal?.aborted) return;
             }
             if (event.cursor <= after) continue;
             if (event.type === "model-finished") finished.add(event.stepId);
-            yield event;
+            out.push(event);
+          }
+          if (out.length >= BATCH) {
+            yield out;
+            out = [];
             if (signal?.aborted) return;
           }
         }
@@ -140,24 +188,39 @@ async function* follow(journal: Journal, runId: string, options: FollowOptions):
         if (last !== undefined) runEnd = isRunEnd(last) ? last : undefined;
         // Its last entry given, or seen before `after` (an interrupted run may be resumed: wait for it).
         if (runEnd !== undefined && (runEnd.seq > after || runEnd.type !== "run.interrupted")) {
-          if (nested === undefined) return;
+          if (nested === undefined) {
+            if (out.length > 0) yield out;
+            return;
+          }
           nested.runEnded();
           ended = true;
         }
       }
-      while (nested !== undefined && nested.queue.length > 0) {
-        yield nested.queue.shift() as RunEvent;
-        if (signal?.aborted) return;
+      while (nested !== undefined && nested.queue.length > 0) out.push(nested.queue.shift() as RunEvent);
+      if (ended && !nested?.active && nested?.queue.length === 0) {
+        if (out.length > 0) yield out;
+        return; // its sub-agents' ends given too
       }
-      if (ended && !nested?.active && nested?.queue.length === 0) return; // its sub-agents' ends given too
-      while (deltas.length > 0) {
+      // Entries appended since it read come first: a call's deltas follow its model-started (and a
+      // re-asked call's reset), which were appended before them.
+      while (!stale && deltas.length > 0) {
         const event = deltas.shift() as LiveRunEvent;
-        if (finished.has(event.stepId)) continue;
-        yield event;
-        if (signal?.aborted) return;
+        if (!finished.has(event.stepId)) out.push(event);
+      }
+      if (out.length > 0) {
+        yield out;
+        out = [];
+        continue; // what came while the consumer read them is looked at before any wait
       }
       if (stale || (nested?.queue.length ?? 0) > 0) continue; // a sub-agent's events came while it gave others
       if (signal?.aborted) return; // aborted while it read: no wake-up would come
+      if (!watching) {
+        watching = true;
+        stopStore = store.watch?.(runId, onAppend);
+        if (stopStore === undefined) poll = setInterval(onAppend, options.pollMs ?? 100);
+        stale = true; // what was appended before the watch began is read first
+        continue;
+      }
       await new Promise<void>((resolve) => {
         wake = resolve;
       });

@@ -127,8 +127,10 @@ export async function* uiMessageChunks(
         return false;
       }
       case "reset":
-        if (!isLive(event)) return false;
-        yield* closeLive(true);
+        // A journaled reset (a resume asked the call again) is told also when its deltas were not
+        // seen here: a client that reconnected here got them from the process that died.
+        if (!isLive(event) && !("cursor" in event)) return false;
+        if (isLive(event)) yield* closeLive(true);
         yield { type: "data-loom-reset", data: { stepId: event.stepId, attempt: event.attempt }, transient: true };
         return false;
       case "model-retrying": {

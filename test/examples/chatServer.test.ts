@@ -125,7 +125,64 @@ describe("examples/chat-server.ts", () => {
     }
   }, 60_000);
 
-  it("gives an approval request no id of its own: a client's last id is an entry it saw all of", () => {
+  it("a client whose server is killed mid-answer gets, on reconnecting, a reset with an id before the call is asked again: the dead server's deltas are void", async () => {
+    const file = tmp.file("chat-reset.db");
+    const M1 = "chat#turn:1:model";
+    // The model's words 60 ms apart: the server is killed while it streams the second answer.
+    const first = startWorker("examples/chat-server.ts", [file, "0", "10", "60"]);
+    let second: Worker | undefined;
+    try {
+      const seen: SseEvent[] = [];
+      let lastId: string | undefined;
+      const onEvent = (e: SseEvent) => {
+        seen.push(e);
+        if (e.id !== undefined) lastId = e.id;
+      };
+      let killed = false;
+      const firstEnd = await sse(await portOf(first), "POST", "/runs", {
+        body: JSON.stringify({ input: "Tell me about tides", runId: "chat-2" }),
+        onEvent: (e) => {
+          onEvent(e);
+          const words = seen.filter((s) => s.type === "text-delta" && s.data.stepId === M1).length;
+          if (!killed && words === 2) {
+            killed = true;
+            first.child.kill("SIGKILL");
+          }
+        },
+      });
+      expect(firstEnd).toBe("broken");
+      await first.exited;
+      const dead = seen.length;
+      expect(seen.some((e) => e.type === "model-finished" && e.data.stepId === M1)).toBe(false);
+
+      second = server(file);
+      expect(await sse(await portOf(second), "GET", "/runs/chat-2/events", { lastEventId: lastId, onEvent })).toBe(
+        "ended",
+      );
+      const reconnected = seen.slice(dead);
+      const at = reconnected.findIndex((e) => e.type === "reset");
+      expect(reconnected[at]?.data).toMatchObject({ stepId: M1, attempt: 1 });
+      // Journaled (a cursor), its SSE id on the model-started of the same entry, which follows it.
+      expect(reconnected[at]?.id).toBeUndefined();
+      expect(reconnected[at + 1]).toMatchObject({ type: "model-started", id: String(reconnected[at]?.data.cursor) });
+      // What the client keeps of the call: the deltas after its last reset, completed by model-finished.
+      const last = seen.findLastIndex((e) => e.type === "reset" && e.data.stepId === M1);
+      const kept = seen
+        .slice(last + 1)
+        .filter((e) => e.type === "text-delta" && e.data.stepId === M1)
+        .map((e) => e.data.delta)
+        .join("");
+      const content = seen.find((e) => e.type === "model-finished" && e.data.stepId === M1)?.data.content as string;
+      expect(content).toBe("Looking up moons. ");
+      expect(content.startsWith(kept)).toBe(true);
+      expect(seen.at(-1)?.type).toBe("run-completed");
+    } finally {
+      first.child.kill("SIGKILL");
+      second?.child.kill("SIGKILL");
+    }
+  }, 60_000);
+
+  it("gives an approval request and a journaled reset no id of their own: a client's last id is an entry it saw all of", () => {
     const base = { runId: "r", cursor: 7 } as const;
     expect(
       sseFrame({ ...base, type: "approval-requested", stepId: "s", toolName: "t", input: {}, inputDigest: null }),
@@ -134,5 +191,6 @@ describe("examples/chat-server.ts", () => {
       /^id: 7\n/,
     );
     expect(sseFrame({ type: "text-delta", runId: "r", stepId: "s", attempt: 1, delta: "x" })).not.toMatch(/^id:/);
+    expect(sseFrame({ ...base, type: "reset", stepId: "s", attempt: 1 })).not.toMatch(/^id:/);
   });
 });

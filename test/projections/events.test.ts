@@ -80,6 +80,7 @@ describe("runEventsOf: a run's journal as RunEvents", () => {
     const expected: [number | undefined, string][] = [
       [seq((e) => e.type === "run.started"), "run-started"],
       [m0a, "model-started"],
+      [seq((e) => e.type === "attempt.failed"), "reset"], // the failed attempt's deltas are void
       [seq((e) => e.type === "attempt.failed"), "model-retrying"],
       [m0b, "model-started"],
       [frameDone("ev#turn:0:model"), "model-finished"],

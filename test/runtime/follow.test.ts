@@ -83,6 +83,26 @@ describe.each(journals)("followRun on %s", (_, openJournal) => {
     setTimeout(() => controller.abort(), 20);
     expect(await following).toEqual([]);
   });
+
+  it("a replay read in one batch still ends at the next event once its signal aborts, and a consumer that stops early stops it", async () => {
+    const journal = open();
+    await loopOf(3).run({ runId: "short", input: "go", journal });
+    const controller = new AbortController();
+    const seen: RunEvent[] = [];
+    for await (const e of followRun(journal, "short", { signal: controller.signal })) {
+      seen.push(e);
+      if (seen.length === 3) controller.abort();
+    }
+    expect(seen).toEqual(runEventsOf(await readJournal(journal, "short")).slice(0, 3));
+    const first: RunEvent[] = [];
+    for await (const e of followRun(journal, "short")) {
+      first.push(e);
+      break;
+    }
+    expect(first.map((e) => e.type)).toEqual(["run-started"]);
+    // Stopped, not left waiting: another follow of it gives the whole run again.
+    expect(await collect(followRun(journal, "short"))).toEqual(runEventsOf(await readJournal(journal, "short")));
+  });
 });
 
 describe("followRun", () => {

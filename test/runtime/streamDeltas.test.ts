@@ -96,6 +96,13 @@ describe("model deltas in a run's events", () => {
     const types = events.map((e) => e.type);
     const reset = events.find((e) => e.type === "reset");
     expect(reset).toMatchObject({ stepId: "d#turn:0:model", attempt: 1 });
+    // Journaled with the attempt's failure (a reconnecting client gets it too), and told once.
+    const retrying = events.find((e) => e.type === "model-retrying");
+    expect(reset && "cursor" in reset && retrying && "cursor" in retrying && reset.cursor === retrying.cursor).toBe(
+      true,
+    );
+    expect(types.filter((t) => t === "reset")).toHaveLength(1);
+    expect(types.indexOf("reset")).toBe(types.indexOf("model-retrying") - 1);
     expect(types.indexOf("reset")).toBeLessThan(types.indexOf("model-finished"));
     // What a client keeps: the deltas after the last reset of the call.
     const afterReset = events.slice(types.lastIndexOf("reset") + 1);
