@@ -27,7 +27,15 @@ export interface AppendOptions {
    * process): a store that queues runs for workers (PostgreSQL) queues it for the workers of
    * `loopId`, in the same transaction, and announces it. Other stores ignore it.
    */
-  readonly wake?: { readonly loopId: string };
+  readonly wake?: {
+    readonly loopId: string;
+    /**
+     * The run to queue instead of the one appended to (`loopId` is its loop): a sub-agent's
+     * approval wakes the top-level run of its chain, whose resume resumes the sub-agent. It is
+     * queued though its own journal still says it waits.
+     */
+    readonly runId?: string;
+  };
 }
 
 /** A run's ownership, held by one writer at a time (see `EventStore.acquire`). */

@@ -15,6 +15,7 @@ import type {
 import { type EntryType, type JournalEntry, type NewEntry, SCHEMA_VERSION } from "../events/types.ts";
 import { watchAppends } from "./appendNotify.ts";
 import { openPgDatabase, type PgDatabase, type PostgresOptions, pgDatabaseOf } from "./database.ts";
+import { handBackCtes } from "./leases.ts";
 import { notifyDue } from "./notify.ts";
 import { pgOwners } from "./owners.ts";
 import { prunePostgres } from "./prune.ts";
@@ -84,8 +85,9 @@ const statements = (t: Tables) => {
  * NOTIFY is not free: PostgreSQL serializes notifying commits on one database-wide lock held
  * through the WAL flush, so announcing every append made every append wait for the others'
  * flushes. With `finishing`, the same statement also takes the
- * run off the workers' queue ($14: the queue row's owner) and releases its ownership ($13's
- * token), only if the entries were written: a worker's last append and its release in one commit.
+ * run off the workers' queue ($14: the queue row's owner; handed back due instead when the run was
+ * woken meanwhile, leases.ts) and releases its ownership ($13's token), only if the entries were
+ * written: a worker's last append and its release in one commit.
  */
 const appendSql = (t: Tables, finishing: boolean, submitting = false) => `
       WITH fence AS (SELECT token FROM ${t.owners} WHERE run_id = $1 AND owner IS NOT NULL
@@ -113,7 +115,7 @@ const appendSql = (t: Tables, finishing: boolean, submitting = false) => `
         ON CONFLICT DO NOTHING)${
           finishing
             ? `,
-      finished AS (DELETE FROM ${t.leases} WHERE run_id = $1 AND owner = $14 AND EXISTS (SELECT FROM target)),
+      ${handBackCtes(t, "$1", "$14", { when: "EXISTS (SELECT FROM target)" })},
       released AS (
         UPDATE ${t.owners} SET owner = NULL, host = NULL, pid = NULL, expires_at = to_timestamp(0)
          WHERE run_id = $1 AND token = $13::int AND EXISTS (SELECT FROM target))`
@@ -126,7 +128,9 @@ const appendSql = (t: Tables, finishing: boolean, submitting = false) => `
         ON CONFLICT (run_id) DO UPDATE SET expires_at = now(), failures = 0 WHERE l.owner IS NULL)
       SELECT run, pg_notify('${t.channel}', $14), pg_notify('${t.appended}', $1) FROM target`
             : `
-      SELECT run, CASE WHEN tell THEN pg_notify('${t.appended}', $1) END FROM target`
+      SELECT run, CASE WHEN tell THEN pg_notify('${t.appended}', $1) END${
+        finishing ? `, (SELECT pg_notify('${t.channel}', loop_id) FROM handedBack)` : ""
+      } FROM target`
         }`;
 
 function build(t: Tables) {
@@ -222,7 +226,7 @@ export function postgresStoreOn(shared: PgDatabase): PostgresEventStore {
     }
     const written = await (wake === undefined
       ? appendEntries(pool, tables, runId, expectedVersion, types, texts, fence, finishingFor)
-      : appendAndWake(db, runId, wake.loopId, (client) =>
+      : appendAndWake(db, wake, runId, (client) =>
           appendEntries(client, tables, runId, expectedVersion, types, texts, fence),
         )
     ).catch((e) => lostRace(runId, expectedVersion, e));
@@ -305,11 +309,14 @@ export function postgresStoreOn(shared: PgDatabase): PostgresEventStore {
 /**
  * An append that makes the run due for the workers (`AppendOptions.wake`): the entries, the
  * run's queue row (due now) and the announcement, in one transaction, as `submitRun` queues a run.
+ * A wake of another run (`wake.runId`: a sub-agent's top-level run) marks its row `woken`, so the
+ * claim takes it though its journal ends approval-pending; a worker holding the row now keeps it,
+ * and hands it back due when done with it (leases.ts).
  */
 async function appendAndWake(
   db: PgDatabase,
-  runId: string,
-  loopId: string,
+  wake: NonNullable<AppendOptions["wake"]>,
+  appendedTo: string,
   append: (client: pg.PoolClient) => Promise<boolean>,
 ): Promise<boolean> {
   const t = db.tables;
@@ -320,9 +327,15 @@ async function appendAndWake(
       await client.query("ROLLBACK");
       return false;
     }
+    const { loopId, runId = appendedTo } = wake;
     await client.query(
-      `INSERT INTO ${t.leases} AS l (run_id, loop_id) VALUES ($1, $2)
-       ON CONFLICT (run_id) DO UPDATE SET expires_at = now(), failures = 0 WHERE l.owner IS NULL`,
+      runId === appendedTo
+        ? `INSERT INTO ${t.leases} AS l (run_id, loop_id) VALUES ($1, $2)
+           ON CONFLICT (run_id) DO UPDATE SET expires_at = now(), failures = 0 WHERE l.owner IS NULL`
+        : `INSERT INTO ${t.leases} AS l (run_id, loop_id, woken) VALUES ($1, $2, true)
+           ON CONFLICT (run_id) DO UPDATE SET woken = true,
+             expires_at = CASE WHEN l.owner IS NULL THEN now() ELSE l.expires_at END,
+             failures = CASE WHEN l.owner IS NULL THEN 0 ELSE l.failures END`,
       [runId, loopId],
     );
     await client.query(notifyDue(db), [loopId]); // sent on commit
