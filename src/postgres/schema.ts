@@ -8,7 +8,8 @@ import { migrateFromV1, renameV1 } from "./migrate.ts";
  * The version of the tables below, recorded in `loom_meta` so a later Loom can migrate. 3 added
  * `loom_runs.watched_until`: appends announce themselves only for runs someone follows. 4 added
  * `loom_leases.woken`: a run queued by a sub-agent's approval is claimed though its journal ends
- * approval-pending (leases.ts).
+ * approval-pending (leases.ts); and `loom_runs_id_c`, the run ids in "C" order, so the runs under
+ * a prefix (a run's sub-agents) are a range of an index whatever the database's collation.
  */
 export const POSTGRES_SCHEMA_VERSION = 4;
 
@@ -92,6 +93,7 @@ CREATE TABLE IF NOT EXISTS ${t.runs} (
   run_id text NOT NULL UNIQUE,
   watched_until timestamptz
 );
+CREATE INDEX IF NOT EXISTS loom_runs_id_c ON ${t.runs} (run_id COLLATE "C");
 CREATE TABLE IF NOT EXISTS ${t.entryTypes} (code smallint PRIMARY KEY, type text NOT NULL UNIQUE);
 INSERT INTO ${t.entryTypes} (code, type)
   VALUES ${Object.entries(TYPE_CODES)
@@ -182,7 +184,8 @@ export async function ensureSchema(
     if (version === 2)
       await client.query(`ALTER TABLE ${tables.runs} ADD COLUMN IF NOT EXISTS watched_until timestamptz`);
     await client.query(ddl(tables));
-    // Version 3 (and older: their queue is 3's) → 4: one column with a constant default, a catalog change only.
+    // Version 3 (and older: their queue is 3's) → 4: one column with a constant default, a catalog
+    // change only; the ddl above built the index of run ids (one pass over loom_runs).
     if (version !== undefined && version < 4) {
       await client.query(`ALTER TABLE ${tables.leases} ADD COLUMN IF NOT EXISTS woken boolean NOT NULL DEFAULT false`);
     }

@@ -3,12 +3,14 @@ import { sha256Hex } from "../core/digest.ts";
 import { ConcurrencyError, JournalFormatError } from "../core/errors.ts";
 import { encodeEntries } from "../events/rows.ts";
 import { checkRunId } from "../events/runId.ts";
+import { prefixEnd } from "../events/runPrefix.ts";
 import { decodeStoredRows, type StoredRow, TYPE_CODES, TYPE_OF } from "../events/sqliteRows.ts";
 import type {
   AcquireOptions,
   AppendOptions,
   CompactRequest,
   EventStore,
+  ListRunsOptions,
   RunLease,
   RunSummary,
 } from "../events/store.ts";
@@ -149,6 +151,14 @@ function build(t: Tables) {
          FROM ${t.entries} e JOIN ${t.runs} r ON r.run = e.run WHERE r.run_id = $1 AND e.seq >= $2 ORDER BY e.seq`,
     ),
     runs: named(`SELECT run_id, version, last_type, entries FROM ${t.runs} ORDER BY run_id COLLATE "C"`),
+    /** The runs whose id starts with $1 ($2: `prefixEnd($1)`), a range of the "C" index of run ids. */
+    runsBetween: named(
+      `SELECT run_id, version, last_type, entries FROM ${t.runs}
+        WHERE run_id COLLATE "C" >= $1 AND run_id COLLATE "C" < $2 ORDER BY run_id COLLATE "C"`,
+    ),
+    runsFrom: named(
+      `SELECT run_id, version, last_type, entries FROM ${t.runs} WHERE run_id COLLATE "C" >= $1 ORDER BY run_id COLLATE "C"`,
+    ),
   };
 }
 
@@ -257,9 +267,17 @@ export function postgresStoreOn(shared: PgDatabase): PostgresEventStore {
       return out;
     },
 
-    async listRuns() {
+    async listRuns(options?: ListRunsOptions) {
       await db.ready;
-      const { rows } = await pool.query<[string, number, number, number]>({ ...sql.runs, rowMode: "array" });
+      const prefix = options?.prefix;
+      const end = prefix === undefined ? undefined : prefixEnd(prefix);
+      const query =
+        prefix === undefined
+          ? sql.runs
+          : end === undefined
+            ? { ...sql.runsFrom, values: [prefix] }
+            : { ...sql.runsBetween, values: [prefix, end] };
+      const { rows } = await pool.query<[string, number, number, number]>({ ...query, rowMode: "array" });
       return rows.map(
         ([runId, version, last, entries]): RunSummary => ({
           runId,

@@ -152,7 +152,7 @@ describe.skipIf(PG_URL === undefined)("a sub-agent's approval wakes its top-leve
     }
   }, 60_000);
 
-  it("migrates a version 3 database to version 4 in place (the queue's woken column), and wakes a run parked under 3", async () => {
+  it("migrates a version 3 database to version 4 in place (the queue's woken column, the run ids' C index), and wakes a run parked under 3", async () => {
     const v3 = freshSchema("subwake_v3");
     const url = PG_URL as string;
     const chain = refundChain("one");
@@ -173,6 +173,7 @@ describe.skipIf(PG_URL === undefined)("a sub-agent's approval wakes its top-leve
         `INSERT INTO "${v3}".loom_leases (run_id, loop_id, expires_at) VALUES ('later', 'x', now() + interval '1 hour')`,
       );
       await sql(`ALTER TABLE "${v3}".loom_leases DROP COLUMN woken`);
+      await sql(`DROP INDEX "${v3}".loom_runs_id_c`);
       await sql(`UPDATE "${v3}".loom_meta SET value = '3' WHERE key = 'schema_version'`);
       // Two processes open it at once: one migrates, the other waits for it (the schema lock).
       const reopened = openPostgresJournal(url, { schema: v3 });
@@ -183,6 +184,10 @@ describe.skipIf(PG_URL === undefined)("a sub-agent's approval wakes its top-leve
         expect(POSTGRES_SCHEMA_VERSION).toBe(4);
         expect(await sql(`SELECT value FROM "${v3}".loom_meta WHERE key = 'schema_version'`)).toEqual([{ value: "4" }]);
         expect(await sql(`SELECT run_id, woken FROM "${v3}".loom_leases`)).toEqual([{ run_id: "later", woken: false }]);
+        const index = `SELECT indexdef FROM pg_indexes WHERE schemaname = $1 AND indexname = 'loom_runs_id_c'`;
+        expect((await sql(index, [v3]))[0]?.indexdef).toContain('(run_id COLLATE "C")');
+        // The sub-agent runs of the parked run are found by prefix, through that index.
+        expect((await reopened.store.listRuns({ prefix: `${runId}/` })).map((r) => r.runId)).toEqual([pending!.runId]);
         const worker = startWorker({
           journal: reopened,
           loops: { planner: chain.planner },
