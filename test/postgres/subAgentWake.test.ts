@@ -76,6 +76,34 @@ describe.skipIf(PG_URL === undefined)("a sub-agent's approval wakes its top-leve
     }, 60_000);
   }
 
+  it("a woken run that still waits (another sub-agent's approval) stops again once, then the last answer completes it", async () => {
+    const chain = refundChain("fan-out");
+    const runId = "fan";
+    const worker = startWorker({ journal, loops: { planner: chain.planner }, pollMs: 60_000, onError: () => {} });
+    const interruptions = async () =>
+      (await readJournal(journal, runId)).filter((e) => e.type === "run.interrupted").length;
+    try {
+      await submitRun(journal, { runId, loop: chain.planner, input: "refund A-7 twice" });
+      await until("both approvals to be pending", async () => (await listPendingApprovals(operator)).length === 2);
+      await until("the worker to let the run go", async () => (await queued(runId)).length === 0);
+      const [first, second] = await listPendingApprovals(operator, { runId });
+      await recordApproval(operator, first!.runId, first!.stepId, { approved: true });
+      await until("one refund", async () => chain.refunds.length === 1);
+      await until("the run to stop again", async () => (await interruptions()) === 2);
+      await until("the queue to empty", async () => (await queued(runId)).length === 0);
+      await sleep(300); // nothing claims it again: the flag went with the claim
+      expect(await interruptions()).toBe(2);
+      expect(await last(runId)).toBe("run.interrupted");
+      expect(await listPendingApprovals(operator, { runId })).toMatchObject([{ runId: second!.runId }]);
+      await recordApproval(operator, second!.runId, second!.stepId, { approved: true });
+      await until("the run to complete", async () => (await last(runId)) === "run.completed");
+      expect(chain.refunds).toHaveLength(2);
+      expect(chain.calls()).toEqual([2, 0, 4]); // each refunder's two turns, the planner's two: none again
+    } finally {
+      await worker.stop();
+    }
+  }, 60_000);
+
   it("an approval recorded while the worker still runs the parent (a sibling call going) is not lost", async () => {
     let release: () => void = () => {};
     const held = new Promise<void>((resolve) => {
