@@ -104,81 +104,90 @@ describe.skipIf(PG_URL === undefined)("a sub-agent's approval wakes its top-leve
     }
   }, 60_000);
 
-  it("an approval recorded while the worker still runs the parent (a sibling call going) is not lost", async () => {
-    let release: () => void = () => {};
-    const held = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    let slowStarted = false;
-    const slow: Tool = {
-      description: "takes its time",
-      execute: async () => {
-        slowStarted = true;
-        await held;
-        return "slow done";
-      },
-    };
-    const refunds: unknown[] = [];
-    const refunder = agentLoop$({
-      id: "refunder",
-      model: scriptedModel(({ turn }) =>
-        turn === 0
-          ? { toolCalls: [{ id: "r", name: "refund", input: { order: "B-2" } }] }
-          : { content: "refunded", toolCalls: [] },
-      ),
-      tools: {
-        refund: {
-          description: "refunds an order",
-          requiresApproval: true,
-          execute: (input) => {
-            refunds.push(input);
-            return "ok";
+  // A wrapped store takes the worker's one-by-one path (finishAndRelease / waitForApproval), Loom's own the fast one.
+  for (const path of ["own store", "wrapped store"] as const)
+    it(`an approval recorded while the worker still runs the parent (a sibling call going) is not lost (${path})`, async () => {
+      let release: () => void = () => {};
+      const held = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      let slowStarted = false;
+      const slow: Tool = {
+        description: "takes its time",
+        execute: async () => {
+          slowStarted = true;
+          await held;
+          return "slow done";
+        },
+      };
+      const refunds: unknown[] = [];
+      const refunder = agentLoop$({
+        id: "refunder",
+        model: scriptedModel(({ turn }) =>
+          turn === 0
+            ? { toolCalls: [{ id: "r", name: "refund", input: { order: "B-2" } }] }
+            : { content: "refunded", toolCalls: [] },
+        ),
+        tools: {
+          refund: {
+            description: "refunds an order",
+            requiresApproval: true,
+            execute: (input) => {
+              refunds.push(input);
+              return "ok";
+            },
           },
         },
-      },
-    });
-    const planner = agentLoop$({
-      id: "planner",
-      model: scriptedModel(({ turn }) =>
-        turn === 0
-          ? {
-              toolCalls: [
-                { id: "d", name: "delegate", input: { prompt: "B-2" } },
-                { id: "s", name: "slow", input: {} },
-              ],
-            }
-          : { content: "all done", toolCalls: [] },
-      ),
-      tools: { delegate: agentTool(refunder, { description: "refunds" }), slow },
-    });
-    const runId = "sibling";
-    const worker = startWorker({ journal, loops: { planner }, pollMs: 60_000, leaseMs: 2_000, onError: () => {} });
-    try {
-      await submitRun(journal, { runId, loop: planner, input: "refund B-2" });
-      const child = `${runId}/planner#turn:0:tool:0`;
-      await until(
-        "the sub-agent to wait",
-        async () => (await listPendingApprovals(operator, { runId: child })).length > 0,
-      );
-      await until("the slow call to start", async () => slowStarted);
-      // The worker still runs the parent (its slow call): the answer marks the row it holds.
-      await recordApproval(operator, child, "refunder#turn:0:tool:0", { approved: true });
-      expect(await queued(runId)).toEqual([{ woken: true }]);
-      expect(await last(runId)).not.toBe("run.interrupted");
-      release();
-      await until("the top-level run to complete", async () => (await last(runId)) === "run.completed", 10_000);
-      expect(refunds).toEqual([{ order: "B-2" }]);
-      const entries = await readJournal(journal, runId);
-      // It stopped once for the approval it no longer waited for, then was resumed and finished.
-      expect(entries.filter((e) => e.type === "run.interrupted").map((e) => e.data.reason)).toEqual([
-        "approval-pending",
-      ]);
-      await until("the queue to empty", async () => (await queued(runId)).length === 0);
-    } finally {
-      release();
-      await worker.stop();
-    }
-  }, 60_000);
+      });
+      const planner = agentLoop$({
+        id: "planner",
+        model: scriptedModel(({ turn }) =>
+          turn === 0
+            ? {
+                toolCalls: [
+                  { id: "d", name: "delegate", input: { prompt: "B-2" } },
+                  { id: "s", name: "slow", input: {} },
+                ],
+              }
+            : { content: "all done", toolCalls: [] },
+        ),
+        tools: { delegate: agentTool(refunder, { description: "refunds" }), slow },
+      });
+      const runId = `sibling-${path === "own store" ? "own" : "wrapped"}`;
+      const workerJournal = path === "own store" ? journal : { ...journal, store: Object.create(journal.store) };
+      const worker = startWorker({
+        journal: workerJournal,
+        loops: { planner },
+        pollMs: 60_000,
+        leaseMs: 2_000,
+        onError: () => {},
+      });
+      try {
+        await submitRun(journal, { runId, loop: planner, input: "refund B-2" });
+        const child = `${runId}/planner#turn:0:tool:0`;
+        await until(
+          "the sub-agent to wait",
+          async () => (await listPendingApprovals(operator, { runId: child })).length > 0,
+        );
+        await until("the slow call to start", async () => slowStarted);
+        // The worker still runs the parent (its slow call): the answer marks the row it holds.
+        await recordApproval(operator, child, "refunder#turn:0:tool:0", { approved: true });
+        expect(await queued(runId)).toEqual([{ woken: true }]);
+        expect(await last(runId)).not.toBe("run.interrupted");
+        release();
+        await until("the top-level run to complete", async () => (await last(runId)) === "run.completed", 10_000);
+        expect(refunds).toEqual([{ order: "B-2" }]);
+        const entries = await readJournal(journal, runId);
+        // It stopped once for the approval it no longer waited for, then was resumed and finished.
+        expect(entries.filter((e) => e.type === "run.interrupted").map((e) => e.data.reason)).toEqual([
+          "approval-pending",
+        ]);
+        await until("the queue to empty", async () => (await queued(runId)).length === 0);
+      } finally {
+        release();
+        await worker.stop();
+      }
+    }, 60_000);
 
   it("migrates a version 3 database to version 4 in place (the queue's woken column, the run ids' C index), and wakes a run parked under 3", async () => {
     const v3 = freshSchema("subwake_v3");
