@@ -2,7 +2,15 @@ import { ConcurrencyError, JournalFormatError } from "../core/errors.ts";
 import { NOT_PLAIN, plainJsonCopy } from "../core/jsonForm.ts";
 import { acquisition, cancelRefusal, leaseOf, liveHolder, lost, type OwnerRow, stillOwned } from "./ownership.ts";
 import { checkRunId } from "./runId.ts";
-import type { AcquireOptions, AppendOptions, CompactRequest, EventStore, RunLease, RunSummary } from "./store.ts";
+import type {
+  AcquireOptions,
+  AppendOptions,
+  CompactRequest,
+  EventStore,
+  ListRunsOptions,
+  RunLease,
+  RunSummary,
+} from "./store.ts";
 import { type EntryMeta, type JournalEntry, type NewEntry, SCHEMA_VERSION } from "./types.ts";
 import { checkNewEntries, dataText } from "./validate.ts";
 import { AppendWatchers } from "./watch.ts";
@@ -105,9 +113,10 @@ export function memoryStore(options: MemoryStoreOptions = {}): EventStore {
       return out;
     },
 
-    async listRuns() {
+    async listRuns(options?: ListRunsOptions) {
       const runs: RunSummary[] = [];
       for (const [runId, kept] of streams) {
+        if (options?.prefix !== undefined && !runId.startsWith(options.prefix)) continue;
         const last = kept[kept.length - 1]!;
         runs.push({ runId, version: last.seq, lastType: last.type, entries: kept.length });
       }

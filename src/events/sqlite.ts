@@ -3,6 +3,7 @@ import { ConcurrencyError, JournalFormatError } from "../core/errors.ts";
 import { acquisition, cancelRefusal, leaseOf, liveHolder, lost, type OwnerRow, stillOwned } from "./ownership.ts";
 import { encodeEntries } from "./rows.ts";
 import { checkRunId } from "./runId.ts";
+import { prefixEnd } from "./runPrefix.ts";
 import {
   openSqliteFile,
   type SqliteDatabase,
@@ -13,7 +14,15 @@ import {
 import { decodeStoredRows, encodeRow, INSERT_ENTRY, type StoredRow } from "./sqliteRows.ts";
 import { walSync } from "./sqliteSync.ts";
 import { sqliteWatch } from "./sqliteWatch.ts";
-import type { AcquireOptions, AppendOptions, CompactRequest, EventStore, RunLease, RunSummary } from "./store.ts";
+import type {
+  AcquireOptions,
+  AppendOptions,
+  CompactRequest,
+  EventStore,
+  ListRunsOptions,
+  RunLease,
+  RunSummary,
+} from "./store.ts";
 import { type EntryType, type JournalEntry, type NewEntry, SCHEMA_VERSION } from "./types.ts";
 
 /** A SQLite store also tells which file it lives in, and compacts synchronously inside a caller's transaction. */
@@ -77,6 +86,21 @@ export function sqliteStoreOn(shared: SqliteFile): SqliteEventStore {
        LEFT JOIN loom_entry_types t ON t.code = e.type
       ORDER BY r.run_id`,
   );
+
+  // The runs whose id starts with a prefix: a range of loom_runs' run_id index (BINARY: UTF-8 byte order).
+  const runsIn = (range: string) =>
+    db.prepare(
+      `SELECT r.run_id AS runId, e.seq AS version, coalesce(t.type, 'code ' || e.type) AS lastType,
+              (SELECT count(*) FROM loom_entries n WHERE n.run = r.run) AS entries
+         FROM loom_runs r
+         JOIN loom_entries e ON e.run = r.run AND e.seq = (SELECT max(seq) FROM loom_entries m WHERE m.run = r.run)
+         LEFT JOIN loom_entry_types t ON t.code = e.type
+        WHERE ${range} ORDER BY r.run_id`,
+    );
+  let between: Database.Statement | undefined;
+  let from: Database.Statement | undefined;
+  const runsBetween = () => (between ??= runsIn("r.run_id >= ? AND r.run_id < ?"));
+  const runsFrom = () => (from ??= runsIn("r.run_id >= ?"));
 
   // Prepared on first use: a file opened only to read (by a newer reader, or read-only) needs no owner table.
   let owners:
@@ -223,8 +247,13 @@ export function sqliteStoreOn(shared: SqliteFile): SqliteEventStore {
       return readTx(runId, options?.from ?? 1);
     },
 
-    async listRuns() {
-      return runs.all() as RunSummary[];
+    async listRuns(options?: ListRunsOptions) {
+      if (options?.prefix === undefined) return runs.all() as RunSummary[];
+      const end = prefixEnd(options.prefix);
+      return (end === undefined ? runsFrom() : runsBetween()).all(
+        options.prefix,
+        ...(end === undefined ? [] : [end]),
+      ) as RunSummary[];
     },
 
     async compact(runId: string, request: CompactRequest) {

@@ -12,6 +12,15 @@ export interface RunSummary {
   readonly entries: number;
 }
 
+/** What `EventStore.listRuns` lists. */
+export interface ListRunsOptions {
+  /**
+   * Only runs whose id starts with this, e.g. `"<runId>/"` for a run's sub-agent runs (what
+   * `cancelRun` looks for): a hint a store may honour (see `listRuns`).
+   */
+  readonly prefix?: string;
+}
+
 /** How `EventStore.append` guards against a concurrent writer. */
 export interface AppendOptions {
   /** The stream's version (last seq, 0 for a new run) the caller last saw. */
@@ -27,7 +36,15 @@ export interface AppendOptions {
    * process): a store that queues runs for workers (PostgreSQL) queues it for the workers of
    * `loopId`, in the same transaction, and announces it. Other stores ignore it.
    */
-  readonly wake?: { readonly loopId: string };
+  readonly wake?: {
+    readonly loopId: string;
+    /**
+     * The run to queue instead of the one appended to (`loopId` is its loop): a sub-agent's
+     * approval wakes the top-level run of its chain, whose resume resumes the sub-agent. It is
+     * queued though its own journal still says it waits.
+     */
+    readonly runId?: string;
+  };
   /**
    * `"written"`: the caller needs the entries written (in order, visible to readers, kept if this
    * process crashes) before it goes on, not yet flushed to disk. The store may then return before
@@ -103,8 +120,13 @@ export interface EventStore {
   append(runId: string, entries: readonly NewEntry[], options: AppendOptions): Promise<{ version: number }>;
   /** Entries of a run in seq order, from seq `from` (default 1). Unvalidated: the journal validates. */
   read(runId: string, options?: { from?: number }): Promise<JournalEntry[]>;
-  /** Every run of the store, with its version and last entry type. */
-  listRuns(): Promise<RunSummary[]>;
+  /**
+   * Every run of the store, with its version and last entry type, in run id order. With
+   * `options.prefix`, the store may list only the runs whose id starts with it, looked up as a
+   * range of its index of run ids (memory, SQLite and PostgreSQL do); a store that ignores the
+   * option lists every run, so a caller filters by the prefix itself.
+   */
+  listRuns(options?: ListRunsOptions): Promise<RunSummary[]>;
   /**
    * Makes the caller the run's one owner until `leaseMs` from now, with a fencing token one above
    * the run's last (tokens never go back, even after a release). Throws `RunBusyError` when a

@@ -6,6 +6,12 @@ import type { Tables } from "./schema.ts";
  * The workers' queue and leases, one row per submitted run in `loom_leases`: a run is due when
  * its `expires_at` has passed (just submitted, released, or its owner's lease ran out). Times are
  * the database's clock (`now()`), so machines with skewed clocks still agree on who holds a run.
+ *
+ * `woken`: something the run's journal does not show made it worth resuming, namely an approval
+ * recorded on one of its sub-agents' runs (the run's own journal still ends approval-pending).
+ * The claim takes a woken run though it looks settled, and clears the flag, so a run that only
+ * waits again is not claimed again. A worker finishing a run woken meanwhile (the approval came
+ * while it ran) hands the row back due at once instead of taking it off the queue.
  */
 
 export interface Claim {
@@ -23,9 +29,12 @@ const msInterval = (param: string) => `make_interval(secs => ${param}::double pr
 // expires (the interruption journals `detail.expiresAt`, step id → time): then a worker resumes it,
 // and the run declines that call.
 const expiries = `json_each_text(e.data::json -> 'detail' -> 'expiresAt')`;
-const settled = `(s.last_type IN (${CODE.completed}, ${CODE.failed}, ${CODE.cancelled}) OR CASE WHEN s.last_type = ${CODE.interrupted}
+// A woken row (`q`) is taken even while it waits for its approvals (not when it ended).
+const settledUnless = (
+  woken: string,
+) => `(s.last_type IN (${CODE.completed}, ${CODE.failed}, ${CODE.cancelled}) OR CASE WHEN s.last_type = ${CODE.interrupted}
     THEN (e.data::json ->> 'reason') IN ('max-iterations', 'deadline') OR ((e.data::json ->> 'reason') = 'approval-pending'
-      AND NOT EXISTS (SELECT 1 FROM ${expiries} x WHERE x.value::timestamptz <= now())) ELSE false END)`;
+      AND NOT ${woken} AND NOT EXISTS (SELECT 1 FROM ${expiries} x WHERE x.value::timestamptz <= now())) ELSE false END)`;
 const lastEntry = (t: Tables) => `JOIN ${t.entries} e ON e.run = s.run AND e.seq = s.version`;
 
 /**
@@ -37,19 +46,43 @@ const lastEntry = (t: Tables) => `JOIN ${t.entries} e ON e.run = s.run AND e.seq
  * cannot hold the head of the queue. `claimed` returns the run id, loop id, failures and `run`
  * (the run's key); `dropped` the run ids taken off. The queue is read alone up to the limit, so a
  * claim costs the same with 10 or 10,000 runs due (filtering first made it join every due run).
+ * A claimed row's `woken` is cleared: the resume it asked for is this one.
  */
 export const claimCtes = (t: Tables) => `
     due AS (
-      SELECT q.run_id FROM ${t.leases} q WHERE q.expires_at <= now() AND q.loop_id = ANY($3::text[])
+      SELECT q.run_id, q.woken FROM ${t.leases} q WHERE q.expires_at <= now() AND q.loop_id = ANY($3::text[])
        ORDER BY q.expires_at LIMIT $4 FOR UPDATE SKIP LOCKED),
     checked AS (
-      SELECT d.run_id, s.run, coalesce(${settled}, true) AS settled
+      SELECT d.run_id, s.run, coalesce(${settledUnless("d.woken")}, true) AS settled
         FROM due d LEFT JOIN ${t.runs} s ON s.run_id = d.run_id LEFT ${lastEntry(t)}),
     dropped AS (DELETE FROM ${t.leases} l USING checked c WHERE l.run_id = c.run_id AND c.settled RETURNING l.run_id),
     claimed AS (
-      UPDATE ${t.leases} AS l SET owner = $1, expires_at = now() + ${msInterval("$2")}
+      UPDATE ${t.leases} AS l SET owner = $1, expires_at = now() + ${msInterval("$2")}, woken = false
         FROM checked c WHERE l.run_id = c.run_id AND NOT c.settled
       RETURNING l.run_id, l.loop_id, l.failures, c.run)`;
+
+/**
+ * A worker is done with run `id` (SQL, e.g. `$1`), whose queue row `owner` holds: the row is taken
+ * off the queue (`finished`), or, when something woke the run while the worker had it (a
+ * sub-agent's approval came in), handed back due at once and announced (`handedBack`), so a
+ * worker claims it again. Each CTE returns the run id (with `handBackSelect`, one row in all when
+ * the owner held the row). `when`: a condition for either; `finishedWhen`: a further one for
+ * taking the row off.
+ */
+export const handBackCtes = (
+  t: Tables,
+  id: string,
+  owner: string,
+  { when = "true", finishedWhen = "true" }: { readonly when?: string; readonly finishedWhen?: string } = {},
+) => `
+    finished AS (DELETE FROM ${t.leases} WHERE run_id = ${id} AND owner = ${owner} AND ${when} AND NOT woken
+                  AND ${finishedWhen} RETURNING run_id),
+    handedBack AS (UPDATE ${t.leases} SET owner = NULL, expires_at = now(), failures = 0
+                    WHERE run_id = ${id} AND owner = ${owner} AND ${when} AND woken RETURNING run_id, loop_id)`;
+
+/** The rows of `handBackCtes`, the handed back run announced to the workers of its loop. */
+export const handBackSelect = (t: Tables) => `SELECT run_id FROM finished
+   UNION ALL SELECT run_id FROM (SELECT run_id, pg_notify('${t.channel}', loop_id) FROM handedBack) h`;
 
 /** What a claim took: the runs to work on, and how many runs needing no worker it took off the queue. */
 export interface Claimed<C extends Claim = Claim> {
@@ -92,7 +125,7 @@ export function leases(db: PgDatabase) {
       await db.ready;
       const { rowCount } = await pool.query(
         `DELETE FROM ${t.leases} l USING ${t.runs} s ${lastEntry(t)}
-          WHERE s.run_id = l.run_id AND l.expires_at <= now() AND ${settled}`,
+          WHERE s.run_id = l.run_id AND l.expires_at <= now() AND ${settledUnless("l.woken")}`,
       );
       return rowCount ?? 0;
     },
@@ -103,37 +136,40 @@ export function leases(db: PgDatabase) {
         owner,
         leaseMs,
       ]),
-    /** The run needs no worker any more (completed, or waiting for its caller): off the queue. */
+    /**
+     * The run needs no worker any more (completed, or waiting for its caller): off the queue,
+     * unless it was woken meanwhile (`handBackCtes`).
+     */
     finish: (runId: string, owner: string) =>
-      changed(`DELETE FROM ${t.leases} WHERE run_id = $1 AND owner = $2`, [runId, owner]),
+      changed(`WITH ${handBackCtes(t, "$1", "$2")} ${handBackSelect(t)}`, [runId, owner]),
     /**
      * `finish`, and the run's ownership (the lease `token` fences) released, in one statement: the
      * worker's last round trip for a run that needs it no more.
      */
     finishAndRelease: (runId: string, owner: string, token: number) =>
       changed(
-        `WITH finished AS (DELETE FROM ${t.leases} WHERE run_id = $1 AND owner = $2 RETURNING run_id),
+        `WITH ${handBackCtes(t, "$1", "$2")},
               released AS (UPDATE ${t.owners} SET owner = NULL, host = NULL, pid = NULL, expires_at = to_timestamp(0)
                             WHERE run_id = $1 AND token = $3)
-         SELECT run_id FROM finished`,
+         ${handBackSelect(t)}`,
         [runId, owner, token],
       ),
     /**
      * The run waits for approvals: like `finishAndRelease`, unless one of them expires (its
      * interruption journaled when): then the run stays queued, due at the first expiry, when a
-     * worker resumes it to decline that call.
+     * worker resumes it to decline that call. A run woken meanwhile is handed back due now.
      */
     waitForApproval: (runId: string, owner: string, token: number) =>
       changed(
         `WITH expiry AS (SELECT min(x.value::timestamptz) AS at FROM ${t.runs} s ${lastEntry(t)}, ${expiries} x
                           WHERE s.run_id = $1 AND s.last_type = ${CODE.interrupted}),
               parked AS (UPDATE ${t.leases} SET owner = NULL, expires_at = (SELECT at FROM expiry), failures = 0
-                          WHERE run_id = $1 AND owner = $2 AND (SELECT at FROM expiry) IS NOT NULL RETURNING run_id),
-              finished AS (DELETE FROM ${t.leases} WHERE run_id = $1 AND owner = $2 AND (SELECT at FROM expiry) IS NULL
+                          WHERE run_id = $1 AND owner = $2 AND NOT woken AND (SELECT at FROM expiry) IS NOT NULL
                           RETURNING run_id),
+              ${handBackCtes(t, "$1", "$2", { finishedWhen: "(SELECT at FROM expiry) IS NULL" })},
               released AS (UPDATE ${t.owners} SET owner = NULL, host = NULL, pid = NULL, expires_at = to_timestamp(0)
                             WHERE run_id = $1 AND token = $3)
-         SELECT run_id FROM parked UNION ALL SELECT run_id FROM finished`,
+         ${handBackSelect(t)} UNION ALL SELECT run_id FROM parked`,
         [runId, owner, token],
       ),
     /** The attempt failed: due again after `delayMs`, with the error kept for operators. */

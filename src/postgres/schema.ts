@@ -6,9 +6,12 @@ import { migrateFromV1, renameV1 } from "./migrate.ts";
 
 /**
  * The version of the tables below, recorded in `loom_meta` so a later Loom can migrate. 3 added
- * `loom_runs.watched_until`: appends announce themselves only for runs someone follows.
+ * `loom_runs.watched_until`: appends announce themselves only for runs someone follows. 4 added
+ * `loom_leases.woken`: a run queued by a sub-agent's approval is claimed though its journal ends
+ * approval-pending (leases.ts); and `loom_runs_id_c`, the run ids in "C" order, so the runs under
+ * a prefix (a run's sub-agents) are a range of an index whatever the database's collation.
  */
-export const POSTGRES_SCHEMA_VERSION = 3;
+export const POSTGRES_SCHEMA_VERSION = 4;
 
 /** Loom's table names, qualified by the schema when one is configured. */
 export interface Tables {
@@ -25,7 +28,10 @@ export interface Tables {
   /** Which runs refer to which blob (a `"sha256:…"` ref in an entry's text): what `pruneRuns` keeps. */
   readonly blobRefs: string;
   readonly archive: string;
-  /** The workers' queue: one row per submitted run, with its lease (owner, expiry). */
+  /**
+   * The workers' queue: one row per submitted run, with its lease (owner, expiry) and whether
+   * something woke it (`woken`: claimed even though its journal says it waits; leases.ts).
+   */
   readonly leases: string;
   /** Run ownership: one row per run ever owned, its fencing token and current owner (owners.ts). */
   readonly owners: string;
@@ -87,6 +93,7 @@ CREATE TABLE IF NOT EXISTS ${t.runs} (
   run_id text NOT NULL UNIQUE,
   watched_until timestamptz
 );
+CREATE INDEX IF NOT EXISTS loom_runs_id_c ON ${t.runs} (run_id COLLATE "C");
 CREATE TABLE IF NOT EXISTS ${t.entryTypes} (code smallint PRIMARY KEY, type text NOT NULL UNIQUE);
 INSERT INTO ${t.entryTypes} (code, type)
   VALUES ${Object.entries(TYPE_CODES)
@@ -122,7 +129,8 @@ CREATE TABLE IF NOT EXISTS ${t.leases} (
   expires_at timestamptz NOT NULL DEFAULT now(),
   failures integer NOT NULL DEFAULT 0,
   last_error text,
-  submitted_at timestamptz NOT NULL DEFAULT now()
+  submitted_at timestamptz NOT NULL DEFAULT now(),
+  woken boolean NOT NULL DEFAULT false
 );
 CREATE INDEX IF NOT EXISTS loom_leases_due ON ${t.leases} (expires_at);
 CREATE TABLE IF NOT EXISTS ${t.owners} (
@@ -169,14 +177,20 @@ export async function ensureSchema(
         `${label}: the Loom tables are at schema version ${row.value}, newer than this Loom knows (${POSTGRES_SCHEMA_VERSION}); upgrade Loom to open this database`,
       );
     }
-    const v1 = row !== undefined && Number(row.value) === 1;
-    const v2 = row !== undefined && Number(row.value) === 2;
+    const version = row === undefined ? undefined : Number(row.value);
+    const v1 = version === 1;
     if (v1) await renameV1(client, tables);
     // Version 2 → 3: one nullable column, no rewrite of the table (a catalog change only).
-    if (v2) await client.query(`ALTER TABLE ${tables.runs} ADD COLUMN IF NOT EXISTS watched_until timestamptz`);
+    if (version === 2)
+      await client.query(`ALTER TABLE ${tables.runs} ADD COLUMN IF NOT EXISTS watched_until timestamptz`);
     await client.query(ddl(tables));
+    // Version 3 (and older: their queue is 3's) → 4: one column with a constant default, a catalog
+    // change only; the ddl above built the index of run ids (one pass over loom_runs).
+    if (version !== undefined && version < 4) {
+      await client.query(`ALTER TABLE ${tables.leases} ADD COLUMN IF NOT EXISTS woken boolean NOT NULL DEFAULT false`);
+    }
     if (v1) await migrateFromV1(client, tables, label);
-    if (row === undefined || v1 || v2) {
+    if (version === undefined || version < POSTGRES_SCHEMA_VERSION) {
       await client.query(
         `INSERT INTO ${tables.meta} (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`,
         ["schema_version", String(POSTGRES_SCHEMA_VERSION)],

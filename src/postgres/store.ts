@@ -3,18 +3,21 @@ import { sha256Hex } from "../core/digest.ts";
 import { ConcurrencyError, JournalFormatError } from "../core/errors.ts";
 import { encodeEntries } from "../events/rows.ts";
 import { checkRunId } from "../events/runId.ts";
+import { prefixEnd } from "../events/runPrefix.ts";
 import { decodeStoredRows, type StoredRow, TYPE_CODES, TYPE_OF } from "../events/sqliteRows.ts";
 import type {
   AcquireOptions,
   AppendOptions,
   CompactRequest,
   EventStore,
+  ListRunsOptions,
   RunLease,
   RunSummary,
 } from "../events/store.ts";
 import { type EntryType, type JournalEntry, type NewEntry, SCHEMA_VERSION } from "../events/types.ts";
 import { watchAppends } from "./appendNotify.ts";
 import { openPgDatabase, type PgDatabase, type PostgresOptions, pgDatabaseOf } from "./database.ts";
+import { handBackCtes } from "./leases.ts";
 import { notifyDue } from "./notify.ts";
 import { pgOwners } from "./owners.ts";
 import { prunePostgres } from "./prune.ts";
@@ -84,8 +87,9 @@ const statements = (t: Tables) => {
  * NOTIFY is not free: PostgreSQL serializes notifying commits on one database-wide lock held
  * through the WAL flush, so announcing every append made every append wait for the others'
  * flushes. With `finishing`, the same statement also takes the
- * run off the workers' queue ($14: the queue row's owner) and releases its ownership ($13's
- * token), only if the entries were written: a worker's last append and its release in one commit.
+ * run off the workers' queue ($14: the queue row's owner; handed back due instead when the run was
+ * woken meanwhile, leases.ts) and releases its ownership ($13's token), only if the entries were
+ * written: a worker's last append and its release in one commit.
  */
 const appendSql = (t: Tables, finishing: boolean, submitting = false) => `
       WITH fence AS (SELECT token FROM ${t.owners} WHERE run_id = $1 AND owner IS NOT NULL
@@ -113,7 +117,7 @@ const appendSql = (t: Tables, finishing: boolean, submitting = false) => `
         ON CONFLICT DO NOTHING)${
           finishing
             ? `,
-      finished AS (DELETE FROM ${t.leases} WHERE run_id = $1 AND owner = $14 AND EXISTS (SELECT FROM target)),
+      ${handBackCtes(t, "$1", "$14", { when: "EXISTS (SELECT FROM target)" })},
       released AS (
         UPDATE ${t.owners} SET owner = NULL, host = NULL, pid = NULL, expires_at = to_timestamp(0)
          WHERE run_id = $1 AND token = $13::int AND EXISTS (SELECT FROM target))`
@@ -126,7 +130,9 @@ const appendSql = (t: Tables, finishing: boolean, submitting = false) => `
         ON CONFLICT (run_id) DO UPDATE SET expires_at = now(), failures = 0 WHERE l.owner IS NULL)
       SELECT run, pg_notify('${t.channel}', $14), pg_notify('${t.appended}', $1) FROM target`
             : `
-      SELECT run, CASE WHEN tell THEN pg_notify('${t.appended}', $1) END FROM target`
+      SELECT run, CASE WHEN tell THEN pg_notify('${t.appended}', $1) END${
+        finishing ? `, (SELECT pg_notify('${t.channel}', loop_id) FROM handedBack)` : ""
+      } FROM target`
         }`;
 
 function build(t: Tables) {
@@ -145,6 +151,14 @@ function build(t: Tables) {
          FROM ${t.entries} e JOIN ${t.runs} r ON r.run = e.run WHERE r.run_id = $1 AND e.seq >= $2 ORDER BY e.seq`,
     ),
     runs: named(`SELECT run_id, version, last_type, entries FROM ${t.runs} ORDER BY run_id COLLATE "C"`),
+    /** The runs whose id starts with $1 ($2: `prefixEnd($1)`), a range of the "C" index of run ids. */
+    runsBetween: named(
+      `SELECT run_id, version, last_type, entries FROM ${t.runs}
+        WHERE run_id COLLATE "C" >= $1 AND run_id COLLATE "C" < $2 ORDER BY run_id COLLATE "C"`,
+    ),
+    runsFrom: named(
+      `SELECT run_id, version, last_type, entries FROM ${t.runs} WHERE run_id COLLATE "C" >= $1 ORDER BY run_id COLLATE "C"`,
+    ),
   };
 }
 
@@ -222,7 +236,7 @@ export function postgresStoreOn(shared: PgDatabase): PostgresEventStore {
     }
     const written = await (wake === undefined
       ? appendEntries(pool, tables, runId, expectedVersion, types, texts, fence, finishingFor)
-      : appendAndWake(db, runId, wake.loopId, (client) =>
+      : appendAndWake(db, wake, runId, (client) =>
           appendEntries(client, tables, runId, expectedVersion, types, texts, fence),
         )
     ).catch((e) => lostRace(runId, expectedVersion, e));
@@ -253,9 +267,17 @@ export function postgresStoreOn(shared: PgDatabase): PostgresEventStore {
       return out;
     },
 
-    async listRuns() {
+    async listRuns(options?: ListRunsOptions) {
       await db.ready;
-      const { rows } = await pool.query<[string, number, number, number]>({ ...sql.runs, rowMode: "array" });
+      const prefix = options?.prefix;
+      const end = prefix === undefined ? undefined : prefixEnd(prefix);
+      const query =
+        prefix === undefined
+          ? sql.runs
+          : end === undefined
+            ? { ...sql.runsFrom, values: [prefix] }
+            : { ...sql.runsBetween, values: [prefix, end] };
+      const { rows } = await pool.query<[string, number, number, number]>({ ...query, rowMode: "array" });
       return rows.map(
         ([runId, version, last, entries]): RunSummary => ({
           runId,
@@ -305,11 +327,14 @@ export function postgresStoreOn(shared: PgDatabase): PostgresEventStore {
 /**
  * An append that makes the run due for the workers (`AppendOptions.wake`): the entries, the
  * run's queue row (due now) and the announcement, in one transaction, as `submitRun` queues a run.
+ * A wake of another run (`wake.runId`: a sub-agent's top-level run) marks its row `woken`, so the
+ * claim takes it though its journal ends approval-pending; a worker holding the row now keeps it,
+ * and hands it back due when done with it (leases.ts).
  */
 async function appendAndWake(
   db: PgDatabase,
-  runId: string,
-  loopId: string,
+  wake: NonNullable<AppendOptions["wake"]>,
+  appendedTo: string,
   append: (client: pg.PoolClient) => Promise<boolean>,
 ): Promise<boolean> {
   const t = db.tables;
@@ -320,9 +345,15 @@ async function appendAndWake(
       await client.query("ROLLBACK");
       return false;
     }
+    const { loopId, runId = appendedTo } = wake;
     await client.query(
-      `INSERT INTO ${t.leases} AS l (run_id, loop_id) VALUES ($1, $2)
-       ON CONFLICT (run_id) DO UPDATE SET expires_at = now(), failures = 0 WHERE l.owner IS NULL`,
+      runId === appendedTo
+        ? `INSERT INTO ${t.leases} AS l (run_id, loop_id) VALUES ($1, $2)
+           ON CONFLICT (run_id) DO UPDATE SET expires_at = now(), failures = 0 WHERE l.owner IS NULL`
+        : `INSERT INTO ${t.leases} AS l (run_id, loop_id, woken) VALUES ($1, $2, true)
+           ON CONFLICT (run_id) DO UPDATE SET woken = true,
+             expires_at = CASE WHEN l.owner IS NULL THEN now() ELSE l.expires_at END,
+             failures = CASE WHEN l.owner IS NULL THEN 0 ELSE l.failures END`,
       [runId, loopId],
     );
     await client.query(notifyDue(db), [loopId]); // sent on commit

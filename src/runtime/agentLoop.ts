@@ -17,6 +17,7 @@ import { machineForRun } from "./sharedMachine.ts";
 import { type AgentStream, chainListeners, streamOf } from "./stream.ts";
 import { offerApprovals, resolveApprovals } from "./subRunApprovals.ts";
 import { nestRunEvents } from "./subRunEvents.ts";
+import { inspectSubRuns } from "./subRunInspect.ts";
 import { subRunApprovals } from "./subRuns.ts";
 import { toolCallActors } from "./toolActors.ts";
 import { validateConfig } from "./validateConfig.ts";
@@ -167,12 +168,14 @@ async function runHeld(
   signal.addEventListener("abort", onAbort, { once: true });
   const unnest = nestRunEvents(request.journal.store, request.runId, session.events); // its sub-agents' events
   const unoffer = offerApprovals(request.journal, request.runId, request.approvals); // to its sub-agents
+  const uninspect = inspectSubRuns(request.journal.store, request.runId, request.inspect, actor); // its sub-agents' charts
   try {
     actor.start();
     await done;
   } finally {
     unnest();
     unoffer();
+    uninspect();
     signal.removeEventListener("abort", onAbort);
     session.dispose();
     // Results deferred to a next append that never came (the run threw): journaled, or a resume would

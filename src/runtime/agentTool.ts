@@ -8,6 +8,7 @@ import { isAgentInterruptedError } from "./errors.ts";
 import { DEFAULT_LEASE_MS } from "./ownership.ts";
 import { approvalsBelow } from "./subRunApprovals.ts";
 import { nestedListener } from "./subRunEvents.ts";
+import { inspectionBelow } from "./subRunInspect.ts";
 import { childRunId, SubAgentCancelledError, SubAgentPendingError } from "./subRuns.ts";
 
 export { childRunId } from "./subRuns.ts";
@@ -172,6 +173,7 @@ export function agentTool<I = { prompt: string }>(loop: AgentLoop, options: Agen
         const ownership = { waitMs: DEFAULT_LEASE_MS };
         const onEvent = nestedListener(journal.store, runId); // its events in the parent's stream
         const approvals = approvalsBelow(journal, runId, id); // the parent's answers for it and below
+        const inspect = inspectionBelow(journal.store, runId, stepId); // its chart under the call, in the parent's inspector
         const request = {
           runId: id,
           journal,
@@ -180,6 +182,7 @@ export function agentTool<I = { prompt: string }>(loop: AgentLoop, options: Agen
           ownership,
           ...(onEvent ? { onEvent } : {}),
           ...(approvals ? { approvals } : {}),
+          ...(inspect ? { inspect } : {}),
         };
         const out = await chain.run({ depth }, () => loop.run(request));
         return toOutput(out);

@@ -115,7 +115,8 @@ const ENDED = new Set(["run.completed", "run.failed", "run.cancelled"]);
  */
 export async function openSubRunsOf(journal: Journal, runId: string): Promise<string[]> {
   const prefix = `${runId}/`;
-  const candidates = (await journal.store.listRuns()).filter(
+  // Looked up by prefix where the store can (a range of its run ids); a store that lists every run is filtered here.
+  const candidates = (await journal.store.listRuns({ prefix })).filter(
     (r) => r.runId.startsWith(prefix) && !ENDED.has(r.lastType),
   );
   const below: string[] = [];

@@ -204,6 +204,22 @@ export function storeContract(name: string, open: () => Promise<StoreFixture>): 
       ]);
     });
 
+    it("lists the runs under a run id prefix, and only those (listRuns({ prefix }))", async () => {
+      const ids = ["t", "t/a", "t/b/c", "t0", "t.x", "s/a", "tt/a", "t/\u{1F600}", "t/\uFFFF", "u"];
+      for (const runId of ids) await store.append(runId, [runStarted()], { expectedVersion: 0 });
+      await store.append("t/a", [runCompleted()], { expectedVersion: 1 });
+      // (A store outside Loom may ignore the option and list every run: callers filter by the prefix.)
+      const under = async (prefix: string) => (await store.listRuns({ prefix })).map((r) => r.runId);
+      // Sorted here: memory sorts UTF-16 units, SQL stores code points (U+FFFF before U+1F600).
+      expect((await under("t/")).sort()).toEqual(["t/a", "t/b/c", "t/\u{1F600}", "t/\uFFFF"].sort());
+      expect(await under("t/b/")).toEqual(["t/b/c"]);
+      expect(await under("t/\u{1F600}")).toEqual(["t/\u{1F600}"]);
+      expect(await under("nothing/")).toEqual([]);
+      const [a] = await store.listRuns({ prefix: "t/a" });
+      expect(a).toEqual({ runId: "t/a", version: 2, lastType: "run.completed", entries: 2 });
+      expect((await store.listRuns({ prefix: "" })).length).toBe(ids.length);
+    });
+
     describe("compaction", () => {
       const marker = (removeSeqs: number[], expectedVersion: number): CompactRequest => ({
         removeSeqs,

@@ -95,12 +95,13 @@ describe.skipIf(PG_URL === undefined)("postgres appends announce themselves only
     }
   });
 
-  it("migrates a version 2 database to version 3 in place (one column), and follows its runs", async () => {
+  it("migrates a version 2 database to the current version in place (one column each), and follows its runs", async () => {
     const store = postgresStore(url, { schema });
     await store.append("old", [started, decision(1)], { expectedVersion: 0 });
     await store.close();
-    // Version 2's tables: version 3's without the column.
+    // Version 2's tables: version 4's without the columns 3 and 4 added.
     await sql(`ALTER TABLE "${schema}".loom_runs DROP COLUMN watched_until`);
+    await sql(`ALTER TABLE "${schema}".loom_leases DROP COLUMN woken`);
     await sql(`UPDATE "${schema}".loom_meta SET value = '2' WHERE key = 'schema_version'`);
     const reopened = postgresStore(url, { schema });
     try {
@@ -108,7 +109,7 @@ describe.skipIf(PG_URL === undefined)("postgres appends announce themselves only
       expect(await sql(`SELECT value FROM "${schema}".loom_meta WHERE key = 'schema_version'`)).toEqual([
         { value: String(POSTGRES_SCHEMA_VERSION) },
       ]);
-      expect(POSTGRES_SCHEMA_VERSION).toBe(3);
+      expect(POSTGRES_SCHEMA_VERSION).toBe(4);
       expect((await reopened.read("old")).map((e) => e.type)).toEqual(["run.started", "decision.recorded"]);
       let woken = 0;
       const stop = reopened.watch!("old", () => woken++);

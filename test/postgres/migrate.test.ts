@@ -113,7 +113,9 @@ describe.skipIf(PG_URL === undefined)("postgres schema version 1 → 2", () => {
         { run_id: "a", digest: blobHex },
         { run_id: "b", digest: archivedHex },
       ]);
-      expect(await sql(`SELECT run_id, loop_id FROM "${schema}".loom_leases`)).toEqual([{ run_id: "b", loop_id: "l" }]);
+      expect(await sql(`SELECT run_id, loop_id, woken FROM "${schema}".loom_leases`)).toEqual([
+        { run_id: "b", loop_id: "l", woken: false },
+      ]);
       expect(await sql(`SELECT value FROM "${schema}".loom_meta WHERE key = 'schema_version'`)).toEqual([
         { value: String(POSTGRES_SCHEMA_VERSION) },
       ]);

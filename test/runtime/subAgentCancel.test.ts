@@ -4,7 +4,9 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { isRunCancelledError } from "../../src/core/errors.ts";
 import { readJournal } from "../../src/events/journal.ts";
+import { memoryStore } from "../../src/events/memory.ts";
 import type { Journal } from "../../src/events/spi.ts";
+import type { EventStore, ListRunsOptions } from "../../src/events/store.ts";
 import type { ModelResponse } from "../../src/events/types.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
 import { agentLoop$ } from "../../src/runtime/agentLoop.ts";
@@ -112,6 +114,35 @@ describe("cancelling a parent cancels its sub-agents", () => {
       }
       expect(await listPendingApprovals(journal)).toEqual([]);
     });
+  });
+
+  it("finds the sub-agent runs by their run id prefix, not by listing every run (and filters a store that lists all)", async () => {
+    const work: Tool = { description: "needs a yes", requiresApproval: true, execute: () => "done" };
+    for (const honours of [true, false]) {
+      const inner = memoryStore({ json: true });
+      const asked: (ListRunsOptions | undefined)[] = [];
+      const store: EventStore = Object.create(inner, {
+        listRuns: {
+          value: (options?: ListRunsOptions) => {
+            asked.push(options);
+            return inner.listRuns(honours ? options : undefined);
+          },
+        },
+      });
+      const journal = jsonJournal(store);
+      await chain(work)
+        .planner.run({ runId: "p", journal, input: "go" })
+        .catch((e) => e);
+      // Runs beside the chain: none of them is cancelled with it.
+      const started = { type: "run.started", data: { loopId: "x", input: "go", tools: [] } } as const;
+      for (const runId of ["p0", "p.x", "q/p/x", "p/not-a-step"])
+        await store.append(runId, [started], { expectedVersion: 0 });
+      const result = await cancelRun(journal, "p", { reason: "stop" });
+      expect(result.subRuns?.map((s) => s.runId)).toEqual([CHILD, GRANDCHILD]);
+      expect(asked).toEqual([{ prefix: "p/" }]);
+      for (const runId of ["p0", "p.x", "q/p/x", "p/not-a-step"])
+        expect(await lastType(journal, runId)).toBe("run.started");
+    }
   });
 
   it("a sub-agent cancelled on its own fails its parent's call (SubAgentCancelledError, told to the model); the parent goes on", async () => {

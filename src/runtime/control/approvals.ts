@@ -166,7 +166,8 @@ const APPROVAL_LEASE_MS = 10_000;
  * Answers a pending approval from any process: journals the decision (bound to the digest of
  * the input the call will run with) and, for a decline, the call's refusal the model is fed.
  * The next `loop.run({ runId, journal })` goes on with it; on PostgreSQL the run is queued for
- * the workers of its loop, which pick it up by themselves. It takes the run's ownership to write,
+ * the workers of its loop, which pick it up by themselves (for a sub-agent's call, the top-level
+ * run of its chain is queued: resuming it resumes the sub-agent). It takes the run's ownership to write,
  * so it never races a live loop (`RunBusyError` while one runs it). Refused with
  * `ApprovalRefusedError` when the step is not waiting (`approvalNotPending`), was decided
  * already (`approvalDecided`), waits with another input than `inputDigest` says
@@ -238,16 +239,36 @@ export async function recordApproval(
       const result = declinedResult(pending.toolName, answer.reason === undefined ? {} : { reason: answer.reason });
       entries.push({ type: "call.settled", data: { stepId, status: "error", reason: "approval-declined", result } });
     }
+    const wake = await wakeFor(journal, runId, state);
     await store.append(runId, entries, {
       expectedVersion: state.version,
       fence: lease.token,
-      ...(state.loopId === undefined ? {} : { wake: { loopId: state.loopId } }),
+      ...(wake ? { wake } : {}),
     });
     const { toolName, inputDigest } = pending;
     return { runId, stepId, toolName, approved: answer.approved, inputDigest };
   } finally {
     await store.release(lease);
   }
+}
+
+/**
+ * Which run the answer makes worth resuming, for a store that queues runs for workers: the run
+ * itself, or for a sub-agent's run the top-level run of its chain (its resume resumes the
+ * sub-agent with the answer; a worker need not know the sub-agent's loop, and the parent does not
+ * stay behind, waiting, while the child goes on alone).
+ */
+async function wakeFor(
+  journal: Journal,
+  runId: string,
+  state: RunState,
+): Promise<{ loopId: string; runId?: string } | undefined> {
+  const { rootRunId } = await chainOf(journal, runId);
+  if (rootRunId !== undefined) {
+    const root = foldEntries(await readJournal(journal, rootRunId));
+    if (root.loopId !== undefined) return { loopId: root.loopId, runId: rootRunId };
+  }
+  return state.loopId === undefined ? undefined : { loopId: state.loopId };
 }
 
 /** Why `stepId` cannot be answered: decided already, not waiting at all, or waiting in a sub-agent's run `inSubRun`. */

@@ -1,0 +1,85 @@
+/**
+ * Sub-agents in the parent's inspector (DESIGN §7.5): a child run's statechart is an actor tree
+ * of its own (`loop.run` creates it), so `agentTool` hands the child an `inspect` that shows
+ * that tree as a branch of the parent's: the child's root actor as a child of the parent's call
+ * actor (`call:<index>`, the one running the tool), and every event of the child's tree rooted
+ * at the parent's root. A grandchild's events go through the child's `inspect` in turn, so a
+ * chain is one tree. Nothing changes when the parent is not inspected.
+ */
+import type { AnyActorRef, InspectionEvent, Observer } from "xstate";
+import type { EventStore } from "../events/store.ts";
+import { parseFrameId } from "../projections/ids.ts";
+
+/** What `loop.run({ inspect })` takes. */
+type Inspect = Observer<InspectionEvent> | ((event: InspectionEvent) => void);
+
+interface Inspected {
+  readonly tell: (event: InspectionEvent) => void;
+  /** The run's root actor: its children are the calls going now. */
+  readonly actor: AnyActorRef;
+}
+
+/** The inspected runs this process runs now, by store and run id. */
+const inspected = new WeakMap<EventStore, Map<string, Inspected>>();
+
+/**
+ * Makes run `runId`'s inspector (when it has one) its sub-agents' too while it runs (called where
+ * the run's actor is created, `agentLoop.ts`); returns the removal, called where it ends.
+ */
+export function inspectSubRuns(
+  store: EventStore,
+  runId: string,
+  inspect: Inspect | undefined,
+  actor: AnyActorRef,
+): () => void {
+  if (inspect === undefined) return () => {};
+  const tell = typeof inspect === "function" ? inspect : (event: InspectionEvent) => inspect.next?.(event);
+  let runs = inspected.get(store);
+  if (runs === undefined) inspected.set(store, (runs = new Map()));
+  const mine: Inspected = { tell, actor };
+  runs.set(runId, mine);
+  const held = runs;
+  return () => {
+    if (held.get(runId) === mine) held.delete(runId);
+  };
+}
+
+/**
+ * The `inspect` for the sub-agent run of call `stepId` of run `parentRunId`, or undefined when
+ * the parent is not inspected. Called by `agentTool`.
+ */
+export function inspectionBelow(
+  store: EventStore,
+  parentRunId: string,
+  stepId: string,
+): ((event: InspectionEvent) => void) | undefined {
+  const parent = inspected.get(store)?.get(parentRunId);
+  if (parent === undefined) return undefined;
+  const parsed = parseFrameId(stepId);
+  const callId = `call:${parsed?.kind === "tool" ? parsed.index : -1}`;
+  let call: AnyActorRef | undefined;
+  const shown = new WeakMap<AnyActorRef, AnyActorRef>();
+  return (event) => {
+    let actorRef = event.actorRef as AnyActorRef;
+    // The child's root actor (the one its tree is rooted at) shows as a child of the call running it.
+    if (actorRef.sessionId === event.rootId) {
+      call ??= (parent.actor.getSnapshot() as { children?: Record<string, AnyActorRef | undefined> }).children?.[
+        callId
+      ];
+      if (call !== undefined) {
+        let as = shown.get(actorRef);
+        if (as === undefined) shown.set(actorRef, (as = underCall(actorRef, call)));
+        actorRef = as;
+      }
+    }
+    parent.tell({ ...event, actorRef, rootId: parent.actor.sessionId } as InspectionEvent);
+  };
+}
+
+/**
+ * `actor` as an inspector sees it: its parent the call actor `call`, everything else its own. An
+ * inspector names an actor's parent by its session id (`_parent.sessionId`, as @statelyai/inspect
+ * reads it), so one level is enough: the call's own parents are those of the parent's tree.
+ */
+const underCall = (actor: AnyActorRef, call: AnyActorRef): AnyActorRef =>
+  new Proxy(actor, { get: (target, key) => (key === "_parent" ? call : Reflect.get(target, key, target)) });

@@ -1,0 +1,126 @@
+import { createInspector, type StatelyInspectionEvent } from "@statelyai/inspect";
+import { describe, expect, it } from "vitest";
+import type { AnyActorRef, InspectionEvent } from "xstate";
+import { createJournal } from "../../src/events/journal.ts";
+import { memoryStore } from "../../src/events/memory.ts";
+import { scriptedModel } from "../../src/models/scripted.ts";
+import { agentLoop$ } from "../../src/runtime/agentLoop.ts";
+import { agentTool } from "../../src/runtime/agentTool.ts";
+
+type Ref = AnyActorRef & { _parent?: Ref };
+
+/** Whether `ref` runs a loop's chart (the agentLoop machine of any loop). */
+const isLoop = (ref: unknown) => (ref as { logic?: { config?: { id?: string } } }).logic?.config?.id === "agentLoop";
+
+/** planner → researcher → searcher (two levels), each answering after its one tool call. */
+function chain() {
+  const searcher = agentLoop$({
+    id: "searcher",
+    model: scriptedModel(({ turn }) =>
+      turn === 0 ? { toolCalls: [{ id: "s", name: "look", input: {} }] } : { content: "found", toolCalls: [] },
+    ),
+    tools: { look: { description: "looks", execute: () => "page" } },
+  });
+  const researcher = agentLoop$({
+    id: "researcher",
+    model: scriptedModel(({ turn }) =>
+      turn === 0
+        ? { toolCalls: [{ id: "r", name: "search", input: { prompt: "q" } }] }
+        : { content: "researched", toolCalls: [] },
+    ),
+    tools: { search: agentTool(searcher, { description: "searches" }) },
+  });
+  return agentLoop$({
+    id: "planner",
+    model: scriptedModel(({ turn }) =>
+      turn === 0
+        ? {
+            toolCalls: [
+              { id: "p", name: "add", input: {} },
+              { id: "d", name: "research", input: { prompt: "q" } },
+            ],
+          }
+        : { content: "planned", toolCalls: [] },
+    ),
+    tools: {
+      add: { description: "adds", execute: () => 1 },
+      research: agentTool(researcher, { description: "researches" }),
+    },
+  });
+}
+
+/**
+ * The actor tree as an inspector builds it (@statelyai/inspect: each `@xstate.actor` event names
+ * its actor's parent by `_parent.sessionId`), and for each loop chart's actor the ids of its
+ * parents up to the root.
+ */
+function loopActors(events: InspectionEvent[]) {
+  const parentOf = new Map<string, Ref | undefined>();
+  for (const e of events)
+    if (e.type === "@xstate.actor") parentOf.set(e.actorRef.sessionId, (e.actorRef as Ref)._parent);
+  return events
+    .filter((e) => e.type === "@xstate.actor" && isLoop(e.actorRef))
+    .map((e) => {
+      const path: string[] = [];
+      for (let at = parentOf.get(e.actorRef.sessionId); at !== undefined; at = parentOf.get(at.sessionId)) {
+        path.push(at.id);
+      }
+      return { id: (e.actorRef as Ref).id, rootId: e.rootId, parents: path };
+    });
+}
+
+describe("the inspector sees a sub-agent's run as a child actor of the parent's tool call", () => {
+  it("nests each sub-agent's loop actor under the call that runs it, in the parent's one actor tree", async () => {
+    const events: InspectionEvent[] = [];
+    const journal = createJournal({ store: memoryStore({ json: true }) });
+    const out = await chain().run({ runId: "p", journal, input: "go", inspect: (e) => events.push(e) });
+    expect(out.content).toBe("planned");
+    const root = events[0]?.actorRef as Ref;
+    expect(events[0]?.type).toBe("@xstate.actor");
+    // One tree: every event (the sub-agents' too) names the parent's root actor as its root.
+    expect(new Set(events.map((e) => e.rootId))).toEqual(new Set([root.sessionId]));
+    const [top, child, grandchild] = loopActors(events);
+    expect(loopActors(events)).toHaveLength(3);
+    expect(top).toEqual({ id: root.id, rootId: root.sessionId, parents: [] });
+    // The researcher's chart under the planner's call 1 (research), the searcher's under the researcher's call 0.
+    expect(child).toMatchObject({ rootId: root.sessionId, parents: ["call:1", root.id] });
+    expect(grandchild).toMatchObject({ rootId: root.sessionId, parents: ["call:0", child?.id, "call:1", root.id] });
+    // The sub-agents' charts are seen walking to completed, as the parent's is.
+    const finals = events
+      .filter((e) => e.type === "@xstate.snapshot" && isLoop(e.actorRef))
+      .filter((e) => (e as { snapshot: { status?: string } }).snapshot.status === "done");
+    expect(finals.map((e) => (e as { snapshot: { value?: unknown } }).snapshot.value)).toEqual([
+      "completed",
+      "completed",
+      "completed",
+    ]);
+  });
+
+  it("reaches @statelyai/inspect as the sub-agent's actor with the call as its parent, in the parent's root", async () => {
+    const sent: StatelyInspectionEvent[] = [];
+    const inspector = createInspector({ send: (e) => sent.push(e), start() {}, stop() {} });
+    const raw: InspectionEvent[] = [];
+    const journal = createJournal({ store: memoryStore({ json: true }) });
+    await chain().run({
+      runId: "p",
+      journal,
+      input: "go",
+      inspect: (e) => {
+        raw.push(e);
+        inspector.inspect.next?.(e);
+      },
+    });
+    await new Promise((resolve) => setTimeout(resolve, 50)); // the inspector converts events when idle
+    const root = raw[0]?.actorRef as Ref;
+    const loops = sent.filter(
+      (e) => e.type === "@xstate.actor" && (JSON.parse(e.definition ?? "{}") as { id?: string }).id === "agentLoop",
+    );
+    const sessionOf = (id: string) =>
+      raw.find((e) => e.type === "@xstate.actor" && (e.actorRef as Ref).id === id && e.actorRef !== root)?.actorRef
+        .sessionId;
+    expect(loops.map((e) => e.rootId)).toEqual([root.sessionId, root.sessionId, root.sessionId]);
+    expect(loops[0]?.type === "@xstate.actor" && loops[0].parentId).toBeUndefined();
+    // The researcher's parent is the planner's call:1 (only the planner has a call 1).
+    expect(loops[1]?.type === "@xstate.actor" && loops[1].parentId).toBe(sessionOf("call:1"));
+  });
+});
