@@ -160,15 +160,17 @@ export class NestedFollowers {
     for (const e of entries)
       if (e.type === "frame.started" && e.data.effect.startsWith("tool:")) steps.push(e.data.frameId);
     if (steps.length === 0) return;
-    const found = await Promise.all(
-      steps.map((stepId) =>
-        this.journal.store.read(childRunId(this.runId, stepId), { from: 1 }).then(
-          (child) => child.length > 0,
-          () => false, // a child that cannot be read is left out
-        ),
-      ),
-    );
-    for (const [i, stepId] of steps.entries()) this.hasChild.set(stepId, found[i] as boolean);
+    // One listing of the runs under this one (a range of the run id index where the store has
+    // one), instead of a read per call: most calls run no child.
+    const prefix = `${this.runId}/`;
+    let children: Set<string>;
+    try {
+      const runs = await this.journal.store.listRuns({ prefix });
+      children = new Set(runs.map((r) => r.runId).filter((id) => id.startsWith(prefix)));
+    } catch {
+      children = new Set(); // children that cannot be listed are left out, as unreadable ones were
+    }
+    for (const stepId of steps) this.hasChild.set(stepId, children.has(childRunId(this.runId, stepId)));
   }
 
   /** The journal read so far is given: follow the calls still going that started before the cursor. */
