@@ -3,6 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import {
   type AgentLoop,
   agentLoop$,
+  endsItsEntry,
   followRun,
   type Journal,
   openSqliteJournal,
@@ -66,8 +67,7 @@ function openEventStream(res: ServerResponse, runId: string) {
  * event of. Deltas (no cursor) carry none either.
  */
 export function sseFrame(event: RunEvent): string {
-  const first = event.type === "approval-requested" || event.type === "reset"; // another event of its entry follows
-  const id = "cursor" in event && !first ? `id: ${event.cursor}\n` : "";
+  const id = endsItsEntry(event) ? `id: ${event.cursor}\n` : ""; // not when another event of its entry follows
   return `${id}event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`;
 }
 

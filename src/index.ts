@@ -213,6 +213,7 @@ export {
 } from "./policies/retry.ts";
 // Streaming and following a run (DESIGN §7.1–7.2): one vocabulary of events, folded from the journal.
 export {
+  endsItsEntry,
   evolveRunEvents,
   initialRunEventState,
   isRunEnd,

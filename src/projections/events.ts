@@ -202,6 +202,22 @@ export type LiveRunEvent =
   | Extract<RunEvent, { type: "text-delta" | "reasoning-delta" | "tool-input-delta" }>
   | (LiveEventFields & { readonly type: "reset"; readonly stepId: string; readonly attempt: number });
 
+/**
+ * Whether `event` is the last one its journal entry gives, so a client that has seen it has seen
+ * every event of that entry: what a server-sent event's `id:` may name, since a reconnect with
+ * `Last-Event-ID: <cursor>` resumes after the whole entry. An entry gives several events only as
+ * `reset` then `model-started` or `model-retrying`, and `approval-requested`s then
+ * `run-interrupted`; deltas have no cursor.
+ *
+ * @example
+ * ```ts
+ * const frame = (e: RunEvent) => `${endsItsEntry(e) ? `id: ${e.cursor}\n` : ""}data: ${JSON.stringify(e)}\n\n`;
+ * ```
+ */
+export function endsItsEntry(event: RunEvent): event is JournaledRunEvent {
+  return "cursor" in event && event.type !== "reset" && event.type !== "approval-requested";
+}
+
 // The fold from journal entries to these events (pure; src/projections/eventFold.ts).
 export {
   evolveRunEvents,

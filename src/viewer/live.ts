@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { followRun, type Journal, type RunEvent } from "../index.ts";
+import { endsItsEntry, followRun, type Journal, type RunEvent } from "../index.ts";
 
 /**
  * The live run page: a server-sent-events stream of what happens in a run, fed by a
@@ -64,7 +64,7 @@ export async function serveLive(
   try {
     for await (const event of source.follow(runId, { after: from, signal: stop.signal })) {
       if (stop.signal.aborted) break;
-      const id = "cursor" in event ? `id: ${event.cursor}\n` : "";
+      const id = endsItsEntry(event) ? `id: ${event.cursor}\n` : ""; // a reconnect resumes after the whole entry
       res.write(`${id}data: ${JSON.stringify(event)}\n\n`);
     }
     if (!stop.signal.aborted) res.write("event: end\ndata: {}\n\n");

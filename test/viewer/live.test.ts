@@ -71,3 +71,21 @@ describe("live, reconnecting", () => {
     }
   });
 });
+
+describe("live, ids", () => {
+  it("names only an entry's last event: an approval-requested has no id, the run-interrupted of its entry has it", async () => {
+    const viewer = await startViewer({ journal });
+    try {
+      const { text } = await raw(viewer, "/runs/wait-1/live?after=0", {});
+      const blocks = text.split("\n\n").filter((b) => b.includes("data: {"));
+      const asked = blocks.find((b) => b.includes('"type":"approval-requested"'));
+      const interrupted = blocks.find((b) => b.includes('"type":"run-interrupted"'));
+      expect(asked).toBeDefined();
+      expect(asked).not.toMatch(/^id: /m); // a reconnect after it would skip the run-interrupted
+      const cursor = Number(/"cursor":(\d+)/.exec(asked as string)?.[1]);
+      expect(interrupted).toMatch(new RegExp(`^id: ${cursor}$`, "m"));
+    } finally {
+      await viewer.stop();
+    }
+  });
+});
