@@ -110,7 +110,8 @@ export function loopActors(
     return { kind: "ready" };
   });
 
-  const callModel = fromPromise<CallModelOutput, { turn: number }>(async ({ input, signal }) => {
+  const callModel = fromPromise<CallModelOutput, { turn: number }>(async (actor) => {
+    const input = actor.input;
     const { turn } = input;
     await session.pace?.();
     if (turn > 0) session.pushToolResults(turn - 1, responseAt(session.state, turn - 1) as ModelResponse);
@@ -132,7 +133,7 @@ export function loopActors(
         policy: () => modelPolicy(config),
         timeoutMs: config.timeouts?.modelAttemptMs,
         describe: `model call ${frameId}`,
-        signal: () => session.stepSignal(signal),
+        signal: () => session.stepSignal(actor.signal), // read only by a step that runs: made then
       },
     );
     // The deltas of an attempt that did not answer are void: watchers drop them.

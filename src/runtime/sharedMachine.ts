@@ -1,6 +1,7 @@
-import { type AnyActorLogic, type AnyActorRef, fromPromise } from "xstate";
+import { type AnyActorLogic, type AnyActorRef, type AnyEventObject, fromPromise, type PromiseSnapshot } from "xstate";
 import { agentLoopMachine } from "../machines/agentLoop.machine.ts";
 import { toolCallMachine } from "../machines/toolCall.machine.ts";
+import { ownedController } from "./stepSignals.ts";
 
 /**
  * The agent loop's chart with the runtime's actors provided, built once per loop instead of once
@@ -33,17 +34,77 @@ const bound = new WeakMap<AnyActorSystem, ReadonlyMap<string, PromiseCreator>>()
 /** Shared machines by loop (its config), and the actor names they were built for. */
 const shared = new WeakMap<object, { readonly names: string; readonly machine: typeof agentLoopMachine }>();
 
-// Not an async function: the run's own promise is handed to xstate as it is, not wrapped in another.
-const standIn = (key: string) =>
-  fromPromise((args) => {
-    try {
-      const creator = bound.get(args.system)?.get(key);
-      if (creator === undefined) throw new Error(`internal: actor ${key} has no implementation bound for this run`);
-      return creator(args);
-    } catch (e) {
-      return Promise.reject(e);
-    }
-  });
+type Snap = PromiseSnapshot<unknown, unknown>;
+const RESOLVE = "xstate.promise.resolve";
+const REJECT = "xstate.promise.reject";
+const STOP = "xstate.stop";
+
+/** The stand-ins' abort controllers, made when the creator first reads its `signal`, by actor. */
+const controllers = new WeakMap<AnyActorRef, AbortController>();
+
+/**
+ * A stand-in: `fromPromise`'s logic (the same snapshots and events), except that the actor's abort
+ * controller is made only when its creator reads `signal` (a step served from the journal never
+ * does; an executed step's signal is its step's, see `StepSignals`). An AbortController per actor
+ * was the largest single cost of starting one, two actors a turn.
+ */
+const standIn = (key: string) => {
+  const initial = (input: unknown): Snap => ({ status: "active", output: undefined, error: undefined, input });
+  return {
+    config: key,
+    transition: (state: Snap, event: AnyEventObject, scope: { self: AnyActorRef }): Snap => {
+      if (state.status !== "active") return state;
+      switch (event.type) {
+        case RESOLVE:
+          return { ...state, status: "done", output: event.data, input: undefined };
+        case REJECT:
+          return { ...state, status: "error", error: event.data, input: undefined };
+        case STOP:
+          controllers.get(scope.self)?.abort();
+          return { ...state, status: "stopped", input: undefined };
+        default:
+          return state;
+      }
+    },
+    start: (state: Snap, { self, system, emit }: { self: AnyActorRef; system: AnyActorSystem; emit: unknown }) => {
+      if (state.status !== "active") return;
+      const args = {
+        input: state.input,
+        system,
+        self,
+        emit,
+        get signal(): AbortSignal {
+          let controller = controllers.get(self);
+          if (controller === undefined) {
+            controller = ownedController();
+            controllers.set(self, controller);
+          }
+          return controller.signal;
+        },
+      };
+      let running: PromiseLike<unknown>;
+      try {
+        const creator = bound.get(system)?.get(key);
+        if (creator === undefined) throw new Error(`internal: actor ${key} has no implementation bound for this run`);
+        running = creator(args);
+      } catch (e) {
+        running = Promise.reject(e);
+      }
+      // Not awaited in an async function: the run's own promise is handed on as it is, not wrapped in another.
+      Promise.resolve(running).then(
+        (data) => {
+          if (self.getSnapshot().status === "active") self.send({ type: RESOLVE, data });
+        },
+        (data) => {
+          if (self.getSnapshot().status === "active") self.send({ type: REJECT, data });
+        },
+      );
+    },
+    getInitialSnapshot: (_: unknown, input: unknown) => initial(input),
+    getPersistedSnapshot: (snapshot: Snap) => snapshot,
+    restoreSnapshot: (snapshot: Snap) => snapshot,
+  } as unknown as AnyActorLogic;
+};
 
 /**
  * The machine for one run whose actors are `loop` (the loop's) and `tool` (each tool call's), and

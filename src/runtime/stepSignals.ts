@@ -12,6 +12,20 @@
 /** One options object for every step's listener (not one allocated per step). */
 const ONCE = Object.freeze({ once: true });
 
+/** Controllers whose signal a step may take as its own, by signal (see {@link ownedController}). */
+const owned = new WeakMap<AbortSignal, AbortController>();
+
+/**
+ * An actor's abort controller that its step may abort itself: `link` then hands the actor's own
+ * signal to the step and aborts it when the run's does, instead of a second controller chained
+ * to it (the runtime's stand-in actors make theirs so: sharedMachine.ts).
+ */
+export function ownedController(): AbortController {
+  const controller = new AbortController();
+  owned.set(controller.signal, controller);
+  return controller;
+}
+
 export class StepSignals {
   /** The steps not released yet, by the signal their effect was given. */
   private readonly live = new Map<AbortSignal, AbortController>();
@@ -33,6 +47,13 @@ export class StepSignals {
   link(actorSignal: AbortSignal): AbortSignal {
     const run = this.run;
     if (run === undefined) return actorSignal;
+    const own = owned.get(actorSignal);
+    if (own !== undefined) {
+      // The actor's signal is the step's: stopping the actor aborts it, and so does the run, from here.
+      if (run.aborted) own.abort(run.reason);
+      else if (!actorSignal.aborted) this.live.set(actorSignal, own);
+      return actorSignal;
+    }
     const step = new AbortController();
     const signal = step.signal;
     if (run.aborted) step.abort(run.reason);

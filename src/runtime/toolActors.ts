@@ -157,7 +157,8 @@ export function toolCallActors(session: RunSession) {
   }
 
   /** `running`: the tool as a durable step, its result (or failure) journaled and fed. */
-  async function run(input: ToolCallInput, signal: AbortSignal): Promise<RunToolOutput> {
+  /** `actor`'s signal is read only when the tool runs (a served call makes none). */
+  async function run(input: ToolCallInput, actor: { readonly signal: AbortSignal }): Promise<RunToolOutput> {
     const { stepId, call } = input;
     await session.breathe();
     const tool = session.tools[call.name] as Tool;
@@ -165,7 +166,7 @@ export function toolCallActors(session: RunSession) {
     const inputDigest = digestOfRecorded(call.input).digest ?? "";
     let toolSignal: AbortSignal | undefined;
     const signalOf = () => {
-      toolSignal ??= session.stepSignal(signal);
+      toolSignal ??= session.stepSignal(actor.signal);
       return toolSignal;
     };
     const timeoutMs = tool.timeoutMs ?? config.timeouts?.toolMs;
@@ -251,18 +252,19 @@ export function toolCallActors(session: RunSession) {
   }
 
   const checkCall = fromPromise<CheckOutput, ToolCallInput>(({ input }) => check(input));
-  const runTool = fromPromise<RunToolOutput, ToolCallInput>(({ input, signal }) => run(input, signal));
+  const runTool = fromPromise<RunToolOutput, ToolCallInput>((actor) => run(actor.input, actor));
 
   /**
    * A call that cannot wait (no approval, one attempt: see {@link chartedCalls}) as one actor of the
    * loop's chart: the toolCall chart's only path for it, validating → running → settled, without a
    * child machine (which costs more than the instant call itself).
    */
-  const plainCall = fromPromise<CallOutcome, ToolCallInput>(async ({ input, signal }) => {
+  const plainCall = fromPromise<CallOutcome, ToolCallInput>(async (actor) => {
+    const input = actor.input;
     const checked = await check(input);
     if (checked.kind === "settled") return { index: input.index, status: checked.status };
     if (checked.kind === "run") {
-      const ran = await run(input, signal);
+      const ran = await run(input, actor);
       if (ran.status !== "retry") return { index: input.index, status: ran.status };
     }
     throw new Error(`internal: call ${input.stepId} may wait (${checked.kind}) but was dispatched without its chart`);
