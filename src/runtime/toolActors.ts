@@ -28,6 +28,8 @@ export function toolCallActors(session: RunSession) {
   const maxCalls = config.maxToolCallsPerResponse ?? DEFAULT_MAX_TOOL_CALLS_PER_RESPONSE;
   // Inputs that passed validateInput, possibly transformed by it: what the tool runs with.
   const validated = new Map<string, unknown>();
+  // The digests of the inputs checkCall cleared to run: what their frames record (not hashed again).
+  const inputDigests = new Map<string, string>();
 
   // The calls past maxToolCallsPerResponse of each turn, refused in one append (not one a call).
   const excessRefused = new Map<number, Promise<void>>();
@@ -116,6 +118,7 @@ export function toolCallActors(session: RunSession) {
       value = check.value;
     }
     validated.set(stepId, value);
+    inputDigests.set(stepId, digest ?? "");
     return tool.requiresApproval ? { kind: "needs-approval" } : { kind: "run" };
   }
 
@@ -156,31 +159,30 @@ export function toolCallActors(session: RunSession) {
     return { status: "error" } as const;
   }
 
-  /** `running`: the tool as a durable step, its result (or failure) journaled and fed. */
-  /** `actor`'s signal is read only when the tool runs (a served call makes none). */
+  /**
+   * `running`: the tool as a durable step, its result (or failure) journaled and fed. `actor`'s
+   * signal is read only when the tool runs (a served call makes none).
+   */
   async function run(input: ToolCallInput, actor: { readonly signal: AbortSignal }): Promise<RunToolOutput> {
     const { stepId, call } = input;
     await session.breathe();
     const tool = session.tools[call.name] as Tool;
     const effect = `tool:${call.name}`;
-    const inputDigest = digestOfRecorded(call.input).digest ?? "";
+    const inputDigest = inputDigests.get(stepId) ?? digestOfRecorded(call.input).digest ?? "";
     let toolSignal: AbortSignal | undefined;
-    const signalOf = () => {
-      toolSignal ??= session.stepSignal(actor.signal);
-      return toolSignal;
-    };
     const timeoutMs = tool.timeoutMs ?? config.timeouts?.toolMs;
     const result = await durableStep<unknown, RunToolOutput>(
       session,
       { frameId: stepId, effect, inputDigest, onUnknownOutcome: tool.onUnknownOutcome === "fail" ? "fail" : "rerun" },
       {
+        // Methods, not arrows: a step's hooks are made every call, and a method needs no name set on it.
         // checkCall served a recorded outcome already; a frame recorded since (a late flush) is served the same way.
-        serve: async () => {
+        async serve() {
           const fed = await session.fedFromJournal(stepId);
           if (fed) session.setFed(stepId, fed);
           return { status: fed?.isError ? "error" : "ok" };
         },
-        execute: async (s) => {
+        async execute(s) {
           running++;
           try {
             return await tool.execute(validated.has(stepId) ? validated.get(stepId) : call.input, {
@@ -193,7 +195,7 @@ export function toolCallActors(session: RunSession) {
             running--;
           }
         },
-        record: async (output) => {
+        async record(output) {
           const prepared = await session.recordOutput(output);
           if (!prepared.ok)
             return fail(stepId, { error: "output-not-json", message: prepared.message }, true, inputDigest, effect);
@@ -207,10 +209,15 @@ export function toolCallActors(session: RunSession) {
           return { status: "ok" };
         },
         classify: toolAttemptError,
-        policy: () => toolPolicy(config, tool),
+        policy() {
+          return toolPolicy(config, tool);
+        },
         timeoutMs,
         describe: `${call.name} (step ${stepId})`,
-        signal: signalOf,
+        signal() {
+          toolSignal ??= session.stepSignal(actor.signal);
+          return toolSignal;
+        },
       },
     );
     const late = { error: "deadline", message: `the run's deadline (timeouts.runMs) passed; ${call.name} was stopped` };
