@@ -1,7 +1,7 @@
-import { assign, enqueueActions, fromPromise, setup } from "xstate";
+import { assign, enqueueActions, fromCallback, fromPromise, setup } from "xstate";
 import type { ErrorCause, InterruptReason, ModelResponse, ToolCall } from "../events/types.ts";
 import { toolStepId } from "../projections/ids.ts";
-import { type CallOutcome, type ToolCallInput, type ToolCallParentEvent, toolCallMachine } from "./toolCall.machine.ts";
+import { type ToolCallInput, type ToolCallParentEvent, toolCallMachine } from "./toolCall.machine.ts";
 
 /** What `agentLoopMachine` is started with (`createActor(machine, { input })`). */
 export interface AgentLoopInput {
@@ -34,7 +34,7 @@ export type CallModelOutput =
       readonly settled?: boolean;
       /**
        * The calls (indices, ascending) that can wait (for an approval, or between attempts): each
-       * runs as a `toolCall` child chart. Every other call runs as one `plainCall` actor. None when absent.
+       * runs as a `toolCall` child chart. Every other call is run by the `plainCalls` actor. None when absent.
        */
       readonly charted?: readonly number[];
     }
@@ -89,6 +89,14 @@ export interface AgentLoopContext {
 
 export type AgentLoopEvent = ToolCallParentEvent | { readonly type: "ABORT"; readonly reason?: unknown };
 
+/**
+ * What the loop tells its `plainCalls` actor: run these calls (each reports back as a toolCall
+ * chart does, with `CALL.SETTLED`, `CALL.PENDING` or `CALL.FAILED`), or stop those still running.
+ */
+export type PlainCallsEvent =
+  | { readonly type: "CALLS.RUN"; readonly calls: readonly ToolCallInput[] }
+  | { readonly type: "CALLS.STOP" };
+
 const hasCalls = (r: ModelResponse | undefined) => (r?.toolCalls.length ?? 0) > 0;
 
 /** Whether `index` is in `sorted` (ascending): a response of thousands of charted calls must not cost n². */
@@ -127,7 +135,14 @@ export const agentLoopMachine = setup({
       response: { toolCalls: [] },
     })),
     toolCall: toolCallMachine,
-    plainCall: fromPromise<CallOutcome, ToolCallInput>(async ({ input }) => ({ index: input.index, status: "ok" })),
+    // Runs the calls that cannot wait, for the whole run: one actor, not one a call (see dispatchCalls).
+    plainCalls: fromCallback<PlainCallsEvent, { runId: string }>(({ receive, sendBack }) => {
+      receive((event) => {
+        if (event.type !== "CALLS.RUN") return;
+        for (const { index } of event.calls)
+          queueMicrotask(() => sendBack({ type: "CALL.SETTLED", index, status: "ok" }));
+      });
+    }),
     complete: fromPromise<void, { turn: number; content: string }>(async () => {}),
     interrupt: fromPromise<void, Interruption & { turn: number; pending: string[] }>(async () => {}),
   },
@@ -147,27 +162,33 @@ export const agentLoopMachine = setup({
       return output?.ok === true && output.settled === true && hasCalls(output.response);
     },
     withinLimit: ({ context }) => context.turn < context.maxIterations,
-    plainCallDone: ({ event }) =>
-      event.type.startsWith("xstate.done.actor.call:") && (event as { output?: unknown }).output !== undefined,
-    plainCallFailed: ({ event }) => event.type.startsWith("xstate.error.actor.call:"),
     allSettled: ({ context }) => context.open === 0,
     // The current batch ended and the response has calls not dispatched yet.
     batchEnded: ({ context }) => context.open === 0 && context.dispatched < callCount(context),
   },
   actions: {
-    // One child per call of the current batch: a toolCall chart for a call that can wait, else a plainCall.
+    // A toolCall child chart for each call of the current batch that can wait; the others to the
+    // plainCalls actor, in one event (an actor a call cost more than the instant call itself).
     dispatchCalls: enqueueActions(({ context, enqueue }) => {
       const calls = context.response?.toolCalls ?? [];
+      let plain: ToolCallInput[] | undefined;
       for (let index = context.batchStart; index < context.dispatched; index++) {
         const stepId = toolStepId(context.loopId, context.turn, index);
         const input = { runId: context.runId, turn: context.turn, index, stepId, call: calls[index] as ToolCall };
         if (listed(context.charted, index)) enqueue.spawnChild("toolCall", { id: `call:${index}`, input });
-        else enqueue.spawnChild("plainCall", { id: `call:${index}`, input });
+        else (plain ??= []).push(input);
       }
+      if (plain !== undefined) enqueue.sendTo("plainCalls", { type: "CALLS.RUN", calls: plain });
     }),
-    // Leaving a batch stops its calls (leaving it early, an abort: their signals abort and they append nothing more).
+    // Leaving a batch stops its toolCall charts; leaving it early (an abort, a failed call), its
+    // plain calls still open too: their signals abort and they append nothing more.
     stopCalls: enqueueActions(({ context, enqueue }) => {
-      for (let index = context.batchStart; index < context.dispatched; index++) enqueue.stopChild(`call:${index}`);
+      let plain = false;
+      for (let index = context.batchStart; index < context.dispatched; index++) {
+        if (listed(context.charted, index)) enqueue.stopChild(`call:${index}`);
+        else plain = true;
+      }
+      if (plain && context.open > 0) enqueue.sendTo("plainCalls", { type: "CALLS.STOP" });
     }),
     // The calls after those dispatched so far (none on a turn's first entry), up to a batch.
     nextBatch: assign(({ context }) => {
@@ -218,6 +239,13 @@ export const agentLoopMachine = setup({
     },
     running: {
       initial: "deciding",
+      // The calls that cannot wait run in this one actor, for as long as the run goes on.
+      invoke: {
+        id: "plainCalls",
+        src: "plainCalls",
+        input: ({ context }) => ({ runId: context.runId }),
+        onError: { target: "failed", actions: assign({ error: ({ event }) => event.error }) },
+      },
       on: {
         ABORT: {
           target: "interrupting",
@@ -292,26 +320,8 @@ export const agentLoopMachine = setup({
           entry: ["nextBatch", "dispatchCalls"],
           exit: "stopCalls",
           on: {
+            // A call reports (a toolCall chart, or the plainCalls actor for one of its calls).
             "CALL.SETTLED": { actions: assign({ open: ({ context }) => context.open - 1 }) },
-            // A plainCall ended (a toolCall chart reports with CALL.* instead: its done event has no output).
-            "xstate.done.actor.*": {
-              guard: "plainCallDone",
-              actions: assign({
-                open: ({ context }) => context.open - 1,
-                // A sub-agent that waits for an approval: the call is pending, as a charted call's CALL.PENDING.
-                pending: ({ context, event }) => {
-                  const { index, status } = (event as unknown as { output: CallOutcome }).output;
-                  return status === "pending"
-                    ? [...context.pending, toolStepId(context.loopId, context.turn, index)]
-                    : context.pending;
-                },
-              }),
-            },
-            "xstate.error.actor.*": {
-              guard: "plainCallFailed",
-              target: "#agentLoop.failed",
-              actions: assign({ error: ({ event }) => (event as { error?: unknown }).error }),
-            },
             "CALL.PENDING": {
               actions: assign({
                 open: ({ context }) => context.open - 1,

@@ -26,6 +26,29 @@ export function ownedController(): AbortController {
   return controller;
 }
 
+/**
+ * What stops one call of the `plainCalls` actor (it is no actor of its own): the signal its step
+ * reads, made only then (a call served from the journal makes none), aborted by `stop`.
+ */
+export class CallStop {
+  private controller: AbortController | undefined;
+  private stopped = false;
+
+  get signal(): AbortSignal {
+    if (this.controller === undefined) {
+      this.controller = ownedController();
+      if (this.stopped) this.controller.abort();
+    }
+    return this.controller.signal;
+  }
+
+  /** As xstate stops an actor: its signal aborts (with an AbortError). */
+  stop(): void {
+    this.stopped = true;
+    this.controller?.abort();
+  }
+}
+
 export class StepSignals {
   /** The steps not released yet, by the signal their effect was given. */
   private readonly live = new Map<AbortSignal, AbortController>();

@@ -1,7 +1,8 @@
-import { fromPromise } from "xstate";
+import { fromCallback, fromPromise } from "xstate";
 import { digestOfRecorded } from "../core/digest.ts";
 import type { CallSettledData, ModelResponse, NewEntry, SettledReason, ToolCall } from "../events/types.ts";
-import type { CallOutcome, CheckOutput, RunToolOutput, ToolCallInput } from "../machines/toolCall.machine.ts";
+import type { PlainCallsEvent } from "../machines/agentLoop.machine.ts";
+import type { CheckOutput, RunToolOutput, ToolCallInput, ToolCallParentEvent } from "../machines/toolCall.machine.ts";
 import { DECISION_SOURCES, outcomeId, toolStepId } from "../projections/ids.ts";
 import { responseAt } from "../projections/runState.ts";
 import { AppendAfterCloseError } from "./appender.ts";
@@ -11,6 +12,7 @@ import type { Tool } from "./config.ts";
 import { durableStep } from "./durableStep.ts";
 import { toolAttemptError, toolPolicy } from "./failurePolicy.ts";
 import type { RunSession } from "./session.ts";
+import { CallStop } from "./stepSignals.ts";
 import { subRunWaits } from "./subRuns.ts";
 import { invalidInputMessage, noCanonicalForm } from "./toolInput.ts";
 
@@ -262,19 +264,48 @@ export function toolCallActors(session: RunSession) {
   const runTool = fromPromise<RunToolOutput, ToolCallInput>((actor) => run(actor.input, actor));
 
   /**
-   * A call that cannot wait (no approval, one attempt: see {@link chartedCalls}) as one actor of the
-   * loop's chart: the toolCall chart's only path for it, validating → running → settled, without a
-   * child machine (which costs more than the instant call itself).
+   * A call that cannot wait (no approval, one attempt: see {@link chartedCalls}): the toolCall
+   * chart's only path for it, validating → running → settled, told as the chart tells it.
    */
-  const plainCall = fromPromise<CallOutcome, ToolCallInput>(async (actor) => {
-    const input = actor.input;
+  async function plainCall(input: ToolCallInput, stop: CallStop): Promise<ToolCallParentEvent> {
+    const { index, stepId } = input;
     const checked = await check(input);
-    if (checked.kind === "settled") return { index: input.index, status: checked.status };
+    if (checked.kind === "settled") return { type: "CALL.SETTLED", index, status: checked.status };
     if (checked.kind === "run") {
-      const ran = await run(input, actor);
-      if (ran.status !== "retry") return { index: input.index, status: ran.status };
+      const ran = await run(input, stop);
+      if (ran.status === "pending") return { type: "CALL.PENDING", index, stepId }; // a sub-agent waits for an approval
+      if (ran.status !== "retry") return { type: "CALL.SETTLED", index, status: ran.status };
     }
-    throw new Error(`internal: call ${input.stepId} may wait (${checked.kind}) but was dispatched without its chart`);
+    throw new Error(`internal: call ${stepId} may wait (${checked.kind}) but was dispatched without its chart`);
+  }
+
+  /**
+   * The loop chart's one actor for every call that cannot wait, for the whole run: each call it
+   * is told to run reports back as a toolCall chart does. An actor a call (or a child machine)
+   * cost more than the instant call itself. Stopped, its calls' signals abort and they report nothing.
+   */
+  const plainCalls = fromCallback<PlainCallsEvent, { runId: string }>(({ receive, sendBack }) => {
+    const live = new Set<CallStop>();
+    const stopAll = () => {
+      for (const call of live) call.stop();
+      live.clear();
+    };
+    receive((event) => {
+      if (event.type === "CALLS.STOP") return stopAll();
+      for (const input of event.calls) {
+        const call = new CallStop();
+        live.add(call);
+        plainCall(input, call).then(
+          (told) => {
+            if (live.delete(call)) sendBack(told);
+          },
+          (error: unknown) => {
+            if (live.delete(call)) sendBack({ type: "CALL.FAILED", index: input.index, error });
+          },
+        );
+      }
+    });
+    return stopAll;
   });
 
   /**
@@ -304,5 +335,5 @@ export function toolCallActors(session: RunSession) {
     return may;
   };
 
-  return { chart: { checkCall, askApproval, runTool }, plainCall, chartedCalls };
+  return { chart: { checkCall, askApproval, runTool }, plainCalls, chartedCalls };
 }
