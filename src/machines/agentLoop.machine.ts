@@ -115,6 +115,12 @@ const listed = (sorted: readonly number[] | undefined, index: number): boolean =
 };
 const callCount = (context: AgentLoopContext) => context.response?.toolCalls.length ?? 0;
 
+/** The batch after the calls dispatched so far: up to `callBatch` more of the response's `count`. */
+const nextBatchOf = (context: AgentLoopContext, count: number) => {
+  const dispatched = Math.min(count, context.dispatched + context.callBatch);
+  return { batchStart: context.dispatched, dispatched, open: dispatched - context.dispatched };
+};
+
 /**
  * The agent loop: model → tool calls (one child actor each, run concurrently) → results back →
  * repeat. It decides; the runtime's actors (`prepare`, `callModel`, `toolCall`'s actors,
@@ -190,20 +196,18 @@ export const agentLoopMachine = setup({
       }
       if (plain && context.open > 0) enqueue.sendTo("plainCalls", { type: "CALLS.STOP" });
     }),
-    // The calls after those dispatched so far (none on a turn's first entry), up to a batch.
-    nextBatch: assign(({ context }) => {
-      const dispatched = Math.min(callCount(context), context.dispatched + context.callBatch);
-      return { batchStart: context.dispatched, dispatched, open: dispatched - context.dispatched };
-    }),
-    nextTurn: assign({
-      turn: ({ context }) => context.turn + 1,
+    // The calls after those dispatched so far, up to a batch (the first batch comes with the response).
+    nextBatch: assign(({ context }) => nextBatchOf(context, callCount(context))),
+    // One assign, not one a key: each assign makes a new snapshot, and this one comes every turn.
+    nextTurn: assign(({ context }) => ({
+      turn: context.turn + 1,
       response: undefined,
       charted: undefined,
       open: 0,
       batchStart: 0,
       dispatched: 0,
-      pending: [],
-    }),
+      pending: context.pending.length === 0 ? context.pending : [],
+    })),
   },
 }).createMachine({
   id: "agentLoop",
@@ -300,9 +304,12 @@ export const agentLoopMachine = setup({
               {
                 guard: ({ event }) => event.output.ok && hasCalls(event.output.response),
                 target: "dispatching",
-                actions: assign(({ event }) =>
-                  event.output.ok ? { response: event.output.response, charted: event.output.charted } : {},
-                ),
+                // The response and its first batch in one assign (a snapshot fewer a turn than two).
+                actions: assign(({ context, event }) => {
+                  if (!event.output.ok) return {};
+                  const { response, charted } = event.output;
+                  return { response, charted, ...nextBatchOf(context, response.toolCalls.length) };
+                }),
               },
               {
                 target: "#agentLoop.finishing",
@@ -317,7 +324,7 @@ export const agentLoopMachine = setup({
           after: { backoff: { target: "callingModel", actions: assign({ backoff: undefined }) } },
         },
         dispatching: {
-          entry: ["nextBatch", "dispatchCalls"],
+          entry: "dispatchCalls",
           exit: "stopCalls",
           on: {
             // A call reports (a toolCall chart, or the plainCalls actor for one of its calls).
@@ -335,6 +342,7 @@ export const agentLoopMachine = setup({
               guard: "batchEnded",
               target: "dispatching",
               reenter: true,
+              actions: "nextBatch", // after its exit stopped the batch, before its entry dispatches the next
             },
             {
               guard: ({ context }) => context.open === 0 && context.pending.length > 0,
