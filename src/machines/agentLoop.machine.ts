@@ -168,7 +168,9 @@ export const agentLoopMachine = setup({
       return output?.ok === true && output.settled === true && hasCalls(output.response);
     },
     withinLimit: ({ context }) => context.turn < context.maxIterations,
-    allSettled: ({ context }) => context.open === 0,
+    // The call that settles is the response's last one open, and none waits for an approval: the turn ended.
+    lastSettled: ({ context }) =>
+      context.open === 1 && context.pending.length === 0 && context.dispatched >= callCount(context),
     // The current batch ended and the response has calls not dispatched yet.
     batchEnded: ({ context }) => context.open === 0 && context.dispatched < callCount(context),
   },
@@ -188,13 +190,15 @@ export const agentLoopMachine = setup({
     }),
     // Leaving a batch stops its toolCall charts; leaving it early (an abort, a failed call), its
     // plain calls still open too: their signals abort and they append nothing more.
-    stopCalls: enqueueActions(({ context, enqueue }) => {
+    stopCalls: enqueueActions(({ context, event, enqueue }) => {
+      // The turn's last call settling leaves through here without being counted down: it is not open.
+      const open = context.open - (event.type === "CALL.SETTLED" ? 1 : 0);
       let plain = false;
       for (let index = context.batchStart; index < context.dispatched; index++) {
         if (listed(context.charted, index)) enqueue.stopChild(`call:${index}`);
         else plain = true;
       }
-      if (plain && context.open > 0) enqueue.sendTo("plainCalls", { type: "CALLS.STOP" });
+      if (plain && open > 0) enqueue.sendTo("plainCalls", { type: "CALLS.STOP" });
     }),
     // The calls after those dispatched so far, up to a batch (the first batch comes with the response).
     nextBatch: assign(({ context }) => nextBatchOf(context, callCount(context))),
@@ -328,7 +332,11 @@ export const agentLoopMachine = setup({
           exit: "stopCalls",
           on: {
             // A call reports (a toolCall chart, or the plainCalls actor for one of its calls).
-            "CALL.SETTLED": { actions: assign({ open: ({ context }) => context.open - 1 }) },
+            // The turn's last call settling goes straight on (an eventless step after it made a snapshot more a turn).
+            "CALL.SETTLED": [
+              { guard: "lastSettled", target: "deciding", actions: "nextTurn" },
+              { actions: assign(({ context }) => ({ open: context.open - 1 })) },
+            ],
             "CALL.PENDING": {
               actions: assign({
                 open: ({ context }) => context.open - 1,
@@ -354,7 +362,6 @@ export const agentLoopMachine = setup({
                 }),
               }),
             },
-            { guard: "allSettled", target: "deciding", actions: "nextTurn" },
           ],
         },
       },

@@ -566,7 +566,7 @@ describe("agentLoopMachine paths (xstate/graph)", () => {
     expect([...visited].sort()).toEqual([...definedStates(machine)].sort());
     const label = (t: AnyTransitionDefinition) => defined.get(t) ?? `not defined: ${t.eventType}`;
     expect([...taken].map(label).sort()).toEqual([...defined.values()].sort());
-    // starting 3, running (ABORT, plainCalls error) 2, deciding 2, callingModel 6, backingOff 1, dispatching 3 + 3,
+    // starting 3, running (ABORT, plainCalls error) 2, deciding 2, callingModel 6, backingOff 1, dispatching 4 + 2,
     // finishing 2, interrupting 2
     expect(defined.size).toBe(24);
   });
