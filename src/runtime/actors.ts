@@ -113,7 +113,7 @@ export function loopActors(
   const callModel = fromPromise<CallModelOutput, { turn: number }>(async (actor) => {
     const input = actor.input;
     const { turn } = input;
-    await session.pace?.();
+    if (session.pace !== undefined) await session.pace(); // a replay's; not a tick every turn of every run
     if (turn > 0) session.pushToolResults(turn - 1, responseAt(session.state, turn - 1) as ModelResponse);
     const frameId = modelFrameId(config.id, turn);
     const digest = session.nextPromptDigest();
