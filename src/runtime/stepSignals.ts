@@ -1,14 +1,5 @@
-/**
- * The signal each durable step's effect runs under: aborted when the run's signal aborts or the
- * step's actor is stopped, with the reason of whichever came first (the run's when both already
- * have), as `AbortSignal.any([runSignal, actorSignal])` would.
- *
- * `AbortSignal.any` per step cost the loop more than any other piece of its signal handling (each
- * call registers a weakly held dependant on the run's signal, swept only by the collector). Here
- * the run's signal gets one listener for the whole run, which aborts the steps live at that moment;
- * a step is released once its effect is done with its signal (`release`), and `dispose` removes
- * the run's listener when the run ends.
- */
+/** The abort signals of a run's durable steps: `StepSignals`, and the controllers a step may take as its own. */
+
 /** One options object for every step's listener (not one allocated per step). */
 const ONCE = Object.freeze({ once: true });
 
@@ -49,6 +40,17 @@ export class CallStop {
   }
 }
 
+/**
+ * The signal each durable step's effect runs under: aborted when the run's signal aborts or the
+ * step's actor is stopped, with the reason of whichever came first (the run's when both already
+ * have), as `AbortSignal.any([runSignal, actorSignal])` would.
+ *
+ * `AbortSignal.any` per step cost the loop more than any other piece of its signal handling (each
+ * call registers a weakly held dependant on the run's signal, swept only by the collector). Here
+ * the run's signal gets one listener for the whole run, which aborts the steps live at that moment;
+ * a step is released once its effect is done with its signal (`release`), and `dispose` removes
+ * the run's listener when the run ends.
+ */
 export class StepSignals {
   /** The steps not released yet, by the signal their effect was given. */
   private readonly live = new Map<AbortSignal, AbortController>();

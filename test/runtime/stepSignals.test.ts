@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ownedController, StepSignals } from "../../src/runtime/stepSignals.ts";
+import { CallStop, ownedController, StepSignals } from "../../src/runtime/stepSignals.ts";
 
 describe("StepSignals: a step's signal aborts as AbortSignal.any([run, actor]) would", () => {
   it("the run's abort reaches every live step with the run's reason, not a released one", () => {
@@ -69,5 +69,18 @@ describe("StepSignals: a step's signal aborts as AbortSignal.any([run, actor]) w
     actor.abort("actor stopped");
     run.abort("run");
     expect(step.reason).toBe("actor stopped");
+  });
+
+  it("a plain call's stop: its signal is made when read, aborts when stopped (before or after), and is the step's own", () => {
+    const early = new CallStop();
+    early.stop();
+    expect(early.signal.aborted).toBe(true); // stopped before its step read it
+    const call = new CallStop();
+    const run = new AbortController();
+    const steps = new StepSignals(run.signal);
+    expect(steps.link(call.signal)).toBe(call.signal); // owned: no second signal for the step
+    expect(call.signal.aborted).toBe(false);
+    call.stop();
+    expect((call.signal.reason as DOMException).name).toBe("AbortError"); // as xstate stops an actor
   });
 });
