@@ -140,8 +140,8 @@ import { toolCallMachine as toolCallChart } from "./machines/toolCall.machine.ts
 
 /**
  * The agent loop's statechart (xstate v5): model → tool calls (a `toolCallMachine` child for a
- * call that can wait on an approval or a retry, one `plainCall` actor for any other) → results
- * back → repeat. It only decides; `agentLoop$` provides the actors that do the
+ * call that can wait on an approval or a retry; the run's one `plainCalls` actor for any other) →
+ * results back → repeat. It only decides; `agentLoop$` provides the actors that do the
  * journaled work. `loom machine agentLoop --mermaid` draws it.
  *
  * @example

@@ -1,7 +1,7 @@
-import { assign, enqueueActions, fromPromise, setup } from "xstate";
+import { assign, enqueueActions, fromCallback, fromPromise, setup } from "xstate";
 import type { ErrorCause, InterruptReason, ModelResponse, ToolCall } from "../events/types.ts";
 import { toolStepId } from "../projections/ids.ts";
-import { type CallOutcome, type ToolCallInput, type ToolCallParentEvent, toolCallMachine } from "./toolCall.machine.ts";
+import { type ToolCallInput, type ToolCallParentEvent, toolCallMachine } from "./toolCall.machine.ts";
 
 /** What `agentLoopMachine` is started with (`createActor(machine, { input })`). */
 export interface AgentLoopInput {
@@ -34,7 +34,7 @@ export type CallModelOutput =
       readonly settled?: boolean;
       /**
        * The calls (indices, ascending) that can wait (for an approval, or between attempts): each
-       * runs as a `toolCall` child chart. Every other call runs as one `plainCall` actor. None when absent.
+       * runs as a `toolCall` child chart. Every other call is run by the `plainCalls` actor. None when absent.
        */
       readonly charted?: readonly number[];
     }
@@ -89,6 +89,14 @@ export interface AgentLoopContext {
 
 export type AgentLoopEvent = ToolCallParentEvent | { readonly type: "ABORT"; readonly reason?: unknown };
 
+/**
+ * What the loop tells its `plainCalls` actor: run these calls (each reports back as a toolCall
+ * chart does, with `CALL.SETTLED`, `CALL.PENDING` or `CALL.FAILED`), or stop those still running.
+ */
+export type PlainCallsEvent =
+  | { readonly type: "CALLS.RUN"; readonly calls: readonly ToolCallInput[] }
+  | { readonly type: "CALLS.STOP" };
+
 const hasCalls = (r: ModelResponse | undefined) => (r?.toolCalls.length ?? 0) > 0;
 
 /** Whether `index` is in `sorted` (ascending): a response of thousands of charted calls must not cost n². */
@@ -106,6 +114,12 @@ const listed = (sorted: readonly number[] | undefined, index: number): boolean =
   return false;
 };
 const callCount = (context: AgentLoopContext) => context.response?.toolCalls.length ?? 0;
+
+/** The batch after the calls dispatched so far: up to `callBatch` more of the response's `count`. */
+const nextBatchOf = (context: AgentLoopContext, count: number) => {
+  const dispatched = Math.min(count, context.dispatched + context.callBatch);
+  return { batchStart: context.dispatched, dispatched, open: dispatched - context.dispatched };
+};
 
 /**
  * The agent loop: model → tool calls (one child actor each, run concurrently) → results back →
@@ -127,7 +141,14 @@ export const agentLoopMachine = setup({
       response: { toolCalls: [] },
     })),
     toolCall: toolCallMachine,
-    plainCall: fromPromise<CallOutcome, ToolCallInput>(async ({ input }) => ({ index: input.index, status: "ok" })),
+    // Runs the calls that cannot wait, for the whole run: one actor, not one a call (see dispatchCalls).
+    plainCalls: fromCallback<PlainCallsEvent, { runId: string }>(({ receive, sendBack }) => {
+      receive((event) => {
+        if (event.type !== "CALLS.RUN") return;
+        for (const { index } of event.calls)
+          queueMicrotask(() => sendBack({ type: "CALL.SETTLED", index, status: "ok" }));
+      });
+    }),
     complete: fromPromise<void, { turn: number; content: string }>(async () => {}),
     interrupt: fromPromise<void, Interruption & { turn: number; pending: string[] }>(async () => {}),
   },
@@ -147,42 +168,50 @@ export const agentLoopMachine = setup({
       return output?.ok === true && output.settled === true && hasCalls(output.response);
     },
     withinLimit: ({ context }) => context.turn < context.maxIterations,
-    plainCallDone: ({ event }) =>
-      event.type.startsWith("xstate.done.actor.call:") && (event as { output?: unknown }).output !== undefined,
-    plainCallFailed: ({ event }) => event.type.startsWith("xstate.error.actor.call:"),
-    allSettled: ({ context }) => context.open === 0,
+    // The call that settles is the response's last one open, and none waits for an approval: the turn ended.
+    lastSettled: ({ context }) =>
+      context.open === 1 && context.pending.length === 0 && context.dispatched >= callCount(context),
     // The current batch ended and the response has calls not dispatched yet.
     batchEnded: ({ context }) => context.open === 0 && context.dispatched < callCount(context),
   },
   actions: {
-    // One child per call of the current batch: a toolCall chart for a call that can wait, else a plainCall.
+    // A toolCall child chart for each call of the current batch that can wait; the others to the
+    // plainCalls actor, in one event (an actor a call cost more than the instant call itself).
     dispatchCalls: enqueueActions(({ context, enqueue }) => {
       const calls = context.response?.toolCalls ?? [];
+      let plain: ToolCallInput[] | undefined;
       for (let index = context.batchStart; index < context.dispatched; index++) {
         const stepId = toolStepId(context.loopId, context.turn, index);
         const input = { runId: context.runId, turn: context.turn, index, stepId, call: calls[index] as ToolCall };
         if (listed(context.charted, index)) enqueue.spawnChild("toolCall", { id: `call:${index}`, input });
-        else enqueue.spawnChild("plainCall", { id: `call:${index}`, input });
+        else (plain ??= []).push(input);
       }
+      if (plain !== undefined) enqueue.sendTo("plainCalls", { type: "CALLS.RUN", calls: plain });
     }),
-    // Leaving a batch stops its calls (leaving it early, an abort: their signals abort and they append nothing more).
-    stopCalls: enqueueActions(({ context, enqueue }) => {
-      for (let index = context.batchStart; index < context.dispatched; index++) enqueue.stopChild(`call:${index}`);
+    // Leaving a batch stops its toolCall charts; leaving it early (an abort, a failed call), its
+    // plain calls still open too: their signals abort and they append nothing more.
+    stopCalls: enqueueActions(({ context, event, enqueue }) => {
+      // The turn's last call settling leaves through here without being counted down: it is not open.
+      const open = context.open - (event.type === "CALL.SETTLED" ? 1 : 0);
+      let plain = false;
+      for (let index = context.batchStart; index < context.dispatched; index++) {
+        if (listed(context.charted, index)) enqueue.stopChild(`call:${index}`);
+        else plain = true;
+      }
+      if (plain && open > 0) enqueue.sendTo("plainCalls", { type: "CALLS.STOP" });
     }),
-    // The calls after those dispatched so far (none on a turn's first entry), up to a batch.
-    nextBatch: assign(({ context }) => {
-      const dispatched = Math.min(callCount(context), context.dispatched + context.callBatch);
-      return { batchStart: context.dispatched, dispatched, open: dispatched - context.dispatched };
-    }),
-    nextTurn: assign({
-      turn: ({ context }) => context.turn + 1,
+    // The calls after those dispatched so far, up to a batch (the first batch comes with the response).
+    nextBatch: assign(({ context }) => nextBatchOf(context, callCount(context))),
+    // One assign, not one a key: each assign makes a new snapshot, and this one comes every turn.
+    nextTurn: assign(({ context }) => ({
+      turn: context.turn + 1,
       response: undefined,
       charted: undefined,
       open: 0,
       batchStart: 0,
       dispatched: 0,
-      pending: [],
-    }),
+      pending: context.pending.length === 0 ? context.pending : [],
+    })),
   },
 }).createMachine({
   id: "agentLoop",
@@ -218,6 +247,13 @@ export const agentLoopMachine = setup({
     },
     running: {
       initial: "deciding",
+      // The calls that cannot wait run in this one actor, for as long as the run goes on.
+      invoke: {
+        id: "plainCalls",
+        src: "plainCalls",
+        input: ({ context }) => ({ runId: context.runId }),
+        onError: { target: "failed", actions: assign({ error: ({ event }) => event.error }) },
+      },
       on: {
         ABORT: {
           target: "interrupting",
@@ -272,9 +308,12 @@ export const agentLoopMachine = setup({
               {
                 guard: ({ event }) => event.output.ok && hasCalls(event.output.response),
                 target: "dispatching",
-                actions: assign(({ event }) =>
-                  event.output.ok ? { response: event.output.response, charted: event.output.charted } : {},
-                ),
+                // The response and its first batch in one assign (a snapshot fewer a turn than two).
+                actions: assign(({ context, event }) => {
+                  if (!event.output.ok) return {};
+                  const { response, charted } = event.output;
+                  return { response, charted, ...nextBatchOf(context, response.toolCalls.length) };
+                }),
               },
               {
                 target: "#agentLoop.finishing",
@@ -289,29 +328,15 @@ export const agentLoopMachine = setup({
           after: { backoff: { target: "callingModel", actions: assign({ backoff: undefined }) } },
         },
         dispatching: {
-          entry: ["nextBatch", "dispatchCalls"],
+          entry: "dispatchCalls",
           exit: "stopCalls",
           on: {
-            "CALL.SETTLED": { actions: assign({ open: ({ context }) => context.open - 1 }) },
-            // A plainCall ended (a toolCall chart reports with CALL.* instead: its done event has no output).
-            "xstate.done.actor.*": {
-              guard: "plainCallDone",
-              actions: assign({
-                open: ({ context }) => context.open - 1,
-                // A sub-agent that waits for an approval: the call is pending, as a charted call's CALL.PENDING.
-                pending: ({ context, event }) => {
-                  const { index, status } = (event as unknown as { output: CallOutcome }).output;
-                  return status === "pending"
-                    ? [...context.pending, toolStepId(context.loopId, context.turn, index)]
-                    : context.pending;
-                },
-              }),
-            },
-            "xstate.error.actor.*": {
-              guard: "plainCallFailed",
-              target: "#agentLoop.failed",
-              actions: assign({ error: ({ event }) => (event as { error?: unknown }).error }),
-            },
+            // A call reports (a toolCall chart, or the plainCalls actor for one of its calls).
+            // The turn's last call settling goes straight on (an eventless step after it made a snapshot more a turn).
+            "CALL.SETTLED": [
+              { guard: "lastSettled", target: "deciding", actions: "nextTurn" },
+              { actions: assign(({ context }) => ({ open: context.open - 1 })) },
+            ],
             "CALL.PENDING": {
               actions: assign({
                 open: ({ context }) => context.open - 1,
@@ -325,6 +350,7 @@ export const agentLoopMachine = setup({
               guard: "batchEnded",
               target: "dispatching",
               reenter: true,
+              actions: "nextBatch", // after its exit stopped the batch, before its entry dispatches the next
             },
             {
               guard: ({ context }) => context.open === 0 && context.pending.length > 0,
@@ -336,7 +362,6 @@ export const agentLoopMachine = setup({
                 }),
               }),
             },
-            { guard: "allSettled", target: "deciding", actions: "nextTurn" },
           ],
         },
       },

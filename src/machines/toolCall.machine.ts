@@ -1,13 +1,6 @@
 import { assign, fromPromise, sendParent, setup } from "xstate";
 import type { ToolCall } from "../events/types.ts";
 
-/** What one tool call settles to, as far as the statechart cares: the fed value stays in the runtime. */
-export interface CallOutcome {
-  readonly index: number;
-  /** `pending`: the tool (a sub-agent) waits for an approval; the call's frame stays started. */
-  readonly status: "ok" | "error" | "pending";
-}
-
 /** What each `toolCallMachine` child is started with: one call of one model response. */
 export interface ToolCallInput {
   readonly runId: string;
@@ -54,7 +47,8 @@ export type ToolCallParentEvent =
 /**
  * One tool call of a model response: validating → awaiting approval → running (⇄ backingOff
  * between failed attempts) → settled. The loop spawns it for a call that can wait (an approval, a
- * retry); a call that cannot takes only validating → running → settled, as one `plainCall` actor.
+ * retry); a call that cannot takes only validating → running → settled, run by the loop's
+ * `plainCalls` actor, which reports it with the same events.
  * Every effect (journal reads and appends, the approval callback, the tool) is an invoked
  * actor the runtime provides; the machine only decides. The actors named here are
  * placeholders that the runtime replaces with `machine.provide({ actors })`.

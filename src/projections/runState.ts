@@ -261,6 +261,7 @@ function noteApprovalRequests(state: RunState, detail: unknown, at: string): voi
 }
 
 function countTurn(state: RunState, frameId: string): void {
+  if (!frameId.endsWith(":model")) return; // a tool frame (half of them): not parsed
   const parsed = parseFrameId(frameId);
   if (parsed?.kind === "model" && parsed.turn >= state.turns) state.turns = parsed.turn + 1;
 }

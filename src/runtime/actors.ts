@@ -110,9 +110,10 @@ export function loopActors(
     return { kind: "ready" };
   });
 
-  const callModel = fromPromise<CallModelOutput, { turn: number }>(async ({ input, signal }) => {
+  const callModel = fromPromise<CallModelOutput, { turn: number }>(async (actor) => {
+    const input = actor.input;
     const { turn } = input;
-    await session.pace?.();
+    if (session.pace !== undefined) await session.pace(); // a replay's; not a tick every turn of every run
     if (turn > 0) session.pushToolResults(turn - 1, responseAt(session.state, turn - 1) as ModelResponse);
     const frameId = modelFrameId(config.id, turn);
     const digest = session.nextPromptDigest();
@@ -121,18 +122,27 @@ export function loopActors(
       session,
       { frameId, effect: "model", inputDigest: digest, onUnknownOutcome: "rerun", checkInput: !session.replaying },
       {
-        serve: (frame) => frame.output as ModelResponse,
-        execute: (s, attempt) => askModel(session, s, frameId, attempt, () => (streamed = attempt)),
-        record: (raw) => {
+        // Methods, not arrows: a step's hooks are made every turn, and a method needs no name set on it.
+        serve(frame) {
+          return frame.output as ModelResponse;
+        },
+        execute(s, attempt) {
+          return askModel(session, s, frameId, attempt, () => (streamed = attempt));
+        },
+        record(raw) {
           // Written with the next append (its tools' frame.started, or the run's end): nothing acts on it before.
           session.appender.defer({ type: "frame.completed", data: { frameId, output: normalizeResponse(raw) } });
           return responseAt(session.state, turn) as ModelResponse;
         },
         classify: attemptError,
-        policy: () => modelPolicy(config),
+        policy() {
+          return modelPolicy(config);
+        },
         timeoutMs: config.timeouts?.modelAttemptMs,
         describe: `model call ${frameId}`,
-        signal: () => session.stepSignal(signal),
+        signal() {
+          return session.stepSignal(actor.signal); // read only by a step that runs: made then
+        },
       },
     );
     // The deltas of an attempt that did not answer are void: watchers drop them. A failed attempt's

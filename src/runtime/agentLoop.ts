@@ -149,7 +149,7 @@ async function runHeld(
 ): Promise<AgentOutput> {
   // Built once per loop; the run's own actors are bound to its actor below (sharedMachine.ts).
   const calls = toolCallActors(session);
-  const loop = { ...loopActors(session, fence, calls.chartedCalls), plainCall: calls.plainCall };
+  const loop = { ...loopActors(session, fence, calls.chartedCalls), plainCalls: calls.plainCalls };
   const { machine, bind } = machineForRun(config, loop, calls.chart);
   const actor = createActor(machine, {
     input: { runId: request.runId, loopId: config.id, maxIterations: config.maxIterations ?? DEFAULT_MAX_ITERATIONS },

@@ -98,8 +98,6 @@ export function waitUntil(at: number, now: number, deadlineAt: number | undefine
 /** One options object for every listener that fires once (not one allocated per effect). */
 const ONCE = Object.freeze({ once: true });
 
-const ignore = (): void => {};
-
 /** Which of the limits stopped an effect. */
 export type Stopped = "timeout" | "deadline" | undefined;
 
@@ -130,16 +128,17 @@ export async function withLimits<T>(
     combined = AbortSignal.any([signal, limit.signal]);
   }
   let onAbort: (() => void) | undefined;
-  const aborted = new Promise<never>((_, reject) => {
-    onAbort = () => reject(combined.reason);
-    if (combined.aborted) onAbort();
-    else combined.addEventListener("abort", onAbort, ONCE);
-  });
-  aborted.catch(ignore); // raced below; never awaited alone
   try {
-    const running = Promise.resolve().then(() => effect(combined));
-    running.catch(ignore); // left behind after a limit: its late failure is nobody's
-    return { value: await Promise.race([running, aborted]) };
+    // One promise settled by the effect or by the abort, whichever comes first (a race of two made
+    // four more promises a step); the effect still starts a microtask later, its listener set.
+    const value = await new Promise<T>((resolve, reject) => {
+      onAbort = () => reject(combined.reason);
+      if (combined.aborted) onAbort();
+      else combined.addEventListener("abort", onAbort, ONCE);
+      // effect(combined), a microtask later; left behind after a limit, its late answer settles nothing.
+      Promise.resolve(combined).then(effect).then(resolve, reject);
+    });
+    return { value };
   } catch (error) {
     return { error, stopped };
   } finally {

@@ -1,6 +1,14 @@
-import { type AnyActorLogic, type AnyActorRef, fromPromise } from "xstate";
+import {
+  type AnyActorLogic,
+  type AnyActorRef,
+  type AnyEventObject,
+  fromCallback,
+  fromPromise,
+  type PromiseSnapshot,
+} from "xstate";
 import { agentLoopMachine } from "../machines/agentLoop.machine.ts";
 import { toolCallMachine } from "../machines/toolCall.machine.ts";
+import { ownedController } from "./stepSignals.ts";
 
 /**
  * The agent loop's chart with the runtime's actors provided, built once per loop instead of once
@@ -10,40 +18,113 @@ import { toolCallMachine } from "../machines/toolCall.machine.ts";
  * holds stand-ins that, when started, look the run's own implementation up by the actor system
  * they run in (one per run: `createActor` makes it) and call it.
  *
- * Only promise actors (`fromPromise`) can stand in this way; when any actor is another kind, the
- * run gets a machine of its own as before.
+ * Only promise and callback actors (`fromPromise`, `fromCallback`) can stand in this way; when any
+ * actor is another kind, the run gets a machine of its own as before.
  */
 
 type AnyActorSystem = AnyActorRef["system"];
-type PromiseCreator = (args: { input: unknown; system: AnyActorSystem; self: AnyActorRef }) => PromiseLike<unknown>;
+/** A promise actor's creator, or a callback actor's callback: what a stand-in calls. */
+type Creator = (args: { input: unknown; system: AnyActorSystem; self: AnyActorRef }) => unknown;
+type Kind = "promise" | "callback";
 
-/** A promise logic's `start`: the same source for every `fromPromise`, so it tells the kind. */
-const PROMISE_START = String(fromPromise(async () => undefined).start);
+/** A logic's `start`: the same source for every `fromPromise` (every `fromCallback`), so it tells the kind. */
+const STARTS = new Map<string, Kind>([
+  [String(fromPromise(async () => undefined).start), "promise"],
+  [String(fromCallback(() => {}).start), "callback"],
+]);
 
-const creatorOf = (logic: unknown): PromiseCreator | undefined => {
+const creatorOf = (logic: unknown): { readonly kind: Kind; readonly creator: Creator } | undefined => {
   const l = logic as { config?: unknown; start?: unknown } | null;
-  return typeof l?.config === "function" && typeof l.start === "function" && String(l.start) === PROMISE_START
-    ? (l.config as PromiseCreator)
-    : undefined;
+  if (typeof l?.config !== "function" || typeof l.start !== "function") return undefined;
+  const kind = STARTS.get(String(l.start));
+  return kind === undefined ? undefined : { kind, creator: l.config as Creator };
 };
 
 /** The run's implementations, by the actor system of its actor (the key stays alive as long as the run). */
-const bound = new WeakMap<AnyActorSystem, ReadonlyMap<string, PromiseCreator>>();
+const bound = new WeakMap<AnyActorSystem, ReadonlyMap<string, Creator>>();
+
+const implementation = (system: AnyActorSystem, key: string): Creator => {
+  const creator = bound.get(system)?.get(key);
+  if (creator === undefined) throw new Error(`internal: actor ${key} has no implementation bound for this run`);
+  return creator;
+};
+
+/** A callback actor's stand-in: xstate's own logic, calling the run's callback. */
+const callbackStandIn = (key: string) =>
+  fromCallback((args) => implementation(args.system, key)(args) as (() => void) | undefined);
 
 /** Shared machines by loop (its config), and the actor names they were built for. */
 const shared = new WeakMap<object, { readonly names: string; readonly machine: typeof agentLoopMachine }>();
 
-// Not an async function: the run's own promise is handed to xstate as it is, not wrapped in another.
-const standIn = (key: string) =>
-  fromPromise((args) => {
-    try {
-      const creator = bound.get(args.system)?.get(key);
-      if (creator === undefined) throw new Error(`internal: actor ${key} has no implementation bound for this run`);
-      return creator(args);
-    } catch (e) {
-      return Promise.reject(e);
-    }
-  });
+type Snap = PromiseSnapshot<unknown, unknown>;
+const RESOLVE = "xstate.promise.resolve";
+const REJECT = "xstate.promise.reject";
+const STOP = "xstate.stop";
+
+/** The stand-ins' abort controllers, made when the creator first reads its `signal`, by actor. */
+const controllers = new WeakMap<AnyActorRef, AbortController>();
+
+/**
+ * A stand-in: `fromPromise`'s logic (the same snapshots and events), except that the actor's abort
+ * controller is made only when its creator reads `signal` (a step served from the journal never
+ * does; an executed step's signal is its step's, see `StepSignals`). An AbortController per actor
+ * was the largest single cost of starting one, two actors a turn.
+ */
+const promiseStandIn = (key: string) => {
+  const initial = (input: unknown): Snap => ({ status: "active", output: undefined, error: undefined, input });
+  return {
+    config: key,
+    transition: (state: Snap, event: AnyEventObject, scope: { self: AnyActorRef }): Snap => {
+      if (state.status !== "active") return state;
+      switch (event.type) {
+        case RESOLVE:
+          return { ...state, status: "done", output: event.data, input: undefined };
+        case REJECT:
+          return { ...state, status: "error", error: event.data, input: undefined };
+        case STOP:
+          controllers.get(scope.self)?.abort();
+          return { ...state, status: "stopped", input: undefined };
+        default:
+          return state;
+      }
+    },
+    start: (state: Snap, { self, system, emit }: { self: AnyActorRef; system: AnyActorSystem; emit: unknown }) => {
+      if (state.status !== "active") return;
+      const args = {
+        input: state.input,
+        system,
+        self,
+        emit,
+        get signal(): AbortSignal {
+          let controller = controllers.get(self);
+          if (controller === undefined) {
+            controller = ownedController();
+            controllers.set(self, controller);
+          }
+          return controller.signal;
+        },
+      };
+      let running: PromiseLike<unknown>;
+      try {
+        running = implementation(system, key)(args) as PromiseLike<unknown>;
+      } catch (e) {
+        running = Promise.reject(e);
+      }
+      // Not awaited in an async function: the run's own promise is handed on as it is, not wrapped in another.
+      Promise.resolve(running).then(
+        (data) => {
+          if (self.getSnapshot().status === "active") self.send({ type: RESOLVE, data });
+        },
+        (data) => {
+          if (self.getSnapshot().status === "active") self.send({ type: REJECT, data });
+        },
+      );
+    },
+    getInitialSnapshot: (_: unknown, input: unknown) => initial(input),
+    getPersistedSnapshot: (snapshot: Snap) => snapshot,
+    restoreSnapshot: (snapshot: Snap) => snapshot,
+  } as unknown as AnyActorLogic;
+};
 
 /**
  * The machine for one run whose actors are `loop` (the loop's) and `tool` (each tool call's), and
@@ -54,26 +135,34 @@ export function machineForRun(
   loop: Readonly<Record<string, AnyActorLogic>>,
   tool: Readonly<Record<string, AnyActorLogic>>,
 ): { readonly machine: typeof agentLoopMachine; bind(actor: AnyActorRef): void } {
-  const creators = new Map<string, PromiseCreator>();
-  for (const [name, logic] of Object.entries(loop)) {
-    const c = creatorOf(logic);
-    if (c !== undefined) creators.set(`loop:${name}`, c);
-  }
-  for (const [name, logic] of Object.entries(tool)) {
-    const c = creatorOf(logic);
-    if (c !== undefined) creators.set(`tool:${name}`, c);
-  }
+  const creators = new Map<string, Creator>();
+  const kinds: string[] = [];
+  const read = (prefix: string, actors: Readonly<Record<string, AnyActorLogic>>) => {
+    for (const [name, logic] of Object.entries(actors)) {
+      const c = creatorOf(logic);
+      if (c === undefined) continue;
+      creators.set(`${prefix}:${name}`, c.creator);
+      kinds.push(`${prefix}:${name}:${c.kind}`);
+    }
+  };
+  read("loop", loop);
+  read("tool", tool);
   if (creators.size !== Object.keys(loop).length + Object.keys(tool).length) {
     const machine = agentLoopMachine.provide({
       actors: { ...loop, toolCall: toolCallMachine.provide({ actors: tool }) },
     } as never);
     return { machine, bind: () => {} };
   }
-  const names = [...creators.keys()].join(",");
+  const names = kinds.join(",");
   let entry = shared.get(loopKey);
   if (entry?.names !== names) {
     const stand = (prefix: string, actors: Readonly<Record<string, AnyActorLogic>>) =>
-      Object.fromEntries(Object.keys(actors).map((name) => [name, standIn(`${prefix}:${name}`)]));
+      Object.fromEntries(
+        Object.keys(actors).map((name) => {
+          const key = `${prefix}:${name}`;
+          return [name, kinds.includes(`${key}:callback`) ? callbackStandIn(key) : promiseStandIn(key)];
+        }),
+      );
     const machine = agentLoopMachine.provide({
       actors: { ...stand("loop", loop), toolCall: toolCallMachine.provide({ actors: stand("tool", tool) }) },
     } as never);

@@ -1,7 +1,8 @@
-import { fromPromise } from "xstate";
+import { fromCallback, fromPromise } from "xstate";
 import { digestOfRecorded } from "../core/digest.ts";
 import type { CallSettledData, ModelResponse, NewEntry, SettledReason, ToolCall } from "../events/types.ts";
-import type { CallOutcome, CheckOutput, RunToolOutput, ToolCallInput } from "../machines/toolCall.machine.ts";
+import type { PlainCallsEvent } from "../machines/agentLoop.machine.ts";
+import type { CheckOutput, RunToolOutput, ToolCallInput, ToolCallParentEvent } from "../machines/toolCall.machine.ts";
 import { DECISION_SOURCES, outcomeId, toolStepId } from "../projections/ids.ts";
 import { responseAt } from "../projections/runState.ts";
 import { AppendAfterCloseError } from "./appender.ts";
@@ -11,6 +12,7 @@ import type { Tool } from "./config.ts";
 import { durableStep } from "./durableStep.ts";
 import { toolAttemptError, toolPolicy } from "./failurePolicy.ts";
 import type { RunSession } from "./session.ts";
+import { CallStop } from "./stepSignals.ts";
 import { subRunWaits } from "./subRuns.ts";
 import { invalidInputMessage, noCanonicalForm } from "./toolInput.ts";
 
@@ -28,6 +30,8 @@ export function toolCallActors(session: RunSession) {
   const maxCalls = config.maxToolCallsPerResponse ?? DEFAULT_MAX_TOOL_CALLS_PER_RESPONSE;
   // Inputs that passed validateInput, possibly transformed by it: what the tool runs with.
   const validated = new Map<string, unknown>();
+  // The digests of the inputs checkCall cleared to run: what their frames record (not hashed again).
+  const inputDigests = new Map<string, string>();
 
   // The calls past maxToolCallsPerResponse of each turn, refused in one append (not one a call).
   const excessRefused = new Map<number, Promise<void>>();
@@ -116,6 +120,7 @@ export function toolCallActors(session: RunSession) {
       value = check.value;
     }
     validated.set(stepId, value);
+    inputDigests.set(stepId, digest ?? "");
     return tool.requiresApproval ? { kind: "needs-approval" } : { kind: "run" };
   }
 
@@ -156,30 +161,30 @@ export function toolCallActors(session: RunSession) {
     return { status: "error" } as const;
   }
 
-  /** `running`: the tool as a durable step, its result (or failure) journaled and fed. */
-  async function run(input: ToolCallInput, signal: AbortSignal): Promise<RunToolOutput> {
+  /**
+   * `running`: the tool as a durable step, its result (or failure) journaled and fed. `actor`'s
+   * signal is read only when the tool runs (a served call makes none).
+   */
+  async function run(input: ToolCallInput, actor: { readonly signal: AbortSignal }): Promise<RunToolOutput> {
     const { stepId, call } = input;
     await session.breathe();
     const tool = session.tools[call.name] as Tool;
     const effect = `tool:${call.name}`;
-    const inputDigest = digestOfRecorded(call.input).digest ?? "";
+    const inputDigest = inputDigests.get(stepId) ?? digestOfRecorded(call.input).digest ?? "";
     let toolSignal: AbortSignal | undefined;
-    const signalOf = () => {
-      toolSignal ??= session.stepSignal(signal);
-      return toolSignal;
-    };
     const timeoutMs = tool.timeoutMs ?? config.timeouts?.toolMs;
     const result = await durableStep<unknown, RunToolOutput>(
       session,
       { frameId: stepId, effect, inputDigest, onUnknownOutcome: tool.onUnknownOutcome === "fail" ? "fail" : "rerun" },
       {
+        // Methods, not arrows: a step's hooks are made every call, and a method needs no name set on it.
         // checkCall served a recorded outcome already; a frame recorded since (a late flush) is served the same way.
-        serve: async () => {
+        async serve() {
           const fed = await session.fedFromJournal(stepId);
           if (fed) session.setFed(stepId, fed);
           return { status: fed?.isError ? "error" : "ok" };
         },
-        execute: async (s) => {
+        async execute(s) {
           running++;
           try {
             return await tool.execute(validated.has(stepId) ? validated.get(stepId) : call.input, {
@@ -192,7 +197,7 @@ export function toolCallActors(session: RunSession) {
             running--;
           }
         },
-        record: async (output) => {
+        async record(output) {
           const prepared = await session.recordOutput(output);
           if (!prepared.ok)
             return fail(stepId, { error: "output-not-json", message: prepared.message }, true, inputDigest, effect);
@@ -206,10 +211,15 @@ export function toolCallActors(session: RunSession) {
           return { status: "ok" };
         },
         classify: toolAttemptError,
-        policy: () => toolPolicy(config, tool),
+        policy() {
+          return toolPolicy(config, tool);
+        },
         timeoutMs,
         describe: `${call.name} (step ${stepId})`,
-        signal: signalOf,
+        signal() {
+          toolSignal ??= session.stepSignal(actor.signal);
+          return toolSignal;
+        },
       },
     );
     const late = { error: "deadline", message: `the run's deadline (timeouts.runMs) passed; ${call.name} was stopped` };
@@ -251,21 +261,51 @@ export function toolCallActors(session: RunSession) {
   }
 
   const checkCall = fromPromise<CheckOutput, ToolCallInput>(({ input }) => check(input));
-  const runTool = fromPromise<RunToolOutput, ToolCallInput>(({ input, signal }) => run(input, signal));
+  const runTool = fromPromise<RunToolOutput, ToolCallInput>((actor) => run(actor.input, actor));
 
   /**
-   * A call that cannot wait (no approval, one attempt: see {@link chartedCalls}) as one actor of the
-   * loop's chart: the toolCall chart's only path for it, validating → running → settled, without a
-   * child machine (which costs more than the instant call itself).
+   * A call that cannot wait (no approval, one attempt: see {@link chartedCalls}): the toolCall
+   * chart's only path for it, validating → running → settled, told as the chart tells it.
    */
-  const plainCall = fromPromise<CallOutcome, ToolCallInput>(async ({ input, signal }) => {
+  async function plainCall(input: ToolCallInput, stop: CallStop): Promise<ToolCallParentEvent> {
+    const { index, stepId } = input;
     const checked = await check(input);
-    if (checked.kind === "settled") return { index: input.index, status: checked.status };
+    if (checked.kind === "settled") return { type: "CALL.SETTLED", index, status: checked.status };
     if (checked.kind === "run") {
-      const ran = await run(input, signal);
-      if (ran.status !== "retry") return { index: input.index, status: ran.status };
+      const ran = await run(input, stop);
+      if (ran.status === "pending") return { type: "CALL.PENDING", index, stepId }; // a sub-agent waits for an approval
+      if (ran.status !== "retry") return { type: "CALL.SETTLED", index, status: ran.status };
     }
-    throw new Error(`internal: call ${input.stepId} may wait (${checked.kind}) but was dispatched without its chart`);
+    throw new Error(`internal: call ${stepId} may wait (${checked.kind}) but was dispatched without its chart`);
+  }
+
+  /**
+   * The loop chart's one actor for every call that cannot wait, for the whole run: each call it
+   * is told to run reports back as a toolCall chart does. An actor a call (or a child machine)
+   * cost more than the instant call itself. Stopped, its calls' signals abort and they report nothing.
+   */
+  const plainCalls = fromCallback<PlainCallsEvent, { runId: string }>(({ receive, sendBack }) => {
+    const live = new Set<CallStop>();
+    const stopAll = () => {
+      for (const call of live) call.stop();
+      live.clear();
+    };
+    receive((event) => {
+      if (event.type === "CALLS.STOP") return stopAll();
+      for (const input of event.calls) {
+        const call = new CallStop();
+        live.add(call);
+        plainCall(input, call).then(
+          (told) => {
+            if (live.delete(call)) sendBack(told);
+          },
+          (error: unknown) => {
+            if (live.delete(call)) sendBack({ type: "CALL.FAILED", index: input.index, error });
+          },
+        );
+      }
+    });
+    return stopAll;
   });
 
   /**
@@ -295,5 +335,5 @@ export function toolCallActors(session: RunSession) {
     return may;
   };
 
-  return { chart: { checkCall, askApproval, runTool }, plainCall, chartedCalls };
+  return { chart: { checkCall, askApproval, runTool }, plainCalls, chartedCalls };
 }

@@ -33,6 +33,7 @@ interface Relayed {
   sessionId: string;
   rootId?: string;
   snapshot?: { value?: StateValue };
+  event?: { type: string; calls?: unknown[] };
 }
 
 describe("loom inspect", () => {
@@ -77,8 +78,14 @@ describe("loom inspect", () => {
       "finishing",
       "completed",
     ]);
-    // One toolCall actor per call, each one a child of the loop.
-    expect(received.filter((e) => e.type === "@xstate.actor" && e.name?.startsWith("call:"))).toHaveLength(4);
+    // The calls that cannot wait (these four) go to the loop's one plainCalls actor: no actor a call.
+    const plainCalls = received.find((e) => e.type === "@xstate.actor" && e.name === "plainCalls");
+    expect(plainCalls).toBeDefined();
+    const told = received.filter(
+      (e) => e.type === "@xstate.event" && e.sessionId === plainCalls?.sessionId && e.event?.type === "CALLS.RUN",
+    );
+    expect(told.flatMap((e) => e.event?.calls ?? [])).toHaveLength(4);
+    expect(received.filter((e) => e.type === "@xstate.actor" && e.name?.startsWith("call:"))).toHaveLength(0);
   });
 
   it("ends the replay of a crashed run where its recording ends, every recorded result matching", async () => {
