@@ -6,6 +6,7 @@ import type { AgentLoop } from "./agentLoop.ts";
 import type { Tool, ToolContext } from "./config.ts";
 import { isAgentInterruptedError } from "./errors.ts";
 import { DEFAULT_LEASE_MS } from "./ownership.ts";
+import { markSubAgentTool } from "./subAgentTools.ts";
 import { approvalsBelow } from "./subRunApprovals.ts";
 import { nestedListener } from "./subRunEvents.ts";
 import { inspectionBelow } from "./subRunInspect.ts";
@@ -132,7 +133,7 @@ export function agentTool<I = { prompt: string }>(loop: AgentLoop, options: Agen
   const maxConcurrent = options.maxConcurrent ?? DEFAULT_MAX_CONCURRENT_CHILDREN;
   const toInput = options.input ?? defaultInput;
   const toOutput = options.output ?? ((out: AgentOutput) => out.content);
-  return {
+  return markSubAgentTool({
     description: options.description,
     inputSchema: options.inputSchema ?? {
       type: "object",
@@ -201,7 +202,7 @@ export function agentTool<I = { prompt: string }>(loop: AgentLoop, options: Agen
         else going.set(key, left);
       }
     },
-  };
+  });
 }
 
 function defaultInput(input: unknown): string {

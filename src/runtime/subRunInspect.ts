@@ -63,9 +63,10 @@ export function inspectionBelow(
     let actorRef = event.actorRef as AnyActorRef;
     // The child's root actor (the one its tree is rooted at) shows as a child of the call running it.
     if (actorRef.sessionId === event.rootId) {
-      call ??= (parent.actor.getSnapshot() as { children?: Record<string, AnyActorRef | undefined> }).children?.[
-        callId
-      ];
+      // A tool agentTool made runs as its own chart; one wrapped by the caller (no longer known as a
+      // sub-agent's) runs in the run's plainCalls actor, which is then the closest actor to show it under.
+      const children = (parent.actor.getSnapshot() as { children?: Record<string, AnyActorRef | undefined> }).children;
+      call ??= children?.[callId] ?? children?.plainCalls;
       if (call !== undefined) {
         let as = shown.get(actorRef);
         if (as === undefined) shown.set(actorRef, (as = underCall(actorRef, call)));

@@ -13,6 +13,7 @@ import { durableStep } from "./durableStep.ts";
 import { toolAttemptError, toolPolicy } from "./failurePolicy.ts";
 import type { RunSession } from "./session.ts";
 import { CallStop } from "./stepSignals.ts";
+import { isSubAgentTool } from "./subAgentTools.ts";
 import { subRunWaits } from "./subRuns.ts";
 import { invalidInputMessage, noCanonicalForm } from "./toolInput.ts";
 
@@ -310,8 +311,9 @@ export function toolCallActors(session: RunSession) {
 
   /**
    * The calls of a response that need their own toolCall chart: a tool that asks for approval, or
-   * may be tried again (its retry policy, or a failed attempt the journal holds), can wait, and a
-   * wait is a state of the chart. The others are dispatched as `plainCall`s.
+   * may be tried again (its retry policy, or a failed attempt the journal holds), or runs a
+   * sub-agent (whose chart the inspector shows under the call's actor), can wait, and a wait is a
+   * state of the chart. The others are dispatched as `plainCall`s.
    */
   function chartedCalls(turn: number, response: ModelResponse): readonly number[] | undefined {
     let charted: number[] | undefined;
@@ -321,7 +323,7 @@ export function toolCallActors(session: RunSession) {
       const tool = Object.hasOwn(session.tools, name) ? session.tools[name] : undefined;
       if (tool === undefined) continue; // refused or built in: settled without waiting
       const retried = session.state.attempts[toolStepId(session.loopId, turn, index)] !== undefined;
-      if (tool.requiresApproval || retried || mayRetry(tool)) (charted ??= []).push(index);
+      if (tool.requiresApproval || retried || mayRetry(tool) || isSubAgentTool(tool)) (charted ??= []).push(index);
     }
     return charted;
   }
