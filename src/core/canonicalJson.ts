@@ -1,4 +1,5 @@
 import { CanonicalJsonError } from "./errors.ts";
+import { LoneSurrogate, quotedName, returnSink, takeSink, type Utf8Sink } from "./utf8Sink.ts";
 
 /**
  * How deeply arrays and objects may nest in a value given to {@link canonicalJson}. Deeper
@@ -23,42 +24,70 @@ export const MAX_CANONICAL_DEPTH = 512;
  * canonicalJson({ b: [1, -0, 1e21], a: "é" }); // '{"a":"é","b":[1,0,1e+21]}'
  */
 export function canonicalJson(value: unknown): string {
-  let out: string | undefined;
-  try {
-    out = write(value, "", 0, []);
-  } catch (e) {
-    throw asCanonicalError(e);
-  }
-  if (out === undefined) {
-    const what = typeof value === "function" ? "a function" : typeof value === "symbol" ? "a symbol" : "undefined";
-    throw new CanonicalJsonError("no-json-form", "$", `${what} has no JSON form`);
-  }
-  return out;
+  return withCanonicalBytes(value, (bytes) => bytes.toString("utf8"));
 }
 
 /**
- * Texts of values parsed from JSON that the runtime will not change (a tool's recorded output),
- * with how deep their objects nest below them: a value holding one (the messages of the next
- * prompt digest) writes its text once more instead of walking it again. Used once, then dropped.
+ * Calls `use` with the UTF-8 bytes of `canonicalJson(value)`, written once and never made a
+ * string: what a digest hashes. The bytes are a view into a buffer the next write reuses: copy
+ * them to keep them. Throws what {@link canonicalJson} throws (`use` is not called then).
+ *
+ * @example
+ * const digest = withCanonicalBytes({ b: 1, a: 2 }, (bytes) => sha256Hex(bytes)); // of '{"a":2,"b":1}'
  */
-const kept = new WeakMap<object, { readonly text: string; readonly height: number }>();
+export function withCanonicalBytes<T>(value: unknown, use: (bytes: Buffer) => T): T {
+  const sink = takeSink();
+  try {
+    let written: boolean;
+    try {
+      written = write(sink, value, "", 0, []);
+    } catch (e) {
+      throw asCanonicalError(e);
+    }
+    if (!written) {
+      const what = typeof value === "function" ? "a function" : typeof value === "symbol" ? "a symbol" : "undefined";
+      throw new CanonicalJsonError("no-json-form", "$", `${what} has no JSON form`);
+    }
+    return use(sink.view());
+  } finally {
+    returnSink(sink);
+  }
+}
+
+/**
+ * Canonical bytes of values parsed from JSON that the runtime will not change (a tool's recorded
+ * output), with how deep their objects nest below them: a value holding one (the messages of the
+ * next prompt digest) copies these bytes once more instead of walking it again. Used once, then dropped.
+ */
+const kept = new WeakMap<object, { readonly bytes: Uint8Array; readonly height: number }>();
 /** The deepest object depth the current write reached (for {@link kept}'s heights). */
 let deepest = 0;
 
 /**
- * {@link canonicalJson} of a value parsed from JSON (no `toJSON`, no getters) that nobody will
- * change: its text is kept, and the next `canonicalJson` of a value that holds it reuses the text
- * (the same text it would write) instead of writing it again.
+ * The UTF-8 bytes of {@link canonicalJson} of a value parsed from JSON (no `toJSON`, no getters)
+ * that nobody will change, as a buffer of its own: they are kept, and the next canonical write
+ * of a value that holds it reuses them (the same bytes it would write) instead of writing them again.
  *
  * @example
  * const output = JSON.parse(text);
- * const digest = sha256Hex(canonicalJsonOfParsed(output)); // the next prompt digest reuses its text
+ * const digest = sha256Hex(canonicalBytesOfParsed(output)); // the next prompt digest reuses its bytes
+ */
+export function canonicalBytesOfParsed(value: unknown): Buffer {
+  deepest = 0;
+  const bytes = withCanonicalBytes(value, (view) => Buffer.from(view));
+  if (typeof value === "object" && value !== null) kept.set(value, { bytes, height: deepest });
+  return bytes;
+}
+
+/**
+ * {@link canonicalBytesOfParsed} as text.
+ *
+ * @example
+ * const output = JSON.parse(text);
+ * canonicalJsonOfParsed(output) === canonicalJson(output); // true, and the bytes are kept
  */
 export function canonicalJsonOfParsed(value: unknown): string {
-  deepest = 0;
-  const text = canonicalJson(value);
-  if (typeof value === "object" && value !== null) kept.set(value, { text, height: deepest });
-  return text;
+  return canonicalBytesOfParsed(value).toString("utf8");
 }
 
 // Paths are built only when an error unwinds through the levels: the happy path stays cheap.
@@ -74,6 +103,13 @@ function asCanonicalError(e: unknown): CanonicalJsonError {
   const path = `$${u.segments.reverse().join("")}`;
   const c = u.cause;
   if (c instanceof Refusal) return new CanonicalJsonError(c.code, path, c.message, { cause: c.cause });
+  if (c instanceof LoneSurrogate) {
+    return new CanonicalJsonError(
+      "lone-surrogate",
+      path,
+      "a string holds a lone UTF-16 surrogate, which has no UTF-8 form",
+    );
+  }
   // A getter or a proxy trap threw while the value was read.
   return new CanonicalJsonError("read-threw", path, `reading the value threw (${String(c)})`, { cause: c });
 }
@@ -92,16 +128,6 @@ function unwind(e: unknown, segment: string): Unwinding {
   return u;
 }
 
-// biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point: they must be escaped.
-const NEEDS_ESCAPE = /["\\\u0000-\u001f]/;
-
-function quote(s: string): string {
-  if (!s.isWellFormed()) {
-    throw new Refusal("lone-surrogate", "a string holds a lone UTF-16 surrogate, which has no UTF-8 form");
-  }
-  return NEEDS_ESCAPE.test(s) ? JSON.stringify(s) : `"${s}"`;
-}
-
 // RFC 8785 orders member names by UTF-16 code units, which is what `<` on strings compares.
 // Most objects have a handful of keys: an insertion sort beats Array#sort's generic path there.
 function sortKeys(keys: string[]): string[] {
@@ -118,43 +144,54 @@ function sortKeys(keys: string[]): string[] {
   return keys;
 }
 
-// Member names repeat across the objects of a value (and across values): quoting each once pays.
-const quotedKeys = new Map<string, string>();
-function quoteKey(k: string): string {
+// Member names repeat across the objects of a value (and across values): encoding each once pays.
+const quotedKeys = new Map<string, Uint8Array>();
+function quoteKey(k: string): Uint8Array {
   let q = quotedKeys.get(k);
   if (q === undefined) {
-    q = `${quote(k)}:`;
+    q = quotedName(k);
     if (quotedKeys.size >= 4096) quotedKeys.clear();
     quotedKeys.set(k, q);
   }
   return q;
 }
 
-// Returns undefined where JSON.stringify would omit the value (undefined, functions, symbols).
-// `key` is the member name or index, passed to toJSON as JSON.stringify does.
-function write(value: unknown, key: string | number, depth: number, ancestors: object[]): string | undefined {
+const NULL = new Uint8Array([0x6e, 0x75, 0x6c, 0x6c]);
+const TRUE = new Uint8Array([0x74, 0x72, 0x75, 0x65]);
+const FALSE = new Uint8Array([0x66, 0x61, 0x6c, 0x73, 0x65]);
+
+// Writes `value` into the sink; false (nothing written) where JSON.stringify would omit the value
+// (undefined, functions, symbols). `key` is the member name or index, passed to toJSON as JSON.stringify does.
+function write(sink: Utf8Sink, value: unknown, key: string | number, depth: number, ancestors: object[]): boolean {
   switch (typeof value) {
     case "string":
-      return quote(value);
+      sink.string(value);
+      return true;
     case "number":
-      if (Number.isFinite(value)) return String(value); // ECMAScript Number::toString is RFC 8785's form; -0 gives "0"
-      throw new Refusal("non-finite-number", `${value} is not a JSON number`);
+      if (!Number.isFinite(value)) throw new Refusal("non-finite-number", `${value} is not a JSON number`);
+      sink.ascii(String(value)); // ECMAScript Number::toString is RFC 8785's form; -0 gives "0"
+      return true;
     case "boolean":
-      return value ? "true" : "false";
+      sink.bytes(value ? TRUE : FALSE);
+      return true;
     case "bigint":
       throw new Refusal("bigint", "a BigInt has no JSON form; convert it to a string or a number first");
     case "undefined":
     case "function":
     case "symbol":
-      return undefined;
+      return false;
   }
-  if (value === null) return "null";
+  if (value === null) {
+    sink.bytes(NULL);
+    return true;
+  }
   let obj = value as object;
   const known = kept.get(obj);
   // Nested deeper than the cap here: written again, to refuse it where the walk does.
   if (known !== undefined && depth + known.height < MAX_CANONICAL_DEPTH) {
     kept.delete(obj);
-    return known.text;
+    sink.bytes(known.bytes);
+    return true;
   }
   const toJSON = (obj as { toJSON?: unknown }).toJSON;
   if (typeof toJSON === "function") {
@@ -164,12 +201,12 @@ function write(value: unknown, key: string | number, depth: number, ancestors: o
     } catch (cause) {
       throw new Refusal("to-json-threw", "toJSON threw", cause);
     }
-    if (typeof replaced !== "object" || replaced === null) return write(replaced, key, depth, ancestors);
+    if (typeof replaced !== "object" || replaced === null) return write(sink, replaced, key, depth, ancestors);
     obj = replaced;
   }
   // Boxed primitives serialize as their primitive, as in JSON.stringify.
   if (obj instanceof Number || obj instanceof String || obj instanceof Boolean || obj instanceof BigInt) {
-    return write(obj.valueOf(), key, depth, ancestors);
+    return write(sink, obj.valueOf(), key, depth, ancestors);
   }
   if (depth >= MAX_CANONICAL_DEPTH) {
     throw new Refusal("too-deep", `nesting deeper than MAX_CANONICAL_DEPTH (${MAX_CANONICAL_DEPTH})`);
@@ -181,44 +218,73 @@ function write(value: unknown, key: string | number, depth: number, ancestors: o
   if (depth > deepest) deepest = depth;
   const inner = depth + 1;
   if (Array.isArray(obj)) {
-    let out = "[";
+    sink.byte(0x5b);
     for (let i = 0; i < obj.length; i++) {
-      let item: string | undefined;
+      if (i > 0) sink.byte(0x2c);
+      let written: boolean;
       try {
-        item = write(obj[i], i, inner, ancestors);
+        written = write(sink, obj[i], i, inner, ancestors);
       } catch (e) {
         throw unwind(e, `[${i}]`);
       }
-      out += i === 0 ? (item ?? "null") : `,${item ?? "null"}`;
+      if (!written) sink.bytes(NULL);
     }
-    return `${out}]`;
+    sink.byte(0x5d);
+    return true;
   }
   const rec = obj as Record<string, unknown>;
   const shape = shapeOf(Object.keys(rec));
   const keys = shape.sorted;
   const quoted = shape.quoted;
-  let out = "{";
+  sink.byte(0x7b);
+  let first = true;
   for (let i = 0; i < keys.length; i++) {
     const k = keys[i] as string;
-    let member: string | undefined;
-    try {
-      member = write(rec[k], k, inner, ancestors);
-    } catch (e) {
-      throw unwind(e, `.${k}`);
-    }
-    if (member === undefined) continue;
+    const mark = sink.at;
+    if (!first) sink.byte(0x2c);
     let q = quoted[i];
-    if (q === undefined) q = quoted[i] = quoteKey(k);
-    out += out.length === 1 ? `${q}${member}` : `,${q}${member}`;
+    if (q === undefined) {
+      try {
+        q = quoted[i] = quoteKey(k);
+      } catch (e) {
+        // A name with a lone surrogate: refused only if its member is written.
+        if (!writeMember(sink, rec, k, inner, ancestors)) {
+          sink.at = mark;
+          continue;
+        }
+        throw e;
+      }
+    }
+    sink.bytes(q);
+    if (!writeMember(sink, rec, k, inner, ancestors)) {
+      sink.at = mark; // an omitted member: its name goes too
+      continue;
+    }
+    first = false;
   }
-  return `${out}}`;
+  sink.byte(0x7d);
+  return true;
+}
+
+function writeMember(
+  sink: Utf8Sink,
+  rec: Record<string, unknown>,
+  k: string,
+  depth: number,
+  ancestors: object[],
+): boolean {
+  try {
+    return write(sink, rec[k], k, depth, ancestors);
+  } catch (e) {
+    throw unwind(e, `.${k}`);
+  }
 }
 
 /** An object's member names as `Object.keys` gave them, sorted, and their quoted forms as written. */
 interface Shape {
   readonly keys: readonly string[];
   readonly sorted: readonly string[];
-  readonly quoted: (string | undefined)[];
+  readonly quoted: (Uint8Array | undefined)[];
 }
 
 let lastShape: Shape = { keys: [], sorted: [], quoted: [] };

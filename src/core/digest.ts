@@ -1,5 +1,5 @@
 import * as crypto from "node:crypto";
-import { canonicalJson, canonicalJsonOfParsed } from "./canonicalJson.ts";
+import { canonicalBytesOfParsed, withCanonicalBytes } from "./canonicalJson.ts";
 import { jsonRoundTrip } from "./jsonForm.ts";
 
 /**
@@ -25,6 +25,9 @@ export interface Digest {
   readonly bytes: number;
 }
 
+/** The digest of canonical text given as its UTF-8 bytes. */
+const digestOfBytes = (bytes: Uint8Array): Digest => ({ digest: sha256Hex(bytes), bytes: bytes.length });
+
 const NO_JSON_FORM: Digest = Object.freeze({ digest: null, bytes: 0 });
 
 /**
@@ -42,8 +45,7 @@ export function digestOf(value: unknown): Digest {
   try {
     const recorded = jsonRoundTrip(value);
     if (recorded === undefined) return NO_JSON_FORM;
-    const canonical = canonicalJson(recorded);
-    return { digest: sha256Hex(canonical), bytes: Buffer.byteLength(canonical, "utf8") };
+    return withCanonicalBytes(recorded, digestOfBytes);
   } catch {
     return NO_JSON_FORM;
   }
@@ -59,8 +61,7 @@ export function digestOf(value: unknown): Digest {
  */
 export function digestOfRecorded(value: unknown): Digest {
   try {
-    const canonical = canonicalJson(value);
-    return { digest: sha256Hex(canonical), bytes: Buffer.byteLength(canonical, "utf8") };
+    return withCanonicalBytes(value, digestOfBytes);
   } catch {
     return NO_JSON_FORM;
   }
@@ -68,7 +69,7 @@ export function digestOfRecorded(value: unknown): Digest {
 
 /**
  * {@link digestOfRecorded} of a value parsed from JSON that nobody will change (a tool's recorded
- * output): its canonical text is kept for the next canonical write that holds it (`canonicalJsonOfParsed`).
+ * output): its canonical bytes are kept for the next canonical write that holds it (`canonicalBytesOfParsed`).
  *
  * @example
  * const output = JSON.parse(text);
@@ -76,8 +77,7 @@ export function digestOfRecorded(value: unknown): Digest {
  */
 export function digestOfParsed(value: unknown): Digest {
   try {
-    const canonical = canonicalJsonOfParsed(value);
-    return { digest: sha256Hex(canonical), bytes: Buffer.byteLength(canonical, "utf8") };
+    return digestOfBytes(canonicalBytesOfParsed(value));
   } catch {
     return NO_JSON_FORM;
   }

@@ -1,4 +1,4 @@
-import { canonicalJsonOfParsed } from "../core/canonicalJson.ts";
+import { canonicalBytesOfParsed } from "../core/canonicalJson.ts";
 import { digestOfRecorded, sha256Hex } from "../core/digest.ts";
 import { jsonRoundTrip } from "../core/jsonForm.ts";
 import type { ClaimCheckEnvelope } from "../events/claimCheck.ts";
@@ -8,8 +8,9 @@ import type { RecordedOutput } from "./session.ts";
 /**
  * Prepares a tool's live output for the journal: its JSON form (what a resume reads back), its
  * digest over the canonical text, and, when that text exceeds `claimCheck.thresholdBytes`, the
- * envelope of the blob it is put in. The canonical text is kept for the next prompt digest,
- * whose tool message holds the same value (`canonicalJsonOfParsed`).
+ * envelope of the blob it is put in. The canonical text is written once, as UTF-8 bytes: they are
+ * hashed, measured, put in the blob, and kept for the next prompt digest, whose tool message
+ * holds the same value (`canonicalBytesOfParsed`).
  *
  * @example
  * const out = await recordedOutput({ hits: 3, at: new Date(0) }, undefined);
@@ -26,16 +27,16 @@ export async function recordedOutput(
     return { ok: false, message: `the tool's output has no JSON form (${(e as Error).message}); return JSON data` };
   }
   if (recorded === undefined) return { ok: true, recorded, fed: recorded, digest: digestOfRecorded(undefined) };
-  let canonical: string;
+  let canonical: Buffer;
   try {
-    canonical = canonicalJsonOfParsed(recorded);
+    canonical = canonicalBytesOfParsed(recorded);
   } catch {
     // No canonical form (a lone surrogate): kept inline, its digest is null.
     return { ok: true, recorded, fed: recorded, digest: digestOfRecorded(recorded) };
   }
-  const bytes = Buffer.byteLength(canonical, "utf8");
+  const bytes = canonical.length;
   if (claimCheck && bytes > claimCheck.thresholdBytes) {
-    const info = await claimCheck.blobs.put(Buffer.from(canonical, "utf8"));
+    const info = await claimCheck.blobs.put(canonical);
     const envelope: ClaimCheckEnvelope = { __loomClaimCheck: 1, ref: info.ref, size: info.size, digest: info.digest };
     return { ok: true, recorded: envelope, fed: recorded, digest: digestOfRecorded(envelope), claimChecked: true };
   }
