@@ -59,36 +59,56 @@ const server = (file: string): Worker => startWorker("examples/chat-server.ts", 
 const portOf = async (w: Worker) =>
   Number((await w.waitFor((l) => l.startsWith("listening "), "the server")).split(" ")[1]);
 
+/**
+ * A client of `first`: POSTs run `runId`, keeping every event and the last SSE id, and kills the
+ * server (SIGKILL) once `killWhen` holds for an event; the stream must end broken.
+ */
+async function killedMidStream(
+  first: Worker,
+  runId: string,
+  killWhen: (e: SseEvent, seen: readonly SseEvent[]) => boolean,
+) {
+  const seen: SseEvent[] = [];
+  let lastId: string | undefined;
+  const onEvent = (e: SseEvent) => {
+    seen.push(e);
+    if (e.id !== undefined) lastId = e.id;
+  };
+  let killed = false;
+  const end = await sse(await portOf(first), "POST", "/runs", {
+    body: JSON.stringify({ input: "Tell me about tides", runId }),
+    onEvent: (e) => {
+      onEvent(e);
+      if (!killed && killWhen(e, seen)) {
+        killed = true;
+        first.child.kill("SIGKILL");
+      }
+    },
+  });
+  expect(end).toBe("broken");
+  return { seen, onEvent, lastId: () => lastId };
+}
+
 describe("examples/chat-server.ts", () => {
   it("a client whose server is killed mid-stream reconnects with its last id to the process that resumed the run, and sees everything once", async () => {
     const file = tmp.file("chat.db");
     const first = server(file);
     let second: Worker | undefined;
     try {
-      const seen: SseEvent[] = [];
-      let lastId: string | undefined;
-      const onEvent = (e: SseEvent) => {
-        seen.push(e);
-        if (e.id !== undefined) lastId = e.id;
-      };
-      let killed = false;
-      const firstEnd = await sse(await portOf(first), "POST", "/runs", {
-        body: JSON.stringify({ input: "Tell me about tides", runId: "chat-1" }),
-        onEvent: (e) => {
-          onEvent(e);
-          // Kill the server while the second lookup runs: its outcome is unknown to the journal.
-          if (!killed && e.type === "tool-started" && seen.filter((s) => s.type === "tool-started").length === 2) {
-            killed = true;
-            first.child.kill("SIGKILL");
-          }
-        },
-      });
-      expect(firstEnd).toBe("broken");
+      // Killed while the second lookup runs: its outcome is unknown to the journal.
+      const { seen, onEvent, lastId } = await killedMidStream(
+        first,
+        "chat-1",
+        (e, seen) => e.type === "tool-started" && seen.filter((s) => s.type === "tool-started").length === 2,
+      );
       expect(await first.exited).toMatchObject({ signal: "SIGKILL" });
       expect(seen.some((e) => e.type === "run-completed")).toBe(false);
 
       second = server(file); // resumes the unfinished run at start
-      const secondEnd = await sse(await portOf(second), "GET", "/runs/chat-1/events", { lastEventId: lastId, onEvent });
+      const secondEnd = await sse(await portOf(second), "GET", "/runs/chat-1/events", {
+        lastEventId: lastId(),
+        onEvent,
+      });
       expect(secondEnd).toBe("ended");
 
       // Every journaled event exactly once, in order, as the journal's fold has them.
@@ -132,31 +152,17 @@ describe("examples/chat-server.ts", () => {
     const first = startWorker("examples/chat-server.ts", [file, "0", "10", "60"]);
     let second: Worker | undefined;
     try {
-      const seen: SseEvent[] = [];
-      let lastId: string | undefined;
-      const onEvent = (e: SseEvent) => {
-        seen.push(e);
-        if (e.id !== undefined) lastId = e.id;
-      };
-      let killed = false;
-      const firstEnd = await sse(await portOf(first), "POST", "/runs", {
-        body: JSON.stringify({ input: "Tell me about tides", runId: "chat-2" }),
-        onEvent: (e) => {
-          onEvent(e);
-          const words = seen.filter((s) => s.type === "text-delta" && s.data.stepId === M1).length;
-          if (!killed && words === 2) {
-            killed = true;
-            first.child.kill("SIGKILL");
-          }
-        },
-      });
-      expect(firstEnd).toBe("broken");
+      const { seen, onEvent, lastId } = await killedMidStream(
+        first,
+        "chat-2",
+        (_, seen) => seen.filter((s) => s.type === "text-delta" && s.data.stepId === M1).length === 2,
+      );
       await first.exited;
       const dead = seen.length;
       expect(seen.some((e) => e.type === "model-finished" && e.data.stepId === M1)).toBe(false);
 
       second = server(file);
-      expect(await sse(await portOf(second), "GET", "/runs/chat-2/events", { lastEventId: lastId, onEvent })).toBe(
+      expect(await sse(await portOf(second), "GET", "/runs/chat-2/events", { lastEventId: lastId(), onEvent })).toBe(
         "ended",
       );
       const reconnected = seen.slice(dead);

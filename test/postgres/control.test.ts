@@ -6,17 +6,7 @@ import { openPostgresJournal, startWorker, submitRun } from "../../src/postgres.
 import { agentLoop$ } from "../../src/runtime/agentLoop.ts";
 import { cancelRun, listPendingApprovals, recordApproval } from "../../src/runtime/control.ts";
 import { approvalLoop, REFUND_STEP } from "../runtime/workers/approvalLoop.ts";
-import { dropSchema, freshSchema, PG_URL } from "./pg.ts";
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until(what: string, probe: () => Promise<boolean>, ms = 15_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await probe())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(20);
-  }
-}
+import { dropSchema, freshSchema, PG_URL, until } from "./pg.ts";
 
 // Skipped without LOOM_PG_URL (store.test.ts prints the one line saying so).
 describe.skipIf(PG_URL === undefined)("operating runs on PostgreSQL", () => {

@@ -4,17 +4,7 @@ import { type OpenJournal, readJournal } from "../../src/events/journal.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
 import { openPostgresJournal, startWorker, submitRun } from "../../src/postgres.ts";
 import { agentLoop$ } from "../../src/runtime/agentLoop.ts";
-import { dropSchema, freshSchema, PG_URL, sql } from "./pg.ts";
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until(what: string, probe: () => Promise<boolean>, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await probe())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(20);
-  }
-}
+import { dropSchema, freshSchema, PG_URL, sleep, sql, until } from "./pg.ts";
 
 /** One turn with a tool call that takes `workMs`, then an answer. */
 const loopOf = (id: string, workMs = 0) =>

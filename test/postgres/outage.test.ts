@@ -4,17 +4,7 @@ import { type OpenJournal, readJournal } from "../../src/events/journal.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
 import { isWorkerDatabaseError, openPostgresJournal, startWorker, submitRun } from "../../src/postgres.ts";
 import { agentLoop$ } from "../../src/runtime/agentLoop.ts";
-import { dropSchema, freshSchema, PG_URL } from "./pg.ts";
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until(what: string, probe: () => Promise<boolean>, ms = 15_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await probe())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(20);
-  }
-}
+import { dropSchema, freshSchema, PG_URL, sleep, until } from "./pg.ts";
 
 /**
  * A TCP proxy to the test server on a port of its own, which the test can cut (every connection

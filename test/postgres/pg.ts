@@ -27,3 +27,19 @@ export async function sql<R extends pg.QueryResultRow = pg.QueryResultRow>(
 }
 
 export const dropSchema = (schema: string) => sql(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+
+export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/** Polls `probe` every `everyMs` until it holds; throws naming `what` once `ms` have passed. */
+export async function until(
+  what: string,
+  probe: () => Promise<boolean> | boolean,
+  ms = 15_000,
+  everyMs = 20,
+): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await probe())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(everyMs);
+  }
+}

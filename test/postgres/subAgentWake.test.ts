@@ -7,17 +7,7 @@ import { agentTool } from "../../src/runtime/agentTool.ts";
 import type { Tool } from "../../src/runtime/config.ts";
 import { listPendingApprovals, recordApproval } from "../../src/runtime/control.ts";
 import { refundChain } from "../support/refundChain.ts";
-import { dropSchema, freshSchema, PG_URL, sql } from "./pg.ts";
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until(what: string, probe: () => Promise<boolean>, ms = 15_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await probe())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(20);
-  }
-}
+import { dropSchema, freshSchema, PG_URL, sleep, sql, until } from "./pg.ts";
 
 // Skipped without LOOM_PG_URL (store.test.ts prints the one line saying so).
 describe.skipIf(PG_URL === undefined)("a sub-agent's approval wakes its top-level run on PostgreSQL", () => {

@@ -6,17 +6,7 @@ import { scriptedModel } from "../../src/models/scripted.ts";
 import { isNotPostgresJournalError, openPostgresJournal, startWorker, submitRun } from "../../src/postgres.ts";
 import { type AgentLoop, agentLoop$ } from "../../src/runtime/agentLoop.ts";
 import type { Tool } from "../../src/runtime/config.ts";
-import { dropSchema, freshSchema, PG_URL, sql } from "./pg.ts";
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until(what: string, probe: () => Promise<boolean>, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await probe())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(20);
-  }
-}
+import { dropSchema, freshSchema, PG_URL, sleep, sql, until } from "./pg.ts";
 
 /** A loop `id`: turn 0 calls `work` (which takes `workMs`), turn 1 answers; `runs` lists the tool's executions. */
 function loopOf(
