@@ -80,6 +80,7 @@ export {
   type JournalEntry,
   JournalFileError,
   type JournalFileErrorCode,
+  type ListRunsOptions,
   MAX_RUN_ID_BYTES,
   type MemoryStoreOptions,
   memoryArchive,

@@ -24,6 +24,7 @@ export type {
   AppendOptions,
   CompactRequest,
   EventStore,
+  ListRunsOptions,
   PruneRequest,
   RunLease,
   RunSummary,
