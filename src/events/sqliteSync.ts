@@ -128,7 +128,10 @@ export function walSync(
       if (failed !== undefined) throw failed;
     },
     async close() {
-      if (timer !== undefined) start();
+      if (timer !== undefined) {
+        clearTimeout(timer);
+        start(); // what waited for the delay is flushed now
+      }
       while (running !== undefined) await running;
       if (fd !== undefined) {
         closeSync(fd);
