@@ -51,8 +51,9 @@ export class Appender {
   /** Store appends made (each one transaction): what a turn costs in commits. */
   appends = 0;
   /**
-   * Told the entries of each store append once they are stored (durable, or written for `appendWritten`; folded into `state`), before
-   * the callers waiting on them go on: what `loop.stream` and `run({ onEvent })` fold into events.
+   * Told the entries of each store append once they are stored (durable, or written for
+   * `appendWritten`) and folded into `state`, before the callers waiting on them go on: what
+   * `loop.stream` and `run({ onEvent })` fold into events.
    * A listener that throws is ignored: watching a run never changes it.
    */
   onAppended: ((entries: readonly JournalEntry[]) => void) | undefined;
