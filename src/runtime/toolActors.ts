@@ -171,7 +171,9 @@ export function toolCallActors(session: RunSession) {
     await session.breathe();
     const tool = session.tools[call.name] as Tool;
     const effect = `tool:${call.name}`;
-    const inputDigest = inputDigests.get(stepId) ?? digestOfRecorded(call.input).digest ?? "";
+    const checked = inputDigests.get(stepId);
+    inputDigests.delete(stepId); // one entry a call in flight, not one a call of the run (a retry hashes again)
+    const inputDigest = checked ?? digestOfRecorded(call.input).digest ?? "";
     let toolSignal: AbortSignal | undefined;
     const timeoutMs = tool.timeoutMs ?? config.timeouts?.toolMs;
     const result = await durableStep<unknown, RunToolOutput>(
