@@ -20,9 +20,11 @@ export const SQLITE_SCHEMA_VERSION = 2;
 /** How Loom opens a SQLite file (ignored for a `Database` handed in: its settings are the caller's). */
 export interface SqliteOptions {
   /**
-   * `"full"` (default): every commit is fsynced, so an append that returned survives a power
-   * loss. `"normal"`: commits survive a crash of the process but the last ones may be lost on
-   * a power loss (WAL keeps the file consistent either way); a few times faster per append.
+   * `"full"` (default): an append that returned survives a power loss, except one asked only to be
+   * written (`AppendOptions.durability`, a model call's start) and the lease's own commits, which
+   * are flushed by the next durable commit or in the background 2 ms later (sqliteSync.ts).
+   * `"normal"`: commits survive a crash of the process but the last ones may be lost on a power
+   * loss (WAL keeps the file consistent either way); a few times faster per append.
    */
   readonly synchronous?: "full" | "normal";
   /** How long a writer waits for another process's transaction, in ms (default 10,000). */
