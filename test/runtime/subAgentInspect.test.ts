@@ -123,4 +123,27 @@ describe("the inspector sees a sub-agent's run as a child actor of the parent's 
     // The researcher's parent is the planner's call:1 (only the planner has a call 1).
     expect(loops[1]?.type === "@xstate.actor" && loops[1].parentId).toBe(sessionOf("call:1"));
   });
+
+  it("shows a sub-agent whose tool the caller wrapped (no longer known as agentTool's) under the run's plainCalls actor", async () => {
+    const child = agentLoop$({ id: "helper", model: scriptedModel(() => ({ content: "helped", toolCalls: [] })) });
+    const made = agentTool(child, { description: "helps" });
+    const wrapped = { ...made, execute: made.execute }; // a copy: a plain call, not a toolCall chart
+    const parent = agentLoop$({
+      id: "boss",
+      model: scriptedModel(({ turn }) =>
+        turn === 0
+          ? { toolCalls: [{ id: "h", name: "help", input: { prompt: "q" } }] }
+          : { content: "done", toolCalls: [] },
+      ),
+      tools: { help: wrapped },
+    });
+    const events: InspectionEvent[] = [];
+    const journal = createJournal({ store: memoryStore({ json: true }) });
+    expect((await parent.run({ runId: "b", journal, input: "go", inspect: (e) => events.push(e) })).content).toBe(
+      "done",
+    );
+    const root = events[0]?.actorRef as Ref;
+    const [, helper] = loopActors(events);
+    expect(helper).toMatchObject({ rootId: root.sessionId, parents: ["plainCalls", root.id] });
+  });
 });
