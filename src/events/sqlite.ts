@@ -230,7 +230,7 @@ export function sqliteStoreOn(shared: SqliteFile): SqliteEventStore {
     async append(runId: string, entries: readonly NewEntry[], options: AppendOptions) {
       const { expectedVersion, fence } = options;
       checkRunId(runId, "append");
-      sync?.check();
+      sync?.check(runId);
       const { types, texts } = encodeEntries(runId, entries, expectedVersion);
       if (options.durability === "written") {
         lightly(() => write.immediate(runId, entries, types, texts, expectedVersion, fence));

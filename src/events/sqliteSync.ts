@@ -33,8 +33,8 @@ export interface WalSync {
   relaxed<T>(commit: () => T): T;
   /** A FULL commit of the connection just returned: it flushed every relaxed commit before it. */
   covered(): void;
-  /** Throws the failure of an earlier background flush, if one failed. */
-  check(): void;
+  /** Throws the failure of an earlier background flush, if one failed, naming run `runId` (the append refused). */
+  check(runId: string): void;
   /** Waits for the background flush, if one is running, and closes the WAL's descriptor. */
   close(): Promise<void>;
 }
@@ -124,8 +124,12 @@ export function walSync(
       if (timer !== undefined) clearTimeout(timer);
       timer = undefined;
     },
-    check() {
-      if (failed !== undefined) throw failed;
+    check(runId: string) {
+      if (failed !== undefined) {
+        throw new JournalFileError("journalNotDurable", db.name, `run ${runId}: ${failed.message}`, {
+          cause: failed.cause,
+        });
+      }
     },
     async close() {
       if (timer !== undefined) {

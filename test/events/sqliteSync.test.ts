@@ -101,7 +101,7 @@ describe("appends written now, flushed in the background", () => {
     expect(flushed).toHaveLength(2);
     finish?.(null);
     await sync?.close();
-    sync?.check(); // nothing failed
+    sync?.check("r"); // nothing failed
     db.close();
   });
 
@@ -144,14 +144,14 @@ describe("appends written now, flushed in the background", () => {
     await sync?.close();
     let thrown: unknown;
     try {
-      sync?.check();
+      sync?.check("r-9");
     } catch (e) {
       thrown = e;
     }
     expect(isJournalFileError(thrown)).toBe(true);
     expect(thrown).toMatchObject({
       code: "journalNotDurable",
-      message: expect.stringMatching(/EIO.*reopen the journal/),
+      message: expect.stringMatching(/^run r-9: .*EIO.*reopen the journal/),
     });
     db.close();
   });
