@@ -1,9 +1,10 @@
 import type Database from "better-sqlite3";
-import { ConcurrencyError, JournalFormatError } from "../core/errors.ts";
-import { acquisition, cancelRefusal, leaseOf, liveHolder, lost, type OwnerRow, stillOwned } from "./ownership.ts";
+import { JournalFormatError } from "../core/errors.ts";
+import { acquisition, leaseOf, liveHolder, lost, type OwnerRow, stillOwned } from "./ownership.ts";
 import { encodeEntries } from "./rows.ts";
 import { checkRunId } from "./runId.ts";
 import { prefixEnd } from "./runPrefix.ts";
+import { appendCheck } from "./sqliteAppendCheck.ts";
 import {
   openSqliteFile,
   type SqliteDatabase,
@@ -69,9 +70,7 @@ export function sqliteStoreOn(shared: SqliteFile): SqliteEventStore {
   /** Commits without waiting for its fsync where the file allows it (see `walSync`). */
   const lightly = <T>(commit: () => T): T => (sync === undefined ? commit() : sync.relaxed(commit));
   const keyOf = db.prepare("SELECT run FROM loom_runs WHERE run_id = ?").pluck();
-  const addRun = db.prepare("INSERT INTO loom_runs (run_id) VALUES (?)");
   const insert = db.prepare(INSERT_ENTRY);
-  const versionOf = db.prepare("SELECT max(seq) FROM loom_entries WHERE run = ?").pluck();
   const page = db
     .prepare(
       `SELECT seq, type, at, v, frame, effect, digest, data FROM loom_entries WHERE run = ? AND seq >= ? ORDER BY seq LIMIT ${PAGE}`,
@@ -126,15 +125,6 @@ export function sqliteStoreOn(shared: SqliteFile): SqliteEventStore {
   const put = (runId: string, r: OwnerRow) => ownerSql().set.run(runId, r.token, r.owner, r.host, r.pid, r.expiresAt);
   const cancelOf = (runId: string) => ownerSql().cancel.get(runId) as string | undefined;
 
-  /** The fence: inside the append's transaction, so no owner change can slip between check and write. */
-  const checkFence = (runId: string, fence: number | undefined, entries: readonly NewEntry[]) => {
-    if (fence === undefined) return;
-    const row = owner(runId);
-    if (!stillOwned(row, fence)) throw lost(runId, fence, row);
-    const cancelled = cancelRefusal(runId, cancelOf(runId), entries);
-    if (cancelled) throw cancelled;
-  };
-
   // Ownership changes are write transactions too (BEGIN IMMEDIATE): serialized with every append.
   const acquireTx = db.transaction((runId: string, options: AcquireOptions) => {
     const row = acquisition(runId, owner(runId), options, Date.now());
@@ -157,13 +147,12 @@ export function sqliteStoreOn(shared: SqliteFile): SqliteEventStore {
       put(lease.runId, { token: lease.token, owner: null, host: null, pid: null, expiresAt: 0 });
   });
 
-  /** The run's key and version, checked against `expected`; a new run gets its key here. */
-  const check = (runId: string, expected: number): number | bigint => {
-    const key = keyOf.get(runId) as number | undefined;
-    const actual = key === undefined ? 0 : ((versionOf.get(key) as number | null) ?? 0);
-    if (actual !== expected) throw new ConcurrencyError(runId, expected, actual);
-    return key ?? addRun.run(runId).lastInsertRowid;
-  };
+  /**
+   * The run's key and version, checked against `expected` (and the fence, when there is one) in
+   * one statement; a new run gets its key here.
+   */
+  const checkAppend = appendCheck(db);
+  const check = (runId: string, expected: number) => checkAppend(runId, expected, undefined, []);
 
   const insertRows = (key: number | bigint, after: number, types: readonly EntryType[], texts: readonly string[]) => {
     const at = Date.now();
@@ -182,8 +171,7 @@ export function sqliteStoreOn(shared: SqliteFile): SqliteEventStore {
       after: number,
       fence: number | undefined,
     ) => {
-      checkFence(runId, fence, entries);
-      insertRows(check(runId, after), after, types, texts);
+      insertRows(checkAppend(runId, after, fence, entries), after, types, texts);
     },
   );
 
