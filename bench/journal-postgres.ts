@@ -25,7 +25,7 @@ import { scriptedModel } from "../src/models/scripted.ts";
 import { openPostgresJournal, postgresStore, startWorker, submitRun } from "../src/postgres.ts";
 import { foldEntries } from "../src/projections/runState.ts";
 import { agentLoop$ } from "../src/runtime/agentLoop.ts";
-import { printTable, rng, toolOutput } from "./support.ts";
+import { printTable, rng, serveUntilTerm, toolOutput } from "./support.ts";
 
 const url = process.env.LOOM_PG_URL;
 const next = rng(42);
@@ -54,14 +54,7 @@ const workerLoop = () =>
 if (process.argv[2] === "--worker") {
   const journal = openPostgresJournal(url!, { schema: process.argv[3]!, pool: { max: 3 } });
   const worker = startWorker({ journal, loops: { bench: workerLoop() }, pollMs: 10 });
-  await journal.store.listRuns();
-  console.log("ready");
-  process.on("SIGTERM", () => {
-    void worker
-      .stop()
-      .then(() => journal.close())
-      .then(() => process.exit(0));
-  });
+  await serveUntilTerm(journal, worker);
 } else if (url === undefined) {
   console.log("bench/journal-postgres.ts skipped: set LOOM_PG_URL (see README)");
 } else {

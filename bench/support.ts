@@ -82,3 +82,21 @@ function fmt(n: number): string {
   if (Number.isInteger(n)) return n.toLocaleString("en-US");
   return n >= 100 ? n.toFixed(0) : n >= 1 ? n.toFixed(2) : n.toFixed(3);
 }
+
+/**
+ * A bench's worker process: says `ready` once its journal answers, and on SIGTERM stops the
+ * worker, closes the journal and exits (the parent counts on both).
+ */
+export async function serveUntilTerm(
+  journal: { store: { listRuns(): Promise<unknown> }; close(): Promise<void> },
+  worker: { stop(): Promise<void> },
+): Promise<void> {
+  await journal.store.listRuns();
+  console.log("ready");
+  process.on("SIGTERM", () => {
+    void worker
+      .stop()
+      .then(() => journal.close())
+      .then(() => process.exit(0));
+  });
+}

@@ -29,7 +29,7 @@ import { scriptedModel } from "../src/models/scripted.ts";
 import { tablesIn } from "../src/postgres/schema.ts";
 import { openPostgresJournal, startWorker, submitRun } from "../src/postgres.ts";
 import { agentLoop$ } from "../src/runtime/agentLoop.ts";
-import { printTable, rng, toolOutput } from "./support.ts";
+import { printTable, rng, serveUntilTerm, toolOutput } from "./support.ts";
 
 const url = process.env.LOOM_PG_URL;
 const next = rng(21);
@@ -74,14 +74,7 @@ if (process.argv[2] === "--worker") {
     concurrency: CONCURRENCY,
     onError: (e, runId) => console.error(`worker ${process.pid} ${runId ?? ""}: ${String(e)}`),
   });
-  await journal.store.listRuns();
-  console.log("ready");
-  process.on("SIGTERM", () => {
-    void worker
-      .stop()
-      .then(() => journal.close())
-      .then(() => process.exit(0));
-  });
+  await serveUntilTerm(journal, worker);
 } else if (url === undefined) {
   console.log("bench/workers.ts skipped: set LOOM_PG_URL (see README)");
 } else {
