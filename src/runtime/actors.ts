@@ -140,8 +140,8 @@ export function loopActors(
         },
         timeoutMs: config.timeouts?.modelAttemptMs,
         describe: `model call ${frameId}`,
-        signal() {
-          return session.stepSignal(actor.signal); // read only by a step that runs: made then
+        stop() {
+          return session.stepStop(actor); // read only by a step that runs: linked then
         },
       },
     );
