@@ -179,7 +179,7 @@ export const agentLoopMachine = setup({
       const output = (event as { output?: CallModelOutput }).output;
       return output !== undefined && !output.ok && output.retry !== undefined;
     },
-    // callModel served a recorded response whose every call the journal settled.
+    // The model call served a recorded response whose every call the journal settled.
     turnSettled: ({ event }) => {
       const output = (event as { output?: CallModelOutput }).output;
       return output?.ok === true && output.settled === true && hasCalls(output.response);
