@@ -60,6 +60,11 @@ export function withCanonicalBytes<T>(value: unknown, use: (bytes: Buffer) => T)
  * next prompt digest) copies these bytes once more instead of walking it again. Used once, then dropped.
  */
 const kept = new WeakMap<object, { readonly bytes: Uint8Array; readonly height: number }>();
+/**
+ * Bytes kept and not used yet, as far as this module can tell (an entry whose value was collected
+ * unused still counts): none, and a write looks no object up in {@link kept}.
+ */
+let keptUnused = 0;
 /** The deepest object depth the current write reached (for {@link kept}'s heights). */
 let deepest = 0;
 
@@ -75,7 +80,10 @@ let deepest = 0;
 export function canonicalBytesOfParsed(value: unknown): Buffer {
   deepest = 0;
   const bytes = withCanonicalBytes(value, (view) => Buffer.from(view));
-  if (typeof value === "object" && value !== null) kept.set(value, { bytes, height: deepest });
+  if (typeof value === "object" && value !== null) {
+    if (!kept.has(value)) keptUnused++;
+    kept.set(value, { bytes, height: deepest });
+  }
   return bytes;
 }
 
@@ -156,6 +164,9 @@ function quoteKey(k: string): Uint8Array {
   return q;
 }
 
+const objectProto = Object.prototype;
+const arrayProto = Array.prototype;
+
 const NULL = new Uint8Array([0x6e, 0x75, 0x6c, 0x6c]);
 const TRUE = new Uint8Array([0x74, 0x72, 0x75, 0x65]);
 const FALSE = new Uint8Array([0x66, 0x61, 0x6c, 0x73, 0x65]);
@@ -186,10 +197,11 @@ function write(sink: Utf8Sink, value: unknown, key: string | number, depth: numb
     return true;
   }
   let obj = value as object;
-  const known = kept.get(obj);
+  const known = keptUnused > 0 ? kept.get(obj) : undefined;
   // Nested deeper than the cap here: written again, to refuse it where the walk does.
   if (known !== undefined && depth + known.height < MAX_CANONICAL_DEPTH) {
     kept.delete(obj);
+    keptUnused--;
     sink.bytes(known.bytes);
     return true;
   }
@@ -204,8 +216,13 @@ function write(sink: Utf8Sink, value: unknown, key: string | number, depth: numb
     if (typeof replaced !== "object" || replaced === null) return write(sink, replaced, key, depth, ancestors);
     obj = replaced;
   }
-  // Boxed primitives serialize as their primitive, as in JSON.stringify.
-  if (obj instanceof Number || obj instanceof String || obj instanceof Boolean || obj instanceof BigInt) {
+  // Boxed primitives serialize as their primitive, as in JSON.stringify (a plain object or array is none).
+  const proto = Object.getPrototypeOf(obj);
+  if (
+    proto !== objectProto &&
+    proto !== arrayProto &&
+    (obj instanceof Number || obj instanceof String || obj instanceof Boolean || obj instanceof BigInt)
+  ) {
     return write(sink, obj.valueOf(), key, depth, ancestors);
   }
   if (depth >= MAX_CANONICAL_DEPTH) {

@@ -1,4 +1,4 @@
-import { assign, enqueueActions, fromCallback, fromPromise, setup } from "xstate";
+import { assign, enqueueActions, fromCallback, fromPromise, sendTo, setup } from "xstate";
 import type { ErrorCause, InterruptReason, ModelResponse, ToolCall } from "../events/types.ts";
 import { toolStepId } from "../projections/ids.ts";
 import { type ToolCallInput, type ToolCallParentEvent, toolCallMachine } from "./toolCall.machine.ts";
@@ -87,7 +87,22 @@ export interface AgentLoopContext {
   error: unknown;
 }
 
-export type AgentLoopEvent = ToolCallParentEvent | { readonly type: "ABORT"; readonly reason?: unknown };
+/** What the `modelCalls` actor reports of the model call it was told to make. */
+export type ModelCallEvent =
+  | { readonly type: "MODEL.DONE"; readonly output: CallModelOutput }
+  /** The call threw (its durable step could not journal, the journal diverged): the run fails. */
+  | { readonly type: "MODEL.FAILED"; readonly error: unknown };
+
+export type AgentLoopEvent =
+  | ToolCallParentEvent
+  | ModelCallEvent
+  | { readonly type: "ABORT"; readonly reason?: unknown };
+
+/**
+ * What the loop tells its `modelCalls` actor: call the model for this turn (it reports back with
+ * `MODEL.DONE` or `MODEL.FAILED`). Stopped (the loop leaves `running`), the call in flight is stopped too.
+ */
+export type ModelCallsEvent = { readonly type: "MODEL.CALL"; readonly turn: number };
 
 /**
  * What the loop tells its `plainCalls` actor: run these calls (each reports back as a toolCall
@@ -123,8 +138,8 @@ const nextBatchOf = (context: AgentLoopContext, count: number) => {
 
 /**
  * The agent loop: model → tool calls (one child actor each, run concurrently) → results back →
- * repeat. It decides; the runtime's actors (`prepare`, `callModel`, `toolCall`'s actors,
- * `complete`, `interrupt`) do the journaled work. Resuming a run is running this chart again from
+ * repeat. It decides; the runtime's actors (`prepare`, `modelCalls`, `toolCall`'s actors,
+ * `plainCalls`, `complete`, `interrupt`) do the journaled work. Resuming a run is running this chart again from
  * the start: every step the journal recorded is served by the durable step instead of run, so live
  * and resumed runs take the same path. xstate's persisted snapshots are never used.
  */
@@ -136,10 +151,12 @@ export const agentLoopMachine = setup({
   },
   actors: {
     prepare: fromPromise<PrepareOutput, { runId: string }>(async () => ({ kind: "ready" })),
-    callModel: fromPromise<CallModelOutput, { turn: number }>(async () => ({
-      ok: true,
-      response: { toolCalls: [] },
-    })),
+    // Makes the model call of each turn, for the whole run: one actor, not one a turn (see callingModel).
+    modelCalls: fromCallback<ModelCallsEvent, { runId: string }>(({ receive, sendBack }) => {
+      receive(() => {
+        queueMicrotask(() => sendBack({ type: "MODEL.DONE", output: { ok: true, response: { toolCalls: [] } } }));
+      });
+    }),
     toolCall: toolCallMachine,
     // Runs the calls that cannot wait, for the whole run: one actor, not one a call (see dispatchCalls).
     plainCalls: fromCallback<PlainCallsEvent, { runId: string }>(({ receive, sendBack }) => {
@@ -162,7 +179,7 @@ export const agentLoopMachine = setup({
       const output = (event as { output?: CallModelOutput }).output;
       return output !== undefined && !output.ok && output.retry !== undefined;
     },
-    // callModel served a recorded response whose every call the journal settled.
+    // The model call served a recorded response whose every call the journal settled.
     turnSettled: ({ event }) => {
       const output = (event as { output?: CallModelOutput }).output;
       return output?.ok === true && output.settled === true && hasCalls(output.response);
@@ -171,6 +188,12 @@ export const agentLoopMachine = setup({
     // The call that settles is the response's last one open, and none waits for an approval: the turn ended.
     lastSettled: ({ context }) =>
       context.open === 1 && context.pending.length === 0 && context.dispatched >= callCount(context),
+    // As lastSettled, and the next turn is within maxIterations (withinLimit once nextTurn has counted it).
+    lastSettledNextWithinLimit: ({ context }) =>
+      context.open === 1 &&
+      context.pending.length === 0 &&
+      context.dispatched >= callCount(context) &&
+      context.turn + 1 < context.maxIterations,
     // The current batch ended and the response has calls not dispatched yet.
     batchEnded: ({ context }) => context.open === 0 && context.dispatched < callCount(context),
   },
@@ -247,13 +270,21 @@ export const agentLoopMachine = setup({
     },
     running: {
       initial: "deciding",
-      // The calls that cannot wait run in this one actor, for as long as the run goes on.
-      invoke: {
-        id: "plainCalls",
-        src: "plainCalls",
-        input: ({ context }) => ({ runId: context.runId }),
-        onError: { target: "failed", actions: assign({ error: ({ event }) => event.error }) },
-      },
+      // The model calls, and the calls that cannot wait, run in these two actors for as long as the run goes on.
+      invoke: [
+        {
+          id: "modelCalls",
+          src: "modelCalls",
+          input: ({ context }) => ({ runId: context.runId }),
+          onError: { target: "failed", actions: assign({ error: ({ event }) => event.error }) },
+        },
+        {
+          id: "plainCalls",
+          src: "plainCalls",
+          input: ({ context }) => ({ runId: context.runId }),
+          onError: { target: "failed", actions: assign({ error: ({ event }) => event.error }) },
+        },
+      ],
       on: {
         ABORT: {
           target: "interrupting",
@@ -275,12 +306,14 @@ export const agentLoopMachine = setup({
             },
           ],
         },
+        // The model is called by the modelCalls actor, told the turn, which reports MODEL.DONE or
+        // MODEL.FAILED (an actor a turn cost the loop more than the rest of its chart). Only those
+        // two leave this state within running: no call is left in flight here (ABORT leaves running,
+        // which stops the actor and its call).
         callingModel: {
-          invoke: {
-            id: "callModel",
-            src: "callModel",
-            input: ({ context }) => ({ turn: context.turn }),
-            onDone: [
+          entry: sendTo("modelCalls", ({ context }) => ({ type: "MODEL.CALL", turn: context.turn })),
+          on: {
+            "MODEL.DONE": [
               {
                 guard: "willRetry",
                 target: "backingOff",
@@ -320,7 +353,7 @@ export const agentLoopMachine = setup({
                 actions: assign({ response: ({ event }) => (event.output.ok ? event.output.response : undefined) }),
               },
             ],
-            onError: { target: "#agentLoop.failed", actions: assign({ error: ({ event }) => event.error }) },
+            "MODEL.FAILED": { target: "#agentLoop.failed", actions: assign({ error: ({ event }) => event.error }) },
           },
         },
         // A failed model attempt waits here before the next one (an abort interrupts the wait).
@@ -332,8 +365,10 @@ export const agentLoopMachine = setup({
           exit: "stopCalls",
           on: {
             // A call reports (a toolCall chart, or the plainCalls actor for one of its calls).
-            // The turn's last call settling goes straight on (an eventless step after it made a snapshot more a turn).
+            // The turn's last call settling goes straight on (an eventless step after it made a snapshot more a turn):
+            // to the next model call, without passing through deciding (a microstep a turn), unless that ends the run.
             "CALL.SETTLED": [
+              { guard: "lastSettledNextWithinLimit", target: "callingModel", actions: "nextTurn" },
               { guard: "lastSettled", target: "deciding", actions: "nextTurn" },
               { actions: assign(({ context }) => ({ open: context.open - 1 })) },
             ],

@@ -1,4 +1,4 @@
-import { fromPromise } from "xstate";
+import { fromCallback, fromPromise } from "xstate";
 import { digestOf, digestOfRecorded } from "../core/digest.ts";
 import {
   AgentLoopConfigError,
@@ -10,7 +10,13 @@ import { jsonRoundTrip } from "../core/jsonForm.ts";
 import { readJournal } from "../events/journal.ts";
 import { readModePin } from "../events/modePin.ts";
 import type { Message, ModelResponse, NewEntry, RunStartedData, ToolCall } from "../events/types.ts";
-import type { CallModelOutput, Interruption, PrepareOutput } from "../machines/agentLoop.machine.ts";
+import type {
+  CallModelOutput,
+  Interruption,
+  ModelCallEvent,
+  ModelCallsEvent,
+  PrepareOutput,
+} from "../machines/agentLoop.machine.ts";
 import { resolveModePin } from "../machines/modePin.machine.ts";
 import { type DefinitionPin, definitionPin, describeChange, unacceptedChanges } from "../policies/definition.ts";
 import { attemptError } from "../policies/retry.ts";
@@ -24,6 +30,7 @@ import { durableStep } from "./durableStep.ts";
 import { causeOf, modelPolicy, runDeadline } from "./failurePolicy.ts";
 import { hydrateArchived } from "./readers.ts";
 import type { RunSession } from "./session.ts";
+import { CallStop } from "./stepSignals.ts";
 import { recordedTraceContext, traceContextDecision } from "./telemetry.ts";
 import { prepareToolSources } from "./toolSources.ts";
 
@@ -110,9 +117,8 @@ export function loopActors(
     return { kind: "ready" };
   });
 
-  const callModel = fromPromise<CallModelOutput, { turn: number }>(async (actor) => {
-    const input = actor.input;
-    const { turn } = input;
+  /** The model call of `turn`, as a durable step; `actor` stops it (the loop left `running`). */
+  async function callModel(turn: number, actor: CallStop): Promise<CallModelOutput> {
     if (session.pace !== undefined) await session.pace(); // a replay's; not a tick every turn of every run
     if (turn > 0) session.pushToolResults(turn - 1, responseAt(session.state, turn - 1) as ModelResponse);
     const frameId = modelFrameId(config.id, turn);
@@ -140,8 +146,8 @@ export function loopActors(
         },
         timeoutMs: config.timeouts?.modelAttemptMs,
         describe: `model call ${frameId}`,
-        signal() {
-          return session.stepSignal(actor.signal); // read only by a step that runs: made then
+        stop() {
+          return session.stepStop(actor); // read only by a step that runs: linked then
         },
       },
     );
@@ -171,6 +177,32 @@ export function loopActors(
       default: // aborted (a model call's unknown outcome is always asked again)
         return { ok: false, reason: "aborted", detail: null };
     }
+  }
+
+  /**
+   * The loop chart's one actor for the model calls of the whole run: told a turn, it calls the
+   * model and reports as an invoked actor's done or error event would. Stopped (the loop left
+   * `running`), the call in flight is stopped: its stop aborts and it reports nothing.
+   */
+  const modelCalls = fromCallback<ModelCallsEvent, { runId: string }>(({ receive, sendBack }) => {
+    let current: CallStop | undefined;
+    const report = (stop: CallStop, event: ModelCallEvent) => {
+      if (current !== stop) return;
+      current = undefined;
+      sendBack(event);
+    };
+    receive((event) => {
+      const stop = new CallStop();
+      current = stop;
+      callModel(event.turn, stop).then(
+        (output) => report(stop, { type: "MODEL.DONE", output }),
+        (error: unknown) => report(stop, { type: "MODEL.FAILED", error }),
+      );
+    });
+    return () => {
+      current?.stop();
+      current = undefined;
+    };
   });
 
   /**
@@ -202,7 +234,7 @@ export function loopActors(
     await session.appender.appendFinal(interruptionEntry(session, input)); // run.cancelled for a cancellation
   });
 
-  return { prepare, callModel, complete, interrupt };
+  return { prepare, modelCalls, complete, interrupt };
 }
 
 /**

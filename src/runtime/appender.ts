@@ -124,24 +124,29 @@ export class Appender {
           await new Promise<void>((resolve) => setImmediate(resolve));
           this.lastTick = performance.now();
         }
-        const batch = this.queue.splice(0);
+        const batch = this.queue;
+        this.queue = [];
         const live: Queued[] = [];
+        // What the store append writes (the live appends' entries, in order), and whether every
+        // caller in it needs them written only (`appendWritten`, or deferred with nobody waiting).
+        const written: NewEntry[] = [];
+        let relaxed = true;
         for (const q of batch) {
           if (this.lostTo !== undefined) q.reject?.(this.lostTo);
           else if (this.closedBecause !== undefined && !q.final && !q.deferred)
             q.reject?.(new AppendAfterCloseError(this.runId, this.closedBecause));
-          else live.push(q);
+          else {
+            live.push(q);
+            for (const entry of q.entries) written.push(entry);
+            if (!q.deferred && !q.written) relaxed = false;
+          }
         }
-        if (live.every((q) => q.entries.length === 0)) {
+        if (written.length === 0) {
           for (const q of live) q.resolve?.();
           continue;
         }
-        const written = live.flatMap((q) => q.entries);
         try {
-          await this.write(
-            written,
-            live.every((q) => q.deferred || q.written),
-          );
+          await this.write(written, relaxed);
         } catch (e) {
           // Deferred results stay queued for a later append (the run's last); callers are told.
           if (this.lostTo === undefined) this.queue.unshift(...live.filter((q) => q.deferred));
@@ -183,7 +188,7 @@ export class Appender {
     const listener = this.onAppended;
     if (listener === undefined || entries.length === 0) return;
     const first = this.durable - entries.length + 1;
-    const at = new Date().toISOString();
+    const at = this.metaNow().at; // now, as an ISO string (made once a millisecond)
     const stored = entries.map(
       (entry, i) =>
         ({

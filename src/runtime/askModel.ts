@@ -7,23 +7,31 @@
 import type { ModelResponse } from "../events/types.ts";
 import { streamModelCall } from "./modelStream.ts";
 import type { RunSession } from "./session.ts";
+import type { StepStop } from "./stepSignals.ts";
 
 /**
  * Asks the run's model once. `onDelta` is told the first time this attempt streams a delta (the
  * caller then owes watchers a `reset` if the attempt fails).
  *
  * @example
- * const response = await askModel(session, signal, frameId, attempt, () => (streamed = attempt));
+ * const response = await askModel(session, stop, frameId, attempt, () => (streamed = attempt));
  */
 export function askModel(
   session: RunSession,
-  signal: AbortSignal,
+  stop: StepStop,
   frameId: string,
   attempt: number,
   onDelta: () => void,
 ): Promise<ModelResponse> {
   const { model, timeouts } = session.config;
-  const request = { messages: session.messages, tools: session.toolDescriptors, signal };
+  // The signal is made when the model reads it: a model that never looks costs the step none.
+  const request = {
+    messages: session.messages,
+    tools: session.toolDescriptors,
+    get signal(): AbortSignal {
+      return stop.signal;
+    },
+  };
   const firstChunkMs = timeouts?.firstChunkMs;
   const chunkIdleMs = timeouts?.chunkIdleMs;
   const watched = session.events.watched();

@@ -11,13 +11,14 @@ import { planStep, type StepSpec } from "../policies/step.ts";
 import type { FrameState } from "../projections/runState.ts";
 import { nextAttempt, timeoutError, waitUntil, withLimits } from "./failurePolicy.ts";
 import type { RunSession } from "./session.ts";
+import type { StepStop } from "./stepSignals.ts";
 
 /** What one effect needs to be a durable step. */
 export interface StepEffect<T, R> {
   /** Serves the recorded outcome: no effect runs. */
   serve(frame: FrameState): R | Promise<R>;
-  /** Runs attempt `attempt` (1-based, over the journal) of the effect. */
-  execute(signal: AbortSignal, attempt: number): T | Promise<T>;
+  /** Runs attempt `attempt` (1-based, over the journal) of the effect; `stop.signal` is its AbortSignal. */
+  execute(stop: StepStop, attempt: number): T | Promise<T>;
   /** Journals a successful attempt's value (appended, or deferred to the next append) and gives the step's value. */
   record(value: T): R | Promise<R>;
   /** How a thrown error reads as an attempt's failure (`attemptError`, `toolAttemptError`). */
@@ -29,10 +30,10 @@ export interface StepEffect<T, R> {
   /** What the step is, for a timeout's message (`model call <frame id>`, `<tool> (step <id>)`). */
   readonly describe: string;
   /**
-   * The signal that stops the attempt (the run's, and the invoking actor's). A function: combining
-   * signals costs, and a served step needs none.
+   * What stops the attempt (the run's signal, and the invoking actor). A function: linking them
+   * costs, and a served step needs none.
    */
-  signal(): AbortSignal;
+  stop(): StepStop;
 }
 
 /** How a durable step ended. */
@@ -89,18 +90,18 @@ export async function durableStep<T, R>(
       // Resumed during a back-off (or woken early): wait what remains of it, as journaled.
       return { kind: "retry", attempt: plan.attempt, delayMs: waitUntil(plan.retryAt, Date.now(), deadlineAt) };
   }
-  const signal = effect.signal();
-  if (signal.aborted) return { kind: "aborted" };
+  const stop = effect.stop();
+  if (stop.aborted) return { kind: "aborted" };
   const { attempt, spent } = plan;
   const { frameId, effect: kind, inputDigest } = step;
   // A model call changes nothing outside the run: it may start once its frame.started is written,
   // while the store flushes it; a tool waits until its start is durable (the write-ahead rule).
   const started: NewEntry = { type: "frame.started", data: { frameId, effect: kind, inputDigest } };
   await (kind === "model" ? session.appender.appendWritten(started) : session.appender.append(started));
-  const result = await withLimits(signal, effect.timeoutMs, deadlineAt, (s) => effect.execute(s, attempt));
-  session.releaseStepSignal(signal); // still running only if stopped, and then its signal has aborted
+  const result = await withLimits(stop, effect.timeoutMs, deadlineAt, (s) => effect.execute(s, attempt));
+  session.releaseStepStop(stop); // still running only if stopped, and then it has aborted
   if ("error" in result) {
-    if (signal.aborted) return { kind: "aborted" };
+    if (stop.aborted) return { kind: "aborted" };
     if (result.stopped === "deadline") return { kind: "past-deadline", started: true };
     const failedAt = Date.now();
     const timedOut = result.stopped === "timeout";
@@ -114,6 +115,6 @@ export async function durableStep<T, R>(
     await session.appender.append(record);
     return { kind: "retry", attempt, delayMs: waitUntil(decision.retryAt, Date.now(), deadlineAt) };
   }
-  if (signal.aborted) return { kind: "aborted" };
+  if (stop.aborted) return { kind: "aborted" };
   return { kind: "done", value: await effect.record(result.value), served: false };
 }

@@ -15,6 +15,7 @@ import {
 } from "../policies/retry.ts";
 import type { RunState } from "../projections/runState.ts";
 import type { AgentLoopConfig, Tool } from "./config.ts";
+import { StepStop } from "./stepSignals.ts";
 
 /** `<loop>#deadline`: the run's deadline (`timeouts.runMs`), decided once at its start. */
 export const deadlineId = (loopId: string): string => `${loopId}#deadline`;
@@ -95,46 +96,47 @@ export function waitUntil(at: number, now: number, deadlineAt: number | undefine
   return Math.max(0, until - now);
 }
 
-/** One options object for every listener that fires once (not one allocated per effect). */
-const ONCE = Object.freeze({ once: true });
-
 /** Which of the limits stopped an effect. */
 export type Stopped = "timeout" | "deadline" | undefined;
 
 /**
- * Runs `effect` with `signal` plus a timer of `timeoutMs` and one until `deadlineAt`: when one
- * fires the effect's signal aborts and the call stops waiting for it (an effect that ignores its
- * signal is left behind, its answer dropped). `stopped()` tells which limit fired.
+ * Runs `effect` with `stop` (a step's, or an AbortSignal) plus a timer of `timeoutMs` and one
+ * until `deadlineAt`: when one fires the effect's stop aborts and the call stops waiting for it
+ * (an effect that ignores its signal is left behind, its answer dropped). `stopped` tells which
+ * limit fired. The effect's AbortSignal (`stop.signal`) is made only if it reads it.
  */
 export async function withLimits<T>(
-  signal: AbortSignal,
+  given: StepStop | AbortSignal,
   timeoutMs: number | undefined,
   deadlineAt: number | undefined,
-  effect: (signal: AbortSignal) => T | Promise<T>,
+  effect: (stop: StepStop) => T | Promise<T>,
 ): Promise<{ readonly value: T } | { readonly error: unknown; readonly stopped: Stopped }> {
+  const stop = given instanceof StepStop ? given : StepStop.following(given);
   let stopped: Stopped;
   let timers: NodeJS.Timeout[] | undefined;
-  let combined = signal;
+  let combined = stop;
+  let unlink: (() => void) | undefined;
   if (timeoutMs !== undefined || deadlineAt !== undefined) {
-    // Only a limit needs a signal of its own (and AbortSignal.any): most effects have none.
-    const limit = new AbortController();
-    const stop = (why: Stopped) => () => {
+    // Only a limit needs a stop of its own: most effects have none. It aborts with whichever comes first.
+    const limited = new StepStop();
+    const limit = (why: Stopped) => () => {
       stopped ??= why;
-      limit.abort(new DOMException(`the ${why} passed`, "TimeoutError"));
+      limited.abort(new DOMException(`the ${why} passed`, "TimeoutError"));
     };
     timers = [];
-    if (timeoutMs !== undefined) timers.push(setTimeout(stop("timeout"), timeoutMs));
-    if (deadlineAt !== undefined) timers.push(setTimeout(stop("deadline"), Math.max(0, deadlineAt - Date.now())));
-    combined = AbortSignal.any([signal, limit.signal]);
+    if (timeoutMs !== undefined) timers.push(setTimeout(limit("timeout"), timeoutMs));
+    if (deadlineAt !== undefined) timers.push(setTimeout(limit("deadline"), Math.max(0, deadlineAt - Date.now())));
+    if (stop.aborted) limited.abort(stop.reason);
+    else unlink = stop.onAbort(() => limited.abort(stop.reason));
+    combined = limited;
   }
-  let onAbort: (() => void) | undefined;
+  let unlisten: (() => void) | undefined;
   try {
     // One promise settled by the effect or by the abort, whichever comes first (a race of two made
     // four more promises a step); the effect still starts a microtask later, its listener set.
     const value = await new Promise<T>((resolve, reject) => {
-      onAbort = () => reject(combined.reason);
-      if (combined.aborted) onAbort();
-      else combined.addEventListener("abort", onAbort, ONCE);
+      if (combined.aborted) reject(combined.reason);
+      else unlisten = combined.onAbort(() => reject(combined.reason));
       // effect(combined), a microtask later; left behind after a limit, its late answer settles nothing.
       Promise.resolve(combined).then(effect).then(resolve, reject);
     });
@@ -143,6 +145,7 @@ export async function withLimits<T>(
     return { error, stopped };
   } finally {
     if (timers !== undefined) for (const t of timers) clearTimeout(t);
-    if (onAbort) combined.removeEventListener("abort", onAbort);
+    unlisten?.();
+    unlink?.();
   }
 }

@@ -21,7 +21,7 @@ import {
 } from "./conversation.ts";
 import { RunEventEmitter } from "./events.ts";
 import { recordedOutput } from "./recordedOutput.ts";
-import { StepSignals } from "./stepSignals.ts";
+import { StepSignals, type StepStop } from "./stepSignals.ts";
 import type { RunTelemetryScope } from "./telemetry.ts";
 
 export type { Fed } from "./conversation.ts";
@@ -169,17 +169,18 @@ export class RunSession {
   }
 
   /**
-   * The signal a step's effect runs under: the run's (`options.signal`) and its actor's, as
-   * `AbortSignal.any` would combine them. `durableStep` releases it once the effect is done.
+   * What stops a step's effect: the run's signal (`options.signal`) and its actor (what the actor's
+   * creator was given, or a plain call's stop), as `AbortSignal.any` would combine them; its
+   * AbortSignal is made only if the effect reads it. `durableStep` releases it once the effect is done.
    */
-  stepSignal(actorSignal: AbortSignal): AbortSignal {
+  stepStop(actor: StepStop | { readonly signal: AbortSignal }): StepStop {
     this.steps ??= new StepSignals(this.options.signal);
-    return this.steps.link(actorSignal);
+    return this.steps.link(actor);
   }
 
-  /** The effect of a step is done with its signal (see {@link stepSignal}). */
-  releaseStepSignal(signal: AbortSignal): void {
-    this.steps?.release(signal);
+  /** The effect of a step is done with its stop (see {@link stepStop}). */
+  releaseStepStop(stop: StepStop): void {
+    this.steps?.release(stop);
   }
 
   /** The run ended: nothing of it listens to the run's signal any more. */

@@ -8,7 +8,7 @@ import {
 } from "xstate";
 import { agentLoopMachine } from "../machines/agentLoop.machine.ts";
 import { toolCallMachine } from "../machines/toolCall.machine.ts";
-import { ownedController } from "./stepSignals.ts";
+import { ownStop, StepStop } from "./stepSignals.ts";
 
 /**
  * The agent loop's chart with the runtime's actors provided, built once per loop instead of once
@@ -61,14 +61,14 @@ const RESOLVE = "xstate.promise.resolve";
 const REJECT = "xstate.promise.reject";
 const STOP = "xstate.stop";
 
-/** The stand-ins' abort controllers, made when the creator first reads its `signal`, by actor. */
-const controllers = new WeakMap<AnyActorRef, AbortController>();
+/** The stand-ins' stops, by actor: what `xstate.stop` aborts. */
+const stops = new WeakMap<AnyActorRef, StepStop>();
 
 /**
  * A stand-in: `fromPromise`'s logic (the same snapshots and events), except that the actor's abort
- * controller is made only when its creator reads `signal` (a step served from the journal never
- * does; an executed step's signal is its step's, see `StepSignals`). An AbortController per actor
- * was the largest single cost of starting one, two actors a turn.
+ * signal is made only when its creator reads `signal` (a step served from the journal never does;
+ * an executed step takes the actor's stop as its own, see `StepSignals`, and makes one only if its
+ * effect reads it). An AbortController per actor was the largest single cost of starting one.
  */
 const promiseStandIn = (key: string) => {
   const initial = (input: unknown): Snap => ({ status: "active", output: undefined, error: undefined, input });
@@ -82,7 +82,7 @@ const promiseStandIn = (key: string) => {
         case REJECT:
           return { ...state, status: "error", error: event.data, input: undefined };
         case STOP:
-          controllers.get(scope.self)?.abort();
+          stops.get(scope.self)?.abort();
           return { ...state, status: "stopped", input: undefined };
         default:
           return state;
@@ -90,20 +90,18 @@ const promiseStandIn = (key: string) => {
     },
     start: (state: Snap, { self, system, emit }: { self: AnyActorRef; system: AnyActorSystem; emit: unknown }) => {
       if (state.status !== "active") return;
+      const stop = new StepStop();
+      stops.set(self, stop);
       const args = {
         input: state.input,
         system,
         self,
         emit,
         get signal(): AbortSignal {
-          let controller = controllers.get(self);
-          if (controller === undefined) {
-            controller = ownedController();
-            controllers.set(self, controller);
-          }
-          return controller.signal;
+          return stop.signal;
         },
       };
+      ownStop(args, stop);
       let running: PromiseLike<unknown>;
       try {
         running = implementation(system, key)(args) as PromiseLike<unknown>;

@@ -1,59 +1,119 @@
-/** The abort signals of a run's durable steps: `StepSignals`, and the controllers a step may take as its own. */
+/**
+ * What stops a run's durable steps: `StepStop` (an abort whose AbortSignal is made only when
+ * read), `CallStop`, and `StepSignals`, which links each step to the run's signal.
+ */
 
 /** One options object for every step's listener (not one allocated per step). */
 const ONCE = Object.freeze({ once: true });
 
-/** Controllers whose signal a step may take as its own, by signal (see {@link ownedController}). */
-const owned = new WeakMap<AbortSignal, AbortController>();
-
 /**
- * An actor's abort controller that its step may abort itself: `link` then hands the actor's own
- * signal to the step and aborts it when the run's does, instead of a second controller chained
- * to it (the runtime's stand-in actors make theirs so: sharedMachine.ts).
+ * An abort that a step (and its effect's time limits) can watch without an AbortSignal: the
+ * signal is made when something reads `signal` (a tool or a model that looks at it), already
+ * aborted when the stop came first. An AbortSignal with a listener cost a step about as much as
+ * the rest of its own bookkeeping; most effects (a served step, a tool that never looks) need none.
+ *
+ * @example
+ * const stop = new StepStop();
+ * const off = stop.onAbort(() => console.log("stopped", stop.reason));
+ * stop.abort(); // the listener runs; stop.signal is an aborted AbortSignal with an AbortError
  */
-export function ownedController(): AbortController {
-  const controller = new AbortController();
-  owned.set(controller.signal, controller);
-  return controller;
-}
-
-/**
- * What stops one call of the `plainCalls` actor (it is no actor of its own): the signal its step
- * reads, made only then (a call served from the journal makes none), aborted by `stop`.
- */
-export class CallStop {
+export class StepStop {
   private controller: AbortController | undefined;
-  private stopped = false;
+  private listeners: (() => void)[] | undefined;
+  private done = false;
+  private why: unknown;
 
+  /** Aborted, as `AbortSignal.aborted`. */
+  get aborted(): boolean {
+    return this.done;
+  }
+
+  /** Why, as `AbortSignal.reason` (undefined until aborted). */
+  get reason(): unknown {
+    return this.why;
+  }
+
+  /** The AbortSignal of this stop, made at the first read. */
   get signal(): AbortSignal {
     if (this.controller === undefined) {
-      this.controller = ownedController();
-      if (this.stopped) this.controller.abort();
+      this.controller = new AbortController();
+      if (this.done) this.controller.abort(this.why);
     }
     return this.controller.signal;
   }
 
-  /** As xstate stops an actor: its signal aborts (with an AbortError). */
+  /**
+   * Aborts (once): `reason` undefined gives an AbortError, as `AbortController.abort()` does. Its
+   * signal's listeners run first (if it was made), then those of {@link onAbort}.
+   */
+  abort(reason?: unknown): void {
+    if (this.done) return;
+    this.done = true;
+    this.why = reason === undefined ? new DOMException("This operation was aborted", "AbortError") : reason;
+    this.controller?.abort(this.why);
+    const listeners = this.listeners;
+    this.listeners = undefined;
+    if (listeners !== undefined) for (const listener of listeners) listener();
+  }
+
+  /** Calls `listener` once when this aborts (not if it already has); returns its removal. */
+  onAbort(listener: () => void): () => void {
+    if (this.done) return noop;
+    (this.listeners ??= []).push(listener);
+    return () => {
+      const listeners = this.listeners;
+      const at = listeners === undefined ? -1 : listeners.indexOf(listener);
+      if (at >= 0) listeners?.splice(at, 1);
+    };
+  }
+
+  /** A stop that aborts when `signal` does, with its reason. */
+  static following(signal: AbortSignal): StepStop {
+    const stop = new StepStop();
+    if (signal.aborted) stop.abort(signal.reason);
+    else signal.addEventListener("abort", () => stop.abort(signal.reason), ONCE);
+    return stop;
+  }
+}
+
+const noop = () => {};
+
+/**
+ * The stops of actors whose step may take them as their own, by the object the actor's creator is
+ * given (sharedMachine.ts's stand-ins register theirs): no AbortSignal is made for the actor then.
+ */
+const ownStops = new WeakMap<object, StepStop>();
+
+/** Registers `stop` as the own stop of the actor whose creator is given `args` (see `StepSignals.link`). */
+export function ownStop(args: object, stop: StepStop): void {
+  ownStops.set(args, stop);
+}
+
+/**
+ * What stops one call of the `plainCalls` actor (it is no actor of its own): aborted by `stop`,
+ * as xstate stops an actor (with an AbortError); its signal is made only if its step reads it.
+ */
+export class CallStop extends StepStop {
+  /** As xstate stops an actor: it aborts with an AbortError. */
   stop(): void {
-    this.stopped = true;
-    this.controller?.abort();
+    this.abort();
   }
 }
 
 /**
- * The signal each durable step's effect runs under: aborted when the run's signal aborts or the
- * step's actor is stopped, with the reason of whichever came first (the run's when both already
- * have), as `AbortSignal.any([runSignal, actorSignal])` would.
+ * Links each durable step's stop to the run's signal: the step aborts when the run's signal
+ * aborts or its actor is stopped, with the reason of whichever came first (the run's when both
+ * already have), as `AbortSignal.any([runSignal, actorSignal])` would.
  *
  * `AbortSignal.any` per step cost the loop more than any other piece of its signal handling (each
  * call registers a weakly held dependant on the run's signal, swept only by the collector). Here
  * the run's signal gets one listener for the whole run, which aborts the steps live at that moment;
- * a step is released once its effect is done with its signal (`release`), and `dispose` removes
+ * a step is released once its effect is done with its stop (`release`), and `dispose` removes
  * the run's listener when the run ends.
  */
 export class StepSignals {
-  /** The steps not released yet, by the signal their effect was given. */
-  private readonly live = new Map<AbortSignal, AbortController>();
+  /** The steps not released yet. */
+  private readonly live = new Set<StepStop>();
   private readonly onRunAbort: (() => void) | undefined;
 
   constructor(private readonly run: AbortSignal | undefined) {
@@ -61,48 +121,50 @@ export class StepSignals {
     // Registered after the run's own listeners (the chart's ABORT): a step then aborts after them,
     // as a dependant of AbortSignal.any does.
     this.onRunAbort = () => {
-      const steps = [...this.live.values()];
+      const steps = [...this.live];
       this.live.clear();
-      for (const c of steps) c.abort(run.reason);
+      for (const step of steps) step.abort(run.reason);
     };
-    run.addEventListener("abort", this.onRunAbort, { once: true });
+    run.addEventListener("abort", this.onRunAbort, ONCE);
   }
 
-  /** The signal for one step whose actor has `actorSignal`. */
-  link(actorSignal: AbortSignal): AbortSignal {
+  /**
+   * The stop of one step whose actor is `actor` (what its creator was given, or a plain call's
+   * stop): the actor's own stop when it has one (no second one for the step), else a stop that
+   * follows its AbortSignal (xstate's own actors). The run's abort reaches it too, until released.
+   */
+  link(actor: StepStop | { readonly signal: AbortSignal }): StepStop {
     const run = this.run;
-    if (run === undefined) return actorSignal;
-    const own = owned.get(actorSignal);
+    const own = actor instanceof StepStop ? actor : ownStops.get(actor);
     if (own !== undefined) {
-      // The actor's signal is the step's: stopping the actor aborts it, and so does the run, from here.
-      if (run.aborted) own.abort(run.reason);
-      else if (!actorSignal.aborted) this.live.set(actorSignal, own);
-      return actorSignal;
+      if (run?.aborted) own.abort(run.reason);
+      else if (run !== undefined && !own.aborted) this.live.add(own);
+      return own;
     }
-    const step = new AbortController();
-    const signal = step.signal;
-    if (run.aborted) step.abort(run.reason);
-    else if (actorSignal.aborted) step.abort(actorSignal.reason);
+    const signal = actor.signal;
+    const stop = new StepStop();
+    if (run?.aborted) stop.abort(run.reason);
+    else if (signal.aborted) stop.abort(signal.reason);
     else {
-      this.live.set(signal, step);
-      actorSignal.addEventListener(
+      if (run !== undefined) this.live.add(stop);
+      signal.addEventListener(
         "abort",
         () => {
-          this.live.delete(signal);
-          step.abort(actorSignal.reason);
+          this.live.delete(stop);
+          stop.abort(signal.reason);
         },
         ONCE,
       );
     }
-    return signal;
+    return stop;
   }
 
   /**
-   * The step's effect is done with `signal` (it returned, or it was stopped and its signal already
-   * aborted): a later abort of the run no longer reaches it.
+   * The step's effect is done with `stop` (it returned, or it was stopped and already aborted):
+   * a later abort of the run no longer reaches it.
    */
-  release(signal: AbortSignal): void {
-    this.live.delete(signal);
+  release(stop: StepStop): void {
+    this.live.delete(stop);
   }
 
   /** The run ended: its signal's listener goes. */

@@ -12,7 +12,7 @@ import type { Tool } from "./config.ts";
 import { durableStep } from "./durableStep.ts";
 import { toolAttemptError, toolPolicy } from "./failurePolicy.ts";
 import type { RunSession } from "./session.ts";
-import { CallStop } from "./stepSignals.ts";
+import { CallStop, type StepStop } from "./stepSignals.ts";
 import { isSubAgentTool } from "./subAgentTools.ts";
 import { subRunWaits } from "./subRuns.ts";
 import { invalidInputMessage, noCanonicalForm } from "./toolInput.ts";
@@ -174,7 +174,7 @@ export function toolCallActors(session: RunSession) {
     const checked = inputDigests.get(stepId);
     inputDigests.delete(stepId); // one entry a call in flight, not one a call of the run (a retry hashes again)
     const inputDigest = checked ?? digestOfRecorded(call.input).digest ?? "";
-    let toolSignal: AbortSignal | undefined;
+    let toolStop: StepStop | undefined;
     const timeoutMs = tool.timeoutMs ?? config.timeouts?.toolMs;
     const result = await durableStep<unknown, RunToolOutput>(
       session,
@@ -190,9 +190,12 @@ export function toolCallActors(session: RunSession) {
         async execute(s) {
           running++;
           try {
+            // The signal is made when the tool reads it: a tool that never looks costs the step none.
             return await tool.execute(validated.has(stepId) ? validated.get(stepId) : call.input, {
               stepId,
-              signal: s,
+              get signal(): AbortSignal {
+                return s.signal;
+              },
               runId,
               journal: options.journal,
             });
@@ -219,9 +222,9 @@ export function toolCallActors(session: RunSession) {
         },
         timeoutMs,
         describe: `${call.name} (step ${stepId})`,
-        signal() {
-          toolSignal ??= session.stepSignal(actor.signal);
-          return toolSignal;
+        stop() {
+          toolStop ??= session.stepStop(actor);
+          return toolStop;
         },
       },
     );

@@ -88,7 +88,8 @@ describe("loom machine --mermaid", () => {
     expect(stdout).toContain("starting --> failed : prepare error");
     expect(stdout).toContain("running_deciding --> running_callingModel : always [withinLimit]");
     expect(stdout).toContain("running_dispatching --> interrupting : always [open = 0 and pending.length > 0]");
-    expect(stdout).toContain("running_callingModel --> interrupting : callModel done [not output.ok]");
+    expect(stdout).toContain("running --> failed : modelCalls error<br>plainCalls error");
+    expect(stdout).toContain("running_callingModel --> interrupting : MODEL.DONE [not output.ok]");
     expect(stdout).toContain("running --> interrupting : ABORT");
   });
 });

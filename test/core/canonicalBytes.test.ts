@@ -115,6 +115,19 @@ describe("canonical bytes", () => {
     expect(canonicalJson(v)).toBe(expected);
   });
 
+  it("kept are looked up while some are unused, however often a value was kept (seen through a change they hide)", () => {
+    const first = { n: 1 };
+    canonicalBytesOfParsed(first);
+    canonicalBytesOfParsed(first); // kept again: still one unused
+    first.n = 2; // a change nobody should make: the kept bytes still say 1, which shows they were reused
+    expect(canonicalJson([first])).toBe('[{"n":1}]');
+    expect(canonicalJson([first])).toBe('[{"n":2}]'); // used once
+    const second = { m: 1 };
+    canonicalBytesOfParsed(second);
+    second.m = 2;
+    expect(canonicalJson({ second })).toBe('{"second":{"m":1}}');
+  });
+
   it("of a kept parsed value are reused once by the value that holds it, the same bytes", () => {
     fc.assert(
       fc.property(json, json, (output, other) => {

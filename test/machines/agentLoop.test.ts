@@ -34,6 +34,8 @@ const step0 = toolStepId(input.loopId, 0, 0);
 const step1 = toolStepId(input.loopId, 0, 1);
 
 const done = (id: string, output: unknown) => ({ type: `xstate.done.actor.${id}`, output });
+/** What the modelCalls actor reports of the turn's model call. */
+const model = (output: CallModelOutput) => ({ type: "MODEL.DONE", output }) as const;
 const error = (id: string, e: unknown) => ({ type: `xstate.error.actor.${id}`, error: e });
 
 const EVENTS = {
@@ -41,35 +43,35 @@ const EVENTS = {
   "prepare completed": done("prepare", { kind: "completed" } satisfies PrepareOutput),
   "prepare throws": error("prepare", "divergence"),
   // Both calls can wait (an approval, a retry): each gets a toolCall chart, which reports with CALL.*.
-  "model calls 2 tools": done("callModel", {
+  "model calls 2 tools": model({
     ok: true,
     response: twoCalls,
     charted: [0, 1],
-  } satisfies CallModelOutput),
+  }),
   // Neither can wait: both go to the plainCalls actor, which reports each with CALL.* as a chart does.
-  "model calls 2 plain tools": done("callModel", { ok: true, response: twoCalls } satisfies CallModelOutput),
-  "model answers": done("callModel", { ok: true, response: answer } satisfies CallModelOutput),
-  "model served, its calls settled": done("callModel", {
+  "model calls 2 plain tools": model({ ok: true, response: twoCalls }),
+  "model answers": model({ ok: true, response: answer }),
+  "model served, its calls settled": model({
     ok: true,
     response: twoCalls,
     settled: true,
-  } satisfies CallModelOutput),
-  "model fails": done("callModel", {
+  }),
+  "model fails": model({
     ok: false,
     reason: "model-error",
     detail: { message: "rate limited" },
-  } satisfies CallModelOutput),
-  "model fails, retried": done("callModel", {
+  }),
+  "model fails, retried": model({
     ok: false,
     retry: { attempt: 1, delayMs: 1000 },
-  } satisfies CallModelOutput),
-  "model past the deadline": done("callModel", {
+  }),
+  "model past the deadline": model({
     ok: false,
     reason: "deadline",
     detail: { deadlineAt: "2026-12-03T12:00:00.000Z" },
-  } satisfies CallModelOutput),
+  }),
   "backoff elapsed": { type: "xstate.after.backoff.agentLoop.running.backingOff" },
-  "callModel throws": error("callModel", "append failed"),
+  "model call throws": { type: "MODEL.FAILED", error: "append failed" },
   "CALL.SETTLED 0": { type: "CALL.SETTLED", index: 0, status: "ok" },
   "CALL.SETTLED 1": { type: "CALL.SETTLED", index: 1, status: "error" },
   "CALL.PENDING 0": { type: "CALL.PENDING", index: 0, stepId: step0 },
@@ -77,6 +79,8 @@ const EVENTS = {
   "CALL.FAILED 1": { type: "CALL.FAILED", index: 1, error: "append failed" },
   // The actor that runs the calls that cannot wait failed itself (a call's failure is its CALL.FAILED).
   "plainCalls throws": error("plainCalls", "lost"),
+  // The actor that makes the model calls failed itself (a call's failure is its MODEL.FAILED).
+  "modelCalls throws": error("modelCalls", "gone"),
   // A toolCall chart's final state: it reported with CALL.* already, so the loop ignores this one.
   "toolCall 0 done": done("call:0", undefined),
   ABORT: { type: "ABORT", reason: "user pressed stop" },
@@ -133,7 +137,7 @@ const stateOf = (snapshot: Snapshot) =>
         .map(([parent, child]) => `${parent}.${child}`)
         .join();
 
-/** What a returned action does, in one word and an id: `spawn callModel`, `stop call:0`. */
+/** What a returned action does, in one word and an id: `spawn call:0`, `stop call:0`, `tell modelCalls MODEL.CALL`. */
 function effects(actions: readonly { type: string; params?: unknown }[]): string[] {
   return actions.map((a) => {
     const id = (a.params as { id?: string } | undefined)?.id;
@@ -150,8 +154,10 @@ function effects(actions: readonly { type: string; params?: unknown }[]): string
 }
 
 const STOP_CALLS = ["stop call:0", "stop call:1"];
-/** Leaving `running` stops the actor that runs the calls that cannot wait. */
-const LEAVE = "stop plainCalls";
+/** Leaving `running` stops the actors that make the model calls and run the calls that cannot wait. */
+const LEAVE = ["stop modelCalls", "stop plainCalls"];
+/** The model is called for the turn: the modelCalls actor is told. */
+const CALL_MODEL = "tell modelCalls MODEL.CALL";
 /** Leaving a batch of plain calls early stops those still open. */
 const STOP_PLAIN = "tell plainCalls CALLS.STOP";
 
@@ -161,45 +167,49 @@ const TWO_OPEN = {
   "CALL.SETTLED 1": ["running.dispatching"],
   "CALL.PENDING 0": ["running.dispatching"],
   "CALL.PENDING 1": ["running.dispatching"],
-  "CALL.FAILED 1": ["failed", ...STOP_CALLS, LEAVE],
-  "plainCalls throws": ["failed", ...STOP_CALLS, LEAVE],
-  ABORT: ["interrupting", ...STOP_CALLS, LEAVE, "spawn interrupt"],
+  "CALL.FAILED 1": ["failed", ...STOP_CALLS, ...LEAVE],
+  "plainCalls throws": ["failed", ...STOP_CALLS, ...LEAVE],
+  "modelCalls throws": ["failed", ...STOP_CALLS, ...LEAVE],
+  ABORT: ["interrupting", ...STOP_CALLS, ...LEAVE, "spawn interrupt"],
 } as const satisfies Partial<Record<EventName, readonly string[]>>;
 
 /** The last call open (charted): it ends the turn, or the run when another call waits for approval. */
 const LAST_OPEN_INTERRUPTS = {
-  "CALL.SETTLED 1": ["interrupting", ...STOP_CALLS, LEAVE, "spawn interrupt"],
-  "CALL.SETTLED 0": ["interrupting", ...STOP_CALLS, LEAVE, "spawn interrupt"],
-  "CALL.PENDING 1": ["interrupting", ...STOP_CALLS, LEAVE, "spawn interrupt"],
-  "CALL.PENDING 0": ["interrupting", ...STOP_CALLS, LEAVE, "spawn interrupt"],
-  "CALL.FAILED 1": ["failed", ...STOP_CALLS, LEAVE],
-  "plainCalls throws": ["failed", ...STOP_CALLS, LEAVE],
-  ABORT: ["interrupting", ...STOP_CALLS, LEAVE, "spawn interrupt"],
+  "CALL.SETTLED 1": ["interrupting", ...STOP_CALLS, ...LEAVE, "spawn interrupt"],
+  "CALL.SETTLED 0": ["interrupting", ...STOP_CALLS, ...LEAVE, "spawn interrupt"],
+  "CALL.PENDING 1": ["interrupting", ...STOP_CALLS, ...LEAVE, "spawn interrupt"],
+  "CALL.PENDING 0": ["interrupting", ...STOP_CALLS, ...LEAVE, "spawn interrupt"],
+  "CALL.FAILED 1": ["failed", ...STOP_CALLS, ...LEAVE],
+  "plainCalls throws": ["failed", ...STOP_CALLS, ...LEAVE],
+  "modelCalls throws": ["failed", ...STOP_CALLS, ...LEAVE],
+  ABORT: ["interrupting", ...STOP_CALLS, ...LEAVE, "spawn interrupt"],
 } as const satisfies Partial<Record<EventName, readonly string[]>>;
 
 /** `[next state, ...effects]`; an event missing from a row is ignored: same snapshot, no actions. */
 const TABLE: Record<Start, Partial<Record<EventName, readonly string[]>>> = {
   starting: {
-    "prepare ready": ["running.callingModel", "stop prepare", "spawn plainCalls", "spawn callModel"],
+    "prepare ready": ["running.callingModel", "stop prepare", "spawn modelCalls", "spawn plainCalls", CALL_MODEL],
     "prepare completed": ["completed", "stop prepare"],
     "prepare throws": ["failed", "stop prepare"],
   },
   callingModel: {
-    "model calls 2 tools": ["running.dispatching", "stop callModel", "spawn call:0", "spawn call:1"],
-    "model calls 2 plain tools": ["running.dispatching", "stop callModel", "tell plainCalls CALLS.RUN"],
-    "model answers": ["finishing", "stop callModel", LEAVE, "spawn complete"],
-    "model served, its calls settled": ["running.callingModel", "stop callModel", "spawn callModel"],
-    "model fails": ["interrupting", "stop callModel", LEAVE, "spawn interrupt"],
-    "model fails, retried": ["running.backingOff", "stop callModel", "wait 1000"],
-    "model past the deadline": ["interrupting", "stop callModel", LEAVE, "spawn interrupt"],
-    "callModel throws": ["failed", "stop callModel", LEAVE],
-    "plainCalls throws": ["failed", "stop callModel", LEAVE],
-    ABORT: ["interrupting", "stop callModel", LEAVE, "spawn interrupt"],
+    "model calls 2 tools": ["running.dispatching", "spawn call:0", "spawn call:1"],
+    "model calls 2 plain tools": ["running.dispatching", "tell plainCalls CALLS.RUN"],
+    "model answers": ["finishing", ...LEAVE, "spawn complete"],
+    "model served, its calls settled": ["running.callingModel", CALL_MODEL],
+    "model fails": ["interrupting", ...LEAVE, "spawn interrupt"],
+    "model fails, retried": ["running.backingOff", "wait 1000"],
+    "model past the deadline": ["interrupting", ...LEAVE, "spawn interrupt"],
+    "model call throws": ["failed", ...LEAVE],
+    "plainCalls throws": ["failed", ...LEAVE],
+    "modelCalls throws": ["failed", ...LEAVE],
+    ABORT: ["interrupting", ...LEAVE, "spawn interrupt"],
   },
   backingOff: {
-    "backoff elapsed": ["running.callingModel", "cancel wait", "spawn callModel"],
-    "plainCalls throws": ["failed", "cancel wait", LEAVE],
-    ABORT: ["interrupting", "cancel wait", LEAVE, "spawn interrupt"],
+    "backoff elapsed": ["running.callingModel", "cancel wait", CALL_MODEL],
+    "plainCalls throws": ["failed", "cancel wait", ...LEAVE],
+    "modelCalls throws": ["failed", "cancel wait", ...LEAVE],
+    ABORT: ["interrupting", "cancel wait", ...LEAVE, "spawn interrupt"],
   },
   "dispatching, 2 open": TWO_OPEN,
   // Plain calls report as charted ones do; leaving the batch early tells the plainCalls actor to stop them.
@@ -208,24 +218,26 @@ const TABLE: Record<Start, Partial<Record<EventName, readonly string[]>>> = {
     "CALL.SETTLED 1": ["running.dispatching"],
     "CALL.PENDING 0": ["running.dispatching"],
     "CALL.PENDING 1": ["running.dispatching"],
-    "CALL.FAILED 1": ["failed", STOP_PLAIN, LEAVE],
-    "plainCalls throws": ["failed", STOP_PLAIN, LEAVE],
-    ABORT: ["interrupting", STOP_PLAIN, LEAVE, "spawn interrupt"],
+    "CALL.FAILED 1": ["failed", STOP_PLAIN, ...LEAVE],
+    "plainCalls throws": ["failed", STOP_PLAIN, ...LEAVE],
+    "modelCalls throws": ["failed", STOP_PLAIN, ...LEAVE],
+    ABORT: ["interrupting", STOP_PLAIN, ...LEAVE, "spawn interrupt"],
   },
   // The last plain call ending leaves nothing to stop: on to the next turn.
   "dispatching 2 plain calls, 1 open": {
-    "CALL.SETTLED 1": ["running.callingModel", "spawn callModel"],
-    "CALL.SETTLED 0": ["running.callingModel", "spawn callModel"],
-    "CALL.PENDING 1": ["interrupting", LEAVE, "spawn interrupt"],
-    "CALL.PENDING 0": ["interrupting", LEAVE, "spawn interrupt"],
-    "CALL.FAILED 1": ["failed", STOP_PLAIN, LEAVE],
-    "plainCalls throws": ["failed", STOP_PLAIN, LEAVE],
-    ABORT: ["interrupting", STOP_PLAIN, LEAVE, "spawn interrupt"],
+    "CALL.SETTLED 1": ["running.callingModel", CALL_MODEL],
+    "CALL.SETTLED 0": ["running.callingModel", CALL_MODEL],
+    "CALL.PENDING 1": ["interrupting", ...LEAVE, "spawn interrupt"],
+    "CALL.PENDING 0": ["interrupting", ...LEAVE, "spawn interrupt"],
+    "CALL.FAILED 1": ["failed", STOP_PLAIN, ...LEAVE],
+    "plainCalls throws": ["failed", STOP_PLAIN, ...LEAVE],
+    "modelCalls throws": ["failed", STOP_PLAIN, ...LEAVE],
+    ABORT: ["interrupting", STOP_PLAIN, ...LEAVE, "spawn interrupt"],
   },
   "dispatching, 1 open": {
     ...LAST_OPEN_INTERRUPTS,
-    "CALL.SETTLED 1": ["running.callingModel", ...STOP_CALLS, "spawn callModel"],
-    "CALL.SETTLED 0": ["running.callingModel", ...STOP_CALLS, "spawn callModel"],
+    "CALL.SETTLED 1": ["running.callingModel", ...STOP_CALLS, CALL_MODEL],
+    "CALL.SETTLED 0": ["running.callingModel", ...STOP_CALLS, CALL_MODEL],
   },
   "dispatching, 1 open, 1 pending": LAST_OPEN_INTERRUPTS,
   "dispatching the last turn, 1 open": LAST_OPEN_INTERRUPTS,
@@ -285,7 +297,7 @@ describe("agentLoopMachine transitions (pure)", () => {
     });
   }
 
-  it("ignores ABORT before running and while finishing or interrupting (callModel checks the signal itself)", () => {
+  it("ignores ABORT before running and while finishing or interrupting (the model call checks the signal itself)", () => {
     for (const start of ["starting", "finishing", "interrupting"] as const) {
       const snapshot = reach(START[start]);
       expect(step(snapshot, "ABORT"), start).toEqual([snapshot, []]);
@@ -297,14 +309,14 @@ describe("agentLoopMachine context and actor inputs (pure)", () => {
   it("walks a run from turn 0 once prepared: a resumed run's recorded steps are served by the same actors", () => {
     const [next, actions] = step(reach([]), "prepare ready");
     expect(next.context.turn).toBe(0);
-    expect(actions.at(-1)?.params).toMatchObject({ src: "callModel", input: { turn: 0 } });
+    expect(actions.at(-1)?.params).toMatchObject({ targetId: "modelCalls", event: { type: "MODEL.CALL", turn: 0 } });
   });
 
   it("goes on to the next turn when a served response's calls are all settled in the journal: no child is spawned", () => {
     const [next, actions] = step(reach(START.callingModel), "model served, its calls settled");
     expect(next.context).toMatchObject({ turn: 1, response: undefined, open: 0 });
-    expect(effects(actions)).toEqual(["stop callModel", "spawn callModel"]);
-    expect(actions.at(-1)?.params).toMatchObject({ src: "callModel", input: { turn: 1 } });
+    expect(effects(actions)).toEqual([CALL_MODEL]);
+    expect(actions.at(-1)?.params).toMatchObject({ targetId: "modelCalls", event: { type: "MODEL.CALL", turn: 1 } });
   });
 
   it("dispatches a response: one toolCall child a call, with its step id", () => {
@@ -323,11 +335,11 @@ describe("agentLoopMachine context and actor inputs (pure)", () => {
         input: { runId: "run-1", turn: 0, index: 1, stepId: step1, call: twoCalls.toolCalls[1] },
       },
     ]);
-    expect(Object.keys(next.children).sort()).toEqual(["call:0", "call:1", "plainCalls"]);
+    expect(Object.keys(next.children).sort()).toEqual(["call:0", "call:1", "modelCalls", "plainCalls"]);
   });
 
   it("dispatches a call that can wait as a toolCall chart and tells the plainCalls actor to run one that cannot", () => {
-    const mixed = done("callModel", { ok: true, response: twoCalls, charted: [1] } satisfies CallModelOutput);
+    const mixed = model({ ok: true, response: twoCalls, charted: [1] });
     const [next, actions] = transition(machine, reach(START.callingModel), asEvent(mixed));
     expect(next.context.charted).toEqual([1]);
     const spawned = actions.filter((a) => a.type === "xstate.spawnChild").map((a) => a.params);
@@ -341,7 +353,7 @@ describe("agentLoopMachine context and actor inputs (pure)", () => {
         event: { type: "CALLS.RUN", calls: [{ turn: 0, index: 0, stepId: step0, call: twoCalls.toolCalls[0] }] },
       },
     ]);
-    expect(Object.keys(next.children).sort()).toEqual(["call:1", "plainCalls"]);
+    expect(Object.keys(next.children).sort()).toEqual(["call:1", "modelCalls", "plainCalls"]);
   });
 
   it("finds each charted call of a larger response (the indices are searched, not scanned)", () => {
@@ -349,7 +361,7 @@ describe("agentLoopMachine context and actor inputs (pure)", () => {
       toolCalls: Array.from({ length: 5 }, (_, i) => ({ id: `c${i}`, name: "lookup", input: { i } })),
     };
     for (const charted of [[], [0], [4], [1, 3, 4], [0, 1, 2, 3, 4]]) {
-      const event = done("callModel", { ok: true, response: five, charted } satisfies CallModelOutput);
+      const event = model({ ok: true, response: five, charted });
       const [, actions] = transition(machine, reach(START.callingModel), asEvent(event));
       const where = new Map<number, string>();
       for (const a of actions) {
@@ -385,8 +397,11 @@ describe("agentLoopMachine context and actor inputs (pure)", () => {
 
   it("runs the calls that cannot wait in one actor for the whole run, and fails the run if that actor fails", () => {
     const running = reach(START.callingModel);
-    expect(Object.keys(running.children).sort()).toEqual(["callModel", "plainCalls"]);
-    expect(Object.keys(reach(START["dispatching 2 plain calls"]).children)).toEqual(["plainCalls"]); // no child a call
+    expect(Object.keys(running.children).sort()).toEqual(["modelCalls", "plainCalls"]);
+    expect(Object.keys(reach(START["dispatching 2 plain calls"]).children).sort()).toEqual([
+      "modelCalls",
+      "plainCalls",
+    ]); // no child a call or a turn
     const failed = reach([...START["dispatching 2 plain calls"], "plainCalls throws"]);
     expect(failed.value).toBe("failed");
     expect(failed.context.error).toBe("lost");
@@ -395,7 +410,7 @@ describe("agentLoopMachine context and actor inputs (pure)", () => {
   it("completes an answer without content with an empty string", () => {
     const [, actions] = step(reach(START.callingModel), "model answers");
     expect(actions.at(-1)?.params).toMatchObject({ input: { turn: 0, content: "Your order ships today." } });
-    const bare = done("callModel", { ok: true, response: { toolCalls: [] } } satisfies CallModelOutput);
+    const bare = model({ ok: true, response: { toolCalls: [] } });
     const [, bareActions] = transition(machine, reach(START.callingModel), asEvent(bare));
     expect(bareActions.at(-1)?.params).toMatchObject({ src: "complete", input: { turn: 0, content: "" } });
   });
@@ -414,7 +429,7 @@ describe("agentLoopMachine context and actor inputs (pure)", () => {
     const [next, actions] = step(reach(START["dispatching, 1 open"]), "CALL.SETTLED 1");
     expect(next.context).toMatchObject({ turn: 1, response: undefined, open: 0, pending: [], interrupt: undefined });
     expect(next.context.charted).toBeUndefined();
-    expect(actions.at(-1)?.params).toMatchObject({ src: "callModel", input: { turn: 1 } });
+    expect(actions.at(-1)?.params).toMatchObject({ targetId: "modelCalls", event: { type: "MODEL.CALL", turn: 1 } });
   });
 
   it("interrupts with max-iterations when the turn reaches maxIterations", () => {
@@ -431,7 +446,7 @@ describe("agentLoopMachine context and actor inputs (pure)", () => {
     const [snapshot] = initialTransition(machine, { ...input, maxIterations: 0 });
     const [next, actions] = transition(machine, snapshot, asEvent(EVENTS["prepare ready"]));
     expect(next.value).toBe("interrupting");
-    expect(effects(actions)).not.toContain("spawn callModel");
+    expect(effects(actions)).not.toContain(CALL_MODEL);
   });
 
   it("interrupts with approval-pending, naming the pending step ids, once no call is open", () => {
@@ -465,14 +480,14 @@ describe("agentLoopMachine context and actor inputs (pure)", () => {
     expect(actions.at(-1)?.params).toMatchObject({ src: "interrupt", input: { reason: "model-error" } });
   });
 
-  it("waits in backingOff the delay callModel computed, then calls the model again for the same turn", () => {
+  it("waits in backingOff the delay the model call computed, then calls the model again for the same turn", () => {
     const waiting = reach(START.backingOff);
     expect(stateOf(waiting)).toBe("running.backingOff");
     expect(waiting.context.backoff).toEqual({ attempt: 1, delayMs: 1000 });
     expect(waiting.context.interrupt).toBeUndefined();
     const [again, actions] = step(waiting, "backoff elapsed");
     expect(again.context.backoff).toBeUndefined();
-    expect(actions.at(-1)?.params).toMatchObject({ src: "callModel", input: { turn: 0 } });
+    expect(actions.at(-1)?.params).toMatchObject({ targetId: "modelCalls", event: { type: "MODEL.CALL", turn: 0 } });
   });
 
   it("interrupts an abort during the back-off with aborted (the journaled retryAt says when to go on)", () => {
@@ -480,7 +495,7 @@ describe("agentLoopMachine context and actor inputs (pure)", () => {
     expect(next.context.interrupt).toEqual({ reason: "aborted", detail: "user pressed stop" });
   });
 
-  it("interrupts with deadline when callModel finds the run's deadline passed", () => {
+  it("interrupts with deadline when the model call finds the run's deadline passed", () => {
     const [next, actions] = step(reach(START.callingModel), "model past the deadline");
     expect(next.context.interrupt).toEqual({ reason: "deadline", detail: { deadlineAt: "2026-12-03T12:00:00.000Z" } });
     expect(actions.at(-1)?.params).toMatchObject({ src: "interrupt", input: { reason: "deadline" } });
@@ -505,7 +520,7 @@ describe("agentLoopMachine context and actor inputs (pure)", () => {
     expect(stateOf(second.snapshot)).toBe("running.dispatching");
     expect(effects(second.actions)).toEqual(["running.dispatching", "stop call:0", "spawn call:1"].slice(1));
     expect(second.snapshot.context).toMatchObject({ open: 1, batchStart: 1, dispatched: 2, pending: [step0] });
-    expect(Object.keys(second.snapshot.children).sort()).toEqual(["call:1", "plainCalls"]);
+    expect(Object.keys(second.snapshot.children).sort()).toEqual(["call:1", "modelCalls", "plainCalls"]);
     const last = batched([...toDispatching, "CALL.PENDING 0", "CALL.SETTLED 1"]);
     expect(stateOf(last.snapshot)).toBe("interrupting");
     expect(last.snapshot.context.interrupt).toEqual({ reason: "approval-pending", detail: { stepIds: [step0] } });
@@ -514,7 +529,8 @@ describe("agentLoopMachine context and actor inputs (pure)", () => {
   it("keeps the error of a failed call or a rejected actor", () => {
     expect(reach([...toDispatching, "CALL.FAILED 1"]).context.error).toBe("append failed");
     expect(reach(["prepare throws"]).context.error).toBe("divergence");
-    expect(reach([...toCallingModel, "callModel throws"]).context.error).toBe("append failed");
+    expect(reach([...toCallingModel, "model call throws"]).context.error).toBe("append failed");
+    expect(reach([...toCallingModel, "modelCalls throws"]).context.error).toBe("gone");
     expect(reach([...START.finishing, "complete throws"]).context.error).toBe("append failed");
     expect(reach([...START.interrupting, "interrupt throws"]).context.error).toBe("append failed");
   });
@@ -566,8 +582,8 @@ describe("agentLoopMachine paths (xstate/graph)", () => {
     expect([...visited].sort()).toEqual([...definedStates(machine)].sort());
     const label = (t: AnyTransitionDefinition) => defined.get(t) ?? `not defined: ${t.eventType}`;
     expect([...taken].map(label).sort()).toEqual([...defined.values()].sort());
-    // starting 3, running (ABORT, plainCalls error) 2, deciding 2, callingModel 6, backingOff 1, dispatching 4 + 2,
-    // finishing 2, interrupting 2
-    expect(defined.size).toBe(24);
+    // starting 3, running (ABORT, modelCalls and plainCalls errors) 3, deciding 2, callingModel 6, backingOff 1,
+    // dispatching 5 + 2, finishing 2, interrupting 2
+    expect(defined.size).toBe(26);
   });
 });

@@ -35,18 +35,24 @@ const pushChanged = (walk: string[], value: string) => {
  * An inspection observer that records the states of the root agentLoop actor and of every call's
  * chart: from `@xstate.snapshot` (where an actor rests after each event) and from
  * `@xstate.microstep` too (every state entered, so transient ones like running.deciding show);
- * and what the loop tells its plainCalls actor and what that actor reports back.
+ * what the loop tells its plainCalls actor and what that actor reports back; and the same of its
+ * modelCalls actor.
  */
 function recorder() {
   const snapshots: string[] = [];
   const entered: string[] = [];
   const calls = new Map<string, string[]>();
   const plain: string[] = [];
+  const model: string[] = [];
   let last: { value: StateValue; context: unknown } | undefined;
   const inspect = (event: InspectionEvent) => {
     if (event.type === "@xstate.event") {
       const e = event.event as { type: string; index?: number; status?: string; calls?: { index: number }[] };
-      if ((event.actorRef as AnyActorRef).id === "plainCalls" && e.type === "CALLS.RUN") {
+      const m = event.event as { type: string; turn?: number; output?: { ok: boolean } };
+      if ((event.actorRef as AnyActorRef).id === "modelCalls" && m.type === "MODEL.CALL") model.push(`call ${m.turn}`);
+      else if ((event.sourceRef as AnyActorRef | undefined)?.id === "modelCalls")
+        model.push(`${m.type} ${m.output?.ok}`);
+      else if ((event.actorRef as AnyActorRef).id === "plainCalls" && e.type === "CALLS.RUN") {
         plain.push(`run ${e.calls?.map((c) => c.index).join(",")}`);
       } else if ((event.sourceRef as AnyActorRef | undefined)?.id === "plainCalls")
         plain.push(`${e.type} ${e.index} ${e.status}`);
@@ -70,7 +76,7 @@ function recorder() {
       calls.set(key, walk);
     }
   };
-  return { inspect, snapshots, entered, calls, plain, last: () => last };
+  return { inspect, snapshots, entered, calls, plain, model, last: () => last };
 }
 
 describe("loop.run({ inspect })", () => {
@@ -88,12 +94,13 @@ describe("loop.run({ inspect })", () => {
       inspect: seen.inspect,
     });
     expect(out.content).toBe("done");
-    const turn = ["running.deciding", "running.callingModel", "running.dispatching"];
+    // The turn's last call settling goes straight to the next model call: deciding comes first only.
+    const turn = ["running.callingModel", "running.dispatching"];
     expect(seen.entered).toEqual([
       "starting",
-      ...turn,
-      ...turn,
       "running.deciding",
+      ...turn,
+      ...turn,
       "running.callingModel",
       "finishing",
       "completed",
@@ -104,6 +111,8 @@ describe("loop.run({ inspect })", () => {
     // actor to run the turn's calls, and that actor reports each back as a chart would.
     expect(seen.calls.size).toBe(0);
     expect(seen.plain).toEqual(["run 0", "CALL.SETTLED 0 ok", "run 0,1", "CALL.SETTLED 0 ok", "CALL.SETTLED 1 ok"]);
+    // The model calls go to the loop's one modelCalls actor, told each turn, which reports each back.
+    expect(seen.model).toEqual(["call 0", "MODEL.DONE true", "call 1", "MODEL.DONE true", "call 2", "MODEL.DONE true"]);
   });
 
   it("ends interrupting → interrupted at the iteration limit", async () => {

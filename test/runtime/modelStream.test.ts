@@ -160,8 +160,12 @@ describe("streamModelCall inside withLimits (as the loop calls it)", () => {
     const { model, seen } = timedModel([...steady, response()]);
     const outer = new AbortController();
     const parts: ModelStreamDelta[] = [];
-    const result = await withLimits(outer.signal, 80, undefined, (signal) =>
-      streamModelCall(model, request(signal), { firstChunkMs: 1_000, chunkIdleMs: 50, onPart: (p) => parts.push(p) }),
+    const result = await withLimits(outer.signal, 80, undefined, (stop) =>
+      streamModelCall(model, request(stop.signal), {
+        firstChunkMs: 1_000,
+        chunkIdleMs: 50,
+        onPart: (p) => parts.push(p),
+      }),
     );
     expect("error" in result && result.stopped).toBe("timeout");
     expect(seen.signal?.aborted).toBe(true);
@@ -171,8 +175,8 @@ describe("streamModelCall inside withLimits (as the loop calls it)", () => {
 
   it("gives withLimits the chunk timeout as the effect's own error (stopped undefined), retryable", async () => {
     const { model } = timedModel([300, response()]);
-    const result = await withLimits(new AbortController().signal, 5_000, undefined, (signal) =>
-      streamModelCall(model, request(signal), { firstChunkMs: 20 }),
+    const result = await withLimits(new AbortController().signal, 5_000, undefined, (stop) =>
+      streamModelCall(model, request(stop.signal), { firstChunkMs: 20 }),
     );
     expect("error" in result && result.stopped).toBeUndefined();
     const error = "error" in result ? result.error : undefined;
