@@ -53,10 +53,11 @@ export class Appender {
   /**
    * Told the entries of each store append once they are stored (durable, or written for
    * `appendWritten`) and folded into `state`, before the callers waiting on them go on: what
-   * `loop.stream` and `run({ onEvent })` fold into events.
+   * `loop.stream` and `run({ onEvent })` fold into events. `stored` gives them as the store keeps
+   * them (made when asked: a run nobody watches only keeps them).
    * A listener that throws is ignored: watching a run never changes it.
    */
-  onAppended: ((entries: readonly JournalEntry[]) => void) | undefined;
+  onAppended: ((entries: AppendedEntries) => void) | undefined;
 
   constructor(
     private readonly store: EventStore,
@@ -189,18 +190,8 @@ export class Appender {
     if (listener === undefined || entries.length === 0) return;
     const first = this.durable - entries.length + 1;
     const at = this.metaNow().at; // now, as an ISO string (made once a millisecond)
-    const stored = entries.map(
-      (entry, i) =>
-        ({
-          runId: this.runId,
-          seq: first + i,
-          type: entry.type,
-          data: entry.data,
-          meta: { v: SCHEMA_VERSION, at },
-        }) as JournalEntry,
-    );
     try {
-      listener(stored);
+      listener(new AppendedEntries(this.runId, entries, first, at));
     } catch {
       // A watcher's failure is the watcher's: the run goes on.
     }
@@ -297,6 +288,41 @@ export class Appender {
 
   get closed(): boolean {
     return this.closedBecause !== undefined;
+  }
+}
+
+/**
+ * The entries of one store append, as `Appender.onAppended` is told them: `stored()` makes them as
+ * the store keeps them (seq, meta). Made only when needed: a run nobody watches keeps its appends
+ * for a watcher that may come, and a journal entry with its meta cost that twice the memory.
+ */
+export class AppendedEntries {
+  constructor(
+    readonly runId: string,
+    readonly entries: readonly NewEntry[],
+    /** The seq of the first entry. */
+    readonly first: number,
+    /** When they were appended (`meta.at`). */
+    readonly at: string,
+  ) {}
+
+  get length(): number {
+    return this.entries.length;
+  }
+
+  /** The entries as the store keeps them. */
+  stored(): JournalEntry[] {
+    const { runId, first, at } = this;
+    return this.entries.map(
+      (entry, i) =>
+        ({
+          runId,
+          seq: first + i,
+          type: entry.type,
+          data: entry.data,
+          meta: { v: SCHEMA_VERSION, at },
+        }) as JournalEntry,
+    );
   }
 }
 
