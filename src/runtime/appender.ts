@@ -199,22 +199,14 @@ export class Appender {
 
   /** Evolves entries into `state` as they will be journaled; `state.version` stays the durable one. */
   private fold(entries: readonly NewEntry[]): void {
-    const meta = this.metaNow();
     for (const entry of entries) {
-      const recorded = {
-        runId: this.runId,
-        seq: this.durable + 1,
-        type: entry.type,
-        data: entry.data,
-        meta,
-      } as JournalEntry;
-      runStateProjection.evolve(this.state, recorded);
+      runStateProjection.evolve(this.state, new Folded(this, this.durable + 1, entry) as unknown as JournalEntry);
     }
     this.state.version = this.durable;
   }
 
   /** The meta of entries folded now: one object a millisecond (folds come several a turn). */
-  private metaNow(): JournalEntry["meta"] {
+  metaNow(): JournalEntry["meta"] {
     const now = Date.now();
     if (now !== this.metaMs) {
       this.metaMs = now;
@@ -288,6 +280,29 @@ export class Appender {
 
   get closed(): boolean {
     return this.closedBecause !== undefined;
+  }
+}
+
+/**
+ * An entry as the fold of `Appender.state` sees it: its `meta` (now) is made only if the fold reads
+ * it (an interruption's approvals note their time), not for each of the entries of every turn.
+ */
+class Folded {
+  readonly runId: string;
+  readonly type: NewEntry["type"];
+  readonly data: NewEntry["data"];
+  constructor(
+    private readonly appender: Appender,
+    readonly seq: number,
+    entry: NewEntry,
+  ) {
+    this.runId = appender.runId;
+    this.type = entry.type;
+    this.data = entry.data;
+  }
+
+  get meta(): JournalEntry["meta"] {
+    return this.appender.metaNow();
   }
 }
 
