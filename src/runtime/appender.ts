@@ -5,7 +5,7 @@ import {
   type OwnershipLostError,
   type RunCancelledError,
 } from "../core/errors.ts";
-import type { EventStore } from "../events/store.ts";
+import type { AppendOptions, EventStore } from "../events/store.ts";
 import { type JournalEntry, type NewEntry, SCHEMA_VERSION } from "../events/types.ts";
 import { validateEntries } from "../events/validate.ts";
 import { parseFrameId } from "../projections/ids.ts";
@@ -117,7 +117,7 @@ export class Appender {
   private async drain(): Promise<void> {
     this.writing = true;
     try {
-      while (this.queue.some((q) => !q.deferred)) {
+      while (this.waits()) {
         // One turn of the event loop first: the other calls of a response, dispatched together,
         // queue their frame.started meanwhile (a synchronous store would otherwise commit each alone).
         // Not when nothing else can queue, unless the run has held the event loop for a while.
@@ -161,6 +161,12 @@ export class Appender {
     } finally {
       this.writing = false;
     }
+  }
+
+  /** Whether an append waits in the queue (not only deferred entries). */
+  private waits(): boolean {
+    for (const q of this.queue) if (!q.deferred) return true;
+    return false;
   }
 
   /**
@@ -223,11 +229,11 @@ export class Appender {
       const expectedVersion = this.durable;
       try {
         this.appends++;
-        await this.store.append(this.runId, entries, {
-          expectedVersion,
-          ...(this.fence === undefined ? {} : { fence: this.fence.token }),
-          ...(relaxed ? { durability: "written" as const } : {}),
-        });
+        // Set member by member, not spread in (two appends a turn).
+        const options: { -readonly [K in keyof AppendOptions]: AppendOptions[K] } = { expectedVersion };
+        if (this.fence !== undefined) options.fence = this.fence.token;
+        if (relaxed) options.durability = "written";
+        await this.store.append(this.runId, entries, options);
         this.durable = expectedVersion + entries.length;
         this.state.version = this.durable;
         return;
