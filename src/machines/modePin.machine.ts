@@ -200,6 +200,36 @@ export interface ModePinResolution {
  */
 export function resolveModePin(request: ResolveModePinRequest): ModePinResolution {
   const configured = validateToolCallLogMode(request.configured, request.loopId);
+  // The chart decides from four facts, the run id aside (only a mismatch's message names it): a
+  // decision it made once is looked up, not stepped again (stepping it cost a one-turn run a tenth).
+  const key = `${request.recorded}|${configured}|${request.runCompleted}|${request.loopId}`;
+  const known = decided.get(key);
+  if (known !== undefined) return resolution(known, request.loopId);
+  const resolved = stepModePin(request, configured);
+  if (resolved.error === undefined) {
+    if (decided.size >= 256) decided.clear();
+    decided.set(key, { state: resolved.state, mode: resolved.mode, appendPin: resolved.appendPin });
+  }
+  return resolved;
+}
+
+/** What the chart decided for a run's facts, when it decided no mismatch (see {@link resolveModePin}). */
+interface Decided {
+  readonly state: ModePinState;
+  readonly mode: ToolCallLogMode;
+  readonly appendPin: boolean;
+}
+
+/** The chart's decisions by their facts (`recorded|configured|runCompleted|loopId`). */
+const decided = new Map<string, Decided>();
+
+/** A decision as `resolveModePin` returns it: a pin of its own for each run that appends one. */
+function resolution({ state, mode, appendPin }: Decided, loopId: string): ModePinResolution {
+  return appendPin ? { state, mode, appendPin, pin: pinDecision(loopId, mode) } : { state, mode, appendPin };
+}
+
+/** Steps {@link modePinMachine} over the run's facts (the decision {@link resolveModePin} looks up). */
+function stepModePin(request: ResolveModePinRequest, configured: ToolCallLogMode | undefined): ModePinResolution {
   let [snapshot] = initialTransition(modePinMachine, { loopId: request.loopId, runId: request.runId });
   if (request.recorded !== undefined) {
     [snapshot] = transition(modePinMachine, snapshot, { type: "PIN_RECORDED", mode: request.recorded });

@@ -58,7 +58,7 @@ export interface ScriptedModelOptions {
 export function scriptedModel(script: Script, options: ScriptedModelOptions = {}): Model & { readonly calls: number } {
   let calls = 0;
   const respond = async (request: GenerateRequest): Promise<ModelResponse> => {
-    const turn = request.messages.filter((m) => m.role === "assistant").length;
+    const turn = assistantTurns(request.messages);
     const call = calls++;
     if (typeof script === "function") return script({ messages: request.messages, call, turn, request });
     const response = script[turn];
@@ -82,6 +82,13 @@ export function scriptedModel(script: Script, options: ScriptedModelOptions = {}
     generate: respond,
     ...(options.stream === false ? {} : { stream }),
   };
+}
+
+/** How many assistant messages `messages` holds: counted, not filtered (a long run's every call would copy them). */
+function assistantTurns(messages: readonly Message[]): number {
+  let turns = 0;
+  for (let i = 0; i < messages.length; i++) if ((messages[i] as Message).role === "assistant") turns++;
+  return turns;
 }
 
 /** The deltas a scripted response streams: its content word by word, each call's input in two halves. */

@@ -5,7 +5,7 @@ import {
   type OwnershipLostError,
   type RunCancelledError,
 } from "../core/errors.ts";
-import type { EventStore } from "../events/store.ts";
+import type { AppendOptions, EventStore } from "../events/store.ts";
 import { type JournalEntry, type NewEntry, SCHEMA_VERSION } from "../events/types.ts";
 import { validateEntries } from "../events/validate.ts";
 import { parseFrameId } from "../projections/ids.ts";
@@ -53,10 +53,11 @@ export class Appender {
   /**
    * Told the entries of each store append once they are stored (durable, or written for
    * `appendWritten`) and folded into `state`, before the callers waiting on them go on: what
-   * `loop.stream` and `run({ onEvent })` fold into events.
+   * `loop.stream` and `run({ onEvent })` fold into events. `stored` gives them as the store keeps
+   * them (made when asked: a run nobody watches only keeps them).
    * A listener that throws is ignored: watching a run never changes it.
    */
-  onAppended: ((entries: readonly JournalEntry[]) => void) | undefined;
+  onAppended: ((entries: AppendedEntries) => void) | undefined;
 
   constructor(
     private readonly store: EventStore,
@@ -116,7 +117,7 @@ export class Appender {
   private async drain(): Promise<void> {
     this.writing = true;
     try {
-      while (this.queue.some((q) => !q.deferred)) {
+      while (this.waits()) {
         // One turn of the event loop first: the other calls of a response, dispatched together,
         // queue their frame.started meanwhile (a synchronous store would otherwise commit each alone).
         // Not when nothing else can queue, unless the run has held the event loop for a while.
@@ -162,6 +163,12 @@ export class Appender {
     }
   }
 
+  /** Whether an append waits in the queue (not only deferred entries). */
+  private waits(): boolean {
+    for (const q of this.queue) if (!q.deferred) return true;
+    return false;
+  }
+
   /**
    * Whether what waits is one step's `frame.started` that no other append of the run can join: a
    * model call's (the chart calls the model once every call of the turn has ended), or the only
@@ -189,18 +196,8 @@ export class Appender {
     if (listener === undefined || entries.length === 0) return;
     const first = this.durable - entries.length + 1;
     const at = this.metaNow().at; // now, as an ISO string (made once a millisecond)
-    const stored = entries.map(
-      (entry, i) =>
-        ({
-          runId: this.runId,
-          seq: first + i,
-          type: entry.type,
-          data: entry.data,
-          meta: { v: SCHEMA_VERSION, at },
-        }) as JournalEntry,
-    );
     try {
-      listener(stored);
+      listener(new AppendedEntries(this.runId, entries, first, at));
     } catch {
       // A watcher's failure is the watcher's: the run goes on.
     }
@@ -208,22 +205,14 @@ export class Appender {
 
   /** Evolves entries into `state` as they will be journaled; `state.version` stays the durable one. */
   private fold(entries: readonly NewEntry[]): void {
-    const meta = this.metaNow();
     for (const entry of entries) {
-      const recorded = {
-        runId: this.runId,
-        seq: this.durable + 1,
-        type: entry.type,
-        data: entry.data,
-        meta,
-      } as JournalEntry;
-      runStateProjection.evolve(this.state, recorded);
+      runStateProjection.evolve(this.state, new Folded(this, this.durable + 1, entry) as unknown as JournalEntry);
     }
     this.state.version = this.durable;
   }
 
   /** The meta of entries folded now: one object a millisecond (folds come several a turn). */
-  private metaNow(): JournalEntry["meta"] {
+  metaNow(): JournalEntry["meta"] {
     const now = Date.now();
     if (now !== this.metaMs) {
       this.metaMs = now;
@@ -240,11 +229,11 @@ export class Appender {
       const expectedVersion = this.durable;
       try {
         this.appends++;
-        await this.store.append(this.runId, entries, {
-          expectedVersion,
-          ...(this.fence === undefined ? {} : { fence: this.fence.token }),
-          ...(relaxed ? { durability: "written" as const } : {}),
-        });
+        // Set member by member, not spread in (two appends a turn).
+        const options: { -readonly [K in keyof AppendOptions]: AppendOptions[K] } = { expectedVersion };
+        if (this.fence !== undefined) options.fence = this.fence.token;
+        if (relaxed) options.durability = "written";
+        await this.store.append(this.runId, entries, options);
         this.durable = expectedVersion + entries.length;
         this.state.version = this.durable;
         return;
@@ -297,6 +286,64 @@ export class Appender {
 
   get closed(): boolean {
     return this.closedBecause !== undefined;
+  }
+}
+
+/**
+ * An entry as the fold of `Appender.state` sees it: its `meta` (now) is made only if the fold reads
+ * it (an interruption's approvals note their time), not for each of the entries of every turn.
+ */
+class Folded {
+  readonly runId: string;
+  readonly type: NewEntry["type"];
+  readonly data: NewEntry["data"];
+  constructor(
+    private readonly appender: Appender,
+    readonly seq: number,
+    entry: NewEntry,
+  ) {
+    this.runId = appender.runId;
+    this.type = entry.type;
+    this.data = entry.data;
+  }
+
+  get meta(): JournalEntry["meta"] {
+    return this.appender.metaNow();
+  }
+}
+
+/**
+ * The entries of one store append, as `Appender.onAppended` is told them: `stored()` makes them as
+ * the store keeps them (seq, meta). Made only when needed: a run nobody watches keeps its appends
+ * for a watcher that may come, and a journal entry with its meta cost that twice the memory.
+ */
+export class AppendedEntries {
+  constructor(
+    readonly runId: string,
+    readonly entries: readonly NewEntry[],
+    /** The seq of the first entry. */
+    readonly first: number,
+    /** When they were appended (`meta.at`). */
+    readonly at: string,
+  ) {}
+
+  get length(): number {
+    return this.entries.length;
+  }
+
+  /** The entries as the store keeps them. */
+  stored(): JournalEntry[] {
+    const { runId, first, at } = this;
+    return this.entries.map(
+      (entry, i) =>
+        ({
+          runId,
+          seq: first + i,
+          type: entry.type,
+          data: entry.data,
+          meta: { v: SCHEMA_VERSION, at },
+        }) as JournalEntry,
+    );
   }
 }
 

@@ -1,5 +1,4 @@
 import type { EventStore } from "../events/store.ts";
-import type { JournalEntry } from "../events/types.ts";
 import {
   evolveRunEvents,
   initialRunEventState,
@@ -7,7 +6,7 @@ import {
   type RunEvent,
   type RunEventState,
 } from "../projections/events.ts";
-import type { Appender } from "./appender.ts";
+import type { AppendedEntries, Appender } from "./appender.ts";
 
 /**
  * The events of one run in the process that runs it: the journaled ones, folded from what the
@@ -23,8 +22,10 @@ const MAX_UNFOLDED = 4096;
 
 export class RunEventEmitter {
   private fold: RunEventState | undefined;
-  /** Entries appended while nothing listened, in order: folded when a listener is there (or too many wait). */
-  private unfolded: JournalEntry[] = [];
+  /** Appends made while nothing listened, in order: folded when a listener is there (or too many wait). */
+  private unfolded: AppendedEntries[] = [];
+  /** How many entries {@link unfolded} holds. */
+  private unfoldedCount = 0;
   private readonly listeners = new Set<(event: RunEvent) => void>();
   /** Listeners of the journaled events only (telemetry): they do not ask for the model's deltas. */
   private readonly journaledOnly = new Set<(event: RunEvent) => void>();
@@ -44,6 +45,7 @@ export class RunEventEmitter {
   attach(appender: Appender): void {
     this.fold = initialRunEventState({}, appender.state);
     this.unfolded = [];
+    this.unfoldedCount = 0;
     appender.onAppended = (entries) => this.appended(entries);
   }
 
@@ -100,23 +102,26 @@ export class RunEventEmitter {
     return () => this.listeners.delete(listener);
   }
 
-  private appended(entries: readonly JournalEntry[]): void {
+  private appended(appended: AppendedEntries): void {
     const fold = this.fold;
     if (fold === undefined) return;
     const watched = this.listeners.size > 0;
     // Nothing to tell: the fold waits for a listener (a `loop.stream` started mid-run, telemetry).
-    if (!watched && this.unfolded.length + entries.length <= MAX_UNFOLDED) {
-      for (const entry of entries) this.unfolded.push(entry);
+    if (!watched && this.unfoldedCount + appended.length <= MAX_UNFOLDED) {
+      this.unfolded.push(appended);
+      this.unfoldedCount += appended.length;
       publish(this.store, this.runId, undefined);
       return;
     }
     if (this.unfolded.length > 0) {
-      for (const entry of this.unfolded) evolveRunEvents(fold, entry); // their events went to nobody
+      // Their events went to nobody.
+      for (const earlier of this.unfolded) for (const entry of earlier.stored()) evolveRunEvents(fold, entry);
       this.unfolded = [];
+      this.unfoldedCount = 0;
     }
     // Loom's own observers (telemetry) only read: the events are frozen for the others.
     const freeze = this.listeners.size > this.journaledOnly.size;
-    for (const entry of entries) {
+    for (const entry of appended.stored()) {
       const events = evolveRunEvents(fold, entry);
       // The events share the run's own values (an output the model is fed next turn): frozen, so a
       // watcher cannot change what the run does. Only when someone watches: freezing walks the data.

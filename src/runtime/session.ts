@@ -192,6 +192,7 @@ export class RunSession {
     this.fed.set(stepId, fed);
   }
 
+  /** What the call at `stepId` fed the model, until its turn's results are in the conversation ({@link pushToolResults}). */
   getFed(stepId: string): Fed | undefined {
     return this.fed.get(stepId);
   }
@@ -200,9 +201,12 @@ export class RunSession {
   pushToolResults(turn: number, response: ModelResponse): void {
     if (this.toolResultsPushed.has(turn)) return;
     this.toolResultsPushed.add(turn);
-    response.toolCalls.forEach((call, index) => {
-      this.messages.push(toolResultMessage(call, this.fed.get(toolStepId(this.loopId, turn, index))));
-    });
+    const calls = response.toolCalls;
+    for (let index = 0; index < calls.length; index++) {
+      const stepId = toolStepId(this.loopId, turn, index);
+      this.messages.push(toolResultMessage(calls[index] as ToolCall, this.fed.get(stepId)));
+      this.fed.delete(stepId); // in the conversation now, and never asked again: not kept for the rest of the run
+    }
   }
 
   /**

@@ -42,6 +42,18 @@ describe("jsonRoundTrip", () => {
     expect(Object.keys(copy as object)).toEqual(["2", "10", "b", "a"]);
   });
 
+  it("makes plain objects (Object.prototype, members in order, nothing else own) of any size", () => {
+    for (let n = 0; n <= 20; n++) {
+      const value: Record<string, unknown> = {};
+      for (let i = n; i > 0; i--) value[`m${i}`] = i % 3 === 0 ? undefined : { i, s: "x".repeat(i) };
+      const copy = jsonRoundTrip(value) as Record<string, unknown>;
+      expect(Object.getPrototypeOf(copy)).toBe(Object.prototype);
+      expect(copy.constructor).toBe(Object);
+      expect(Reflect.ownKeys(copy)).toEqual(Object.keys(JSON.parse(JSON.stringify(value))));
+      expect(copy).toStrictEqual(JSON.parse(JSON.stringify(value)));
+    }
+  });
+
   it("leaves what is not plain data to JSON.stringify: toJSON, Dates, boxed values, class instances", () => {
     class Point {
       constructor(

@@ -186,6 +186,19 @@ describe("resolveModePin (DESIGN.md §4)", () => {
     });
   }
 
+  it("decides the same facts the same way every time, each run with a pin of its own and its own mismatch message", () => {
+    const first = resolveModePin({ ...base, configured: "lean" });
+    const again = resolveModePin({ ...base, runId: "run-2", configured: "lean" });
+    expect(again).toEqual(first);
+    expect(again.pin).not.toBe(first.pin);
+    const other = resolveModePin({ ...base, loopId: "billing", configured: "lean" });
+    expect(other.pin?.decisionId).toBe("billing#toolCallLog");
+    resolveModePin({ ...base, recorded: "lean", configured: "full" });
+    expect(resolveModePin({ ...base, runId: "run-3", recorded: "lean", configured: "full" }).error?.message).toMatch(
+      /^run run-3 /,
+    );
+  });
+
   it("a resume with the option unset follows the recorded lean pin", () => {
     expect(resolveModePin({ ...base, recorded: "lean" })).toEqual({
       state: "pinned-lean",
