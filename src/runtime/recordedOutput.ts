@@ -1,20 +1,22 @@
 import { canonicalBytesOfParsed } from "../core/canonicalJson.ts";
 import { digestOfRecorded, sha256Hex } from "../core/digest.ts";
-import { jsonRoundTrip } from "../core/jsonForm.ts";
+import { jsonRoundTripSorted } from "../core/jsonForm.ts";
 import type { ClaimCheckEnvelope } from "../events/claimCheck.ts";
 import type { AgentLoopConfig } from "./config.ts";
 import type { RecordedOutput } from "./session.ts";
 
 /**
- * Prepares a tool's live output for the journal: its JSON form (what a resume reads back), its
+ * Prepares a tool's live output for the journal: its JSON form, members in canonical order
+ * (`jsonRoundTripSorted`: the order a resume reads back from the canonical text), its
  * digest over the canonical text, and, when that text exceeds `claimCheck.thresholdBytes`, the
  * envelope of the blob it is put in. The canonical text is written once, as UTF-8 bytes: they are
  * hashed, measured, put in the blob, and kept for the next prompt digest, whose tool message
- * holds the same value (`canonicalBytesOfParsed`).
+ * holds the same value (`canonicalBytesOfParsed`); an output kept inline also gives that text
+ * (`text`), which its frame hands to the store instead of a second serialization.
  *
  * @example
  * const out = await recordedOutput({ hits: 3, at: new Date(0) }, undefined);
- * out.ok && out.recorded; // { hits: 3, at: "1970-01-01T00:00:00.000Z" }
+ * out.ok && out.recorded; // { at: "1970-01-01T00:00:00.000Z", hits: 3 }
  */
 export async function recordedOutput(
   output: unknown,
@@ -22,7 +24,7 @@ export async function recordedOutput(
 ): Promise<RecordedOutput> {
   let recorded: unknown;
   try {
-    recorded = jsonRoundTrip(output);
+    recorded = jsonRoundTripSorted(output);
   } catch (e) {
     return { ok: false, message: `the tool's output has no JSON form (${(e as Error).message}); return JSON data` };
   }
@@ -40,5 +42,11 @@ export async function recordedOutput(
     const envelope: ClaimCheckEnvelope = { __loomClaimCheck: 1, ref: info.ref, size: info.size, digest: info.digest };
     return { ok: true, recorded: envelope, fed: recorded, digest: digestOfRecorded(envelope), claimChecked: true };
   }
-  return { ok: true, recorded, fed: recorded, digest: { digest: sha256Hex(canonical), bytes } };
+  return {
+    ok: true,
+    recorded,
+    fed: recorded,
+    digest: { digest: sha256Hex(canonical), bytes },
+    text: canonical.toString("utf8"),
+  };
 }
