@@ -1,4 +1,3 @@
-import { APICallError, type LanguageModelV3GenerateResult } from "@ai-sdk/provider";
 import { MockLanguageModelV3 } from "ai/test";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AnyActorRef, InspectionEvent } from "xstate";
@@ -12,31 +11,13 @@ import { agentLoop$ } from "../../src/runtime/agentLoop.ts";
 import type { Tool } from "../../src/runtime/config.ts";
 import { isAgentInterruptedError } from "../../src/runtime/errors.ts";
 import { tempDir } from "../events/tmp.ts";
+import { textResult as answer, apiCallError as apiError } from "../support/aiSdkResults.ts";
 
 let tmp: ReturnType<typeof tempDir>;
 beforeAll(() => {
   tmp = tempDir("loom-retry-");
 });
 afterAll(() => tmp.remove());
-
-const answer = (text: string): LanguageModelV3GenerateResult => ({
-  content: [{ type: "text", text }],
-  finishReason: { unified: "stop", raw: undefined },
-  usage: {
-    inputTokens: { total: 1, noCache: 1, cacheRead: undefined, cacheWrite: undefined },
-    outputTokens: { total: 1, text: 1, reasoning: undefined },
-  },
-  warnings: [],
-});
-
-const apiError = (statusCode: number, headers: Record<string, string> = {}) =>
-  new APICallError({
-    message: `status ${statusCode}`,
-    url: "https://api.example.test/v1/chat",
-    requestBodyValues: {},
-    statusCode,
-    responseHeaders: headers,
-  });
 
 /** An AI SDK model that throws `failures` in turn, then answers; counts its calls. */
 function flakyAiSdk(failures: (() => unknown)[]) {

@@ -10,38 +10,19 @@
  * parent's SIGKILL. `resume` resumes r in this fresh process with a model that fails once more
  * (503) and then answers, and prints one JSON line: what it saw and when its model was first called.
  */
-import { APICallError, type LanguageModelV3GenerateResult } from "@ai-sdk/provider";
 import { MockLanguageModelV3 } from "ai/test";
 import { fromAiSdk } from "../../../src/ai-sdk.ts";
 import { agentLoop$, isAgentInterruptedError, openSqliteJournal } from "../../../src/index.ts";
+import { apiCallError, textResult } from "../../support/aiSdkResults.ts";
 
 const [phase, path, how] = process.argv.slice(2) as [string, string, string | undefined];
-
-const failure = (statusCode: number, headers: Record<string, string> = {}) =>
-  new APICallError({
-    message: `status ${statusCode}`,
-    url: "https://api.example.test/v1/chat",
-    requestBodyValues: {},
-    statusCode,
-    responseHeaders: headers,
-  });
-
-const answer: LanguageModelV3GenerateResult = {
-  content: [{ type: "text", text: "done" }],
-  finishReason: { unified: "stop", raw: undefined },
-  usage: {
-    inputTokens: { total: 1, noCache: 1, cacheRead: undefined, cacheWrite: undefined },
-    outputTokens: { total: 1, text: 1, reasoning: undefined },
-  },
-  warnings: [],
-};
 
 const journal = openSqliteJournal(path);
 
 if (phase === "first") {
   // Watched runs (onEvent) call the model's stream: both ways are rate limited.
   const limited = async (): Promise<never> => {
-    throw failure(429, { "retry-after": "3" });
+    throw apiCallError(429, { "retry-after": "3" });
   };
   const model = new MockLanguageModelV3({ doGenerate: limited, doStream: limited });
   const controller = new AbortController();
@@ -70,8 +51,8 @@ if (phase === "first") {
   const model = new MockLanguageModelV3({
     doGenerate: async () => {
       firstCallAt ??= Date.now();
-      if (calls++ === 0) throw failure(503);
-      return answer;
+      if (calls++ === 0) throw apiCallError(503);
+      return textResult("done");
     },
   });
   const loop = agentLoop$({ id: "m", model: fromAiSdk(model), retry: { model: { initialDelayMs: 10, jitter: 0 } } });
