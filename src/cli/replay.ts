@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from "node:timers/promises";
+import type { AnyActorRef, InspectionEvent } from "xstate";
 import { digestOfRecorded } from "../core/digest.ts";
 import {
   type AgentLoopConfig,
@@ -19,12 +20,15 @@ import {
   type RunRequest,
   type RunState,
   readJournal,
+  rebuildToolCallLog,
   recordedModePin,
   SCHEMA_VERSION,
   type Tool,
 } from "../index.ts";
+import type { ToolCallInput } from "../machines/toolCall.machine.ts";
 import { toolCallResult } from "../projections/toolCallLog.ts";
 import { replayRecording } from "../runtime/agentLoop.ts";
+import { inspectionBelow } from "../runtime/subRunInspect.ts";
 
 /**
  * Replays a recorded run through the real statecharts, for an inspector to watch: the run's
@@ -33,7 +37,10 @@ import { replayRecording } from "../runtime/agentLoop.ts";
  * durable step. Nothing recorded is executed again and the run's own journal is only read. The
  * stand-in model and tools answer only where the recording stops: the walk stops there the way
  * the run did (a pending approval, the iteration limit, the deadline, the model's last error), or,
- * where the run was cut off mid-step, with "the recording ends here".
+ * where the run was cut off mid-step, with "the recording ends here". A call that ran a sub-agent
+ * has its child run replayed the same way when the walk reaches the call, its chart shown under
+ * the call's (as a live run's inspector shows it), and the walk goes on to the next model response
+ * once the child's replay is done: a chain is one actor tree, at any depth.
  */
 
 export interface ReplayResult {
@@ -43,6 +50,11 @@ export interface ReplayResult {
   /** Lean entries of the replay whose status and digest equal the recorded run's, out of `of`. */
   readonly matching: number;
   readonly of: number;
+  /**
+   * The sub-agent runs of the run's calls (`<runId>/<stepId>`), each replayed where its call is,
+   * its chart under the call's in the inspector, in the order their calls came.
+   */
+  readonly subRuns: readonly ({ readonly runId: string } & ReplayResult)[];
 }
 
 const ABORT = Symbol("the recording ends here");
@@ -116,14 +128,19 @@ export async function replayRun(
     searchTools: false,
     ...(pin ? { toolCallLog: pin } : {}),
   };
+  const subRuns = new SubRunReplays(journal, replayJournal.store, runId, options);
   let how = "completed";
   try {
     await replayRecording(config, {
       runId,
       journal: replayJournal,
       signal: stop.signal,
-      inspect: options.inspect,
-      ...(options.paceMs ? { pace: () => sleep(options.paceMs) } : {}),
+      inspect: subRuns.inspect,
+      // Before each model response: the pause asked for, and the sub-agents of the calls before it.
+      async pace() {
+        if (options.paceMs) await sleep(options.paceMs);
+        await subRuns.settled();
+      },
     });
   } catch (e) {
     if (isRunCancelledError(e)) how = `cancelled (${e.reason})`;
@@ -142,7 +159,83 @@ export async function replayRun(
     const served = toolCallResult(walked, e.stepId);
     return served?.status === e.status && digestOfRecorded(served.output).digest === e.digest;
   }).length;
-  return { ended: how, turns, matching, of: recorded.length };
+  return { ended: how, turns, matching, of: recorded.length, subRuns: await subRuns.settled() };
+}
+
+type Inspect = NonNullable<RunRequest["inspect"]>;
+type SubRunReplay = { readonly runId: string } & ReplayResult;
+
+/**
+ * A replay's sub-agents: watches the replay's inspection events for its own calls (the plain
+ * calls its chart hands its `plainCalls` actor, and each call that runs as a chart of its own)
+ * and replays the child run of each call that has one, told to the parent's inspector under the call.
+ */
+class SubRunReplays {
+  readonly #tell: (event: InspectionEvent) => void;
+  /** The replay's root actor, once its first event names it: the calls watched are its own. */
+  #root: string | undefined;
+  readonly #started = new Set<string>();
+  /** One a call reached: its child run's replay, or undefined for a call that ran none. */
+  readonly #replays: Promise<SubRunReplay | undefined>[] = [];
+
+  constructor(
+    private readonly journal: Journal,
+    private readonly scratch: EventStore,
+    private readonly runId: string,
+    private readonly options: { readonly inspect: Inspect; readonly paceMs?: number },
+  ) {
+    const given = options.inspect;
+    this.#tell = typeof given === "function" ? given : (event) => given.next?.(event);
+  }
+
+  readonly inspect = (event: InspectionEvent): void => {
+    this.#tell(event);
+    this.#root ??= event.rootId;
+    if (event.type === "@xstate.event" && event.event.type === "CALLS.RUN") {
+      if (event.sourceRef?.sessionId !== this.#root) return; // a sub-agent's own calls: its replay watches them
+      for (const call of (event.event as unknown as { calls: readonly ToolCallInput[] }).calls)
+        this.#reached(call.stepId);
+    } else if (event.type === "@xstate.actor") {
+      const actor = event.actorRef as AnyActorRef & { _parent?: AnyActorRef };
+      if (!/^call:\d+$/.test(actor.id) || actor._parent?.sessionId !== this.#root) return;
+      const input = (actor as { options?: { input?: Partial<ToolCallInput> } }).options?.input;
+      if (typeof input?.stepId === "string") this.#reached(input.stepId);
+    }
+  };
+
+  /** Every child replay started so far, done (a failed one rejects). */
+  async settled(): Promise<SubRunReplay[]> {
+    for (let n = 0; n !== this.#replays.length; ) {
+      n = this.#replays.length;
+      await Promise.all(this.#replays); // a child's replay may have started while the others ran
+    }
+    return (await Promise.all(this.#replays)).filter((r): r is SubRunReplay => r !== undefined);
+  }
+
+  #reached(stepId: string): void {
+    const childRunId = `${this.runId}/${stepId}`;
+    if (this.#started.has(childRunId)) return;
+    this.#started.add(childRunId);
+    this.#replays.push(this.#replay(childRunId, stepId));
+  }
+
+  /** The runs below this one, listed once (a run of thousands of calls reads no journal per call). */
+  #below: Promise<Set<string>> | undefined;
+
+  async #replay(childRunId: string, stepId: string): Promise<SubRunReplay | undefined> {
+    this.#below ??= this.journal.store
+      .listRuns({ prefix: `${this.runId}/` })
+      .then((runs) => new Set(runs.map((r) => r.runId)));
+    if (!(await this.#below).has(childRunId)) return undefined; // a call that ran no sub-agent
+    const entries = await readJournal(this.journal, childRunId);
+    const state = foldEntries(entries);
+    await hydrateArchived(this.journal, state);
+    const lean = (await rebuildToolCallLog(this.journal, childRunId, "lean")) as LeanAgentStep[];
+    // The parent's replay registered its inspector for its sub-runs (by its scratch store): the child's chart goes under the call.
+    const below = inspectionBelow(this.scratch, this.runId, stepId) ?? this.#tell;
+    const result = await replayRun(this.journal, entries, state, lean, { ...this.options, inspect: below });
+    return { runId: childRunId, ...result };
+  }
 }
 
 /** How many model responses the recording holds, from turn 0. */

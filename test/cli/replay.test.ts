@@ -76,7 +76,7 @@ describe("loom inspect's replay walks the real chart over a copy of the recordin
     const journal = createJournal({ store: memoryStore() });
     await record({}, journal);
     const { result, entriesBefore, after } = await replay(journal);
-    expect(result).toEqual({ ended: "completed", turns: 4, matching: 3, of: 3 });
+    expect(result).toEqual({ ended: "completed", turns: 4, matching: 3, of: 3, subRuns: [] });
     expect(after).toBe(entriesBefore);
   });
 
@@ -110,7 +110,7 @@ describe("loom inspect's replay walks the real chart over a copy of the recordin
       await record({}, journal);
       const moved = await compact(journal, "r", { keepTurns: 0 });
       expect(moved.frameIds.length).toBeGreaterThan(0);
-      expect((await replay(journal)).result).toEqual({ ended: "completed", turns: 4, matching: 3, of: 3 });
+      expect((await replay(journal)).result).toEqual({ ended: "completed", turns: 4, matching: 3, of: 3, subRuns: [] });
     } finally {
       await journal.close();
     }

@@ -34,6 +34,6 @@ describe("loom inspect's replay of a run whose tools came from a tool source (MC
     const state = foldEntries(entries);
     const lean = await rebuildToolCallLog(journal, "r", "lean");
     const result = await replayRun(journal, entries, state, lean, { inspect: () => {} });
-    expect(result).toEqual({ ended: "completed", turns: 2, matching: 1, of: 1 });
+    expect(result).toEqual({ ended: "completed", turns: 2, matching: 1, of: 1, subRuns: [] });
   });
 });

@@ -6,7 +6,7 @@ import { dbPath, readRun, withJournal } from "../db.ts";
 import { count, int, printable } from "../format.ts";
 import { CliError, type CliIo, println } from "../io.ts";
 import { type CommonOptions, integerOption, portOption, withCommon } from "../program.ts";
-import { replayRun } from "../replay.ts";
+import { type ReplayResult, replayRun } from "../replay.ts";
 
 interface InspectOptions extends CommonOptions {
   readonly port: number;
@@ -24,7 +24,7 @@ const FORWARDED = new Set(["@xstate.actor", "@xstate.event", "@xstate.snapshot"]
 export function registerInspect(program: Command, io: CliIo): void {
   withCommon(program.command("inspect"))
     .description(
-      "replay a recorded run through the loop's statecharts (served from its journal: nothing is re-executed) and stream it to the Stately inspector through a server on 127.0.0.1 (--host to widen it); exits 1 when the replay does not match the journal",
+      "replay a recorded run through the loop's statecharts (served from its journal: nothing is re-executed), its sub-agents' runs under their calls, and stream it to the Stately inspector through a server on 127.0.0.1 (--host to widen it); exits 1 when the replay does not match the journal",
     )
     .argument("<runId>", "the run (see `loom runs`)")
     .option("--port <n>", "port of the local inspector server, 1–65535 (http page + websocket)", portOption, 8080)
@@ -84,8 +84,22 @@ export function registerInspect(program: Command, io: CliIo): void {
               io.stdout,
               `replayed run ${printable(runId)}: ${count(result.turns, "model response")}, ended ${result.ended}; ${int(reached)}/${int(sent)} inspection events delivered; ${int(result.matching)}/${int(result.of)} tool results match the journal (lean digest)`,
             );
-            if (result.matching !== result.of) {
-              mismatch = `the replay of run ${printable(runId)} does not match its journal: ${int(result.matching)}/${int(result.of)} tool results match (the inspector shows a run that differs from the recorded one)`;
+            // The sub-agents replayed under their calls, indented by depth.
+            const runs: { runId: string; result: ReplayResult }[] = [{ runId, result }];
+            const below = (r: ReplayResult, depth: number): void => {
+              for (const sub of r.subRuns) {
+                println(
+                  io.stdout,
+                  `${"  ".repeat(depth)}sub-agent run ${printable(sub.runId)}: ${count(sub.turns, "model response")}, ended ${sub.ended}; ${int(sub.matching)}/${int(sub.of)} tool results match`,
+                );
+                runs.push({ runId: sub.runId, result: sub });
+                below(sub, depth + 1);
+              }
+            };
+            below(result, 1);
+            const off = runs.find((r) => r.result.matching !== r.result.of);
+            if (off) {
+              mismatch = `the replay of run ${printable(off.runId)} does not match its journal: ${int(off.result.matching)}/${int(off.result.of)} tool results match (the inspector shows a run that differs from the recorded one)`;
             }
           };
           const wait = options.wait ?? io.stdin?.isTTY === true;
