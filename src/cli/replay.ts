@@ -177,6 +177,8 @@ class SubRunReplays {
   readonly #started = new Set<string>();
   /** One a call reached: its child run's replay, or undefined for a call that ran none. */
   readonly #replays: Promise<SubRunReplay | undefined>[] = [];
+  /** The runs below this one, listed once (a run of thousands of calls reads no journal per call). */
+  #below: Promise<Set<string>> | undefined;
 
   constructor(
     private readonly journal: Journal,
@@ -216,11 +218,10 @@ class SubRunReplays {
     const childRunId = `${this.runId}/${stepId}`;
     if (this.#started.has(childRunId)) return;
     this.#started.add(childRunId);
-    this.#replays.push(this.#replay(childRunId, stepId));
+    const replay = this.#replay(childRunId, stepId);
+    replay.catch(() => {}); // handled where it is awaited (settled): not an unhandled rejection meanwhile
+    this.#replays.push(replay);
   }
-
-  /** The runs below this one, listed once (a run of thousands of calls reads no journal per call). */
-  #below: Promise<Set<string>> | undefined;
 
   async #replay(childRunId: string, stepId: string): Promise<SubRunReplay | undefined> {
     this.#below ??= this.journal.store
@@ -230,7 +231,7 @@ class SubRunReplays {
     const entries = await readJournal(this.journal, childRunId);
     const state = foldEntries(entries);
     await hydrateArchived(this.journal, state);
-    const lean = (await rebuildToolCallLog(this.journal, childRunId, "lean")) as LeanAgentStep[];
+    const lean = await rebuildToolCallLog(this.journal, childRunId, "lean");
     // The parent's replay registered its inspector for its sub-runs (by its scratch store): the child's chart goes under the call.
     const below = inspectionBelow(this.scratch, this.runId, stepId) ?? this.#tell;
     const result = await replayRun(this.journal, entries, state, lean, { ...this.options, inspect: below });
