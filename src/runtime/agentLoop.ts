@@ -127,6 +127,7 @@ async function runLoop(
     },
     (e) => lostRun.abort(e), // cancelRun: stops like an abort, ending with run.cancelled
   );
+  session.lease = held.lease;
   try {
     if (held.cancelRequested !== undefined) lostRun.abort(new RunCancelledError(request.runId, held.cancelRequested));
     const fence = {
