@@ -65,7 +65,8 @@ export type StepResult<R> =
 /**
  * Takes one durable step: `planStep` decides; recorded frames are served, a diverging journal
  * raises `ReplayDivergenceError`, and otherwise the fenced `frame.started` proves this process
- * still owns the run before the effect runs.
+ * still owns the run, and its lease, checked by the local clock (renewed first when it may have
+ * lapsed: `HeldLease.confirm`), that it still does when the effect starts.
  *
  * @example
  * const result = await durableStep(session, { frameId, effect: "model", inputDigest, onUnknownOutcome: "rerun" }, effect);
