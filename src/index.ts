@@ -34,6 +34,7 @@ export {
   type RunHolderInfo,
   sha256Hex,
   ToolSourceError,
+  type UnconfirmedLease,
 } from "./core/index.ts";
 export { isMissingDependencyError, MissingDependencyError } from "./core/optional.ts";
 export { describeCause, errorCause } from "./events/errorCause.ts";
@@ -328,6 +329,7 @@ export {
 } from "./runtime/control.ts";
 export { AgentInterruptedError, isAgentInterruptedError } from "./runtime/errors.ts";
 export { type FollowOptions, followRun } from "./runtime/follow.ts";
+export { HeldLease, type HoldLeaseOptions, holdLease, LEASE_MARGIN } from "./runtime/heldLease.ts";
 export { type ModelStreamDelta, type StreamModelCallOptions, streamModelCall } from "./runtime/modelStream.ts";
 export { DEFAULT_LEASE_MS, type RunOwnership } from "./runtime/ownership.ts";
 export {

@@ -123,15 +123,32 @@ export class OwnershipLostError extends LoomError {
   readonly token: number;
   /** Who holds the run now, if anyone. */
   readonly holder: RunHolderInfo | undefined;
-  constructor(runId: string, token: number, holder: RunHolderInfo | undefined) {
+  constructor(runId: string, token: number, holder: RunHolderInfo | undefined, unconfirmed?: UnconfirmedLease) {
     super(
       "ownershipLost",
-      `run ${runId}: this writer no longer owns the run (its token ${token}; ${holder ? `now held by ${holderText(holder)}` : "the lease was released"}), so nothing was appended and it runs no further effect. Another process took the run over, usually because this one stalled past its lease: let that one finish it, or raise ownership.leaseMs (workers: leaseMs).`,
+      unconfirmed === undefined
+        ? `run ${runId}: this writer no longer owns the run (its token ${token}; ${holder ? `now held by ${holderText(holder)}` : "the lease was released"}), so nothing was appended and it runs no further effect. Another process took the run over, usually because this one stalled past its lease: let that one finish it, or raise ownership.leaseMs (workers: leaseMs).`
+        : `run ${runId}: step ${unconfirmed.step} was not started: this writer's lease (token ${token}, ${unconfirmed.leaseMs} ms) was last confirmed ${Math.round(unconfirmed.staleForMs)} ms ago, so it may have run out, and renewing it failed (${unconfirmed.cause instanceof Error ? unconfirmed.cause.message : String(unconfirmed.cause)}). The writer gives the run up: another process takes it over once the lease runs out. If this process stalls often (long pauses, a blocked event loop), raise ownership.leaseMs (workers: leaseMs).`,
+      unconfirmed === undefined ? undefined : { cause: unconfirmed.cause },
     );
     this.runId = runId;
     this.token = token;
     this.holder = holder;
   }
+}
+
+/**
+ * Why a writer gave its run up before an effect (see `HeldLease.confirm`): its lease may have run
+ * out by its own clock, and renewing it failed for a reason other than a takeover.
+ */
+export interface UnconfirmedLease {
+  /** The step whose effect was not started. */
+  readonly step: string;
+  /** How long ago, by the writer's monotonic clock, its lease was last confirmed (Infinity: never). */
+  readonly staleForMs: number;
+  readonly leaseMs: number;
+  /** What the renewal threw. */
+  readonly cause: unknown;
 }
 
 /** Stored bytes do not match the digest that vouches for them (blob, archived frame). */

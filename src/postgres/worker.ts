@@ -11,6 +11,7 @@ import type { Journal } from "../events/spi.ts";
 import type { RunLease } from "../events/store.ts";
 import type { AgentLoop } from "../runtime/agentLoop.ts";
 import { isAgentInterruptedError } from "../runtime/errors.ts";
+import { HeldLease } from "../runtime/heldLease.ts";
 import { type Claimed, leases } from "./leases.ts";
 import { listenForDue } from "./notify.ts";
 import { databaseHealth } from "./outage.ts";
@@ -123,15 +124,19 @@ export function startWorker(options: WorkerOptions): Worker {
   };
   const health = databaseHealth(owner, db.label, (e) => report(e, undefined), options.errorIntervalMs ?? 10_000);
 
-  async function work(claim: Pickup, controller: AbortController): Promise<void> {
+  /** `claimedAt`: when the claim was sent (performance.now), which took the run's ownership on a fast path. */
+  async function work(claim: Pickup, controller: AbortController, claimedAt: number): Promise<void> {
     const { runId } = claim;
     // The run's ownership (the store's lease): its token fences every append the run makes, so
     // a worker that stalled past its lease cannot start a model or tool call once another has
-    // the run. The queue row above only says who should be working on it.
+    // the run, and the run checks it by this process's clock before each effect (HeldLease).
+    // The queue row above only says who should be working on it.
     let owned: RunLease;
+    let sentAt = claimedAt;
     if (claim.owned !== undefined) owned = claim.owned.lease;
     else {
       try {
+        sentAt = performance.now();
         owned = await journal.store.acquire(runId, { owner, leaseMs });
       } catch (e) {
         if (!isRunBusyError(e)) throw e;
@@ -150,6 +155,15 @@ export function startWorker(options: WorkerOptions): Worker {
       lost = true;
       controller.abort(why);
     };
+    const held = new HeldLease(journal.store, owned, {
+      leaseMs,
+      sentAt,
+      onRenewed(renewed) {
+        // cancelRun from any process: the run stops at its next step and ends with run.cancelled.
+        if (renewed.cancelRequested !== undefined && !controller.signal.aborted)
+          controller.abort(new RunCancelledError(runId, renewed.cancelRequested));
+      },
+    });
     const renewal = setInterval(() => {
       lease.renew(runId, owner, leaseMs).then(
         (held) => {
@@ -157,15 +171,7 @@ export function startWorker(options: WorkerOptions): Worker {
         },
         (e) => health.failed(`renewing the lease on run ${runId}`, e),
       );
-      journal.store.renew(owned, leaseMs).then(
-        (renewed) => {
-          owned = renewed;
-          // cancelRun from any process: the run stops at its next step and ends with run.cancelled.
-          if (renewed.cancelRequested !== undefined && !controller.signal.aborted)
-            controller.abort(new RunCancelledError(runId, renewed.cancelRequested));
-        },
-        (e) => (isOwnershipLostError(e) ? lose(e) : report(e, runId)),
-      );
+      held.renew().catch((e) => (isOwnershipLostError(e) ? lose(e) : report(e, runId)));
     }, leaseMs / 3);
     let released = false;
     try {
@@ -173,10 +179,10 @@ export function startWorker(options: WorkerOptions): Worker {
         runId,
         journal: picked?.journal ?? journal,
         signal: controller.signal,
-        ownership: { lease: owned },
+        ownership: { lease: held },
       });
       clearInterval(renewal); // the run is done: no renewal after its release
-      if (!picked?.finished()) await lease.finishAndRelease(runId, owner, owned.token);
+      if (!picked?.finished()) await lease.finishAndRelease(runId, owner, held.token);
       released = true;
     } catch (e) {
       if (lost || isOwnershipLostError(e)) return; // another worker holds the run now
@@ -187,8 +193,8 @@ export function startWorker(options: WorkerOptions): Worker {
         // A run whose approvals expire stays queued, due when the first one does (the run declines it).
         if (picked?.finished()) {
           // its last append took it off the queue and released it
-        } else if (reason === "approval-pending") await lease.waitForApproval(runId, owner, owned.token);
-        else await lease.finishAndRelease(runId, owner, owned.token);
+        } else if (reason === "approval-pending") await lease.waitForApproval(runId, owner, held.token);
+        else await lease.finishAndRelease(runId, owner, held.token);
         released = true;
       } else if (reason === "aborted" && controller.signal.aborted) await lease.releaseNow(runId, owner);
       else {
@@ -198,7 +204,7 @@ export function startWorker(options: WorkerOptions): Worker {
     } finally {
       clearInterval(renewal);
       // A no-op when another worker holds the run now (the token moved on).
-      if (!released) await journal.store.release(owned).catch((e) => report(e, runId));
+      if (!released) await journal.store.release(held.lease).catch((e) => report(e, runId));
     }
   }
 
@@ -226,6 +232,7 @@ export function startWorker(options: WorkerOptions): Worker {
         continue;
       }
       let claimed: Claimed<Pickup>;
+      const claimedAt = performance.now(); // a run's lease taken by the claim is proved from here
       try {
         const free = concurrency - active.size;
         claimed =
@@ -250,7 +257,7 @@ export function startWorker(options: WorkerOptions): Worker {
       for (const claim of claims) {
         const { runId } = claim;
         const controller = new AbortController();
-        const done = work(claim, controller)
+        const done = work(claim, controller, claimedAt)
           .catch((e) => {
             health.failed(`releasing run ${runId}`, e); // the lease runs out instead
           })

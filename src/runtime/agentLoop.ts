@@ -38,7 +38,9 @@ export interface RunRequest extends RunOptions {
    * A run has one owner at a time: the call acquires it from the journal's store before reading
    * the run (`RunBusyError` if another live process or call has it, unless `waitMs` says to wait)
    * and fences every append with it, so no model or tool call starts once another owner has
-   * taken the run over (`OwnershipLostError`). Lease length, waiting, owner name; see {@link RunOwnership}.
+   * taken the run over (`OwnershipLostError`); before each one the lease is checked by the local
+   * clock, and renewed first when it may have run out (a paused process). Lease length, waiting,
+   * owner name; see {@link RunOwnership}.
    */
   readonly ownership?: RunOwnership;
 }
@@ -127,6 +129,7 @@ async function runLoop(
     },
     (e) => lostRun.abort(e), // cancelRun: stops like an abort, ending with run.cancelled
   );
+  session.lease = held.lease;
   try {
     if (held.cancelRequested !== undefined) lostRun.abort(new RunCancelledError(request.runId, held.cancelRequested));
     const fence = {

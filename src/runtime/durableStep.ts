@@ -5,6 +5,7 @@
  * with its actor. The decision of what to do is pure (`planStep`, src/policies/step.ts); this
  * is the I/O that carries it out: the clock, the fenced append, the effect, the timers.
  */
+import { isOwnershipLostError } from "../core/errors.ts";
 import type { AttemptError, NewEntry } from "../events/types.ts";
 import type { RetryPolicy } from "../policies/retry.ts";
 import { planStep, type StepSpec } from "../policies/step.ts";
@@ -64,7 +65,8 @@ export type StepResult<R> =
 /**
  * Takes one durable step: `planStep` decides; recorded frames are served, a diverging journal
  * raises `ReplayDivergenceError`, and otherwise the fenced `frame.started` proves this process
- * still owns the run before the effect runs.
+ * still owns the run, and its lease, checked by the local clock (renewed first when it may have
+ * lapsed: `HeldLease.confirm`), that it still does when the effect starts.
  *
  * @example
  * const result = await durableStep(session, { frameId, effect: "model", inputDigest, onUnknownOutcome: "rerun" }, effect);
@@ -98,6 +100,10 @@ export async function durableStep<T, R>(
   // while the store flushes it; a tool waits until its start is durable (the write-ahead rule).
   const started: NewEntry = { type: "frame.started", data: { frameId, effect: kind, inputDigest } };
   await (kind === "model" ? session.appender.appendWritten(started) : session.appender.append(started));
+  // The append proved the run ours when it ran; a process paused since may have lost it: by the
+  // local clock, the lease must still hold, or a fenced renewal prove it does, before the effect.
+  const confirming = session.lease?.confirm(frameId);
+  if (confirming !== undefined) await confirmed(session, confirming, stop);
   const result = await withLimits(stop, effect.timeoutMs, deadlineAt, (s) => effect.execute(s, attempt));
   session.releaseStepStop(stop); // still running only if stopped, and then it has aborted
   if ("error" in result) {
@@ -117,4 +123,19 @@ export async function durableStep<T, R>(
   }
   if (stop.aborted) return { kind: "aborted" };
   return { kind: "done", value: await effect.record(result.value), served: false };
+}
+
+/**
+ * Waits for the lease's renewal before an effect. Refused (the run was taken over, or the lease
+ * could not be confirmed), the run gives up as when an append is refused: nothing more is appended
+ * and the error is the run's.
+ */
+async function confirmed(session: RunSession, confirming: Promise<void>, stop: StepStop): Promise<void> {
+  try {
+    await confirming;
+  } catch (e) {
+    session.releaseStepStop(stop);
+    if (isOwnershipLostError(e)) session.appender.lost(e);
+    throw e;
+  }
 }

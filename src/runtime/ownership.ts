@@ -1,5 +1,6 @@
 import { isOwnershipLostError, isRunBusyError, type OwnershipLostError, RunCancelledError } from "../core/errors.ts";
 import type { EventStore, RunLease } from "../events/store.ts";
+import { HeldLease } from "./heldLease.ts";
 
 /**
  * How a `loop.run` call owns its run (see `RunRequest.ownership`).
@@ -25,9 +26,12 @@ export interface RunOwnership {
   readonly owner?: string;
   /**
    * Ownership the caller already holds (a worker that acquired it with `store.acquire`): the run
-   * fences its appends with it, and neither renews nor releases it.
+   * fences its appends with it and does not release it. Give it as a `HeldLease` (`holdLease`),
+   * renewed through it, so the run knows when it was last confirmed: before each model or tool
+   * call the run checks it by the local clock, and renews it itself only when it may have run out.
+   * A plain `RunLease` is renewed (for `leaseMs`) before the run's first effect, as its age is unknown.
    */
-  readonly lease?: RunLease;
+  readonly lease?: RunLease | HeldLease;
 }
 
 /** A `loop.run` call's lease on its run unless `ownership.leaseMs` says otherwise. */
@@ -36,6 +40,8 @@ export const DEFAULT_LEASE_MS = 10_000;
 /** The run's ownership for one `loop.run` call: its fence, and how to let it go. */
 export interface HeldRun {
   readonly fence: number;
+  /** The lease, checked by the local clock before each effect (`HeldLease.confirm`). */
+  readonly lease: HeldLease;
   /** Someone asked to cancel the run (`cancelRun`) before this call got it: the reason. */
   readonly cancelRequested: string | undefined;
   /** Stops renewing; releases the lease if this call acquired it. */
@@ -58,14 +64,30 @@ export async function holdRun(
   onCancelled: (error: RunCancelledError) => void = () => {},
 ): Promise<HeldRun> {
   const given = ownership?.lease;
-  if (given !== undefined) return { fence: given.token, cancelRequested: given.cancelRequested, letGo: async () => {} };
   const leaseMs = ownership?.leaseMs ?? DEFAULT_LEASE_MS;
+  if (given !== undefined) {
+    const lease = given instanceof HeldLease ? given : new HeldLease(store, given, { leaseMs });
+    return { fence: lease.token, lease, cancelRequested: lease.lease.cancelRequested, letGo: async () => {} };
+  }
   const owner = ownership?.owner ?? `loop.run ${loopId}`;
   const deadline = Date.now() + (ownership?.waitMs ?? 0);
-  let lease: RunLease;
+  let lost = false;
+  let cancelled = false;
+  let held: HeldLease;
   for (;;) {
     try {
-      lease = await store.acquire(runId, { owner, leaseMs });
+      const sentAt = performance.now(); // the lease is proved from when the acquire was sent
+      const acquired = await store.acquire(runId, { owner, leaseMs });
+      cancelled = acquired.cancelRequested !== undefined;
+      held = new HeldLease(store, acquired, {
+        leaseMs,
+        sentAt,
+        onRenewed(renewed) {
+          if (renewed.cancelRequested === undefined || cancelled) return;
+          cancelled = true;
+          onCancelled(new RunCancelledError(runId, renewed.cancelRequested));
+        },
+      });
       break;
     } catch (e) {
       const left = deadline - Date.now();
@@ -73,31 +95,22 @@ export async function holdRun(
       await new Promise((resolve) => setTimeout(resolve, Math.min(left, 100, Math.max(10, e.retryAfterMs))));
     }
   }
-  let lost = false;
-  let cancelled = lease.cancelRequested !== undefined;
   const renewal = setInterval(() => {
-    store.renew(lease, leaseMs).then(
-      (renewed) => {
-        lease = renewed;
-        if (renewed.cancelRequested === undefined || cancelled) return;
-        cancelled = true;
-        onCancelled(new RunCancelledError(runId, renewed.cancelRequested));
-      },
-      (e) => {
-        if (!isOwnershipLostError(e) || lost) return;
-        lost = true;
-        clearInterval(renewal);
-        onLost(e);
-      },
-    );
+    held.renew().catch((e) => {
+      if (!isOwnershipLostError(e) || lost) return;
+      lost = true;
+      clearInterval(renewal);
+      onLost(e);
+    });
   }, leaseMs / 3);
   renewal.unref?.();
   return {
-    fence: lease.token,
-    cancelRequested: lease.cancelRequested,
+    fence: held.token,
+    lease: held,
+    cancelRequested: held.lease.cancelRequested,
     async letGo() {
       clearInterval(renewal);
-      if (!lost) await store.release(lease);
+      if (!lost) await store.release(held.lease);
     },
   };
 }

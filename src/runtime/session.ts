@@ -20,6 +20,7 @@ import {
   toolResultMessage,
 } from "./conversation.ts";
 import { RunEventEmitter } from "./events.ts";
+import type { HeldLease } from "./heldLease.ts";
 import { recordedOutput } from "./recordedOutput.ts";
 import { StepSignals, type StepStop } from "./stepSignals.ts";
 import type { RunTelemetryScope } from "./telemetry.ts";
@@ -102,6 +103,8 @@ export class RunSession {
    * comparing prompt digests or the loop's definition, which the stand-in loop cannot reproduce.
    */
   replaying = false;
+  /** The run's lease, checked by the local clock before each effect starts (set once the run is held). */
+  lease: HeldLease | undefined;
   /** The run's telemetry in this process (`config.telemetry`), once prepare started it. */
   telemetry: RunTelemetryScope | undefined;
   /** Awaited before each model step of a replay, to watch it step by step. */
