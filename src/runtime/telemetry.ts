@@ -30,7 +30,7 @@ export interface TelemetryRunStart {
    * (`<loop>#turn:<i>:tool:<j>`): a tool this process runs again (its earlier outcome unknown)
    * was asked for by a response this process never saw.
    */
-  readonly toolCallIds: Readonly<Record<string, string>>;
+  readonly toolCallIds?: Readonly<Record<string, string>>;
 }
 
 /** One run's telemetry in this process: it sees the run's events and its end. */
