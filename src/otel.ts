@@ -242,8 +242,9 @@ class RunSpans implements RunTelemetryScope {
   }
 
   private callId(stepId: string): Attributes {
-    const call = this.calls.get(stepId);
-    return call ? { "gen_ai.tool.call.id": call.id } : {};
+    // A step asked for by a response this process saw, else by one the journal held at the start.
+    const id = this.calls.get(stepId)?.id ?? this.run.toolCallIds?.[stepId];
+    return id === undefined ? {} : { "gen_ai.tool.call.id": id };
   }
 
   end(outcome: { readonly status: "completed" | "interrupted" | "failed"; readonly error?: unknown }): void {

@@ -29,6 +29,7 @@ export class UsageError extends LoomError {
   }
 }
 
+/** True when `e` is a {@link UsageError}: the command line was wrong (exit code 2, usage shown). */
 export const isUsageError = (e: unknown): e is UsageError => e instanceof UsageError;
 
 /** A command could not do its job for a reason the user can fix (no such run, no journal file): exit code 1. */

@@ -179,14 +179,131 @@ const guard =
   (e: unknown): e is T =>
     e instanceof cls;
 
+/**
+ * True when `e` is a {@link LoomError}: any error Loom throws on purpose, with its stable `code`.
+ *
+ * @example
+ * ```ts
+ * await loop.run({ runId, journal }).catch((e) => {
+ *   if (isLoomError(e)) console.error(`${e.code}: ${e.message}`);
+ *   throw e;
+ * });
+ * ```
+ */
 export const isLoomError = guard(LoomError);
+
+/**
+ * True when `e` is a {@link CanonicalJsonError}: a value with no canonical JSON form (`code` says
+ * why, `path` where).
+ *
+ * @example
+ * ```ts
+ * try {
+ *   canonicalJson({ n: 1n });
+ * } catch (e) {
+ *   if (isCanonicalJsonError(e)) console.error(e.code, e.path); // "bigint", the path to n
+ * }
+ * ```
+ */
 export const isCanonicalJsonError = guard(CanonicalJsonError);
+
+/**
+ * True when `e` is an {@link AgentLoopConfigError}: a loop's configuration is invalid, or
+ * contradicts what its run recorded (the mode pin).
+ *
+ * @example
+ * ```ts
+ * const lean = agentLoop$({ id: "support", model, tools, toolCallLog: "lean" });
+ * await lean.run({ runId, journal }).catch((e) => {
+ *   if (isAgentLoopConfigError(e)) console.error(e.message); // "… recorded full but is configured lean"
+ *   throw e;
+ * });
+ * ```
+ */
 export const isAgentLoopConfigError = guard(AgentLoopConfigError);
+
+/**
+ * True when `e` is a {@link ReplayDivergenceError}: the journal holds a frame the code would not
+ * produce now (`runId`, `frameId`).
+ *
+ * @example
+ * ```ts
+ * await loop.run({ runId, journal }).catch((e) => {
+ *   if (isReplayDivergenceError(e)) console.error(`run ${e.runId} diverged at ${e.frameId}`);
+ *   throw e;
+ * });
+ * ```
+ */
 export const isReplayDivergenceError = guard(ReplayDivergenceError);
+
+/**
+ * True when `e` is a {@link ConcurrencyError}: an append's `expectedVersion` did not match the
+ * stream (another writer got there first).
+ *
+ * @example
+ * ```ts
+ * await store.append(runId, entries, { expectedVersion: 3 }).catch((e) => {
+ *   if (isConcurrencyError(e)) console.error(`expected ${e.expected}, the stream is at ${e.actual}`);
+ *   throw e;
+ * });
+ * ```
+ */
 export const isConcurrencyError = guard(ConcurrencyError);
+
+/**
+ * True when `e` is a {@link RunBusyError}: another live process owns the run (`holder`,
+ * `retryAfterMs`).
+ *
+ * @example
+ * ```ts
+ * await loop.run({ runId, journal }).catch((e) => {
+ *   if (isRunBusyError(e)) console.log(`busy: ${e.holder.owner}, free in ${e.retryAfterMs} ms at most`);
+ *   throw e;
+ * });
+ * ```
+ */
 export const isRunBusyError = guard(RunBusyError);
+
+/**
+ * True when `e` is an {@link OwnershipLostError}: a fenced append was refused because the run
+ * changed owner; nothing was appended.
+ *
+ * @example
+ * ```ts
+ * await loop.run({ runId, journal }).catch((e) => {
+ *   if (isOwnershipLostError(e)) return; // another process has the run now; it finishes it
+ *   throw e;
+ * });
+ * ```
+ */
 export const isOwnershipLostError = guard(OwnershipLostError);
+
+/**
+ * True when `e` is an {@link IntegrityError}: stored bytes (a blob, an archived frame) do not match
+ * the digest that vouches for them.
+ *
+ * @example
+ * ```ts
+ * await readArchived(journal, runId, stepId).catch((e) => {
+ *   if (isIntegrityError(e)) console.error(`altered: ${e.message}`); // the archive or blob store was changed
+ *   throw e;
+ * });
+ * ```
+ */
 export const isIntegrityError = guard(IntegrityError);
+
+/**
+ * True when `e` is a {@link JournalFormatError}: an entry read from a store is not a valid journal
+ * entry (`runId`, `seq`, `field`).
+ *
+ * @example
+ * ```ts
+ * await readJournal(journal, runId).catch((e) => {
+ *   if (isJournalFormatError(e)) console.error(`run ${e.runId} seq ${e.seq}: ${e.message}`);
+ *   throw e;
+ * });
+ * ```
+ */
 export const isJournalFormatError = guard(JournalFormatError);
 
 /**
@@ -208,6 +325,18 @@ export class DefinitionChangedError extends LoomError {
   }
 }
 
+/**
+ * True when `e` is a {@link DefinitionChangedError}: a run resumed under another definition of its
+ * loop (`changes` lists them).
+ *
+ * @example
+ * ```ts
+ * await loop.run({ runId, journal }).catch((e) => {
+ *   if (isDefinitionChangedError(e)) console.error(e.changes.join("; ")); // tool "search" added
+ *   throw e;
+ * });
+ * ```
+ */
 export const isDefinitionChangedError = guard(DefinitionChangedError);
 
 /**
@@ -235,6 +364,18 @@ export class RunCancelledError extends LoomError {
   }
 }
 
+/**
+ * True when `e` is a {@link RunCancelledError}: the run was cancelled (`cancelRun`) and is never
+ * resumed.
+ *
+ * @example
+ * ```ts
+ * await loop.run({ runId, journal }).catch((e) => {
+ *   if (isRunCancelledError(e)) return console.log(`run ${e.runId} was cancelled: ${e.reason}`);
+ *   throw e;
+ * });
+ * ```
+ */
 export const isRunCancelledError = guard(RunCancelledError);
 
 /**
@@ -264,4 +405,16 @@ export class ToolSourceError extends LoomError {
   }
 }
 
+/**
+ * True when `e` is a {@link ToolSourceError}: a tool source (an MCP server) could not list its
+ * tools; nothing was journaled.
+ *
+ * @example
+ * ```ts
+ * await loop.run({ runId, journal, input }).catch((e) => {
+ *   if (isToolSourceError(e)) console.error(`MCP server ${e.source} is down: ${e.message}`);
+ *   throw e;
+ * });
+ * ```
+ */
 export const isToolSourceError = guard(ToolSourceError);

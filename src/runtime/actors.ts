@@ -31,7 +31,7 @@ import { causeOf, modelPolicy, runDeadline } from "./failurePolicy.ts";
 import { hydrateArchived } from "./readers.ts";
 import type { RunSession } from "./session.ts";
 import { CallStop } from "./stepSignals.ts";
-import { recordedTraceContext, traceContextDecision } from "./telemetry.ts";
+import { recordedToolCallIds, recordedTraceContext, traceContextDecision } from "./telemetry.ts";
 import { prepareToolSources } from "./toolSources.ts";
 
 /**
@@ -245,7 +245,8 @@ function startTelemetry(session: RunSession, state: RunState): NewEntry[] {
   const { telemetry, id: loopId, model } = session.config;
   if (telemetry === undefined) return [];
   const recorded = recordedTraceContext(state, loopId);
-  const scope = telemetry.startRun({ runId: session.options.runId, loopId, model: model.id, recorded });
+  const toolCallIds = recordedToolCallIds(state, loopId);
+  const scope = telemetry.startRun({ runId: session.options.runId, loopId, model: model.id, recorded, toolCallIds });
   session.telemetry = scope;
   const onEvent = scope.onEvent;
   if (onEvent !== undefined) session.events.observe((event) => onEvent.call(scope, event));

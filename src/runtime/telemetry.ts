@@ -5,6 +5,7 @@
  */
 import type { NewEntry } from "../events/types.ts";
 import type { RunEvent } from "../projections/events.ts";
+import { parseFrameId, toolStepId } from "../projections/ids.ts";
 import type { RunState } from "../projections/runState.ts";
 
 /** `<loop>#trace`: the trace context of the run's first attempt, decided once. */
@@ -24,6 +25,12 @@ export interface TelemetryRunStart {
   readonly model: string | undefined;
   /** The trace context journaled by the run's first attempt; undefined for a run that has none yet. */
   readonly recorded: TraceCarrier | undefined;
+  /**
+   * The model's call id of each tool step the journaled model responses asked for, by step id
+   * (`<loop>#turn:<i>:tool:<j>`): a tool this process runs again (its earlier outcome unknown)
+   * was asked for by a response this process never saw.
+   */
+  readonly toolCallIds?: Readonly<Record<string, string>>;
 }
 
 /** One run's telemetry in this process: it sees the run's events and its end. */
@@ -61,6 +68,21 @@ export function recordedTraceContext(state: RunState, loopId: string): TraceCarr
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(carrier)) if (typeof v === "string") out[k] = v;
   return out;
+}
+
+/** The model's call id of each tool step a journaled (hot) model response asked for, by step id. */
+export function recordedToolCallIds(state: RunState, loopId: string): Record<string, string> {
+  const ids: Record<string, string> = {};
+  for (const frame of Object.values(state.frames)) {
+    const parsed = parseFrameId(frame.frameId);
+    if (parsed?.kind !== "model" || parsed.loopId !== loopId || frame.status !== "completed") continue;
+    const calls = (frame.output as { toolCalls?: unknown } | undefined)?.toolCalls;
+    if (!Array.isArray(calls)) continue;
+    calls.forEach((call: { id?: unknown } | null, index) => {
+      if (typeof call?.id === "string") ids[toolStepId(loopId, parsed.turn, index)] = call.id;
+    });
+  }
+  return ids;
 }
 
 /** The decision that journals the run's trace context (once, with its first attempt). */

@@ -35,6 +35,12 @@ export interface ViewerActions {
   ): Promise<unknown>;
 }
 
+/**
+ * The form field that carries the viewer's form token: random per server start, embedded in
+ * every form of its pages, and what a POST without an `Origin` header must carry to be taken.
+ */
+export const FORM_TOKEN_FIELD = "token";
+
 /** The decider the viewer names in the decisions it journals. */
 export const VIEWER_ACTOR = "loom view";
 

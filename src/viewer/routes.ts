@@ -26,6 +26,8 @@ const KEPT_TRAVELS = 4;
 export class Pages {
   readonly journal: Journal;
   readonly actions: ViewerActions | undefined;
+  /** The form token this server's pages embed in their forms (random per server start). */
+  readonly token: string;
   private readonly machine: AnyStateMachine;
   private readonly source: string;
   private readonly travels = new Map<string, Travel>();
@@ -35,8 +37,10 @@ export class Pages {
     actions: ViewerActions | undefined;
     machine: AnyStateMachine;
     source: string;
+    token: string;
   }) {
     this.journal = options.journal;
+    this.token = options.token;
     this.actions = options.actions;
     this.machine = options.machine;
     this.source = options.source;
@@ -60,6 +64,7 @@ export class Pages {
       info: runInfo(runId, entries),
       pending: await this.pending(runId),
       actions: this.actions !== undefined,
+      token: this.token,
       subRuns: await this.subRuns(runId),
     };
     return partOnly ? runPart(input).text : runPage(input);
@@ -94,7 +99,7 @@ export class Pages {
     const actions = this.actions;
     if (!actions) return { status: 405, page: problemPage("Read only", "this viewer was started without actions") };
     const request = actionFrom(runId, form);
-    if (form.get("confirmed") !== "yes") return { status: 200, page: confirmPage(request, form) };
+    if (form.get("confirmed") !== "yes") return { status: 200, page: confirmPage(request, form, this.token) };
     await perform(actions, this.journal, request);
     return { status: 303, redirect: href("runs", request.kind === "fork" ? request.newRunId : runId) };
   }

@@ -1,6 +1,6 @@
 import { type RunInfo, stoppedText } from "../cli/db.ts";
 import { clip, int, kB } from "../cli/format.ts";
-import type { PendingApproval } from "./actions.ts";
+import { FORM_TOKEN_FIELD, type PendingApproval } from "./actions.ts";
 import { duration, type Html, href, html, jsonText, page, when } from "./html.ts";
 import { type CallView, type RunView, type TurnView, turnsOf } from "./runView.ts";
 
@@ -18,6 +18,8 @@ export interface RunPageInput {
   readonly pending: readonly PendingApproval[];
   /** Whether to show the buttons (the viewer was given the run-control API). */
   readonly actions: boolean;
+  /** The server's form token, put in each form (see `FORM_TOKEN_FIELD`). */
+  readonly token?: string;
   /** The sub-agent run (`agentTool`) of each call that has one, by the call's step id: linked under the call. */
   readonly subRuns?: ReadonlyMap<string, string>;
 }
@@ -37,7 +39,7 @@ export function runPage(input: RunPageInput): string {
 const live = (view: RunView): boolean => view.status !== "completed" && view.status !== "failed";
 
 /** What `#run` holds (the part the live feed refreshes). */
-export function runPart({ view, info, pending, actions, subRuns }: RunPageInput): Html {
+export function runPart({ view, info, pending, actions, subRuns, token }: RunPageInput): Html {
   const runId = info.runId;
   const stopped = stoppedText(info);
   return html`<h1>Run <code>${runId}</code> <span class="status ${view.status}">${view.status}</span>${live(view) ? html` <span class="live" title="updates while the run goes on">● live</span>` : ""}</h1>
@@ -54,14 +56,19 @@ ${view.error ? html`<dt>failed</dt><dd class="why">${view.error.name}: ${view.er
 ${view.answer !== undefined ? html`<dt>answer</dt><dd class="answer">${clip(view.answer, 400)}</dd>` : ""}
 </dl>
 <p class="links"><a href="${href("runs", runId, "travel")}">Time travel ⟷</a></p>
-${pendingPart(runId, pending, actions)}
-${actions ? controlPart(view, runId) : ""}
+${pendingPart(runId, pending, actions, token)}
+${actions ? controlPart(view, runId, token) : ""}
 <pre id="live-text" class="live-text" hidden></pre>
 <h2>Timeline</h2>
 ${timeline(view, runId, subRuns)}`;
 }
 
-function pendingPart(runId: string, pending: readonly PendingApproval[], actions: boolean): Html | string {
+function pendingPart(
+  runId: string,
+  pending: readonly PendingApproval[],
+  actions: boolean,
+  token: string | undefined,
+): Html | string {
   if (pending.length === 0) return "";
   return html`<section class="pending"><h2>Waiting for approval</h2>
 ${pending.map(
@@ -71,7 +78,7 @@ ${pending.map(
 ${
   actions
     ? html`<form method="post" action="${href("runs", p.runId, "actions")}" class="buttons">
-<input type="hidden" name="stepId" value="${p.stepId}">
+<input type="hidden" name="stepId" value="${p.stepId}">${tokenField(token)}
 <button name="action" value="approve" class="approve">Approve</button>
 <button name="action" value="deny" class="deny">Deny</button>
 </form>`
@@ -82,13 +89,18 @@ ${
 </section>`;
 }
 
-function controlPart(view: RunView, runId: string): Html {
+/** The hidden field with the server's form token (none when the page is rendered without one). */
+export function tokenField(token: string | undefined): Html | string {
+  return token === undefined ? "" : html`<input type="hidden" name="${FORM_TOKEN_FIELD}" value="${token}">`;
+}
+
+function controlPart(view: RunView, runId: string, token: string | undefined): Html {
   const models = [...turnsOf(view)].filter((t) => t.model.status === "completed").map((t) => t.stepId);
   return html`<section class="control"><h2>Control</h2>
 ${
   live(view)
     ? html`<form method="post" action="${href("runs", runId, "actions")}" class="inline">
-<input type="hidden" name="action" value="cancel">
+<input type="hidden" name="action" value="cancel">${tokenField(token)}
 <input name="reason" placeholder="why (optional)" aria-label="reason">
 <button class="cancel">Cancel run…</button>
 </form>`
@@ -97,7 +109,7 @@ ${
 ${
   models.length > 0
     ? html`<form method="post" action="${href("runs", runId, "actions")}" class="inline">
-<input type="hidden" name="action" value="fork">
+<input type="hidden" name="action" value="fork">${tokenField(token)}
 <label>fork at <select name="at">${models.map((id, i) => html`<option value="${id}" ${i === models.length - 1 ? "selected" : ""}>${id}</option>`)}</select></label>
 <label>as <input name="newRunId" value="${runId}-fork" aria-label="new run id"></label>
 <button>Fork…</button>

@@ -1,9 +1,10 @@
+import { randomBytes, timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { isLoopback, urlHost } from "../cli/inspectServer.ts";
 import { CliError } from "../cli/io.ts";
 import { agentLoopMachine, type Journal, LoomError } from "../index.ts";
-import { isActionFormError, type ViewerActions } from "./actions.ts";
+import { FORM_TOKEN_FIELD, isActionFormError, type ViewerActions } from "./actions.ts";
 import { CSS, SCRIPT } from "./assets.ts";
 import { followSource, type LiveSource, serveLive } from "./live.ts";
 import { Pages } from "./routes.ts";
@@ -13,7 +14,9 @@ import { problemPage } from "./stepPage.ts";
  * `loom view`'s server (node:http): the runs page, a run's page (live), a step's page, time
  * travel, and, when given the run-control API, the approve/deny, cancel and fork forms. Every
  * asset comes from this server. It answers only requests addressed to it by a loopback name or
- * its own host (a DNS-rebinding page cannot read it), and takes a form only from its own pages.
+ * its own host (a DNS-rebinding page cannot read it), and takes a form only from its own pages:
+ * one sent with another `Origin` is refused, and one sent with none only with the form token
+ * its pages embed (random per start).
  */
 
 export interface ViewerOptions {
@@ -51,6 +54,7 @@ export interface Viewer {
 export async function startViewer(options: ViewerOptions): Promise<Viewer> {
   const host = options.host ?? "127.0.0.1";
   const pages = new Pages({
+    token: randomBytes(24).toString("base64url"),
     journal: options.journal,
     actions: options.actions,
     machine: agentLoopMachine,
@@ -110,8 +114,10 @@ async function handle(req: IncomingMessage, res: ServerResponse, { pages, live, 
     if (origin !== undefined && origin !== `http://${req.headers.host}`) {
       return send(res, 403, "text/plain", "forms are taken from this viewer's own pages only");
     }
+    const form = new URLSearchParams(await body(req));
+    const refused = tokenProblem(form.get(FORM_TOKEN_FIELD), origin !== undefined, pages.token);
+    if (refused !== undefined) return send(res, 403, "text/plain", refused);
     if (top === "runs" && runId !== undefined && sub === "actions" && rest.length === 0 && pages.actions) {
-      const form = new URLSearchParams(await body(req));
       const outcome = await pages.act(runId, form);
       if (outcome.redirect) {
         res.writeHead(303, { location: outcome.redirect }).end();
@@ -147,6 +153,23 @@ async function handle(req: IncomingMessage, res: ServerResponse, { pages, live, 
     }
   }
   return html(res, 404, problemPage("Not found", `nothing at ${url.pathname}`, "/"));
+}
+
+/**
+ * Why a POST's form token refuses it, if it does. A browser sends the page's origin with a form
+ * (checked before this); a request with no `Origin` at all is not known to come from this
+ * viewer's pages, so it must carry their token. A token that is sent must be this server's.
+ */
+function tokenProblem(sent: string | null, hasOrigin: boolean, token: string): string | undefined {
+  if (sent === null) {
+    return hasOrigin
+      ? undefined
+      : "a form without an Origin header is taken only with this viewer's form token, which its own pages carry: post it from the viewer's page";
+  }
+  const a = Buffer.from(sent);
+  const b = Buffer.from(token);
+  if (a.length === b.length && timingSafeEqual(a, b)) return undefined;
+  return "the form's token is not this viewer's (a page from an earlier start of the viewer?): reload the page and send it again";
 }
 
 /** The host name a request is addressed to (no port, no brackets), or undefined when it names none. */

@@ -1,7 +1,8 @@
 import { int } from "../cli/format.ts";
 import type { ShownStep } from "../cli/step.ts";
-import { type ActionRequest, confirmationText } from "./actions.ts";
+import { type ActionRequest, confirmationText, FORM_TOKEN_FIELD } from "./actions.ts";
 import { type Html, href, html, jsonText, page } from "./html.ts";
+import { tokenField } from "./runPage.ts";
 
 /** The step page: a step's output resolved and verified, as `loom show <stepId>` prints it. */
 export function stepPage(step: ShownStep): string {
@@ -33,12 +34,17 @@ export function problemPage(title: string, message: string, back?: string): stri
   );
 }
 
-/** Asks before an action runs: the same form again, with `confirmed=yes`, or back to the run. */
-export function confirmPage(request: ActionRequest, form: URLSearchParams): string {
-  const fields: Html[] = [];
+/**
+ * Asks before an action runs: the same form again, with `confirmed=yes` and the server's form
+ * `token` (in place of any the form sent), or back to the run.
+ */
+export function confirmPage(request: ActionRequest, form: URLSearchParams, token?: string): string {
+  const fields: (Html | string)[] = [];
   for (const [name, value] of form) {
-    if (name !== "confirmed") fields.push(html`<input type="hidden" name="${name}" value="${value}">`);
+    if (name !== "confirmed" && name !== FORM_TOKEN_FIELD)
+      fields.push(html`<input type="hidden" name="${name}" value="${value}">`);
   }
+  fields.push(tokenField(token));
   const body = html`<h1>Confirm</h1>
 <p class="confirm">${confirmationText(request)}</p>
 <form method="post" action="${href("runs", request.runId, "actions")}" class="buttons">

@@ -8,6 +8,7 @@ import {
   type LeanAgentStep,
   projectToolCallLog,
 } from "../index.ts";
+import { resolveClaimCheck } from "../runtime/conversation.ts";
 import { evolveView } from "./evolveView.ts";
 import { initialView, type RunView } from "./runView.ts";
 
@@ -60,12 +61,19 @@ export function extendTravel(travel: Travel, more: readonly JournalEntry[]): Tra
 export interface LogsAt {
   readonly full: AgentStep[];
   readonly lean: LeanAgentStep[];
+  /**
+   * The outputs the full log holds as claim-check envelopes, read back from the blob store (what
+   * the model was fed), by step id; a string when the blob cannot be read (it says why).
+   */
+  readonly claimChecked: ReadonlyMap<string, { readonly output: unknown } | { readonly problem: string }>;
 }
 
 /**
  * The full and the lean tool-call log at point `index` of the run: the real fold
  * (`foldEntries`) of the entries up to there, its archived frames read back, projected by
- * `projectToolCallLog` in each shape: exactly what a reader of the journal cut there would get.
+ * `projectToolCallLog` in each shape: exactly what a reader of the journal cut there would get;
+ * and the claim-checked outputs of the frames completed by then, read back (verified) from the
+ * journal's blob store, so the page can show what the model was fed.
  *
  * @example
  * const { full, lean } = await logsAt(journal, travel, 40);
@@ -73,5 +81,15 @@ export interface LogsAt {
 export async function logsAt(journal: Journal, travel: Travel, index: number): Promise<LogsAt> {
   const state = foldEntries(travel.entries.slice(0, index));
   await hydrateArchived(journal, state);
-  return { full: projectToolCallLog(state, "full"), lean: projectToolCallLog(state, "lean") };
+  const claimChecked = new Map<string, { output: unknown } | { problem: string }>();
+  for (const frame of Object.values(state.frames)) {
+    if (frame.claimCheck === undefined) continue;
+    const where = `run ${travel.runId} step ${frame.frameId}`;
+    try {
+      claimChecked.set(frame.frameId, { output: await resolveClaimCheck(frame.claimCheck, journal.blobs, where) });
+    } catch (e) {
+      claimChecked.set(frame.frameId, { problem: e instanceof Error ? e.message : String(e) });
+    }
+  }
+  return { full: projectToolCallLog(state, "full"), lean: projectToolCallLog(state, "lean"), claimChecked };
 }

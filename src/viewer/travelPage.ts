@@ -7,13 +7,11 @@ import type { LogsAt, Travel } from "./travel.ts";
 
 /**
  * The time-travel page: a slider over the journal's entries; at each point the full and the lean
- * tool-call log side by side, as the fold rebuilds them there, and the statechart state the run
- * was in, marked on the diagram. The page's script fetches `#at` for each point the slider
+ * tool-call log side by side, as the fold rebuilds them there (every call completed by then: its
+ * whole output in the full log, its digest in the lean one, as text the browser's find reaches),
+ * and the statechart state the run was in, marked on the diagram. The page's script fetches `#at` for each point the slider
  * reaches (`/runs/<id>/travel/at/<i>`); without the script the form's Go button does it.
  */
-
-/** Log entries shown per shape (the last ones; the count says how many there are). */
-export const SHOWN = 40;
 
 /** The whole page at point `index` (0: before the first entry). */
 export function travelPage(travel: Travel, index: number, logs: LogsAt, chart: string): string {
@@ -57,23 +55,37 @@ export function atPart(travel: Travel, index: number, logs: LogsAt): Html {
 </dl>
 ${turnPart(travel, index)}
 <div class="logs">
-<section class="log full"><h2>full <span class="count" data-count="${logs.full.length}">${logs.full.length} entries</span></h2>${logList(logs.full, ids, ended)}</section>
-<section class="log lean"><h2>lean <span class="count" data-count="${logs.lean.length}">${logs.lean.length} entries</span></h2>${logList(logs.lean, ids, ended)}</section>
+<section class="log full"><h2>full <span class="count" data-count="${logs.full.length}">${logs.full.length} entries</span></h2>${logList(logs.full, ids, ended, logs.claimChecked)}</section>
+<section class="log lean"><h2>lean <span class="count" data-count="${logs.lean.length}">${logs.lean.length} entries</span></h2>${logList(logs.lean, ids, ended, new Map())}</section>
 </div>
 </div>`;
 }
 
 type Step = AgentStep | LeanAgentStep;
 
-/** The last {@link SHOWN} entries; those the point's entry ended are marked (`ids`: the lean log's step ids, in the same order). */
-function logList<S extends Step>(log: readonly S[], ids: readonly string[], ended: ReadonlySet<string>): Html {
+/**
+ * Every entry, whole (a user searches the page for a value of an output); those the point's entry
+ * ended are marked (`ids`: the lean log's step ids, in the same order). A claim-checked output is
+ * followed by what its blob holds.
+ */
+function logList<S extends Step>(
+  log: readonly S[],
+  ids: readonly string[],
+  ended: ReadonlySet<string>,
+  claimChecked: LogsAt["claimChecked"],
+): Html {
   if (log.length === 0) return html`<p class="empty">no tool call has ended yet</p>`;
-  const from = Math.max(0, log.length - SHOWN);
-  return html`${from > 0 ? html`<p class="dim">… ${int(from)} earlier entries</p>` : ""}<ol start="${from}" class="entries">${log
-    .slice(from)
-    .map(
-      (s, i) => html`<li class="${ended.has(ids[from + i] ?? "") ? "fresh" : ""}"><pre>${oneLine(s)}</pre></li>`,
-    )}</ol>`;
+  return html`<ol start="0" class="entries">${log.map((s, i) => {
+    const stepId = ids[i] ?? "";
+    const blob = claimChecked.get(stepId);
+    return html`<li class="${ended.has(stepId) ? "fresh" : ""}"><pre>${JSON.stringify(s) ?? "undefined"}</pre>${
+      blob === undefined
+        ? ""
+        : "problem" in blob
+          ? html`<p class="problem">claim-checked output not read: ${blob.problem}</p>`
+          : html`<p class="dim">claim-checked: the output the model was fed, from the blob store</p><pre class="resolved">${JSON.stringify(blob.output) ?? "undefined"}</pre>`
+    }</li>`;
+  })}</ol>`;
 }
 
 function entryLabel(entry: Travel["entries"][number]): string {
@@ -91,12 +103,6 @@ function entryLabel(entry: Travel["entries"][number]): string {
     default:
       return "";
   }
-}
-
-/** An entry on one line (wrapped by the page), clipped: a log entry's shape is easier to compare so. */
-function oneLine(step: Step): string {
-  const text = JSON.stringify(step) ?? "undefined";
-  return text.length <= 1_500 ? text : `${text.slice(0, 1_500)}… (${text.length - 1_500} more characters)`;
 }
 
 /** The turn the point's entry belongs to (the last one otherwise), as the state kept for that point has it. */

@@ -61,8 +61,6 @@ describe("loom approvals / approve / deny", () => {
       data: { choice: { approved: true, by: "ana" } },
     });
     // Now only order-2 waits: no --run needed.
-    const noReason = await loom(dir, ["deny", REFUND_STEP, "--db", db]);
-    expect(noReason.code).toBe(2);
     const denied = await loom(dir, ["deny", REFUND_STEP, "--reason", "duplicate", "--db", db]);
     expect(denied.code).toBe(0);
     expect(denied.stdout).toContain("declined refund");
@@ -72,6 +70,22 @@ describe("loom approvals / approve / deny", () => {
     expect(JSON.parse(again.stdout)).toMatchObject({ error: { code: "approvalDecided" } });
     const none = await loom(dir, ["approvals", "--db", db]);
     expect(none.stdout).toContain("no tool call waits for approval");
+  });
+
+  it("denies without a reason (issue 30): the model is told the call was declined", async () => {
+    const db = await waitingJournal();
+    const denied = await loom(dir, ["deny", REFUND_STEP, "--run", "order-1", "--db", db]);
+    expect(denied.code, denied.stderr).toBe(0);
+    expect(denied.stdout).toContain("declined refund");
+    expect(await lastOf(db, "order-1")).toMatchObject({
+      type: "call.settled",
+      data: {
+        reason: "approval-declined",
+        result: { error: "approval-declined", message: "the call to refund was declined" },
+      },
+    });
+    const help = await loom(dir, ["deny", "--help"]);
+    expect(help.stdout).toMatch(/--reason <text> +why, optional/);
   });
 });
 

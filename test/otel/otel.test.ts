@@ -154,6 +154,53 @@ describe("loom-agent/otel", () => {
     expect(traces).toHaveLength(1);
   });
 
+  it("a tool re-run on resume (its outcome unknown) keeps the call id of the journaled model response", async () => {
+    const journal = createJournal({ store: memoryStore({ json: true }) });
+    const controller = new AbortController();
+    let runs = 0;
+    const slow = {
+      description: "hangs until aborted the first time",
+      execute: (_: unknown, { signal }: { signal: AbortSignal }) => {
+        runs++;
+        if (runs > 1) return { status: "shipped" };
+        return new Promise((_, reject) => {
+          signal.addEventListener("abort", () => reject(new Error("stopped")));
+          setTimeout(() => controller.abort(), 5);
+        });
+      },
+    };
+    const first = traced();
+    const stopped = await agentLoop$({
+      id: "u",
+      model: scriptedModel(script),
+      tools: { lookup: slow },
+      telemetry: first.telemetry,
+    })
+      .run({ runId: "r-5", input: "where is order 7?", journal, signal: controller.signal })
+      .catch((e) => e);
+    expect(isAgentInterruptedError(stopped) && stopped.run.reason).toBe("aborted");
+    const types = (await readJournal(journal, "r-5")).map((e) => e.type);
+    expect(types.slice(-2)).toEqual(["frame.started", "run.interrupted"]);
+
+    const second = traced(); // a fresh process: it never saw turn 0's model response as an event
+    await agentLoop$({
+      id: "u",
+      model: scriptedModel(script),
+      tools: { lookup: slow },
+      telemetry: second.telemetry,
+    }).run({
+      runId: "r-5",
+      journal,
+    });
+    expect(runs).toBe(2);
+    const [rerun] = named(second.exporter.getFinishedSpans(), "execute_tool lookup");
+    expect(rerun?.attributes).toMatchObject({
+      "gen_ai.tool.call.id": "call-a",
+      "loom.step.id": "u#turn:0:tool:0",
+      "loom.rerun": true,
+    });
+  });
+
   it("a run killed mid-tool and resumed in a second process lands in the same trace", async () => {
     const dir = tempDir("loom-otel-");
     const file = join(dir, "traced.db");
@@ -211,7 +258,9 @@ describe("loom-agent/otel", () => {
       expect(resumed.filter((s) => s.name === "chat").map((s) => s.attributes["loom.step.id"])).toEqual([
         "traced#turn:1:model",
       ]);
-      expect(resumed.filter((s) => s.name === "execute_tool lookup")).toHaveLength(1);
+      const reruns = resumed.filter((s) => s.name === "execute_tool lookup");
+      expect(reruns).toHaveLength(1);
+      expect(reruns[0]?.attributes).toMatchObject({ "gen_ai.tool.call.id": "c0", "loom.rerun": true });
     } finally {
       await journal.close();
     }

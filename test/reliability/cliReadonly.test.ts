@@ -1,12 +1,22 @@
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { packageRoot } from "../../src/cli/packageRoot.ts";
 import { isJournalFileError, openSqliteJournal } from "../../src/index.ts";
 import { demoJournal, loom, tempDir } from "../cli/support.ts";
+import { NOBODY, type NobodyRoot, rootForNobody } from "../support/unprivileged.ts";
 
 /**
  * Commands that only read (runs, log, show, inspect) never write to the file they are given:
@@ -139,19 +149,28 @@ describe("a journal read while it is written", () => {
 });
 
 /**
- * `loom` as a real process. As root, file modes do not stop writes, so the process runs as the
- * unprivileged user `nobody` (uid 65534) to meet the read-only file as any user would.
+ * Where `loom` runs as a real process. As root, file modes do not stop writes, so the process runs
+ * as the unprivileged user `nobody` (uid 65534) to meet the read-only file as any user would; from
+ * a clone nobody cannot read (under /root, mode 700) it runs from a readable copy of the CLI.
  */
+const asRoot = process.getuid?.() === 0;
+const cli: NobodyRoot = asRoot ? rootForNobody(root) : { root, copied: false };
+if (cli.skip !== undefined) console.warn(`cliReadonly: read-only journal tests skipped: ${cli.skip}`);
+afterAll(() => {
+  if (cli.root !== undefined && cli.copied) rmSync(cli.root, { recursive: true, force: true });
+});
+
 function loomProcess(args: string[]) {
-  const asRoot = process.getuid?.() === 0;
-  return spawnSync(process.execPath, ["--import", "tsx", join(root, "src/cli/bin.ts"), ...args], {
-    cwd: root,
+  const from = cli.root ?? root;
+  return spawnSync(process.execPath, ["--import", "tsx", join(from, "src/cli/bin.ts"), ...args], {
+    cwd: from,
     encoding: "utf8",
-    ...(asRoot ? { uid: 65534, gid: 65534 } : {}),
+    ...(asRoot ? NOBODY : {}),
   });
 }
 
-describe("a read-only journal (chmod 444, in a read-only folder)", () => {
+// Skipped only where root's test process cannot run anything as nobody (see cli.skip for why).
+describe.skipIf(cli.skip !== undefined)("a read-only journal (chmod 444, in a read-only folder)", () => {
   let folder = "";
   let file = "";
   beforeAll(() => {

@@ -8,6 +8,8 @@ import {
   isAgentInterruptedError,
   type OpenJournal,
   openSqliteJournal,
+  readJournal,
+  rebuildToolCallLog,
   recordApproval,
 } from "../../src/index.ts";
 import type { ViewerActions } from "../../src/viewer/actions.ts";
@@ -88,6 +90,34 @@ describe.skipIf(!CHROMIUM)(`the viewer in headless Chromium${SKIPPED}`, () => {
     await page.locator("input#at").fill("22");
     await expect.poll(() => page.locator("#at-part .at").getAttribute("data-index"), { timeout: WAIT }).toBe("22");
     await shot("travel");
+  });
+
+  it("time travel: an earlier call's output is text the page's find reaches, from the point it completed (issue 30)", async () => {
+    const entries = await readJournal(journal, "sink-1");
+    const done = (stepId: string) =>
+      entries.findIndex((e) => e.type === "frame.completed" && e.data.frameId === stepId) + 1;
+    // Turn 1's fetch (plain) and turn 0's (claim-checked: read back from the blob store), each at its own point.
+    for (const [stepId, value] of [
+      ["sink#turn:1:tool:0", "short page 1"],
+      ["sink#turn:0:tool:0", "2026-01-01T00:00:00.000Z"],
+    ] as const) {
+      const at = done(stepId);
+      await page.goto(`${viewer.url}/runs/sink-1/travel?at=${at - 1}`);
+      expect(await page.locator("#at-part").textContent()).not.toContain(value);
+      await page.locator("input#at").fill(String(at));
+      await expect
+        .poll(() => page.locator("#at-part .at").getAttribute("data-index"), { timeout: WAIT })
+        .toBe(String(at));
+      expect(await page.locator("section.log.full").textContent()).toContain(value);
+      expect(await page.evaluate((v) => (globalThis as unknown as { find(s: string): boolean }).find(v), value)).toBe(
+        true,
+      );
+    }
+    // The lean log shows each call's digest at the last point.
+    await page.goto(`${viewer.url}/runs/sink-1/travel`);
+    const lean = await page.locator("section.log.lean").textContent();
+    for (const step of await rebuildToolCallLog(journal, "sink-1", "lean"))
+      if (step.digest !== null) expect(lean ?? "").toContain(step.digest);
   });
 
   it("opens a step: its output resolved and verified", async () => {

@@ -34,7 +34,7 @@ export function registerControl(program: Command, io: CliIo): void {
       for (const line of subRunApprovalLines(pending)) println(io.stdout, line);
       println(
         io.stdout,
-        "answer with: loom approve <step> --run <run>   or   loom deny <step> --run <run> --reason <text>",
+        "answer with: loom approve <step> --run <run>   or   loom deny <step> --run <run> [--reason <text>]",
       );
     });
 
@@ -67,8 +67,10 @@ export function registerControl(program: Command, io: CliIo): void {
     .description("approve a tool call waiting for approval: journals the decision, bound to the call's input digest")
     .option("--reason <text>", "why, journaled with the decision");
   answerCommand("deny", false)
-    .description("decline a tool call waiting for approval: journals the decision; the model is told, with the reason")
-    .requiredOption("--reason <text>", "why (the model is told)");
+    .description(
+      "decline a tool call waiting for approval: journals the decision; the model is told the call was declined (with the reason, when one is given)",
+    )
+    .option("--reason <text>", 'why, optional: the model is told "the call to <tool> was declined: <text>"');
 
   withCommon(program.command("cancel"))
     .description(

@@ -137,6 +137,6 @@ function printWaiting(io: CliIo, p: PendingApproval, json: boolean): void {
   println(io.stdout, JSON.stringify(p.input, null, 2) ?? "undefined");
   println(
     io.stdout,
-    `approve with: loom approve '${printable(p.stepId)}' --run ${printable(p.runId)}   deny: loom deny … --reason <text>`,
+    `approve with: loom approve '${printable(p.stepId)}' --run ${printable(p.runId)}   deny: loom deny … [--reason <text>]`,
   );
 }
