@@ -1,6 +1,6 @@
 import { spawnSync } from "node:child_process";
-import { join } from "node:path";
 import { mkdirSync } from "node:fs";
+import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { main } from "../../src/cli/main.ts";
 import { packageRoot } from "../../src/cli/packageRoot.ts";
