@@ -1,11 +1,17 @@
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type OpenJournal, openSqliteJournal, recordApproval } from "../../src/index.ts";
-import { openPostgresJournal } from "../../src/postgres.ts";
+import {
+  listPendingApprovals,
+  type OpenJournal,
+  openSqliteJournal,
+  readJournal,
+  recordApproval,
+} from "../../src/index.ts";
+import { openPostgresJournal, startWorker, submitRun } from "../../src/postgres.ts";
 import { freePort, loom, tempDir } from "../cli/support.ts";
 import { approvalLoop, REFUND_STEP } from "../runtime/workers/approvalLoop.ts";
-import { dropSchema, freshSchema, PG_URL, sleep, sql } from "./pg.ts";
+import { dropSchema, freshSchema, PG_URL, sleep, sql, until } from "./pg.ts";
 
 /**
  * The same runs, recorded once in a SQLite file and once in a PostgreSQL schema: `order-1` and
@@ -144,6 +150,30 @@ describe.skipIf(PG_URL === undefined)("the loom command on PostgreSQL", () => {
     expect(left.map((r) => r.runId)).toEqual(["order-2", "order-2b"]);
     expect(await openConnections()).toBe(0);
   });
+
+  it("an approval from loom approve --pg is taken up by a worker, which finishes the run", async () => {
+    const journal = openPostgresJournal(url, { schema });
+    const { loop, ran } = approvalLoop();
+    // A long poll: only the approval's announcement can make the worker look again in time.
+    const worker = startWorker({ journal, loops: { shop: loop }, pollMs: 60_000, leaseMs: 2_000, onError: () => {} });
+    try {
+      await submitRun(journal, { runId: "queued-1", loop, input: "refund" });
+      await until("the approval to be pending", async () =>
+        (await listPendingApprovals(journal)).some((p) => p.runId === "queued-1"),
+      );
+      await until("the worker to let the run go", async () => worker.active.length === 0);
+      const approved = await loom(dir, ["approve", REFUND_STEP, "--run", "queued-1", "--by", "ops", ...onPg]);
+      expect(approved.code, approved.stderr).toBe(0);
+      await until(
+        "the run to complete",
+        async () => (await readJournal(journal, "queued-1")).at(-1)?.type === "run.completed",
+      );
+      expect(ran).toEqual([{ orderId: "o-1", cents: 500 }]);
+    } finally {
+      await worker.stop();
+      await journal.close();
+    }
+  }, 60_000);
 
   it("loom view serves a PostgreSQL run's page", async () => {
     const stop = new AbortController();
