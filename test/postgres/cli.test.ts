@@ -42,7 +42,8 @@ describe.skipIf(PG_URL === undefined)("the loom command on PostgreSQL", () => {
   const schema = freshSchema("cli");
   // A name of our own for the CLI's connections: none may be left open once a command is done.
   const appName = `loom_cli_${randomBytes(4).toString("hex")}`;
-  const url = `${PG_URL as string}${(PG_URL as string).includes("?") ? "&" : "?"}application_name=${appName}`;
+  const base = PG_URL ?? "postgres://skipped/"; // the suite is collected, not run, without LOOM_PG_URL
+  const url = `${base}${base.includes("?") ? "&" : "?"}application_name=${appName}`;
   const pgLabel = `postgres ${new URL(url).host}${new URL(url).pathname} schema ${schema}`;
   const db = join(dir, "loom.db");
   const onPg = ["--pg", url, "--pg-schema", schema];
@@ -189,6 +190,21 @@ describe.skipIf(PG_URL === undefined)("the loom command on PostgreSQL", () => {
       const page = await fetch(`http://127.0.0.1:${port}/runs/order-2`);
       expect(page.status).toBe(200);
       expect(await page.text()).toContain(REFUND_STEP);
+      // The live feed follows the run in PostgreSQL: what another command appends arrives, then the end.
+      const live = await fetch(`http://127.0.0.1:${port}/runs/order-2b/live`);
+      const reader = (live.body as ReadableStream<Uint8Array>).pipeThrough(new TextDecoderStream()).getReader();
+      let feed = "";
+      const readUntil = async (text: string) => {
+        while (!feed.includes(text)) {
+          const { value, done } = await reader.read();
+          if (done) throw new Error(`the live feed ended before ${text}: ${feed}`);
+          feed += value;
+        }
+      };
+      await readUntil('"type":"run-started"');
+      expect((await loom(dir, ["cancel", "order-2b", "--reason", "from the shell", ...onPg])).code).toBe(0);
+      await readUntil("event: end");
+      expect(feed).toContain('"type":"run-cancelled"');
     } finally {
       stop.abort();
     }
