@@ -141,4 +141,9 @@ npx --no-install loom runs --db quickstart.db
 # Installed, the command's advice is npx, not the repository's npm scripts.
 if npx --no-install loom runs --db missing.db 2>advice.txt; then exit 1; fi
 grep -q 'run `npx loom demo` to make one' advice.txt || { cat advice.txt; exit 1; }
+# pg is an optional peer the consumer did not install: a PostgreSQL journal asks for it by name.
+if [ ! -e node_modules/pg ]; then
+  if npx --no-install loom runs --pg postgres://loom@127.0.0.1:1/none 2>nopg.txt; then exit 1; fi
+  grep -q 'npm install pg' nopg.txt || { cat nopg.txt; exit 1; }
+fi
 echo "package test passed"

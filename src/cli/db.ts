@@ -1,5 +1,5 @@
 import { existsSync, statSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import {
   describeCause,
   type ErrorCause,
@@ -17,27 +17,38 @@ import {
   type ToolCallLogMode,
 } from "../index.ts";
 import { tokenUsage } from "../projections/usage.ts";
-import { CliError, type CliIo } from "./io.ts";
+import { CliError } from "./io.ts";
+import { type JournalSource, withPostgresJournal } from "./journalSource.ts";
 import { runsFromClone } from "./packageRoot.ts";
 
-/** The journal file every command reads: `--db`, relative to the working directory. */
-export const DEFAULT_DB = "./loom.db";
-
-export const dbPath = (io: CliIo, db: string | undefined): string => resolve(io.cwd, db ?? DEFAULT_DB);
+export { DEFAULT_DB, dbPath, type JournalSource, journalSource } from "./journalSource.ts";
 
 /**
- * Opens an existing journal file, runs `fn`, closes it. A missing file is an error here (opening
- * would create an empty one): only `loom demo` makes a journal. Commands that only read open it
- * read-only (nothing in the file or its folder changes; a read-only file works); commands that
- * write open only a file that already is a Loom journal. Either way a file that is
- * not one (another application's database) is refused, untouched, with an error naming it.
+ * Opens an existing journal, runs `fn`, closes it: a SQLite file (its path, or a source of kind
+ * `sqlite`) or a PostgreSQL database (`journalSource`). A missing file is an error here (opening
+ * would create an empty one): only `loom demo` makes a journal; so is a PostgreSQL schema without
+ * Loom's tables. Commands that only read open a file read-only (nothing in the file or its folder
+ * changes; a read-only file works); commands that write open only a file that already is a Loom
+ * journal. Either way a file that is not one (another application's database) is refused,
+ * untouched, with an error naming it.
  */
-export const withJournal = <T>(path: string, fn: (journal: OpenJournal) => Promise<T>): Promise<T> =>
-  openedFor(path, { readonly: true }, fn);
+export const withJournal = <T>(source: JournalSource | string, fn: (journal: OpenJournal) => Promise<T>): Promise<T> =>
+  opened(source, { readonly: true }, fn);
 
-/** {@link withJournal} for commands that write (`compact`, `resume`). */
-export const withWritableJournal = <T>(path: string, fn: (journal: OpenJournal) => Promise<T>): Promise<T> =>
-  openedFor(path, { create: false }, fn);
+/** {@link withJournal} for commands that write (`compact`, `resume`, `approve`…). */
+export const withWritableJournal = <T>(
+  source: JournalSource | string,
+  fn: (journal: OpenJournal) => Promise<T>,
+): Promise<T> => opened(source, { create: false }, fn);
+
+function opened<T>(
+  source: JournalSource | string,
+  options: SqliteOptions,
+  fn: (journal: OpenJournal) => Promise<T>,
+): Promise<T> {
+  if (typeof source === "string") return openedFor(source, options, fn);
+  return source.kind === "sqlite" ? openedFor(source.path, options, fn) : withPostgresJournal(source, fn);
+}
 
 async function openedFor<T>(
   path: string,

@@ -10,6 +10,12 @@ export interface CliIo {
   readonly cwd: string;
   /** Aborted on Ctrl-C: long-running commands (`inspect`) stop cleanly. */
   readonly signal?: AbortSignal;
+  /**
+   * The environment the command reads (`LOOM_PG_URL`, `LOOM_PG_SCHEMA`): the process's own for
+   * the `loom` binary; none unless given, so a program (or a test) running `main` in-process is
+   * not steered by variables set for something else.
+   */
+  readonly env?: Readonly<Record<string, string | undefined>>;
 }
 
 export interface CliStream {
@@ -47,6 +53,7 @@ export function processIo(signal?: AbortSignal): CliIo {
     stderr: process.stderr,
     stdin: process.stdin,
     cwd: process.cwd(),
+    env: process.env,
     ...(signal ? { signal } : {}),
   };
 }

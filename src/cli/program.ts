@@ -12,6 +12,7 @@ import { registerShow } from "./commands/show.ts";
 import { registerView } from "./commands/view.ts";
 import { DEFAULT_DB } from "./db.ts";
 import type { CliIo } from "./io.ts";
+import { type JournalOptions, PG_ENV } from "./journalSource.ts";
 import { packageVersion } from "./packageRoot.ts";
 
 /** The options every command takes. */
@@ -23,6 +24,35 @@ export interface CommonOptions {
 /** Adds `--db` and `--verbose` to a command that reads a journal (each command lists them in its own --help). */
 export function withCommon(command: Command): Command {
   return withVerbose(command.addOption(new Option("--db <file>", "the SQLite journal file").default(DEFAULT_DB)));
+}
+
+/** The options of a command that reads a SQLite file or a PostgreSQL database (`journalSource`). */
+export type JournalCommonOptions = Omit<CommonOptions, "db"> & JournalOptions;
+
+/**
+ * Adds `--db`, `--pg`, `--pg-schema` and `--verbose` to a command that works on a SQLite file or
+ * a PostgreSQL database alike. `--db` has no default value here: whether it was given decides
+ * whether `LOOM_PG_URL` applies (`journalSource`).
+ */
+export function withJournalOptions(command: Command): Command {
+  return withVerbose(
+    command
+      .addOption(
+        new Option("--db <file>", `the SQLite journal file (default: ${DEFAULT_DB}, unless ${PG_ENV.url} is set)`),
+      )
+      .addOption(
+        new Option(
+          "--pg <url>",
+          `a PostgreSQL journal instead: its URL (default: ${PG_ENV.url}, unless --db is given)`,
+        ).conflicts("db"),
+      )
+      .addOption(
+        new Option(
+          "--pg-schema <name>",
+          `with a PostgreSQL journal: the schema of Loom's tables (default: ${PG_ENV.schema})`,
+        ),
+      ),
+  );
 }
 
 /** Adds `--verbose` (every command takes it). */
@@ -67,6 +97,10 @@ export function buildProgram(io: CliIo): Command {
         "Commands that only read (runs, log, show, approvals, inspect) open the journal read-only and refuse a file",
         "that is not a Loom journal. Exit codes: 0 ok, 1 failure, 2 usage. With --json, errors are JSON",
         'on stdout too: { "error": { "code", "message" } }.',
+        "",
+        "runs, log, show, approvals, approve, deny, cancel, fork, prune and view read a PostgreSQL journal too:",
+        `--pg <url> [--pg-schema <name>], or ${PG_ENV.url} [${PG_ENV.schema}] in the environment when no --db is given`,
+        "(--db <file> always means that SQLite file). PostgreSQL needs the pg package: npm install pg.",
       ].join("\n"),
     );
   for (const register of [

@@ -20,7 +20,7 @@ import { problemPage } from "./stepPage.ts";
  */
 
 export interface ViewerOptions {
-  /** The journal to show (an `OpenJournal` from `openSqliteJournal`, `createJournal`…). */
+  /** The journal to show (an `OpenJournal` from `openSqliteJournal`, `openPostgresJournal`, `createJournal`…). */
   readonly journal: Journal;
   /** Default 127.0.0.1: anyone who reaches the port sees the runs' inputs and outputs. */
   readonly host?: string;

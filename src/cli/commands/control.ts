@@ -1,23 +1,24 @@
 import { userInfo } from "node:os";
 import type { Command } from "commander";
 import { cancelRun, forkRun, listPendingApprovals, type OpenJournal, recordApproval } from "../../index.ts";
-import { dbPath, withJournal, withWritableJournal } from "../db.ts";
+import { journalSource, withJournal, withWritableJournal } from "../db.ts";
 import { clip, oneLine, printable, table } from "../format.ts";
 import { CliError, type CliIo, println } from "../io.ts";
-import { type CommonOptions, integerOption, withCommon } from "../program.ts";
+import { integerOption, type JournalCommonOptions, withJournalOptions } from "../program.ts";
 import { subRunApprovalLines, subRunCancelLines } from "./subRunText.ts";
 
 /** `loom approvals`, `loom approve`, `loom deny`, `loom cancel`, `loom fork`: operating runs from a shell. */
 export function registerControl(program: Command, io: CliIo): void {
-  withCommon(program.command("approvals"))
+  withJournalOptions(program.command("approvals"))
     .description(
       "list the tool calls waiting for approval: run, step, tool, input, since when, until when; a call waiting in a sub-agent's run also names the parent run and call it waits under, and the root run to resume",
     )
     .option("--run <runId>", "only this run's")
     .option("--json", "print an array of pending approvals as JSON")
-    .action(async (options: CommonOptions & { run?: string; json?: boolean }) => {
-      const path = dbPath(io, options.db);
-      const pending = await withJournal(path, (journal) =>
+    .action(async (options: JournalCommonOptions & { run?: string; json?: boolean }) => {
+      const source = journalSource(io, options);
+      const path = source.label;
+      const pending = await withJournal(source, (journal) =>
         listPendingApprovals(journal, options.run === undefined ? {} : { runId: options.run }),
       );
       if (options.json) return println(io.stdout, JSON.stringify(pending, null, 2));
@@ -39,8 +40,9 @@ export function registerControl(program: Command, io: CliIo): void {
     });
 
   const answer = (approved: boolean) => async (stepId: string, options: AnswerOptions) => {
-    const path = dbPath(io, options.db);
-    const recorded = await withWritableJournal(path, async (journal) => {
+    const source = journalSource(io, options);
+    const path = source.label;
+    const recorded = await withWritableJournal(source, async (journal) => {
       const runId = options.run ?? (await runWaitingFor(journal, stepId, path));
       return recordApproval(journal, runId, stepId, {
         approved,
@@ -56,7 +58,7 @@ export function registerControl(program: Command, io: CliIo): void {
     );
   };
   const answerCommand = (name: string, approved: boolean) =>
-    withCommon(program.command(name))
+    withJournalOptions(program.command(name))
       .argument("<stepId>", "the waiting call's step id (see `loom approvals`; quote it: it holds a #)")
       .option("--run <runId>", "the run (needed when several runs wait for a step of that id)")
       .option("--by <name>", "who answers, journaled with the decision (default: the user name)")
@@ -72,7 +74,7 @@ export function registerControl(program: Command, io: CliIo): void {
     )
     .option("--reason <text>", 'why, optional: the model is told "the call to <tool> was declined: <text>"');
 
-  withCommon(program.command("cancel"))
+  withJournalOptions(program.command("cancel"))
     .description(
       "cancel a run: a loop running it (any process) stops at its next step and journals run.cancelled; it is never resumed. Its sub-agents' runs are cancelled with it, each listed",
     )
@@ -80,9 +82,8 @@ export function registerControl(program: Command, io: CliIo): void {
     .option("--reason <text>", "why (journaled)", "cancelled with loom cancel")
     .option("--wait <ms>", "wait this long for a running loop to stop", integerOption(0), 5_000)
     .option("--json", "print the result as JSON")
-    .action(async (runId: string, options: CommonOptions & { reason: string; wait: number; json?: boolean }) => {
-      const path = dbPath(io, options.db);
-      const result = await withWritableJournal(path, (journal) =>
+    .action(async (runId: string, options: JournalCommonOptions & { reason: string; wait: number; json?: boolean }) => {
+      const result = await withWritableJournal(journalSource(io, options), (journal) =>
         cancelRun(journal, runId, { reason: options.reason, waitMs: options.wait }),
       );
       if (options.json) return println(io.stdout, JSON.stringify({ runId, ...result }, null, 2));
@@ -96,7 +97,7 @@ export function registerControl(program: Command, io: CliIo): void {
       for (const line of subRunCancelLines(result)) println(io.stdout, line);
     });
 
-  withCommon(program.command("fork"))
+  withJournalOptions(program.command("fork"))
     .description("fork a run at a step (or seq): a new run with the source's history up to there, resumable from there")
     .argument("<runId>", "the source run (see `loom runs`); it is not changed")
     .requiredOption(
@@ -105,11 +106,12 @@ export function registerControl(program: Command, io: CliIo): void {
     )
     .option("--as <newRunId>", "the new run's id (default: <runId>-fork-<time>)")
     .option("--json", "print the result as JSON")
-    .action(async (runId: string, options: CommonOptions & { at: string; as?: string; json?: boolean }) => {
-      const path = dbPath(io, options.db);
+    .action(async (runId: string, options: JournalCommonOptions & { at: string; as?: string; json?: boolean }) => {
       const at = /^\d+$/.test(options.at) ? Number(options.at) : options.at;
       const newRunId = options.as ?? `${runId}-fork-${Date.now().toString(36)}`;
-      const result = await withWritableJournal(path, (journal) => forkRun(journal, runId, { at, newRunId }));
+      const result = await withWritableJournal(journalSource(io, options), (journal) =>
+        forkRun(journal, runId, { at, newRunId }),
+      );
       if (options.json) return println(io.stdout, JSON.stringify(result, null, 2));
       println(
         io.stdout,
@@ -118,7 +120,7 @@ export function registerControl(program: Command, io: CliIo): void {
     });
 }
 
-interface AnswerOptions extends CommonOptions {
+interface AnswerOptions extends JournalCommonOptions {
   readonly run?: string;
   readonly by?: string;
   readonly reason?: string;

@@ -9,6 +9,7 @@ import { runDemoSession } from "../demo/session.ts";
 import { measureRun, type RunFigures } from "../demo/summary.ts";
 import { count, int, kB, oneLine } from "../format.ts";
 import { type CliIo, println, UsageError } from "../io.ts";
+import { PG_ENV } from "../journalSource.ts";
 import { loomCommand, packageRoot } from "../packageRoot.ts";
 import { type CommonOptions, integerOption, withCommon } from "../program.ts";
 import { progressBar } from "../progress.ts";
@@ -77,7 +78,9 @@ export function registerDemo(program: Command, io: CliIo): void {
           firstLeanEntries: figures.lean.slice(0, 3),
         };
         if (options.json) return println(io.stdout, JSON.stringify(summary, null, 2));
-        printSummary(io, runId, crashAt, summary, figures, commandsFor(runId, options.db, figures));
+        // With LOOM_PG_URL set, a command without --db reads PostgreSQL: the hints name the file.
+        const nameFile = io.env?.[PG_ENV.url] !== undefined;
+        printSummary(io, runId, crashAt, summary, figures, commandsFor(runId, options.db, figures, nameFile));
       } finally {
         await journal.close();
       }
@@ -122,8 +125,8 @@ function printSummary(
   for (const command of commands) out(`  ${command}`);
 }
 
-function commandsFor(runId: string, db: string, f: RunFigures): string[] {
-  const dbFlag = db === DEFAULT_DB ? "" : ` --db ${db}`;
+function commandsFor(runId: string, db: string, f: RunFigures, nameFile: boolean): string[] {
+  const dbFlag = db === DEFAULT_DB && !nameFile ? "" : ` --db ${db}`;
   const step = f.lean[0]?.stepId ?? "loom-demo#turn:0:tool:0";
   return [
     `runs${dbFlag}`,

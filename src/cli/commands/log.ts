@@ -6,19 +6,19 @@ import {
   rebuildToolCallLog,
   type ToolCallLogMode,
 } from "../../index.ts";
-import { dbPath, readRun, runInfo, stoppedText, withJournal } from "../db.ts";
+import { journalSource, readRun, runInfo, stoppedText, withJournal } from "../db.ts";
 import { clip, count, int, oneLine, printable, shortDigest, table } from "../format.ts";
 import { type CliIo, println } from "../io.ts";
-import { type CommonOptions, withCommon } from "../program.ts";
+import { type JournalCommonOptions, withJournalOptions } from "../program.ts";
 
-interface LogOptions extends CommonOptions {
+interface LogOptions extends JournalCommonOptions {
   readonly mode?: ToolCallLogMode;
   readonly json?: boolean;
 }
 
 /** `loom log <runId>`: the run's tool-call log, rebuilt from the journal in either shape. */
 export function registerLog(program: Command, io: CliIo): void {
-  withCommon(program.command("log"))
+  withJournalOptions(program.command("log"))
     .description("print a run's tool-call log, rebuilt from its journal (any point of the run, compacted or not)")
     .argument("<runId>", "the run (see `loom runs`)")
     .addOption(
@@ -26,8 +26,9 @@ export function registerLog(program: Command, io: CliIo): void {
     )
     .option("--json", "print the log as a JSON array")
     .action(async (runId: string, options: LogOptions) => {
-      const path = dbPath(io, options.db);
-      const { info, log } = await withJournal(path, async (journal) => {
+      const source = journalSource(io, options);
+      const path = source.label;
+      const { info, log } = await withJournal(source, async (journal) => {
         const entries = await readRun(journal, runId, path);
         const info = runInfo(runId, entries);
         const log = await rebuildToolCallLog(journal, runId, options.mode ?? info.mode);

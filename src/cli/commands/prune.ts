@@ -1,9 +1,9 @@
 import { type Command, InvalidArgumentError, Option } from "commander";
 import { type OpenJournal, type PruneResult, pruneRuns } from "../../index.ts";
-import { dbPath, withJournal } from "../db.ts";
+import { journalSource, withJournal } from "../db.ts";
 import { int } from "../format.ts";
 import { type CliIo, println } from "../io.ts";
-import { type CommonOptions, integerOption, withCommon } from "../program.ts";
+import { integerOption, type JournalCommonOptions, withJournalOptions } from "../program.ts";
 
 const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 };
 
@@ -14,9 +14,9 @@ export function parseDuration(value: string): number {
   return Number(m[1]) * (UNITS[m[2] as string] as number);
 }
 
-interface PruneCliOptions extends CommonOptions {
+interface PruneCliOptions extends JournalCommonOptions {
   readonly completedBefore: number;
-  readonly pg?: string;
+  /** `--schema`: 0.2's spelling of `--pg-schema`, still taken. */
   readonly schema?: string;
   readonly batch: number;
   readonly dryRun?: boolean;
@@ -25,7 +25,7 @@ interface PruneCliOptions extends CommonOptions {
 
 /** `loom prune --completed-before 7d`: retention for finished runs, their blobs and archives. */
 export function registerPrune(program: Command, io: CliIo): void {
-  withCommon(program.command("prune"))
+  withJournalOptions(program.command("prune"))
     .description(
       "remove runs that completed or failed longer ago than a duration, with their archived frames and the blobs no other run names (interrupted runs are kept: they can be resumed)",
     )
@@ -34,8 +34,7 @@ export function registerPrune(program: Command, io: CliIo): void {
       "how long ago a run must have finished: 7d, 12h, 30m, 90s",
       parseDuration,
     )
-    .addOption(new Option("--pg <url>", "prune a PostgreSQL journal (its URL) instead of the SQLite file"))
-    .option("--schema <name>", "with --pg: the schema that holds Loom's tables")
+    .addOption(new Option("--schema <name>").hideHelp().conflicts("pgSchema"))
     .option("--batch <n>", "runs removed per transaction", integerOption(1), 100)
     .option("--dry-run", "count what would go, remove nothing")
     .option("--json", "print the counts as JSON")
@@ -43,21 +42,9 @@ export function registerPrune(program: Command, io: CliIo): void {
       const cutoff = Date.now() - options.completedBefore;
       const prune = (journal: OpenJournal) =>
         pruneRuns(journal, { completedBefore: cutoff, batchSize: options.batch, dryRun: options.dryRun ?? false });
-      let where: string;
-      let result: PruneResult;
-      if (options.pg !== undefined) {
-        const { openPostgresJournal } = await import("../../postgres.ts");
-        const journal = openPostgresJournal(options.pg, options.schema === undefined ? {} : { schema: options.schema });
-        where = `postgres${options.schema ? ` schema ${options.schema}` : ""}`;
-        try {
-          result = await prune(journal);
-        } finally {
-          await journal.close();
-        }
-      } else {
-        where = dbPath(io, options.db);
-        result = await withJournal(where, prune);
-      }
+      const source = journalSource(io, { ...options, pgSchema: options.pgSchema ?? options.schema });
+      const where = source.label;
+      const result: PruneResult = await withJournal(source, prune);
       if (options.json)
         return println(
           io.stdout,

@@ -1,21 +1,22 @@
 import type { Command } from "commander";
 import { escapeRunId, RUN_ID_RULE, readJournal, runIdProblem } from "../../index.ts";
-import { dbPath, type RunInfo, runInfo, stoppedText, withJournal } from "../db.ts";
+import { journalSource, type RunInfo, runInfo, stoppedText, withJournal } from "../db.ts";
 import { clip, int, kB, printable, table } from "../format.ts";
 import { type CliIo, println } from "../io.ts";
-import { type CommonOptions, withCommon } from "../program.ts";
+import { type JournalCommonOptions, withJournalOptions } from "../program.ts";
 import { inTreeOrder, parentAmong, startedCalls } from "./runsTree.ts";
 
 /** `loom runs`: every run of the journal, oldest first, each sub-agent's run under its parent. */
 export function registerRuns(program: Command, io: CliIo): void {
-  withCommon(program.command("runs"))
+  withJournalOptions(program.command("runs"))
     .description(
       "list the runs in the journal: loop, status, model calls, tokens (input/output), entries, bytes, why a run stopped; a sub-agent's run (agentTool) indented under its parent's",
     )
     .option("--json", "print an array of runs as JSON (a sub-agent's run with its parent: { runId, stepId })")
-    .action(async (options: CommonOptions & { json?: boolean }) => {
-      const path = dbPath(io, options.db);
-      const tree = await withJournal(path, async (journal) => {
+    .action(async (options: JournalCommonOptions & { json?: boolean }) => {
+      const source = journalSource(io, options);
+      const path = source.label;
+      const tree = await withJournal(source, async (journal) => {
         const out: RunInfo[] = [];
         const calls = new Map<string, Set<string>>();
         for (const { runId } of await journal.store.listRuns()) {

@@ -1,20 +1,20 @@
 import type { Command } from "commander";
 import { listPendingApprovals, type PendingApproval, parseFrameId, readJournal, runIdProblem } from "../../index.ts";
-import { dbPath, type RunInfo, runInfo, stoppedText, withJournal } from "../db.ts";
+import { type JournalSource, journalSource, type RunInfo, runInfo, stoppedText, withJournal } from "../db.ts";
 import { clip, count, int, oneLine, printable } from "../format.ts";
 import { type CliIo, println } from "../io.ts";
-import { type CommonOptions, withCommon } from "../program.ts";
+import { type JournalCommonOptions, withJournalOptions } from "../program.ts";
 import { showStep } from "../step.ts";
 import { type RunStory, runStory } from "../story.ts";
 
-interface ShowOptions extends CommonOptions {
+interface ShowOptions extends JournalCommonOptions {
   readonly run?: string;
   readonly json?: boolean;
 }
 
 /** `loom show <stepId>`: one step's full output, its digest checked against what vouches for it. */
 export function registerShow(program: Command, io: CliIo): void {
-  withCommon(program.command("show"))
+  withJournalOptions(program.command("show"))
     .description(
       "print a step's full output (a lean entry's stepId), its digest verified, or what a step waiting for approval would run with; or a run's story: turns, model text, tools with status, time and bytes, approvals, tokens, why it stopped, and under a call that runs a sub-agent, its run (loom show <that run> tells its story)",
     )
@@ -25,16 +25,16 @@ export function registerShow(program: Command, io: CliIo): void {
     .option("--run <runId>", "the run holding the step (needed when several runs of one loop are in the journal)")
     .option("--json", "print the resolved step as JSON")
     .action(async (stepId: string, options: ShowOptions) => {
-      const path = dbPath(io, options.db);
-      const run = await runNamed(path, stepId);
+      const journalAt = journalSource(io, options);
+      const run = await runNamed(journalAt, stepId);
       if (run !== undefined) return printStory(io, run, options.json === true);
-      const waiting = await withJournal(path, async (journal) =>
+      const waiting = await withJournal(journalAt, async (journal) =>
         (await listPendingApprovals(journal, options.run === undefined ? {} : { runId: options.run })).filter(
           (p) => p.stepId === stepId,
         ),
       );
       if (waiting.length === 1) return printWaiting(io, waiting[0] as PendingApproval, options.json === true);
-      const shown = await withJournal(path, (journal) => showStep(journal, stepId, options.run));
+      const shown = await withJournal(journalAt, (journal) => showStep(journal, stepId, options.run));
       if (options.json) return println(io.stdout, JSON.stringify(shown, null, 2));
       const { runId, kind, toolName, iteration, status, source, digest, bytes, verified, output } = shown;
       println(io.stdout, `step    ${printable(stepId)}`);
@@ -55,10 +55,10 @@ export function registerShow(program: Command, io: CliIo): void {
 }
 
 /** The story of the run an argument names, when it is no step id but the id of a run in the journal. */
-async function runNamed(path: string, arg: string): Promise<{ info: RunInfo; story: RunStory } | undefined> {
+async function runNamed(source: JournalSource, arg: string): Promise<{ info: RunInfo; story: RunStory } | undefined> {
   // A sub-agent's run id (`<parent>/<stepId>`) reads as a step id too: a run of that id wins.
   if (runIdProblem(arg) !== undefined || (parseFrameId(arg) !== undefined && !arg.includes("/"))) return undefined;
-  return withJournal(path, async (journal) => {
+  return withJournal(source, async (journal) => {
     if (!(await journal.store.listRuns()).some((r) => r.runId === arg)) return undefined;
     const entries = await readJournal(journal, arg);
     return { info: runInfo(arg, entries), story: await runStory(journal, arg, entries) };

@@ -1,19 +1,19 @@
 import type { Command } from "commander";
 import { cancelRun, forkRun, recordApproval } from "../../index.ts";
 import { startViewer } from "../../viewer/server.ts";
-import { dbPath, withWritableJournal } from "../db.ts";
+import { journalSource, withWritableJournal } from "../db.ts";
 import { exposureWarning } from "../inspectServer.ts";
 import { type CliIo, println } from "../io.ts";
-import { type CommonOptions, portOption, withCommon } from "../program.ts";
+import { type JournalCommonOptions, portOption, withJournalOptions } from "../program.ts";
 
-interface ViewOptions extends CommonOptions {
+interface ViewOptions extends JournalCommonOptions {
   readonly port: number;
   readonly host: string;
 }
 
 /** `loom view`: the journal's runs in a local web page, until Ctrl-C. */
 export function registerView(program: Command, io: CliIo): void {
-  withCommon(program.command("view"))
+  withJournalOptions(program.command("view"))
     .description(
       "serve a local web page of the journal's runs (works offline): runs by status, a run's timeline (live while it goes on), a step's verified output, and time travel: the full and lean tool-call logs and the statechart state at any entry",
     )
@@ -33,9 +33,10 @@ export function registerView(program: Command, io: CliIo): void {
       ].join("\n"),
     )
     .action(async (options: ViewOptions) => {
-      const path = dbPath(io, options.db);
+      const source = journalSource(io, options);
+      const path = source.label;
       // Writable: the approve, deny, cancel and fork buttons journal through the run-control API.
-      await withWritableJournal(path, async (journal) => {
+      await withWritableJournal(source, async (journal) => {
         const viewer = await startViewer({
           journal,
           host: options.host,

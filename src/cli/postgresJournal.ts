@@ -1,0 +1,55 @@
+import pg from "pg";
+import type { OpenJournal } from "../index.ts";
+import { openPostgresJournal } from "../postgres/journal.ts";
+import { tablesIn } from "../postgres/schema.ts";
+import { CliError } from "./io.ts";
+import { type JournalSource, PG_ENV } from "./journalSource.ts";
+
+/**
+ * The `loom` command's PostgreSQL journal. Loaded only when a command is given one
+ * (journalSource.ts), as it loads `pg`.
+ */
+
+type PostgresSource = Extract<JournalSource, { kind: "postgres" }>;
+
+/**
+ * Opens the journal in `source`'s database and schema, once it is known to hold one: opening
+ * creates Loom's tables where they are missing, and a command must not turn a mistyped schema
+ * into an empty journal (as it does not create a SQLite file that is not there). Its
+ * connections are named `loom cli` in `pg_stat_activity` unless the URL names them
+ * (`?application_name=…`).
+ */
+export async function openCliPostgresJournal(source: PostgresSource): Promise<OpenJournal> {
+  const meta = tablesIn(source.schema).meta; // refuses a schema name that is not an identifier
+  const client = new pg.Client({ connectionString: source.url });
+  client.on("error", () => {}); // a failure is reported by the query below
+  try {
+    await client.connect();
+  } catch (e) {
+    await client.end().catch(() => {});
+    throw new CliError(
+      "postgresUnreachable",
+      `cannot connect to ${source.label} (${source.via}): ${(e as Error).message}; check the URL and that the server is up`,
+      { cause: e },
+    );
+  }
+  try {
+    const [row] = (await client.query<{ found: string | null }>("SELECT to_regclass($1)::text AS found", [meta])).rows;
+    if (row?.found == null) {
+      const schemaHint =
+        source.schema === undefined
+          ? `pass --pg-schema <name> (or set ${PG_ENV.schema}) if Loom's tables are in a schema of their own`
+          : `check --pg-schema (or ${PG_ENV.schema})`;
+      throw new CliError(
+        "noJournal",
+        `no Loom journal in ${source.label} (no loom_meta table there): ${schemaHint}; a program's openPostgresJournal(url${source.schema === undefined ? "" : `, { schema: "${source.schema}" }`}) creates one`,
+      );
+    }
+  } finally {
+    await client.end().catch(() => {});
+  }
+  return openPostgresJournal(source.url, {
+    ...(source.schema === undefined ? {} : { schema: source.schema }),
+    pool: { application_name: "loom cli" },
+  });
+}
