@@ -232,6 +232,7 @@ export {
 } from "./projections/events.ts";
 export {
   approvalId,
+  idempotencyKey,
   modelFrameId,
   modePinId,
   outcomeId,
