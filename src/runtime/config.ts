@@ -258,7 +258,15 @@ export interface AgentLoopConfig<M extends ToolCallLogMode | undefined = ToolCal
   readonly claimCheck?: { readonly blobs: BlobStore; readonly thresholdBytes: number };
   /** The log's shape (ADR 0142). Unset: full, and nothing is journaled. */
   readonly toolCallLog?: M;
-  /** Offer the `search_tools` call (settled without running a tool). Default true. */
+  /**
+   * Tell the model of a built-in `search_tools` call that lists the tools whose name or description
+   * holds every word of its `query` (settled without running a tool). Default: not told, since
+   * every tool is told on every call anyway. Unset, a call of it is still answered (runs recorded
+   * by versions that offered it by default resume as they were); `false` refuses it as an unknown tool.
+   *
+   * @example
+   * agentLoop$({ id: "support", model, tools: manyTools, searchTools: true });
+   */
   readonly searchTools?: boolean;
   /** Skills the model can activate with `activate_skill` (settled without running a tool). */
   readonly skills?: Readonly<Record<string, Skill>>;

@@ -8,7 +8,7 @@ import { DECISION_SOURCES, idempotencyKey, outcomeId, toolStepId } from "../proj
 import { responseAt } from "../projections/runState.ts";
 import { AppendAfterCloseError } from "./appender.ts";
 import { approvalActor } from "./approvalActor.ts";
-import { SEARCH_TOOLS, SKILL_ACTIVATION, searchTools } from "./builtins.ts";
+import { answersSearchTools, SEARCH_TOOLS, SKILL_ACTIVATION, searchTools } from "./builtins.ts";
 import type { Tool } from "./config.ts";
 import { durableStep } from "./durableStep.ts";
 import { toolAttemptError, toolPolicy } from "./failurePolicy.ts";
@@ -87,7 +87,7 @@ export function toolCallActors(session: RunSession) {
       // A frame this call started under a higher limit: it goes on as it began.
     }
     if (!tool) {
-      if (call.name === SEARCH_TOOLS && config.searchTools !== false) {
+      if (call.name === SEARCH_TOOLS && answersSearchTools(config)) {
         return settle(stepId, "search-tools", "ok", searchTools(tools, call.input));
       }
       if (call.name === SKILL_ACTIVATION && config.skills) {
