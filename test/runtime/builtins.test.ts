@@ -1,8 +1,10 @@
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { isAgentLoopConfigError } from "../../src/core/errors.ts";
 import { createJournal, readJournal } from "../../src/events/journal.ts";
 import { memoryStore } from "../../src/events/memory.ts";
-import type { ModelResponse } from "../../src/events/types.ts";
+import type { ModelResponse, NewEntry } from "../../src/events/types.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
 import type { GenerateRequest } from "../../src/models/types.ts";
 import { agentLoop$ } from "../../src/runtime/agentLoop.ts";
@@ -80,19 +82,26 @@ describe("what the model is told it can call", () => {
   });
 });
 
-describe("a run recorded when every loop offered search_tools", () => {
-  // Earlier versions offered it unless `searchTools: false`; what they journaled is what a run
-  // recorded today with `searchTools: true` journals (the offer itself is not journaled).
-  it("resumes under a loop that no longer offers it: the recorded call is answered as it was, no DefinitionChangedError", async () => {
-    const journal = jsonJournal();
-    const before = toldLoop([search(), answer], { searchTools: true, maxIterations: 1 });
-    const stopped = await before.loop.run({ runId: "r", journal, input: "where is my order?" }).catch((e) => e);
-    expect(stopped.run?.reason).toBe("max-iterations");
-    const settled = (await readJournal(journal, "r")).filter((e) => e.type === "call.settled");
-    expect(settled.map((e) => e.data)).toMatchObject([{ reason: "search-tools", status: "ok" }]);
+/**
+ * `test/fixtures/searchToolsRun.jsonl`: run `old-1` as the version before this change journaled it
+ * (commit 1f22a11, the loop below with no `searchTools` option, so the model was told of it): the
+ * model asked for `search_tools`, the call was answered, and the run stopped at `maxIterations: 1`.
+ */
+async function recordedBeforeTheChange(upTo?: (e: { type: string; data: unknown }) => boolean) {
+  const text = readFileSync(fileURLToPath(new URL("../fixtures/searchToolsRun.jsonl", import.meta.url)), "utf8");
+  const lines = text.split("\n").filter(Boolean);
+  const entries: NewEntry[] = lines.map((l) => JSON.parse(l));
+  const cut = upTo ? entries.findIndex(upTo) + 1 : entries.length;
+  const journal = createJournal({ store: memoryStore({ json: true }) });
+  await journal.store.append("old-1", entries.slice(0, cut), { expectedVersion: 0 });
+  return journal;
+}
 
+describe("a run recorded when every loop offered search_tools (golden journal)", () => {
+  it("resumes under a loop that no longer offers it: served as recorded, no DefinitionChangedError, the model told its tools only", async () => {
+    const journal = await recordedBeforeTheChange();
     const after = toldLoop([search(), answer]);
-    const out = await after.loop.run({ runId: "r", journal });
+    const out = await after.loop.run({ runId: "old-1", journal });
     expect(out.content).toBe("It shipped.");
     expect(out.toolCallLog).toEqual([
       {
@@ -102,26 +111,23 @@ describe("a run recorded when every loop offered search_tools", () => {
         toolOutput: [{ name: "lookup", description: "looks an order up" }],
       },
     ]);
-    expect(after.told()).toEqual([["lookup"]]); // turn 0 served; turn 1 told the loop's tools only
+    expect(after.told()).toEqual([["lookup"]]); // turn 0 served; turn 1 is told the loop's tools only
   });
 
-  it("answers a recorded search_tools call whose result was not journaled yet (a crash right after the model's answer)", async () => {
-    const recorded = jsonJournal();
-    await toldLoop([search(), answer], { searchTools: true }).loop.run({ runId: "r", journal: recorded, input: "go" });
-    // The journal as a crash left it: the model's answer asking for search_tools, nothing after it.
-    const entries = await readJournal(recorded, "r");
-    const cut = entries.findIndex((e) => e.type === "frame.completed" && e.data.frameId === "support#turn:0:model");
-    const journal = createJournal({ store: memoryStore({ json: true }) });
-    await journal.store.append(
-      "r",
-      entries.slice(0, cut + 1).map((e) => ({ type: e.type, data: e.data }) as never),
-      { expectedVersion: 0 },
+  it("answers its search_tools call as it was answered when the result was not journaled yet (a crash right after the model's answer)", async () => {
+    const journal = await recordedBeforeTheChange(
+      (e) => e.type === "frame.completed" && (e.data as { frameId: string }).frameId === "support#turn:0:model",
     );
-
-    const after = toldLoop([search(), answer]);
-    const out = await after.loop.run({ runId: "r", journal });
-    expect(out.toolCallLog[0]?.toolOutput).toEqual([{ name: "lookup", description: "looks an order up" }]);
-    const settled = (await readJournal(journal, "r")).filter((e) => e.type === "call.settled");
-    expect(settled.map((e) => e.data)).toMatchObject([{ reason: "search-tools", status: "ok" }]);
+    const out = await toldLoop([search(), answer]).loop.run({ runId: "old-1", journal });
+    expect(out.content).toBe("It shipped.");
+    const settled = (await readJournal(journal, "old-1")).filter((e) => e.type === "call.settled");
+    expect(settled.map((e) => e.data)).toEqual([
+      {
+        stepId: "support#turn:0:tool:0",
+        status: "ok",
+        reason: "search-tools",
+        result: [{ name: "lookup", description: "looks an order up" }],
+      },
+    ]);
   });
 });
