@@ -5,9 +5,10 @@ export function supportLoop(refunded: string[] = []) {
   const refund: Tool<{ order: string; euros: number }> = {
     description: "refunds an order",
     requiresApproval: true, // asked before every call; without `approve`, the run waits for an answer
-    execute: ({ order, euros }, { stepId }) => {
-      refunded.push(order);
-      return { order, euros, receipt: stepId };
+    // Hand the payment API `idempotencyKey`: unique to this run and step, the same on a resume.
+    execute: ({ order, euros }, { idempotencyKey }) => {
+      refunded.push(order); // in real life: payments.refund(order, euros, { idempotencyKey })
+      return { order, euros, idempotencyKey };
     },
   };
   const model = scriptedModel([

@@ -233,6 +233,7 @@ export {
 } from "./projections/events.ts";
 export {
   approvalId,
+  idempotencyKey,
   modelFrameId,
   modePinId,
   outcomeId,

@@ -78,6 +78,9 @@ const MAX_PAGES = 100;
  * result, a protocol error or a lost connection is fed back to the model as the call's failure
  * (`McpToolError` for `isError`); the output is `{ content, structuredContent? }`; the tools'
  * `onUnknownOutcome`, `retry`, `timeoutMs` and `requiresApproval` come from `policy` and `tools`.
+ * Each `tools/call` carries `_meta`: `"loom/idempotencyKey"` (the call's `ToolContext.idempotencyKey`,
+ * unique to the run and the step, the same when a resume sends the call again: the key for a server
+ * that must not act twice), `"loom/runId"` and `"loom/stepId"` (the step, the same in every run).
  *
  * `client` is a connected SDK `Client`, or a function that connects one: it is called the first
  * time the server is needed (listing at a run's start, or a new call), so a resume whose calls are
@@ -142,13 +145,11 @@ export function mcpTools(
             typeof input === "object" && input !== null && !Array.isArray(input)
               ? { ok: true, value: input }
               : { ok: false, message: `${t.name} takes an object of named arguments (MCP tools/call)` },
-          async execute(input, { stepId, signal }) {
+          async execute(input, { stepId, runId, idempotencyKey, signal }) {
             const c = await connected();
-            const request = {
-              name: t.name,
-              arguments: input as Record<string, unknown>,
-              _meta: { "loom/stepId": stepId },
-            };
+            const _meta: Record<string, unknown> = { "loom/idempotencyKey": idempotencyKey, "loom/stepId": stepId };
+            if (runId !== undefined) _meta["loom/runId"] = runId;
+            const request = { name: t.name, arguments: input as Record<string, unknown>, _meta };
             const answer = await c.callTool(request, undefined, {
               signal,
               ...(chosen.timeoutMs === undefined ? {} : { timeout: chosen.timeoutMs }),

@@ -39,9 +39,10 @@ export interface FromAiSdkToolOptions {
  * Turns an AI SDK tool into a Loom tool: its description; its input schema as JSON Schema;
  * `validateInput` by the schema (a rejected input gives the schema's issues as the message,
  * and a tool-call input that was not JSON is rejected with the parse error); `execute` called
- * with `{ toolCallId: stepId, messages: [], abortSignal }` (the stepId is the same on every
- * attempt, so the tool can use it as an idempotency key; a streaming `execute` resolves to its
- * last value). `needsApproval` (true, or a function: Loom asks for every call) →
+ * with `{ toolCallId: idempotencyKey, messages: [], abortSignal }` (`ToolContext.idempotencyKey`:
+ * unique to the run and the step, as a provider's call id is, and the same on every attempt and
+ * resume, so the tool can hand it to a service as its idempotency key; a streaming `execute`
+ * resolves to its last value). `needsApproval` (true, or a function: Loom asks for every call) →
  * `requiresApproval: true`.
  *
  * @throws ModelAdapterError `unsupportedTool` for a provider tool or one without `execute`;
@@ -87,9 +88,9 @@ export function fromAiSdkTool(tool: AiSdkTool, options: FromAiSdkToolOptions = {
         return { ok: false, message: `the input schema threw: ${e instanceof Error ? e.message : String(e)}` };
       }
     },
-    async execute(input: unknown, { stepId, signal }: ToolContext): Promise<unknown> {
+    async execute(input: unknown, { idempotencyKey, signal }: ToolContext): Promise<unknown> {
       const output: unknown = execute.call(tool, input as never, {
-        toolCallId: stepId,
+        toolCallId: idempotencyKey,
         messages: [],
         abortSignal: signal,
       });

@@ -1,3 +1,4 @@
+import { sha256Hex } from "../core/digest.ts";
 import { MODE_PIN_SOURCE, MODE_PIN_SUFFIX } from "../events/modePin.ts";
 import { TOOL_LIST_INFIX, TOOL_LIST_SOURCE } from "../events/toolList.ts";
 
@@ -9,9 +10,38 @@ import { TOOL_LIST_INFIX, TOOL_LIST_SOURCE } from "../events/toolList.ts";
 /** `<loop>#turn:<i>:model` */
 export const modelFrameId = (loopId: string, turn: number): string => `${loopId}#turn:${turn}:model`;
 
-/** `<loop>#turn:<i>:tool:<j>`: the tool frame id, the call's step id and idempotency key. */
+/** `<loop>#turn:<i>:tool:<j>`: the tool frame id and the call's step id (the same in every run of the loop). */
 export const toolStepId = (loopId: string, turn: number, index: number): string =>
   `${loopId}#turn:${turn}:tool:${index}`;
+
+/** The namespace of {@link idempotencyKey}'s name-based UUIDs (fixed: changing it changes every key). */
+const IDEMPOTENCY_NAMESPACE = Buffer.from("90cf06fb60d34589861f2d2212efd4ce", "hex");
+
+/**
+ * The idempotency key of a tool call: the key to hand a payment API or any service that must not
+ * act twice (`ToolContext.idempotencyKey`, and `_meta["loom/idempotencyKey"]` for an MCP server).
+ * It names the run AND the step: a step id alone (`support#turn:4:tool:0`) is the same in every
+ * run of a loop, so two customers' refunds would share it. The same run and step give the same key
+ * on every attempt, every resume and in every process, since it is computed, never stored.
+ *
+ * Its form is a name-based UUID (RFC 9562 UUIDv8, SHA-256 of a fixed namespace and
+ * `JSON.stringify([runId, stepId])`, as the RFC's Appendix B.2 shows), 36 characters, because:
+ * run ids run to 512 bytes of any Unicode and step ids hold `#`, `:` and `/`, while services cap a
+ * key's length (some at 45 or 64 characters), ask for a UUID, or carry it in an HTTP header
+ * (ASCII only); and a run id may name a customer, which a digest does not hand to a third party.
+ * Operators can compute it from a run and step id to find the call at the service.
+ *
+ * @example
+ * idempotencyKey("order-1042", "support#turn:4:tool:0"); // "168a4710-a30f-8505-8645-a28c7fcae01c", on every resume
+ * idempotencyKey("order-1043", "support#turn:4:tool:0"); // "b91fe23d-b684-8475-9f55-0a1868ef6a5d": another run
+ */
+export function idempotencyKey(runId: string, stepId: string): string {
+  const name = Buffer.from(JSON.stringify([runId, stepId]), "utf8");
+  const hex = sha256Hex(Buffer.concat([IDEMPOTENCY_NAMESPACE, name]));
+  // The first 128 bits, with the version (8) in the 13th hex digit and the variant (10xx) in the 17th.
+  const variant = ((Number.parseInt(hex.charAt(16), 16) & 0x3) | 0x8).toString(16);
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-8${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
+}
 
 /** `<loop>#toolCallLog`: the mode pin decision. */
 export const modePinId = (loopId: string): string => `${loopId}${MODE_PIN_SUFFIX}`;

@@ -277,9 +277,13 @@ function normalizeResponse(live: ModelResponse | undefined): ModelResponse {
       input: call.input ?? {},
     };
   });
-  const out: { content?: string; toolCalls: ToolCall[]; usage?: ModelResponse["usage"] } = { toolCalls };
+  const out: { content?: string; toolCalls: ToolCall[]; usage?: ModelResponse["usage"]; finishReason?: string } = {
+    toolCalls,
+  };
   if (typeof raw?.content === "string") out.content = raw.content;
   if (raw?.usage) out.usage = raw.usage;
+  // Journaled so every reader has it: the chat span's gen_ai.response.finish_reasons, the viewer.
+  if (typeof raw?.finishReason === "string") out.finishReason = raw.finishReason;
   return out;
 }
 

@@ -3,6 +3,20 @@ import type { AgentLoopConfig, Tool } from "./config.ts";
 
 /** The built-in call that lists tools matching a query; settled without running a tool. */
 export const SEARCH_TOOLS = "search_tools";
+
+/**
+ * Whether the model is told of `search_tools`: only when the loop asks (`searchTools: true`). Loom
+ * has no deferred tools (every tool is told on every call), so by default it would only repeat
+ * the list the model already has, and add a tool the user never declared to every call.
+ */
+export const offersSearchTools = (config: AgentLoopConfig): boolean => config.searchTools === true;
+
+/**
+ * Whether a call of `search_tools` (when no tool has that name) is answered: unless the loop says
+ * `searchTools: false`. Versions before issue 36 offered it by default, and the offer is not
+ * journaled: a run they recorded may hold a call of it, which a resume must answer as they did.
+ */
+export const answersSearchTools = (config: AgentLoopConfig): boolean => config.searchTools !== false;
 /** The built-in call that activates a skill; settled without running a tool. */
 export const SKILL_ACTIVATION = "activate_skill";
 
@@ -26,7 +40,7 @@ export function toolDescriptors(config: AgentLoopConfig): ToolDescriptor[] {
       ? { name, description: t.description }
       : { name, description: t.description, inputSchema: t.inputSchema },
   );
-  if (config.searchTools !== false) {
+  if (offersSearchTools(config)) {
     out.push({
       name: SEARCH_TOOLS,
       description: "Lists the available tools whose name or description contains every word of the query.",

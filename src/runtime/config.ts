@@ -8,7 +8,20 @@ import type { RunTelemetry } from "./telemetry.ts";
 
 /** What a tool is given besides its input. */
 export interface ToolContext {
-  /** The tool frame id: the same on every attempt, so use it as an idempotency key. */
+  /**
+   * The key to hand a service that must not act twice (a payment API's `Idempotency-Key`): unique
+   * to the run and the step, and the same on every attempt, resume and process that runs this
+   * call. `idempotencyKey(runId, stepId)`: a 36-character name-based UUID, see there why.
+   *
+   * @example
+   * execute: ({ orderId, cents }, { idempotencyKey }) => payments.refund(orderId, cents, { idempotencyKey })
+   */
+  readonly idempotencyKey: string;
+  /**
+   * The tool frame id, `<loop>#turn:<i>:tool:<j>`: the same on every attempt, and the same step of
+   * every run of the loop, so it is NOT an idempotency key (use `idempotencyKey`); it names the
+   * step in the journal (`loom show <stepId>`).
+   */
   readonly stepId: string;
   /** Aborted when the run is. */
   readonly signal: AbortSignal;
@@ -35,7 +48,7 @@ export type InputCheck =
  *   inputSchema: { type: "object", properties: { orderId: { type: "string" }, cents: { type: "integer" } } },
  *   requiresApproval: true, // a person says yes first
  *   onUnknownOutcome: "fail", // never twice: a crash mid-call is reported to the model instead
- *   execute: ({ orderId, cents }, { stepId }) => payments.refund(orderId, cents, { idempotencyKey: stepId }),
+ *   execute: ({ orderId, cents }, { idempotencyKey }) => payments.refund(orderId, cents, { idempotencyKey }),
  * };
  * ```
  */
@@ -49,7 +62,7 @@ export interface Tool<I = unknown, O = unknown> {
   /**
    * Runs the call: returns (or resolves to) the output fed back to the model. A throw is not a
    * crash: the error is journaled as the call's outcome and fed back as an error result. The
-   * context's `stepId` is the same on every attempt of this call (an idempotency key).
+   * context's `idempotencyKey` is the same on every attempt of this call and differs from run to run.
    */
   execute(input: I, context: ToolContext): O | Promise<O>;
   /**
@@ -70,7 +83,7 @@ export interface Tool<I = unknown, O = unknown> {
   readonly approvalTimeoutMs?: number;
   /**
    * A frame started but never completed (a crash mid-tool): `"retry"` runs it again with the
-   * same stepId (default); `"fail"` feeds the model an error instead (for tools that must not
+   * same `idempotencyKey` (default); `"fail"` feeds the model an error instead (for tools that must not
    * run twice).
    */
   readonly onUnknownOutcome?: "retry" | "fail";
@@ -245,7 +258,15 @@ export interface AgentLoopConfig<M extends ToolCallLogMode | undefined = ToolCal
   readonly claimCheck?: { readonly blobs: BlobStore; readonly thresholdBytes: number };
   /** The log's shape (ADR 0142). Unset: full, and nothing is journaled. */
   readonly toolCallLog?: M;
-  /** Offer the `search_tools` call (settled without running a tool). Default true. */
+  /**
+   * Tell the model of a built-in `search_tools` call that lists the tools whose name or description
+   * holds every word of its `query` (settled without running a tool). Default: not told, since
+   * every tool is told on every call anyway. Unset, a call of it is still answered (runs recorded
+   * by versions that offered it by default resume as they were); `false` refuses it as an unknown tool.
+   *
+   * @example
+   * agentLoop$({ id: "support", model, tools: manyTools, searchTools: true });
+   */
   readonly searchTools?: boolean;
   /** Skills the model can activate with `activate_skill` (settled without running a tool). */
   readonly skills?: Readonly<Record<string, Skill>>;

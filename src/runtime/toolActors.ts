@@ -4,11 +4,11 @@ import type { CallSettledData, ModelResponse, NewEntry, SettledReason, ToolCall 
 import { withDataText } from "../events/validate.ts";
 import type { PlainCallsEvent } from "../machines/agentLoop.machine.ts";
 import type { CheckOutput, RunToolOutput, ToolCallInput, ToolCallParentEvent } from "../machines/toolCall.machine.ts";
-import { DECISION_SOURCES, outcomeId, toolStepId } from "../projections/ids.ts";
+import { DECISION_SOURCES, idempotencyKey, outcomeId, toolStepId } from "../projections/ids.ts";
 import { responseAt } from "../projections/runState.ts";
 import { AppendAfterCloseError } from "./appender.ts";
 import { approvalActor } from "./approvalActor.ts";
-import { SEARCH_TOOLS, SKILL_ACTIVATION, searchTools } from "./builtins.ts";
+import { answersSearchTools, SEARCH_TOOLS, SKILL_ACTIVATION, searchTools } from "./builtins.ts";
 import type { Tool } from "./config.ts";
 import { durableStep } from "./durableStep.ts";
 import { toolAttemptError, toolPolicy } from "./failurePolicy.ts";
@@ -87,7 +87,7 @@ export function toolCallActors(session: RunSession) {
       // A frame this call started under a higher limit: it goes on as it began.
     }
     if (!tool) {
-      if (call.name === SEARCH_TOOLS && config.searchTools !== false) {
+      if (call.name === SEARCH_TOOLS && answersSearchTools(config)) {
         return settle(stepId, "search-tools", "ok", searchTools(tools, call.input));
       }
       if (call.name === SKILL_ACTIVATION && config.skills) {
@@ -193,6 +193,10 @@ export function toolCallActors(session: RunSession) {
           try {
             // The signal is made when the tool reads it: a tool that never looks costs the step none.
             return await tool.execute(validated.has(stepId) ? validated.get(stepId) : call.input, {
+              // Computed when the tool reads it, like the signal: a tool that never looks hashes nothing.
+              get idempotencyKey(): string {
+                return idempotencyKey(runId, stepId);
+              },
               stepId,
               get signal(): AbortSignal {
                 return s.signal;

@@ -3,7 +3,7 @@ import { type ListedTool, readToolList, type ToolListChoice } from "../events/to
 import type { NewEntry } from "../events/types.ts";
 import { DECISION_SOURCES, toolListId } from "../projections/ids.ts";
 import type { RunState } from "../projections/runState.ts";
-import { SEARCH_TOOLS, SKILL_ACTIVATION, toolDescriptors } from "./builtins.ts";
+import { offersSearchTools, SEARCH_TOOLS, SKILL_ACTIVATION, toolDescriptors } from "./builtins.ts";
 import type { AgentLoopConfig, Tool, ToolSource } from "./config.ts";
 import type { RunSession } from "./session.ts";
 
@@ -41,7 +41,7 @@ export async function prepareToolSources(session: RunSession, state: RunState): 
         ? from.has(name)
           ? `tool source "${from.get(name)}"`
           : "the loop's tools"
-        : (name === SEARCH_TOOLS && config.searchTools !== false) || (name === SKILL_ACTIVATION && config.skills)
+        : (name === SEARCH_TOOLS && offersSearchTools(config)) || (name === SKILL_ACTIVATION && config.skills)
           ? "a built-in tool"
           : undefined;
       if (clash) {

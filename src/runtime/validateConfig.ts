@@ -2,6 +2,7 @@ import { AgentLoopConfigError } from "../core/errors.ts";
 import { validateToolCallLogMode } from "../machines/modePin.machine.ts";
 import { DEFINITION_CHANGE_KINDS } from "../policies/definition.ts";
 import { DEFAULT_MODEL_RETRY, DEFAULT_TOOL_RETRY, validateRetryPolicy } from "../policies/retry.ts";
+import { offersSearchTools, SEARCH_TOOLS } from "./builtins.ts";
 import type { AgentLoopConfig } from "./config.ts";
 import { validateToolSources } from "./toolSources.ts";
 
@@ -43,6 +44,12 @@ export function validateConfig(config: AgentLoopConfig): void {
         `tools.${name}.approvalTimeoutMs must be a positive integer (ms), not ${String(tool.approvalTimeoutMs)}`,
       );
     }
+  }
+  if (offersSearchTools(config) && Object.hasOwn(config.tools ?? {}, SEARCH_TOOLS)) {
+    throw new AgentLoopConfigError(
+      `loop ${id}: it has a tool named "${SEARCH_TOOLS}" and searchTools: true offers a built-in of that name; rename the tool or drop searchTools.`,
+      "toolNameClash",
+    );
   }
   validateToolSources(config, (m) => fail(id, m));
   validateFailurePolicy(config, id);

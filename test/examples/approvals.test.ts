@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { answer, ask } from "../../examples/approvals.ts";
-import { foldRun } from "../../src/index.ts";
+import { foldRun, idempotencyKey, rebuildToolCallLog } from "../../src/index.ts";
 import { inProcess } from "../support/journalFile.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "loom-approvals-"));
@@ -22,6 +22,8 @@ describe("examples/approvals.ts", () => {
     const out = await inProcess(file, (j) => answer(j, "r1", { "support#turn:0:tool:0": true }, refunded));
     expect(refunded).toEqual(["A-17"]);
     expect(out.toolCallLog).toMatchObject([{ toolName: "refund", status: "ok", stepId: "support#turn:0:tool:0" }]);
+    const [full] = await inProcess(file, (j) => rebuildToolCallLog(j, "r1", "full"));
+    expect(full?.toolOutput).toMatchObject({ idempotencyKey: idempotencyKey("r1", "support#turn:0:tool:0") });
 
     // The answer is journaled: a later call with another answer changes nothing and runs nothing.
     const again = await inProcess(file, (j) => answer(j, "r1", { "support#turn:0:tool:0": false }, refunded));

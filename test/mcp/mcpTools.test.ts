@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { isAgentLoopConfigError, isDefinitionChangedError, isToolSourceError } from "../../src/core/errors.ts";
 import { readJournal } from "../../src/events/journal.ts";
 import type { Journal } from "../../src/events/spi.ts";
-import { agentLoop$, type ModelResponse, type Tool } from "../../src/index.ts";
+import { agentLoop$, idempotencyKey, type ModelResponse, type Tool } from "../../src/index.ts";
 import type { McpClient, McpToolsOptions } from "../../src/mcp/tools.ts";
 import { mcpTools } from "../../src/mcp.ts";
 import { jsonJournal } from "../support/loop.ts";
@@ -13,9 +13,9 @@ afterEach(async () => {
   await Promise.all(closers.splice(0).map((c) => c().catch(() => {})));
 });
 
-/** A fresh in-memory server; its calls go to `calls`. */
-async function serve(calls: string[]) {
-  const s = await inMemoryServer(calls);
+/** A fresh in-memory server; its calls go to `calls`, their requests' `_meta` to `metas`. */
+async function serve(calls: string[], metas: (Readonly<Record<string, unknown>> | undefined)[] = []) {
+  const s = await inMemoryServer(calls, metas);
   closers.push(s.close);
   return s;
 }
@@ -225,6 +225,41 @@ describe("mcpTools over the SDK's in-memory transport", () => {
         expect(out.toolCallLog[0]?.toolOutput).toMatchObject({ error: "TimeoutError" });
       }
     }
+  });
+
+  it("sends the server the run id and an idempotency key per run and step: another run, another key; a resume, the same", async () => {
+    const metas: (Readonly<Record<string, unknown>> | undefined)[] = [];
+    const { client } = await serve([], metas);
+    const journal = jsonJournal();
+    const script = [{ toolCalls: [call("c1", "add", { a: 2, b: 3 })] }, { content: "5", toolCalls: [] }];
+    for (const runId of ["order-1042", "order-1043"]) {
+      await calculatorLoop(client, script).loop.run({ runId, journal, input: "2+3?" });
+    }
+    const step = "calc#turn:0:tool:0";
+    expect(metas).toEqual([
+      { "loom/stepId": step, "loom/runId": "order-1042", "loom/idempotencyKey": idempotencyKey("order-1042", step) },
+      { "loom/stepId": step, "loom/runId": "order-1043", "loom/idempotencyKey": idempotencyKey("order-1043", step) },
+    ]);
+    expect(metas[0]?.["loom/idempotencyKey"]).not.toBe(metas[1]?.["loom/idempotencyKey"]);
+
+    // A call cut off mid-way and sent again by a resume carries the key it was first sent with.
+    const hung: (Readonly<Record<string, unknown>> | undefined)[] = [];
+    const calls: string[] = [];
+    const first = await serve(calls, hung);
+    const stop = new AbortController();
+    const hangs = [{ toolCalls: [call("c1", "hang", { id: "x" })] }, { content: "done", toolCalls: [] }];
+    const running = calculatorLoop(first.client, hangs)
+      .loop.run({ runId: "order-1044", journal, input: "hang", signal: stop.signal })
+      .catch((e) => e);
+    while (!calls.includes("hang")) await new Promise((r) => setTimeout(r, 5));
+    stop.abort();
+    expect((await running).run?.reason).toBe("aborted");
+    const second = await serve([], hung);
+    const options = { tools: { hang: { timeoutMs: 100 } } };
+    await calculatorLoop(second.client, hangs, { options }).loop.run({ runId: "order-1044", journal });
+    expect(hung).toHaveLength(2);
+    expect(hung[1]).toEqual(hung[0]);
+    expect(hung[0]?.["loom/idempotencyKey"]).toBe(idempotencyKey("order-1044", step));
   });
 
   it("keeps the journaled list when the server's tools change: the run goes on with the tools it started with", async () => {

@@ -61,7 +61,7 @@ describe("mcpTools against a real MCP server over stdio (a child process)", () =
     expect(again.run?.reason).toBe("approval-pending");
     expect(second.model.calls).toBe(1);
     expect(second.model.told[0]).toEqual(first.model.told[0]);
-    expect(second.model.told[0]?.map((t) => t.name)).toEqual(["add", "fail", "stats", "hang", "search_tools"]);
+    expect(second.model.told[0]?.map((t) => t.name)).toEqual(["add", "fail", "stats", "hang"]);
     expect(spawned).toHaveLength(1);
 
     // Process 3: approved, turn 1's call is new, so a server is started, and only that call reaches it.

@@ -8,9 +8,15 @@ import { calculatorServer } from "../fixtures/mcpServer.ts";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 
-/** A connected SDK client and the in-process server behind it (linked in-memory transports). */
-export async function inMemoryServer(calls: string[]) {
-  const server = calculatorServer((tool) => calls.push(tool));
+/**
+ * A connected SDK client and the in-process server behind it (linked in-memory transports); each
+ * call's tool name goes to `calls`, and its request's `_meta` to `metas`.
+ */
+export async function inMemoryServer(calls: string[], metas: (Readonly<Record<string, unknown>> | undefined)[] = []) {
+  const server = calculatorServer((tool, meta) => {
+    calls.push(tool);
+    metas.push(meta);
+  });
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
   await server.connect(serverSide);
   const client = new Client({ name: "loom-test", version: "1.0.0" });

@@ -3,9 +3,15 @@ import { describe, expect, it, vi } from "vitest";
 import { z } from "zod";
 import { fromAiSdkTool, fromAiSdkTools } from "../../src/models/aiSdkTools.ts";
 import { isModelAdapterError } from "../../src/models/errors.ts";
+import { idempotencyKey } from "../../src/projections/ids.ts";
 import type { ToolContext } from "../../src/runtime/config.ts";
 
-const context = (stepId = "support#turn:0:tool:0"): ToolContext => ({ stepId, signal: new AbortController().signal });
+const context = (stepId = "support#turn:0:tool:0", runId = "order-1042"): ToolContext => ({
+  idempotencyKey: idempotencyKey(runId, stepId),
+  stepId,
+  runId,
+  signal: new AbortController().signal,
+});
 
 const weatherSchema = z.object({ city: z.string().min(2), days: z.number().int().positive().default(1) });
 
@@ -22,15 +28,16 @@ describe("fromAiSdkTool with a zod schema", () => {
     });
   });
 
-  it("accepts a valid input (with the schema's defaults) and runs execute with the stepId as toolCallId", async () => {
+  it("accepts a valid input (with the schema's defaults) and runs execute with the idempotency key as toolCallId", async () => {
     const check = await weather.validateInput!({ city: "Paris" });
     expect(check).toEqual({ ok: true, value: { city: "Paris", days: 1 } });
     const ctx = context("support#turn:2:tool:1");
     const output = await weather.execute(check.ok ? check.value : undefined, ctx);
     expect(output).toEqual({ city: "Paris", days: 1, celsius: 21 });
+    // Unique to the run and the step (a step id is the same in every run), as a provider's call id is.
     expect(execute).toHaveBeenCalledWith(
       { city: "Paris", days: 1 },
-      { toolCallId: "support#turn:2:tool:1", messages: [], abortSignal: ctx.signal },
+      { toolCallId: idempotencyKey("order-1042", "support#turn:2:tool:1"), messages: [], abortSignal: ctx.signal },
     );
   });
 

@@ -1,5 +1,6 @@
 import { spawn } from "node:child_process";
 import { join } from "node:path";
+import type { LanguageModelV3GenerateResult } from "@ai-sdk/provider";
 import { SpanStatusCode } from "@opentelemetry/api";
 import {
   BasicTracerProvider,
@@ -7,6 +8,7 @@ import {
   type ReadableSpan,
   SimpleSpanProcessor,
 } from "@opentelemetry/sdk-trace-base";
+import { MockLanguageModelV3 } from "ai/test";
 import { describe, expect, it } from "vitest";
 import {
   agentLoop$,
@@ -19,6 +21,7 @@ import {
   rebuildToolCallLog,
   scriptedModel,
 } from "../../src/index.ts";
+import { fromAiSdk } from "../../src/models/aiSdk.ts";
 import { otelTelemetry } from "../../src/otel.ts";
 import { tempDir } from "../cli/support.ts";
 
@@ -87,6 +90,40 @@ describe("loom-agent/otel", () => {
     expect(trace?.data).toMatchObject({
       choice: { carrier: { traceparent: `00-${root?.spanContext().traceId}-${id(root as ReadableSpan)}-01` } },
     });
+  });
+
+  it("puts the model's finish reason on its chat span (gen_ai.response.finish_reasons), from the journaled response", async () => {
+    const { exporter, telemetry } = traced();
+    const usage = {
+      inputTokens: { total: 10, noCache: 10, cacheRead: undefined, cacheWrite: undefined },
+      outputTokens: { total: 5, text: 5, reasoning: undefined },
+    };
+    const results: LanguageModelV3GenerateResult[] = [
+      {
+        content: [{ type: "tool-call", toolCallId: "m1", toolName: "lookup", input: '{"order":7}' }],
+        finishReason: { unified: "tool-calls", raw: "tool_use" },
+        usage,
+        warnings: [],
+      },
+      {
+        content: [{ type: "text", text: "Order 7 ships today." }],
+        finishReason: { unified: "length", raw: "max_tokens" },
+        usage,
+        warnings: [],
+      },
+    ];
+    let turn = 0;
+    const model = fromAiSdk(new MockLanguageModelV3({ doGenerate: async () => results[turn++] as never }));
+    const journal = createJournal({ store: memoryStore({ json: true }) });
+    const loop = agentLoop$({ id: "support", model, tools: { lookup }, telemetry });
+    await loop.run({ runId: "r-f", input: "where is order 7?", journal });
+    const chats = exporter.getFinishedSpans().filter((s) => s.attributes["gen_ai.operation.name"] === "chat");
+    expect(chats.map((s) => s.attributes["gen_ai.response.finish_reasons"])).toEqual([["tool-calls"], ["length"]]);
+    // Journaled with the response, so every reader of the run (viewer, story, a resume) has it too.
+    const responses = (await readJournal(journal, "r-f")).flatMap((e) =>
+      e.type === "frame.completed" && e.data.frameId.endsWith(":model") ? [e.data.output] : [],
+    );
+    expect(responses).toMatchObject([{ finishReason: "tool-calls" }, { finishReason: "length" }]);
   });
 
   it("a failed model attempt ends its chat span with an error and an exception event; the retry is attempt 2", async () => {

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { modelFrameId, parseFrameId, toolStepId } from "../../src/projections/ids.ts";
+import { idempotencyKey, modelFrameId, parseFrameId, toolStepId } from "../../src/projections/ids.ts";
 
 // The grammar parseFrameId reads, as the regex it was first written with: the oracle.
 const FRAME = /^(.*)#turn:(\d+):(?:model|tool:(\d+))$/;
@@ -41,5 +41,38 @@ describe("parseFrameId", () => {
       "a#turn:01:tool:007",
     ])
       expect(parseFrameId(s), s).toEqual(byRegex(s));
+  });
+});
+
+describe("idempotencyKey", () => {
+  const UUID_V8 = /^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
+  it("keeps its value from version to version: a changed form would make a resumed call a new payment", () => {
+    // Computed independently (Python's hashlib and uuid, RFC 9562 Appendix B.2's recipe) when the form was chosen.
+    expect(idempotencyKey("order-1042", "support#turn:4:tool:0")).toBe("168a4710-a30f-8505-8645-a28c7fcae01c");
+  });
+
+  it("gives each run its own key for the same step, and each step of a run its own", () => {
+    const step = toolStepId("support", 4, 0);
+    const keys = new Set([
+      idempotencyKey("order-1042", step),
+      idempotencyKey("order-1043", step),
+      idempotencyKey("order-1042", toolStepId("support", 4, 1)),
+      idempotencyKey("order-1042/support#turn:0:tool:0", step), // a sub-agent's run
+    ]);
+    expect(keys.size).toBe(4);
+  });
+
+  it("is a 36-character UUID whatever the ids hold, and never mistakes where the run id ends", () => {
+    fc.assert(
+      fc.property(fc.string({ unit: "grapheme", maxLength: 600 }), fc.string({ maxLength: 80 }), (runId, stepId) => {
+        const key = idempotencyKey(runId, stepId);
+        expect(key).toMatch(UUID_V8);
+        expect(idempotencyKey(runId, stepId)).toBe(key);
+      }),
+    );
+    // The same characters split differently are other calls.
+    expect(idempotencyKey("a/b", "c")).not.toBe(idempotencyKey("a", "b/c"));
+    expect(idempotencyKey('a","b', "c")).not.toBe(idempotencyKey("a", 'b","c'));
   });
 });
