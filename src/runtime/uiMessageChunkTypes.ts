@@ -8,7 +8,9 @@ import type { RunEvent } from "../projections/events.ts";
 /**
  * The AI SDK UI message chunks (`UIMessageChunk` of `ai` 5 and 6) that `toUIMessageStream` sends.
  * Two transient data chunks (`onData` in `useChat`, never stored in the message) say what the
- * chunks cannot: `data-loom-retrying` (an attempt failed, the next is due at `retryAt`) and
+ * chunks cannot: `data-loom-retrying` (an attempt failed and will be retried: the next is due at
+ * `retryAt`; a failure that is not retried, such as a 401, sends none: the `error` chunk ends the
+ * run) and
  * `data-loom-reset` (the deltas of that attempt are void; the text already shown of it stays in
  * the message, ended, since a UI message stream cannot take text back). A third,
  * `data-loom-subagent`, carries each event of a sub-agent (`agentTool`) as its call's progress.
@@ -51,7 +53,8 @@ export type LoomUIMessageChunk =
         readonly stepId: string;
         readonly attempt: number;
         readonly error: string;
-        readonly retryAt: string | null;
+        /** When the next attempt is due (ISO 8601). */
+        readonly retryAt: string;
       };
       readonly transient: true;
     }

@@ -134,6 +134,9 @@ export async function* uiMessageChunks(
         yield { type: "data-loom-reset", data: { stepId: event.stepId, attempt: event.attempt }, transient: true };
         return false;
       case "model-retrying": {
+        // A failure no attempt follows (not retryable, or the policy's last attempt): the run's
+        // end tells it (`error`), so only an attempt that will be retried is announced as retrying.
+        if (event.retryAt === null) return false;
         const error = `${event.error.name}${event.error.status === undefined ? "" : ` (status ${event.error.status})`}: ${event.error.message}`;
         yield {
           type: "data-loom-retrying",
