@@ -11,18 +11,22 @@ import {
   scriptedModel,
   type Tool,
 } from "loom-agent";
+import { chatRoute } from "./use-chat.ts";
 
 /**
  * A chat backend on node:http: `POST /runs` starts a run and streams its events as server-sent
  * events; `GET /runs/:id/events` (with `Last-Event-ID`) follows a run from where a client left
  * off, whichever process runs it. Each event's SSE id is its cursor; nothing is stored for the
- * stream: a reconnecting client is served from the journal.
+ * stream: a reconnecting client is served from the journal. `POST /api/chat` is `useChat`'s
+ * route (examples/use-chat.ts), running `chatLoop`.
  */
-export function chatServer(loop: AgentLoop, journal: Journal): Server {
+export function chatServer(loop: AgentLoop, journal: Journal, chatLoop: AgentLoop = loop): Server {
+  const chat = chatRoute(chatLoop, journal);
   return createServer((req, res) => {
     const url = new URL(req.url ?? "/", "http://localhost");
     const follow = /^\/runs\/([^/]+)\/events$/.exec(url.pathname);
     if (req.method === "POST" && url.pathname === "/runs") void startRun(loop, journal, req, res);
+    else if (req.method === "POST" && url.pathname === "/api/chat") void serveFetch(chat, req, res);
     else if (req.method === "GET" && follow)
       void followEvents(journal, decodeURIComponent(follow[1] as string), req, res);
     else res.writeHead(404).end();
@@ -52,6 +56,16 @@ async function followEvents(journal: Journal, runId: string, req: IncomingMessag
   res.on("close", () => gone.abort()); // the client left: stop reading the journal for it
   openEventStream(res, runId);
   for await (const event of followRun(journal, runId, { after, signal: gone.signal })) res.write(sseFrame(event));
+  res.end();
+}
+
+/** A fetch-style handler (`Request` → `Response`) served on node:http. */
+async function serveFetch(handler: (req: Request) => Promise<Response>, req: IncomingMessage, res: ServerResponse) {
+  const body = await readBody(req);
+  const headers = new Headers(Object.entries(req.headers).flatMap(([k, v]) => (typeof v === "string" ? [[k, v]] : [])));
+  const response = await handler(new Request(`http://localhost${req.url}`, { method: "POST", headers, body }));
+  res.writeHead(response.status, Object.fromEntries(response.headers));
+  if (response.body) for await (const chunk of response.body) if (!res.destroyed) res.write(chunk);
   res.end();
 }
 
@@ -118,13 +132,38 @@ export function demoLoop(toolDelayMs = 200, deltaDelayMs = 0): AgentLoop {
   return agentLoop$({ id: "chat", model, tools: { lookup } });
 }
 
+/**
+ * The `useChat` demo's loop: a scripted model (swap in `fromAiSdk(...)`) that answers from the
+ * whole conversation and refunds an order when asked, a call that waits for the user's approval.
+ */
+export function refundChatLoop(refunded: string[] = []): AgentLoop {
+  const refund: Tool<{ order: string }> = {
+    description: "refunds an order",
+    requiresApproval: true, // the run stops until the user approves in the chat
+    execute: async ({ order }) => {
+      refunded.push(order);
+      return { order, refunded: true };
+    },
+  };
+  const model = scriptedModel(({ messages }) => {
+    const last = messages.at(-1);
+    if (last?.role === "tool")
+      return { content: `Refunded ${(last.output as { order: string }).order}.`, toolCalls: [] };
+    const said = messages.flatMap((m) => (m.role === "user" ? [m.content] : []));
+    const order = /refund (\S+)/.exec(said.at(-1) ?? "")?.[1];
+    if (order) return { content: "Refunding.", toolCalls: [{ id: "refund-1", name: "refund", input: { order } }] };
+    return { content: `You said: ${said.join(" / ")}`, toolCalls: [] };
+  });
+  return agentLoop$({ id: "support-chat", model, tools: { refund } });
+}
+
 // node --import tsx examples/chat-server.ts [journal.db] [port] [toolDelayMs] [deltaDelayMs]
 if (process.argv[1] && import.meta.url.endsWith(process.argv[1])) {
   const [file = "chat.db", port = "3000", delay = "200", deltaDelay = "0"] = process.argv.slice(2);
   const journal = openSqliteJournal(file);
   const loop = demoLoop(Number(delay), Number(deltaDelay));
   await resumeUnfinished(loop, journal);
-  const server = chatServer(loop, journal).listen(Number(port), "127.0.0.1", () => {
+  const server = chatServer(loop, journal, refundChatLoop()).listen(Number(port), "127.0.0.1", () => {
     const address = server.address();
     console.log(`listening ${typeof address === "object" && address ? address.port : port}`);
   });

@@ -86,4 +86,12 @@ export interface ToUIMessageStreamOptions {
   readonly messageId?: string;
   /** The text of the `error` chunk sent when `events` throws. Default: the error's message. */
   readonly onError?: (error: unknown) => string;
+  /**
+   * Events the client was already sent, in an earlier response (a run resumed after an approval:
+   * `runEventsOf(await readJournal(journal, runId))` before the resume). Nothing is sent for them;
+   * their tool calls are known, so the resumed run's outputs land on the same tool parts (the
+   * model's call ids) instead of new ones. With `messageId` set to the assistant message's id,
+   * `useChat` goes on with that message.
+   */
+  readonly shown?: Iterable<RunEvent>;
 }

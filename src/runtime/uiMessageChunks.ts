@@ -41,6 +41,14 @@ export async function* uiMessageChunks(
   const callsByTurn = new Map<string, readonly ToolCall[]>(); // `<loop>#<turn>` → the turn's calls
   const announced = new Set<string>(); // tool calls whose input the message has
   const denied = new Set<string>();
+  // What the client was sent before (a resumed run's history): its calls known, nothing sent again.
+  for (const event of options.shown ?? []) {
+    if (event.type === "model-finished") {
+      const parsed = parseFrameId(event.stepId);
+      if (parsed !== undefined) callsByTurn.set(`${parsed.loopId}#${parsed.turn}`, event.toolCalls);
+      for (const call of event.toolCalls) announced.add(call.id);
+    }
+  }
 
   function* open(runId: string): Generator<Chunk> {
     if (started) return;
