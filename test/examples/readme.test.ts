@@ -56,7 +56,9 @@ describe("README.md", () => {
 
   it("says how to install the package from a clone, naming the tarball npm pack writes", () => {
     const { version } = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { version: string };
-    const install = blocks("sh")[1]?.split("\n").map((l) => l.replace(/\s+#.*$/, ""));
+    const install = blocks("sh")[1]
+      ?.split("\n")
+      .map((l) => l.replace(/\s+#.*$/, ""));
     expect(install).toEqual([
       "git clone <this repository> loom && cd loom && npm ci",
       "npm pack",
