@@ -96,13 +96,16 @@ function readBody(req: IncomingMessage): Promise<string> {
 }
 
 /**
- * Runs that a process left unfinished (killed mid-run): resumed from their journal, so their
- * followers see them through. A crashed owner on this host is taken over at once.
+ * Runs of `loop` that a process left unfinished (killed mid-run): resumed from their journal, so
+ * their followers see them through. A crashed owner on this host is taken over at once.
  */
 export async function resumeUnfinished(loop: AgentLoop, journal: Journal): Promise<void> {
   const ended = new Set(["run.completed", "run.interrupted", "run.failed", "run.cancelled"]);
   for (const run of await journal.store.listRuns()) {
-    if (!ended.has(run.lastType)) void loop.run({ runId: run.runId, journal }).catch(() => {});
+    if (ended.has(run.lastType)) continue;
+    const [first] = await journal.store.read(run.runId, { from: 1 });
+    const loopId = first?.type === "run.started" ? (first.data as { loopId?: unknown }).loopId : undefined;
+    if (loopId === loop.config.id) void loop.run({ runId: run.runId, journal }).catch(() => {}); // another loop's: not ours
   }
 }
 
@@ -162,8 +165,10 @@ if (process.argv[1] && import.meta.url.endsWith(process.argv[1])) {
   const [file = "chat.db", port = "3000", delay = "200", deltaDelay = "0"] = process.argv.slice(2);
   const journal = openSqliteJournal(file);
   const loop = demoLoop(Number(delay), Number(deltaDelay));
+  const chatLoop = refundChatLoop();
   await resumeUnfinished(loop, journal);
-  const server = chatServer(loop, journal, refundChatLoop()).listen(Number(port), "127.0.0.1", () => {
+  await resumeUnfinished(chatLoop, journal);
+  const server = chatServer(loop, journal, chatLoop).listen(Number(port), "127.0.0.1", () => {
     const address = server.address();
     console.log(`listening ${typeof address === "object" && address ? address.port : port}`);
   });
