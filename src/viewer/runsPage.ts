@@ -21,8 +21,9 @@ export interface RunRow extends RunInfo {
  */
 export const STATUSES = ["running", "stalled", "not-started", "interrupted", "completed", "failed"] as const;
 
-/** The filter a row falls under: its activity, or `interrupted` for any interrupted run. */
-const filterOf = (r: RunRow): string => (r.status === "interrupted" ? "interrupted" : r.activity);
+/** The filter a row falls under: its activity, or `interrupted` for an interrupted run no process resumes yet. */
+const filterOf = (r: RunRow): string =>
+  r.status === "interrupted" && r.activity !== "running" ? "interrupted" : r.activity;
 
 /**
  * Every run of the journal, those waiting for an approval first, then the most recently active;
