@@ -11,18 +11,22 @@ import {
   scriptedModel,
   type Tool,
 } from "loom-agent";
+import { chatRoute } from "./use-chat.ts";
 
 /**
  * A chat backend on node:http: `POST /runs` starts a run and streams its events as server-sent
  * events; `GET /runs/:id/events` (with `Last-Event-ID`) follows a run from where a client left
  * off, whichever process runs it. Each event's SSE id is its cursor; nothing is stored for the
- * stream: a reconnecting client is served from the journal.
+ * stream: a reconnecting client is served from the journal. `POST /api/chat` is `useChat`'s
+ * route (examples/use-chat.ts), running `chatLoop`.
  */
-export function chatServer(loop: AgentLoop, journal: Journal): Server {
+export function chatServer(loop: AgentLoop, journal: Journal, chatLoop: AgentLoop = loop): Server {
+  const chat = chatRoute(chatLoop, journal);
   return createServer((req, res) => {
     const url = new URL(req.url ?? "/", "http://localhost");
     const follow = /^\/runs\/([^/]+)\/events$/.exec(url.pathname);
     if (req.method === "POST" && url.pathname === "/runs") void startRun(loop, journal, req, res);
+    else if (req.method === "POST" && url.pathname === "/api/chat") void serveFetch(chat, req, res);
     else if (req.method === "GET" && follow)
       void followEvents(journal, decodeURIComponent(follow[1] as string), req, res);
     else res.writeHead(404).end();
@@ -55,6 +59,16 @@ async function followEvents(journal: Journal, runId: string, req: IncomingMessag
   res.end();
 }
 
+/** A fetch-style handler (`Request` → `Response`) served on node:http. */
+async function serveFetch(handler: (req: Request) => Promise<Response>, req: IncomingMessage, res: ServerResponse) {
+  const body = await readBody(req);
+  const headers = new Headers(Object.entries(req.headers).flatMap(([k, v]) => (typeof v === "string" ? [[k, v]] : [])));
+  const response = await handler(new Request(`http://localhost${req.url}`, { method: "POST", headers, body }));
+  res.writeHead(response.status, Object.fromEntries(response.headers));
+  if (response.body) for await (const chunk of response.body) if (!res.destroyed) res.write(chunk);
+  res.end();
+}
+
 function openEventStream(res: ServerResponse, runId: string) {
   res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", "x-run-id": runId });
   res.flushHeaders();
@@ -82,13 +96,16 @@ function readBody(req: IncomingMessage): Promise<string> {
 }
 
 /**
- * Runs that a process left unfinished (killed mid-run): resumed from their journal, so their
- * followers see them through. A crashed owner on this host is taken over at once.
+ * Runs of `loop` that a process left unfinished (killed mid-run): resumed from their journal, so
+ * their followers see them through. A crashed owner on this host is taken over at once.
  */
 export async function resumeUnfinished(loop: AgentLoop, journal: Journal): Promise<void> {
   const ended = new Set(["run.completed", "run.interrupted", "run.failed", "run.cancelled"]);
   for (const run of await journal.store.listRuns()) {
-    if (!ended.has(run.lastType)) void loop.run({ runId: run.runId, journal }).catch(() => {});
+    if (ended.has(run.lastType)) continue;
+    const [first] = await journal.store.read(run.runId, { from: 1 });
+    const loopId = first?.type === "run.started" ? (first.data as { loopId?: unknown }).loopId : undefined;
+    if (loopId === loop.config.id) void loop.run({ runId: run.runId, journal }).catch(() => {}); // another loop's: not ours
   }
 }
 
@@ -118,13 +135,40 @@ export function demoLoop(toolDelayMs = 200, deltaDelayMs = 0): AgentLoop {
   return agentLoop$({ id: "chat", model, tools: { lookup } });
 }
 
+/**
+ * The `useChat` demo's loop: a scripted model (swap in `fromAiSdk(...)`) that answers from the
+ * whole conversation and refunds an order when asked, a call that waits for the user's approval.
+ */
+export function refundChatLoop(refunded: string[] = []): AgentLoop {
+  const refund: Tool<{ order: string }> = {
+    description: "refunds an order",
+    requiresApproval: true, // the run stops until the user approves in the chat
+    execute: async ({ order }) => {
+      refunded.push(order);
+      return { order, refunded: true };
+    },
+  };
+  const model = scriptedModel(({ messages }) => {
+    const last = messages.at(-1);
+    if (last?.role === "tool")
+      return { content: `Refunded ${(last.output as { order: string }).order}.`, toolCalls: [] };
+    const said = messages.flatMap((m) => (m.role === "user" ? [m.content] : []));
+    const order = /refund (\S+)/.exec(said.at(-1) ?? "")?.[1];
+    if (order) return { content: "Refunding.", toolCalls: [{ id: "refund-1", name: "refund", input: { order } }] };
+    return { content: `You said: ${said.join(" / ")}`, toolCalls: [] };
+  });
+  return agentLoop$({ id: "support-chat", model, tools: { refund } });
+}
+
 // node --import tsx examples/chat-server.ts [journal.db] [port] [toolDelayMs] [deltaDelayMs]
 if (process.argv[1] && import.meta.url.endsWith(process.argv[1])) {
   const [file = "chat.db", port = "3000", delay = "200", deltaDelay = "0"] = process.argv.slice(2);
   const journal = openSqliteJournal(file);
   const loop = demoLoop(Number(delay), Number(deltaDelay));
+  const chatLoop = refundChatLoop();
   await resumeUnfinished(loop, journal);
-  const server = chatServer(loop, journal).listen(Number(port), "127.0.0.1", () => {
+  await resumeUnfinished(chatLoop, journal);
+  const server = chatServer(loop, journal, chatLoop).listen(Number(port), "127.0.0.1", () => {
     const address = server.address();
     console.log(`listening ${typeof address === "object" && address ? address.port : port}`);
   });

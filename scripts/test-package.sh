@@ -12,6 +12,9 @@ cd "$root"
 
 npm pack --silent --pack-destination "$work" >"$work/pack.txt"   # runs prepack: the build
 tarball="$work/$(tail -n 1 "$work/pack.txt")"
+# The README's install line (until the package is published) installs this very tarball.
+grep -qF "npm install ../loom/$(basename "$tarball")" README.md ||
+  { echo "README.md's install line does not name $(basename "$tarball"), the tarball npm pack writes" >&2; exit 1; }
 tar -tzf "$tarball" | sed 's|^package/||' >"$work/files.txt"
 echo "packed $(basename "$tarball") ($(du -k "$tarball" | cut -f1) kB):"
 grep -vE '^dist/.*\.(js|d\.ts)$' "$work/files.txt" | sed 's/^/  /'
@@ -46,7 +49,7 @@ if [ -e "$consumer/node_modules/@types/better-sqlite3" ]; then
   exit 1
 fi
 
-cp examples/quickstart.ts examples/ai-sdk.ts examples/approvals.ts examples/mcp.ts examples/sub-agents.ts "$consumer/"
+cp examples/quickstart.ts examples/ai-sdk.ts examples/approvals.ts examples/mcp.ts examples/sub-agents.ts examples/use-chat.ts "$consumer/"
 # loom-agent/mcp declares the client it needs structurally: no shipped JavaScript loads the MCP SDK.
 # (Import statements start their line; the doc comments' examples, which name the SDK, do not.)
 if grep -rlE --include='*.js' "^(import|export)[^*]*[\"']@modelcontextprotocol|import\([\"']@modelcontextprotocol" \
@@ -115,9 +118,9 @@ cat >"$consumer/tsconfig.json" <<'JSON'
   "files": ["consumer.ts", "quickstart.ts", "approvals.ts", "sub-agents.ts"]
 }
 JSON
-# The AI SDK example: the AI SDK's own .d.ts name fetch's DOM types (HeadersInit, FileList).
+# The AI SDK example and the useChat route: the AI SDK's own .d.ts name fetch's DOM types (HeadersInit, FileList).
 cat >"$consumer/tsconfig.ai-sdk.json" <<'JSON'
-{ "extends": "./tsconfig.json", "compilerOptions": { "lib": ["ES2024", "DOM"] }, "files": ["ai-sdk.ts"] }
+{ "extends": "./tsconfig.json", "compilerOptions": { "lib": ["ES2024", "DOM"] }, "files": ["ai-sdk.ts", "use-chat.ts"] }
 JSON
 node node_modules/typescript/bin/tsc -p "$consumer/tsconfig.json"
 node node_modules/typescript/bin/tsc -p "$consumer/tsconfig.ai-sdk.json"

@@ -309,8 +309,10 @@ export type {
   ToolSourceContext,
 } from "./runtime/config.ts";
 export {
+  type ActivityFacts,
   type ApprovalRefusal,
   ApprovalRefusedError,
+  activityOf,
   type CancelOptions,
   type CancelResult,
   cancelRun,
@@ -323,9 +325,12 @@ export {
   type PendingApproval,
   type RecordApprovalOptions,
   type RecordedApproval,
+  type RunActivity,
+  type RunActivityInfo,
   RunControlError,
   type RunControlRefusal,
   recordApproval,
+  runActivity,
   type SubRunCancel,
 } from "./runtime/control.ts";
 export { AgentInterruptedError, isAgentInterruptedError } from "./runtime/errors.ts";

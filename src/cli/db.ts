@@ -10,6 +10,7 @@ import {
   type OpenJournal,
   openSqliteJournal,
   parseFrameId,
+  type RunActivity,
   type RunState,
   readJournal,
   recordedModePin,
@@ -107,7 +108,10 @@ export const entryBytes = (entry: Pick<JournalEntry, "type" | "data" | "meta">):
 export interface RunInfo {
   readonly runId: string;
   readonly loopId: string | undefined;
+  /** The journal's status (`running` for every run whose journal does not end). */
   readonly status: RunState["status"];
+  /** What the run is doing: `running`, `stalled`, `not-started`, `answered`… (`runActivity`). */
+  readonly activity: RunActivity;
   /** Model calls recorded (completed model frames). */
   readonly iterations: number;
   /** The log's recorded shape: the mode pin, or "full" when none was journaled. */
@@ -126,13 +130,17 @@ export interface RunInfo {
   readonly cancelled?: { readonly reason: string };
 }
 
-/** What `loom runs` shows of a run, from its entries. */
-export function runInfo(runId: string, entries: readonly JournalEntry[]): RunInfo {
+/**
+ * What `loom runs` shows of a run, from its entries and its activity (`runActivity`: see
+ * `runInfoOf`, which reads it); without one, the journal's status stands for it.
+ */
+export function runInfo(runId: string, entries: readonly JournalEntry[], activity?: RunActivity): RunInfo {
   const state = foldEntries(entries);
   return {
     runId,
     loopId: state.loopId,
     status: state.status,
+    activity: activity ?? state.status,
     iterations: modelCalls(state),
     mode: recordedModePin(state) ?? "full",
     entries: entries.length,

@@ -176,6 +176,10 @@ export function memoryStore(options: MemoryStoreOptions = {}): EventStore {
       return { holder: liveHolder(owners.get(runId), Date.now()) };
     },
 
+    async holder(runId: string) {
+      return liveHolder(owners.get(runId), Date.now());
+    },
+
     async close() {},
   };
 }

@@ -121,6 +121,12 @@ function checkForkedFrom(f: unknown): void {
   if (from.stepId !== undefined && typeof from.stepId !== "string") {
     throw new Bad("data.forkedFrom.stepId", `must be a string, found ${kind(from.stepId)}`);
   }
+  if (from.entries !== undefined && (!Number.isInteger(from.entries) || (from.entries as number) < 1)) {
+    throw new Bad(
+      "data.forkedFrom.entries",
+      `must be a count of entries (an integer ≥ 1), found ${kind(from.entries)}`,
+    );
+  }
 }
 
 function checkCause(c: unknown, at = "data.cause"): void {

@@ -123,6 +123,14 @@ export function sqliteStoreOn(shared: SqliteFile): SqliteEventStore {
       ),
     });
   const owner = (runId: string) => ownerSql().get.get(runId) as OwnerRow | undefined;
+  // A read of the owner row alone (`holder`): a file without the table has no owner to report.
+  let ownerRow: Database.Statement | null | undefined;
+  const ownerRead = () => {
+    if (ownerRow !== undefined) return ownerRow ?? undefined;
+    const exists = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'loom_owners'").get();
+    ownerRow = exists === undefined ? null : ownerSql().get;
+    return ownerRow ?? undefined;
+  };
   const put = (runId: string, r: OwnerRow) => ownerSql().set.run(runId, r.token, r.owner, r.host, r.pid, r.expiresAt);
   const cancelOf = (runId: string) => ownerSql().cancel.get(runId) as string | undefined;
 
@@ -273,6 +281,10 @@ export function sqliteStoreOn(shared: SqliteFile): SqliteEventStore {
     async requestCancel(runId: string, reason: string) {
       checkRunId(runId, "requestCancel");
       return requestCancelTx.immediate(runId, reason);
+    },
+
+    async holder(runId: string) {
+      return liveHolder(ownerRead()?.get(runId) as OwnerRow | undefined, Date.now());
     },
 
     async close() {

@@ -147,6 +147,14 @@ export interface EventStore {
    * caller may acquire the run and append `run.cancelled` itself).
    */
   requestCancel(runId: string, reason: string): Promise<{ readonly holder: RunHolderInfo | undefined }>;
+  /**
+   * Optional (memory, SQLite and PostgreSQL have it): the run's live holder, the one `acquire`
+   * would refuse the run for, by the store's clock; undefined when nobody holds it (never owned,
+   * released, its lease ran out, or its process is gone from this host). Reads only: what
+   * `runActivity` tells a running run from a stalled one by. A store without it cannot tell them
+   * apart.
+   */
+  holder?(runId: string): Promise<RunHolderInfo | undefined>;
   /** Removes `removeSeqs` and appends `marker`, atomically; `ConcurrencyError` if the stream moved. */
   compact(runId: string, request: CompactRequest): Promise<{ version: number }>;
   /**

@@ -84,6 +84,11 @@ export interface ForkedFromData {
   readonly seq: number;
   /** The step the fork was asked to start at, when it was given as a step id. */
   readonly stepId?: string;
+  /**
+   * How many entries the fork was made with (absent in forks made before 0.3): a fork whose
+   * journal has no entry past them was never resumed (`runActivity`: `not-started`).
+   */
+  readonly entries?: number;
 }
 
 /** What `run.started` records of the loop's definition (see src/policies/definition.ts). */

@@ -119,6 +119,12 @@ export function pgOwners(db: PgDatabase) {
       return cancelRefusal(runId, row?.cancel, entries);
     },
 
+    async holder(runId: string): Promise<RunHolderInfo | undefined> {
+      await db.ready;
+      const row = await rowOf(pool, runId);
+      return row === undefined ? undefined : liveHolder(row, row.now);
+    },
+
     async requestCancel(runId: string, reason: string): Promise<{ holder: RunHolderInfo | undefined }> {
       await db.ready;
       await pool.query(`INSERT INTO ${t.cancels} (run_id, reason) VALUES ($1, $2) ON CONFLICT (run_id) DO NOTHING`, [

@@ -314,6 +314,7 @@ export function postgresStoreOn(shared: PgDatabase): PostgresEventStore {
       checkRunId(runId, "requestCancel");
       return owners.requestCancel(runId, reason);
     },
+    holder: (runId: string) => owners.holder(runId),
     prune: (request) => prunePostgres(db, request),
 
     async close() {

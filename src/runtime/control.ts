@@ -4,6 +4,13 @@
  */
 
 export {
+  type ActivityFacts,
+  activityOf,
+  type RunActivity,
+  type RunActivityInfo,
+  runActivity,
+} from "./control/activity.ts";
+export {
   listPendingApprovals,
   type PendingApproval,
   type RecordApprovalOptions,

@@ -66,7 +66,10 @@ export interface RunOptions {
   /**
    * Answers to pending approvals, by step id (`e.run.pendingApprovals[i].stepId`): `true` runs
    * the call, `false` declines it (the model is told). Each answer is journaled once and then
-   * served from the journal; an answer for a call not waiting is ignored. A call waiting in a
+   * served from the journal; an answer for a call asked about before (answered already) is
+   * ignored, and for a run that waits for approvals, an answer whose key names no call that waits
+   * or waited is refused before anything is journaled (`ApprovalRefusedError`,
+   * `approvalUnknownStep`: a typo would otherwise leave the run waiting). A call waiting in a
    * sub-agent (`agentTool`; `pendingApprovals[i].runId` names the child run) is answered here too:
    * by its step id when it waits in one child only, else by `approvalKey(runId, stepId)`; the
    * answer is passed down and journaled on the child's run (`AmbiguousApprovalError` otherwise).

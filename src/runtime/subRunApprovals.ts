@@ -6,8 +6,12 @@
  * line each.
  */
 import { LoomError } from "../core/errors.ts";
+import { readJournal } from "../events/journal.ts";
 import type { Journal } from "../events/spi.ts";
-import { listPendingApprovals } from "./control/approvals.ts";
+import { approvalId } from "../projections/ids.ts";
+import { foldEntries, type RunState } from "../projections/runState.ts";
+import { listPendingApprovals, type PendingApproval } from "./control/approvals.ts";
+import { ApprovalRefusedError } from "./control/errors.ts";
 import { childRunId } from "./subRuns.ts";
 
 /** Answers to pending approvals, by step id or by `<runId>/<stepId>` (see `RunOptions.approvals`). */
@@ -60,12 +64,16 @@ export const approvalKey = (runId: string, stepId: string): string => childRunId
 export async function resolveApprovals<R extends { runId: string; journal: Journal; approvals?: ApprovalAnswers }>(
   request: R,
 ): Promise<R> {
-  const { approvals, runId } = request;
-  if (approvals === undefined) return request;
+  const { approvals, runId, journal } = request;
+  if (approvals === undefined || Object.keys(approvals).length === 0) return request;
+  const state = foldEntries(await readJournal(journal, runId));
+  // Answers are for the calls a run waits for: another run is given none to resolve or check.
+  if (state.status !== "interrupted" || state.interruption?.reason !== "approval-pending") return request;
+  const pending = await listPendingApprovals(journal, { runId });
+  await refuseUnknownSteps(journal, runId, state, approvals, pending);
   const own = `${runId}/`;
   const plain = Object.keys(approvals).filter((k) => !k.startsWith(own));
   if (plain.length === 0) return request;
-  const pending = await listPendingApprovals(request.journal, { runId });
   if (!pending.some((p) => p.runId !== runId)) return request; // no sub-agent waits: all are the run's own
   const resolved: Record<string, boolean> = { ...approvals };
   for (const stepId of plain) {
@@ -78,6 +86,40 @@ export async function resolveApprovals<R extends { runId: string; journal: Journ
   }
   return { ...request, approvals: resolved };
 }
+
+/**
+ * Refuses (`ApprovalRefusedError`, `approvalUnknownStep`) an answer whose key names no call that
+ * waits in the run's chain and no call of the run (or of a sub-agent's run, keyed by it) that was
+ * asked about before: a typo would otherwise be ignored and the run stop again, waiting.
+ */
+async function refuseUnknownSteps(
+  journal: Journal,
+  runId: string,
+  state: RunState,
+  approvals: ApprovalAnswers,
+  pending: readonly PendingApproval[],
+): Promise<void> {
+  const waiting = new Set(pending.flatMap((p) => [p.stepId, approvalKey(p.runId, p.stepId)]));
+  for (const key of Object.keys(approvals)) {
+    if (waiting.has(key) || wasAsked(state, key)) continue;
+    const cut = key.lastIndexOf("/");
+    const at = cut < 0 ? undefined : key.slice(0, cut);
+    if (at === runId && wasAsked(state, key.slice(cut + 1))) continue;
+    if (at?.startsWith(`${runId}/`) && wasAsked(foldEntries(await readJournal(journal, at)), key.slice(cut + 1)))
+      continue;
+    const list = [...new Set(pending.map((p) => (p.runId === runId ? p.stepId : approvalKey(p.runId, p.stepId))))];
+    throw new ApprovalRefusedError(
+      "approvalUnknownStep",
+      runId,
+      key,
+      `run ${runId}: the approval answer for ${key} names no call that waits for an approval (${list.length > 0 ? `waiting: ${list.join(", ")}` : "none waits"}); key each answer by a waiting call's step id (e.run.pendingApprovals, listPendingApprovals, loom approvals)`,
+    );
+  }
+}
+
+/** The run asked about its call `stepId` before (or decided it): an answer given again is harmless. */
+const wasAsked = (state: RunState, stepId: string): boolean =>
+  state.approvalRequests[stepId] !== undefined || state.decisions[approvalId(stepId)] !== undefined;
 
 /** The answers each run going in this process was given, by journal store and run id. */
 const offered = new WeakMap<object, Map<string, ApprovalAnswers>>();

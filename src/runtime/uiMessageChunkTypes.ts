@@ -8,7 +8,9 @@ import type { RunEvent } from "../projections/events.ts";
 /**
  * The AI SDK UI message chunks (`UIMessageChunk` of `ai` 5 and 6) that `toUIMessageStream` sends.
  * Two transient data chunks (`onData` in `useChat`, never stored in the message) say what the
- * chunks cannot: `data-loom-retrying` (an attempt failed, the next is due at `retryAt`) and
+ * chunks cannot: `data-loom-retrying` (an attempt failed and will be retried: the next is due at
+ * `retryAt`; a failure that is not retried, such as a 401, sends none: the `error` chunk ends the
+ * run) and
  * `data-loom-reset` (the deltas of that attempt are void; the text already shown of it stays in
  * the message, ended, since a UI message stream cannot take text back). A third,
  * `data-loom-subagent`, carries each event of a sub-agent (`agentTool`) as its call's progress.
@@ -51,7 +53,8 @@ export type LoomUIMessageChunk =
         readonly stepId: string;
         readonly attempt: number;
         readonly error: string;
-        readonly retryAt: string | null;
+        /** When the next attempt is due (ISO 8601). */
+        readonly retryAt: string;
       };
       readonly transient: true;
     }
@@ -83,4 +86,12 @@ export interface ToUIMessageStreamOptions {
   readonly messageId?: string;
   /** The text of the `error` chunk sent when `events` throws. Default: the error's message. */
   readonly onError?: (error: unknown) => string;
+  /**
+   * Events the client was already sent, in an earlier response (a run resumed after an approval:
+   * `runEventsOf(await readJournal(journal, runId))` before the resume). Nothing is sent for them;
+   * their tool calls are known, so the resumed run's outputs land on the same tool parts (the
+   * model's call ids) instead of new ones. With `messageId` set to the assistant message's id,
+   * `useChat` goes on with that message.
+   */
+  readonly shown?: Iterable<RunEvent>;
 }

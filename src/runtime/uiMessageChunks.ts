@@ -41,6 +41,14 @@ export async function* uiMessageChunks(
   const callsByTurn = new Map<string, readonly ToolCall[]>(); // `<loop>#<turn>` → the turn's calls
   const announced = new Set<string>(); // tool calls whose input the message has
   const denied = new Set<string>();
+  // What the client was sent before (a resumed run's history): its calls known, nothing sent again.
+  for (const event of options.shown ?? []) {
+    if (event.type === "model-finished") {
+      const parsed = parseFrameId(event.stepId);
+      if (parsed !== undefined) callsByTurn.set(`${parsed.loopId}#${parsed.turn}`, event.toolCalls);
+      for (const call of event.toolCalls) announced.add(call.id);
+    }
+  }
 
   function* open(runId: string): Generator<Chunk> {
     if (started) return;
@@ -134,6 +142,9 @@ export async function* uiMessageChunks(
         yield { type: "data-loom-reset", data: { stepId: event.stepId, attempt: event.attempt }, transient: true };
         return false;
       case "model-retrying": {
+        // A failure no attempt follows (not retryable, or the policy's last attempt): the run's
+        // end tells it (`error`), so only an attempt that will be retried is announced as retrying.
+        if (event.retryAt === null) return false;
         const error = `${event.error.name}${event.error.status === undefined ? "" : ` (status ${event.error.status})`}: ${event.error.message}`;
         yield {
           type: "data-loom-retrying",

@@ -30,8 +30,8 @@ td.depth-4 { padding-left: 84px; } td.depth-5 { padding-left: 104px; } td.depth-
 .status { display: inline-block; padding: 0 7px; border-radius: 10px; font-size: 12px; border: 1px solid var(--line); white-space: nowrap; }
 .status.completed, .status.ok { color: var(--ok); border-color: #4ac26b; }
 .status.failed, .status.error { color: var(--err); border-color: #ff8182; }
-.status.interrupted, .status.awaiting-approval { color: var(--warn); border-color: #d4a72c; }
-.status.running, .status.started, .status.asked { color: var(--run); border-color: #54aeff; }
+.status.interrupted, .status.awaiting-approval, .status.waiting-for-approval, .status.stalled { color: var(--warn); border-color: #d4a72c; }
+.status.running, .status.started, .status.asked, .status.answered, .status.not-started { color: var(--run); border-color: #54aeff; }
 .why { color: var(--warn); }
 .filter { display: flex; gap: 6px; margin: 8px 0 12px; }
 .filter a { padding: 3px 10px; border: 1px solid var(--line); border-radius: 14px; text-decoration: none; color: var(--fg); }

@@ -227,8 +227,14 @@ function onDecision(view: RunView, decisionId: string, choice: unknown): void {
   }
   const approval = /^(.*):approval$/.exec(decisionId);
   if (approval) {
-    const call = callAt(view, approval[1] as string);
-    if (call) call.approval = { approved: (choice as { approved?: unknown } | null)?.approved === true };
+    const stepId = approval[1] as string;
+    const call = callAt(view, stepId);
+    if (call) {
+      call.approval = { approved: (choice as { approved?: unknown } | null)?.approved === true };
+      // Answered (from another process, while the run stays interrupted): it waits for a resume now.
+      if (call.status === "awaiting-approval") call.status = "asked";
+    }
+    if (view.pending.includes(stepId)) view.pending = view.pending.filter((s) => s !== stepId);
     return;
   }
   const outcome = /^(.*):outcome$/.exec(decisionId);

@@ -1,5 +1,5 @@
 import type { AnyStateMachine } from "xstate";
-import { runInfo } from "../cli/db.ts";
+import { runInfoOf } from "../cli/activity.ts";
 import { showStep } from "../cli/step.ts";
 import {
   isStepResolutionError,
@@ -61,7 +61,7 @@ export class Pages {
     const view = foldView(entries);
     const input = {
       view,
-      info: runInfo(runId, entries),
+      info: await runInfoOf(this.journal, runId, entries),
       pending: await this.pending(runId),
       actions: this.actions !== undefined,
       token: this.token,

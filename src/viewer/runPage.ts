@@ -1,4 +1,5 @@
-import { type RunInfo, stoppedText } from "../cli/db.ts";
+import { activityLabel, stoppedOrNext } from "../cli/activity.ts";
+import type { RunInfo } from "../cli/db.ts";
 import { clip, int, kB } from "../cli/format.ts";
 import { FORM_TOKEN_FIELD, type PendingApproval } from "./actions.ts";
 import { duration, type Html, href, html, jsonText, page, when } from "./html.ts";
@@ -41,8 +42,8 @@ const live = (view: RunView): boolean => view.status !== "completed" && view.sta
 /** What `#run` holds (the part the live feed refreshes). */
 export function runPart({ view, info, pending, actions, subRuns, token }: RunPageInput): Html {
   const runId = info.runId;
-  const stopped = stoppedText(info);
-  return html`<h1>Run <code>${runId}</code> <span class="status ${view.status}">${view.status}</span>${live(view) ? html` <span class="live" title="updates while the run goes on">● live</span>` : ""}</h1>
+  const stopped = stoppedOrNext(info);
+  return html`<h1>Run <code>${runId}</code> <span class="status ${info.activity}">${activityLabel(info.activity)}</span>${live(view) ? html` <span class="live" title="updates while the run goes on">● live</span>` : ""}</h1>
 <dl class="summary">
 <dt>loop</dt><dd>${info.loopId ?? "?"}</dd>
 <dt>statechart</dt><dd><code>${view.chart}</code></dd>

@@ -1,12 +1,13 @@
+import { activityLabel, runInfoOf, stoppedOrNext } from "../cli/activity.ts";
 import { inTreeOrder, parentAmong, type RunParent, startedCalls } from "../cli/commands/runsTree.ts";
-import { type RunInfo, runInfo, stoppedText } from "../cli/db.ts";
+import type { RunInfo } from "../cli/db.ts";
 import { clip, int, kB } from "../cli/format.ts";
 import { type Journal, readJournal, runIdProblem } from "../index.ts";
 import { href, html, page, when } from "./html.ts";
 
 /** A row of the runs page: what `loom runs` shows (tokens included). */
 export interface RunRow extends RunInfo {
-  /** The run waits for an approval (`approval-pending`). */
+  /** A call of the run waits for an approval no one gave yet (activity `waiting-for-approval`). */
   readonly waiting: boolean;
   /** For a sub-agent's run (`agentTool`): the parent run and its call that runs it. */
   readonly parent?: RunParent;
@@ -14,8 +15,15 @@ export interface RunRow extends RunInfo {
   readonly depth: number;
 }
 
-/** The statuses the page filters by. */
-export const STATUSES = ["running", "interrupted", "completed", "failed"] as const;
+/**
+ * The statuses the page filters by: a run's activity (`running` only while a live process owns
+ * it), with every interruption under `interrupted`.
+ */
+export const STATUSES = ["running", "stalled", "not-started", "interrupted", "completed", "failed"] as const;
+
+/** The filter a row falls under: its activity, or `interrupted` for an interrupted run no process resumes yet. */
+const filterOf = (r: RunRow): string =>
+  r.status === "interrupted" && r.activity !== "running" ? "interrupted" : r.activity;
 
 /**
  * Every run of the journal, those waiting for an approval first, then the most recently active;
@@ -31,8 +39,8 @@ export async function runRows(journal: Journal): Promise<RunRow[]> {
   for (const { runId } of await journal.store.listRuns()) {
     if (runIdProblem(runId) !== undefined) continue; // no store reads it (see `loom runs`)
     const entries = await readJournal(journal, runId);
-    const info = runInfo(runId, entries);
-    rows.push({ ...info, waiting: info.interrupted?.reason === "approval-pending" });
+    const info = await runInfoOf(journal, runId, entries);
+    rows.push({ ...info, waiting: info.activity === "waiting-for-approval" });
     calls.set(runId, startedCalls(entries));
   }
   rows.sort(
@@ -60,12 +68,12 @@ function runCell(r: RunRow, shown: ReadonlySet<string>) {
 
 /** The runs page, filtered to `status` when given. */
 export function runsPage(rows: readonly RunRow[], status: string | undefined, source: string): string {
-  const shown = status ? rows.filter((r) => r.status === status) : rows;
+  const shown = status ? rows.filter((r) => filterOf(r) === status) : rows;
   const filter = html`<nav class="filter" aria-label="filter by status">
     <a href="/" class="${status ? "" : "on"}">all <span class="n">${rows.length}</span></a>
     ${STATUSES.map(
       (s) =>
-        html`<a href="/?status=${s}" class="${status === s ? "on" : ""}">${s} <span class="n">${rows.filter((r) => r.status === s).length}</span></a>`,
+        html`<a href="/?status=${s}" class="${status === s ? "on" : ""}">${activityLabel(s)} <span class="n">${rows.filter((r) => filterOf(r) === s).length}</span></a>`,
     )}
   </nav>`;
   const waiting = rows.filter((r) => r.waiting).length;
@@ -85,8 +93,8 @@ ${shown.map(
   ) => html`<tr class="${r.waiting ? "waiting" : ""}" data-run="${r.runId}"${r.parent ? html` data-parent="${r.parent.runId}"` : ""}>
 ${runCell(r, ids)}
 <td>${r.loopId ?? "?"}</td>
-<td><span class="status ${r.status}">${r.waiting ? "waiting for approval" : r.status}</span></td>
-<td class="why">${clip(stoppedText(r), 120)}</td>
+<td><span class="status ${r.activity}">${activityLabel(r.activity)}</span></td>
+<td class="why">${clip(stoppedOrNext(r), 120)}</td>
 <td class="num">${int(r.iterations)}</td>
 <td class="num">${r.tokens.input + r.tokens.output > 0 ? html`${int(r.tokens.input)} in · ${int(r.tokens.output)} out` : html`<span class="dim">not reported</span>`}</td>
 <td class="num">${kB(r.bytes)}</td>

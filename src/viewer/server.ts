@@ -3,7 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { isLoopback, urlHost } from "../cli/inspectServer.ts";
 import { CliError } from "../cli/io.ts";
-import { agentLoopMachine, type Journal, LoomError } from "../index.ts";
+import { agentLoopMachine, isApprovalRefusedError, isRunControlError, type Journal, LoomError } from "../index.ts";
 import { FORM_TOKEN_FIELD, isActionFormError, type ViewerActions } from "./actions.ts";
 import { CSS, SCRIPT } from "./assets.ts";
 import { followSource, type LiveSource, serveLive } from "./live.ts";
@@ -222,9 +222,10 @@ function fail(res: ServerResponse, e: unknown): void {
     res.end();
     return;
   }
-  const status = isActionFormError(e) ? 400 : 500;
+  // A refused action (an approval of no waiting call, a fork of an unknown step…) is the asker's to fix.
+  const status = isActionFormError(e) ? 400 : isApprovalRefusedError(e) || isRunControlError(e) ? 409 : 500;
   const message = e instanceof LoomError ? `${e.code}: ${e.message}` : e instanceof Error ? e.message : String(e);
-  html(res, status, problemPage(status === 400 ? "Cannot do that" : "Something went wrong", message, "/"));
+  html(res, status, problemPage(status === 500 ? "Something went wrong" : "Cannot do that", message, "/"));
 }
 
 /** A form body (at most 64 kB). */

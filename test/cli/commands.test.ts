@@ -44,7 +44,8 @@ describe("loom runs", () => {
     expect(code).toBe(0);
     expect(stdout).toMatch(/^run\s+loop\s+status\s+model calls\s+tokens in\/out\s+entries\s+journal\s+log\s+started/);
     expect(stdout).toMatch(/done-1\s+loom-demo\s+completed\s+7\s/);
-    expect(stdout).toMatch(/crashed-1\s+loom-demo\s+running\s+4\s/);
+    // Its process was killed mid-run: nobody owns it, so it is stalled, not running (issue 36).
+    expect(stdout).toMatch(/crashed-1\s+loom-demo\s+stalled\s+4\s.*resume with loom resume 'crashed-1'$/m);
   });
 
   it("sums the tokens each model call recorded (input/output), in the table and in --json", async () => {

@@ -47,7 +47,7 @@ describe("loom runs and loom show: sub-agents' runs", () => {
     const lines = stdout.trimEnd().split("\n").slice(1);
     const starts = ["a-solo ", "trip ", `└ ${CHILD} `, `  └ ${GRANDCHILD} `];
     expect(lines.map((line, i) => line.startsWith(starts[i] ?? "?"))).toEqual([true, true, true, true]);
-    expect(stdout).toMatch(/└ trip\/planner#turn:0:tool:0\s+researcher\s+interrupted/);
+    expect(stdout).toMatch(/└ trip\/planner#turn:0:tool:0\s+researcher\s+waiting for approval/);
     const runs = JSON.parse((await loom(dir, ["runs", "--db", db, "--json"])).stdout);
     expect(runs.map((r: { runId: string; parent?: unknown }) => [r.runId, r.parent])).toEqual([
       ["a-solo", undefined],

@@ -75,6 +75,21 @@ export function ownershipContract(name: string, open: () => Promise<StoreFixture
       expect(renewal).toMatchObject({ code: "ownershipLost", runId: "r1", token: 2, holder: { owner: "c", token: 3 } });
     });
 
+    it("tells a run's live holder, and none for a run never owned, released, or whose lease ran out", async () => {
+      expect(store.holder).toBeTypeOf("function");
+      const holder = (runId: string) => store.holder?.(runId);
+      expect(await holder("h1")).toBeUndefined();
+      const lease = await store.acquire("h1", { owner: "worker 7", leaseMs: 60_000 });
+      expect(await holder("h1")).toMatchObject({ owner: "worker 7", token: 1, pid: process.pid, host: hostname() });
+      await store.release(lease);
+      expect(await holder("h1")).toBeUndefined();
+      await store.acquire("h1", { owner: "short", leaseMs: 20 });
+      expect(await holder("h1")).toMatchObject({ owner: "short", token: 2 });
+      await sleep(40);
+      expect(await holder("h1")).toBeUndefined(); // lapsed: what a crashed owner leaves
+      expect(await holder("h2")).toBeUndefined(); // another run is not held
+    });
+
     it("renews a lease it still holds, pushing its expiry out", async () => {
       const lease = await store.acquire("r1", { owner: "a", leaseMs: 50 });
       const renewed = await store.renew(lease, 60_000);

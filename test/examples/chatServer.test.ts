@@ -1,7 +1,8 @@
 import { request } from "node:http";
+import { readUIMessageStream, type UIMessage, type UIMessageChunk } from "ai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sseFrame } from "../../examples/chat-server.ts";
-import { openSqliteJournal, readJournal, runEventsOf } from "../../src/index.ts";
+import { foldEntries, openSqliteJournal, readJournal, runEventsOf } from "../../src/index.ts";
 import { tempDir } from "../events/tmp.ts";
 import { startWorker, type Worker } from "../support/processes.ts";
 
@@ -199,4 +200,109 @@ describe("examples/chat-server.ts", () => {
     expect(sseFrame({ type: "text-delta", runId: "r", stepId: "s", attempt: 1, delta: "x" })).not.toMatch(/^id:/);
     expect(sseFrame({ ...base, type: "reset", stepId: "s", attempt: 1 })).not.toMatch(/^id:/);
   });
+});
+
+/** What `useChat`'s default transport does: POSTs `{ id, messages }`, reads the UI message stream into a message. */
+async function useChatSend(port: number, id: string, messages: readonly UIMessage[]): Promise<UIMessage> {
+  const res = await fetch(`http://127.0.0.1:${port}/api/chat`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ id, messages, trigger: "submit-message" }),
+  });
+  expect(res.headers.get("x-vercel-ai-ui-message-stream")).toBe("v1");
+  const chunks = (await res.text())
+    .split("\n\n")
+    .filter((f) => f.startsWith("data: ") && f !== "data: [DONE]")
+    .map((f) => JSON.parse(f.slice("data: ".length)) as UIMessageChunk);
+  const last = messages.at(-1);
+  const stream = new ReadableStream<UIMessageChunk>({
+    start(c) {
+      for (const chunk of chunks) c.enqueue(chunk);
+      c.close();
+    },
+  });
+  // Like useChat: a response to an assistant message (approval answers) goes on with that message.
+  let message: UIMessage | undefined;
+  for await (const m of readUIMessageStream({
+    stream,
+    ...(last?.role === "assistant" ? { message: structuredClone(last) } : {}),
+  }))
+    message = m;
+  if (!message) throw new Error("no assistant message");
+  return message;
+}
+
+const user = (id: string, text: string): UIMessage => ({ id, role: "user", parts: [{ type: "text", text }] });
+const textOf = (m: UIMessage) => m.parts.flatMap((p) => (p.type === "text" ? [p.text] : [])).join("");
+
+describe("examples/use-chat.ts on the chat server (useChat's POST /api/chat)", () => {
+  it("gives each run the whole conversation, and after an approval resumes the waiting run into the same message", async () => {
+    const file = tmp.file("use-chat.db");
+    const worker = server(file);
+    try {
+      const port = await portOf(worker);
+      const first = user("u1", "My name is Ana");
+      const a1 = await useChatSend(port, "chat-7", [first]);
+      expect(textOf(a1)).toBe("You said: My name is Ana");
+
+      const second = user("u2", "refund A-17");
+      const a2 = await useChatSend(port, "chat-7", [first, a1, second]);
+      const asked = a2.parts.find((p) => p.type === "tool-refund");
+      expect(asked).toMatchObject({
+        toolCallId: "refund-1",
+        state: "approval-requested",
+        input: { order: "A-17" },
+        approval: { id: "support-chat#turn:0:tool:0:approval" },
+      });
+
+      // The second run was given the whole conversation, not only its last message.
+      const journal = openSqliteJournal(file, { readonly: true });
+      try {
+        const started = (await readJournal(journal, "chat-7-2"))[0];
+        expect(started?.type === "run.started" && started.data.input).toEqual([
+          { role: "user", content: "My name is Ana" },
+          { role: "assistant", content: "You said: My name is Ana", toolCalls: [] },
+          { role: "user", content: "refund A-17" },
+        ]);
+      } finally {
+        await journal.close();
+      }
+
+      // useChat's addToolApprovalResponse, then the automatic resend of the messages.
+      const answered: UIMessage = {
+        ...a2,
+        parts: a2.parts.map((p) =>
+          p.type === "tool-refund"
+            ? ({
+                ...p,
+                state: "approval-responded",
+                approval: { id: (p as { approval: { id: string } }).approval.id, approved: true },
+              } as typeof p)
+            : p,
+        ),
+      };
+      const a3 = await useChatSend(port, "chat-7", [first, a1, second, answered]);
+      expect(a3.id).toBe(a2.id); // the same assistant message, gone on with
+      const tools = a3.parts.filter((p) => p.type === "tool-refund");
+      expect(tools).toEqual([
+        expect.objectContaining({
+          toolCallId: "refund-1",
+          state: "output-available",
+          output: { order: "A-17", refunded: true },
+        }),
+      ]);
+      expect(textOf(a3)).toBe("Refunding.Refunded A-17.");
+
+      // The waiting run went on; no other run was started.
+      const after = openSqliteJournal(file, { readonly: true });
+      try {
+        expect((await after.store.listRuns()).map((r) => r.runId)).toEqual(["chat-7-1", "chat-7-2"]);
+        expect(foldEntries(await readJournal(after, "chat-7-2")).status).toBe("completed");
+      } finally {
+        await after.close();
+      }
+    } finally {
+      worker.child.kill("SIGKILL");
+    }
+  }, 60_000);
 });

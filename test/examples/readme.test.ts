@@ -50,6 +50,26 @@ describe("README.md", () => {
     expect(blocks("ts")).toContain(readFileSync(join(root, "examples/sub-agents.ts"), "utf8").trimEnd());
   });
 
+  it("shows examples/use-chat.ts as it is", () => {
+    expect(blocks("ts")).toContain(readFileSync(join(root, "examples/use-chat.ts"), "utf8").trimEnd());
+  });
+
+  it("says how to install the package from a clone, naming the tarball npm pack writes", () => {
+    const { version } = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { version: string };
+    const install = blocks("sh")[1]
+      ?.split("\n")
+      .map((l) => l.replace(/\s+#.*$/, ""));
+    expect(install).toEqual([
+      "git clone <this repository> loom && cd loom && npm ci",
+      "npm pack",
+      `cd ../my-app && npm install ../loom/loom-agent-${version}.tgz`,
+    ]);
+    // What scripts/test-package.sh does: pack, then install the tarball in a fresh project.
+    const script = readFileSync(join(root, "scripts/test-package.sh"), "utf8");
+    expect(script).toMatch(/^npm pack /m);
+    expect(script).toContain('npm install --no-audit --no-fund --loglevel=error "$tarball"');
+  });
+
   it("shows the diagrams `loom machine … --mermaid` prints", async () => {
     expect(blocks("mermaid")).toEqual([
       await print(["machine", "agentLoop", "--mermaid"]),

@@ -82,7 +82,7 @@ describe("approvals from anywhere", () => {
     );
     expect(isApprovalRefusedError(mismatch) && mismatch.code).toBe("approvalInputMismatch");
     const unknown = await rejection(recordApproval(journal, "r", "shop#turn:0:tool:7", { approved: true }));
-    expect(isApprovalRefusedError(unknown) && unknown.code).toBe("approvalNotPending");
+    expect(isApprovalRefusedError(unknown) && unknown.code).toBe("approvalUnknownStep"); // no call 7 (issue 36)
     expect((await readJournal(journal, "r")).length).toBe(before);
 
     await recordApproval(journal, "r", REFUND_STEP, { approved: false, reason: "too much", by: "bo" });

@@ -150,7 +150,7 @@ describe.skipIf(!CHROMIUM)(`the viewer in headless Chromium${SKIPPED}`, () => {
       if (!isAgentInterruptedError(e)) throw e;
     }
     await page.goto(`${viewer.url}/runs/live-1`);
-    expect(await page.locator("h1 .status").textContent()).toBe("interrupted");
+    expect(await page.locator("h1 .status").textContent()).toBe("waiting for approval"); // interrupted, for an approval no one gave yet
     await supportLoop().run({ runId: "live-1", journal: other, approvals: { "support#turn:1:tool:0": true } });
     await expect.poll(() => page.locator("h1 .status").textContent(), { timeout: WAIT }).toBe("completed");
   });

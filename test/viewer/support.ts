@@ -55,7 +55,7 @@ export function supportLoop(approve?: () => "pending") {
 }
 
 /** A run interrupted for an approval of `refund` at turn 1 (turn 0 called `lookup`). */
-export async function waitingRun(journal: OpenJournal, runId: string): Promise<void> {
+export async function waitingRun(journal: Journal, runId: string): Promise<void> {
   try {
     await supportLoop(() => "pending").run({ runId, journal, input: "refund A-17" });
   } catch (e) {

@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import { escapeRunId, RUN_ID_RULE, readJournal, runIdProblem } from "../../index.ts";
-import { journalSource, type RunInfo, runInfo, stoppedText, withJournal } from "../db.ts";
+import { activityLabel, runInfoOf, stoppedOrNext } from "../activity.ts";
+import { journalSource, type RunInfo, withJournal } from "../db.ts";
 import { clip, int, kB, printable, table } from "../format.ts";
 import { type CliIo, println } from "../io.ts";
 import { type JournalCommonOptions, withJournalOptions } from "../program.ts";
@@ -10,9 +11,12 @@ import { inTreeOrder, parentAmong, startedCalls } from "./runsTree.ts";
 export function registerRuns(program: Command, io: CliIo): void {
   withJournalOptions(program.command("runs"))
     .description(
-      "list the runs in the journal: loop, status, model calls, tokens (input/output), entries, bytes, why a run stopped; a sub-agent's run (agentTool) indented under its parent's",
+      "list the runs in the journal: loop, status, model calls, tokens (input/output), entries, bytes, why a run stopped; a sub-agent's run (agentTool) indented under its parent's. Status: running (a live process owns it), stalled (nobody does and it did not end: resume it), not started (a fork or a submitted run nobody resumed yet), waiting for approval, answered (its approvals were answered: resume it), interrupted, completed, failed, cancelled",
     )
-    .option("--json", "print an array of runs as JSON (a sub-agent's run with its parent: { runId, stepId })")
+    .option(
+      "--json",
+      "print an array of runs as JSON (status: the journal's; activity: running, stalled, not-started, waiting-for-approval, answered…; a sub-agent's run with its parent: { runId, stepId })",
+    )
     .action(async (options: JournalCommonOptions & { json?: boolean }) => {
       const source = journalSource(io, options);
       const path = source.label;
@@ -27,7 +31,7 @@ export function registerRuns(program: Command, io: CliIo): void {
             continue;
           }
           const entries = await readJournal(journal, runId);
-          out.push(runInfo(runId, entries));
+          out.push(await runInfoOf(journal, runId, entries));
           calls.set(runId, startedCalls(entries));
         }
         out.sort((a, b) => (a.startedAt ?? "").localeCompare(b.startedAt ?? "") || a.runId.localeCompare(b.runId));
@@ -50,14 +54,14 @@ export function registerRuns(program: Command, io: CliIo): void {
       const rows = tree.map(({ run: r, depth }) => [
         `${depth === 0 ? "" : `${"  ".repeat(depth - 1)}└ `}${printable(r.runId)}`,
         printable(r.loopId ?? "?"),
-        r.status,
+        activityLabel(r.activity),
         int(r.iterations),
         r.tokens.input + r.tokens.output === 0 ? "-" : `${int(r.tokens.input)}/${int(r.tokens.output)}`,
         int(r.entries),
         kB(r.bytes),
         r.mode,
         (r.startedAt ?? "").replace("T", " ").slice(0, 19),
-        clip(stoppedText(r), 100),
+        clip(stoppedOrNext(r), 100),
       ]);
       println(
         io.stdout,

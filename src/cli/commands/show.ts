@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import { listPendingApprovals, type PendingApproval, parseFrameId, readJournal, runIdProblem } from "../../index.ts";
-import { type JournalSource, journalSource, type RunInfo, runInfo, stoppedText, withJournal } from "../db.ts";
+import { activityText, runInfoOf } from "../activity.ts";
+import { type JournalSource, journalSource, type RunInfo, stoppedText, withJournal } from "../db.ts";
 import { clip, count, int, oneLine, printable } from "../format.ts";
 import { type CliIo, println } from "../io.ts";
 import { type JournalCommonOptions, withJournalOptions } from "../program.ts";
@@ -61,7 +62,7 @@ async function runNamed(source: JournalSource, arg: string): Promise<{ info: Run
   return withJournal(source, async (journal) => {
     if (!(await journal.store.listRuns()).some((r) => r.runId === arg)) return undefined;
     const entries = await readJournal(journal, arg);
-    return { info: runInfo(arg, entries), story: await runStory(journal, arg, entries) };
+    return { info: await runInfoOf(journal, arg, entries), story: await runStory(journal, arg, entries) };
   });
 }
 
@@ -74,7 +75,9 @@ function printStory(io: CliIo, run: { info: RunInfo; story: RunStory }, json: bo
   const out = (line: string) => println(io.stdout, line);
   out(`run     ${info.runId}`); // a valid run id: no control character to escape
   out(`loop    ${printable(info.loopId ?? "?")}`);
-  out(`status  ${info.status}, ${int(info.iterations)} model calls, ${int(info.entries)} entries, ${info.mode} log`);
+  out(
+    `status  ${activityText(info)}, ${int(info.iterations)} model calls, ${int(info.entries)} entries, ${info.mode} log`,
+  );
   out(`time    ${info.startedAt ?? "?"} → ${info.updatedAt ?? "?"}`);
   if (story.parent)
     out(`parent  ${story.parent.runId}, its call ${printable(story.parent.stepId)} (a sub-agent's run)`);

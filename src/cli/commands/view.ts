@@ -27,7 +27,7 @@ export function registerView(program: Command, io: CliIo): void {
       "after",
       [
         "",
-        "Pages: / (runs; ?status=running|interrupted|completed|failed), /runs/<runId> (timeline, live),",
+        "Pages: / (runs; ?status=running|stalled|not-started|interrupted|completed|failed), /runs/<runId> (timeline, live),",
         "/runs/<runId>/travel (a slider over the journal's entries), /runs/<runId>/steps/<stepId> (what `loom show` prints).",
         "Run and step ids in addresses are URL-encoded (a step id's # is %23).",
       ].join("\n"),

@@ -169,7 +169,7 @@ const APPROVAL_LEASE_MS = 10_000;
  * the workers of its loop, which pick it up by themselves (for a sub-agent's call, the top-level
  * run of its chain is queued: resuming it resumes the sub-agent). It takes the run's ownership to write,
  * so it never races a live loop (`RunBusyError` while one runs it). Refused with
- * `ApprovalRefusedError` when the step is not waiting (`approvalNotPending`), was decided
+ * `ApprovalRefusedError` when the step is no call of the run (`approvalUnknownStep`), is not waiting (`approvalNotPending`), was decided
  * already (`approvalDecided`), waits with another input than `inputDigest` says
  * (`approvalInputMismatch`), or has expired (`approvalExpired`). A sub-agent's call is answered
  * on the sub-agent's run (`PendingApproval.runId`), never through its parent: the decision is the
@@ -271,7 +271,26 @@ async function wakeFor(
   return state.loopId === undefined ? undefined : { loopId: state.loopId };
 }
 
-/** Why `stepId` cannot be answered: decided already, not waiting at all, or waiting in a sub-agent's run `inSubRun`. */
+/**
+ * Whether `stepId` is a tool call of the folded run that exists or existed: asked about, decided,
+ * started or settled, or at an index of a model response the run recorded.
+ */
+export function isCallOf(state: RunState, stepId: string): boolean {
+  if (
+    state.approvalRequests[stepId] !== undefined ||
+    state.decisions[approvalId(stepId)] !== undefined ||
+    state.frames[stepId] !== undefined ||
+    state.settled[stepId] !== undefined
+  )
+    return true;
+  const id = parseFrameId(stepId);
+  if (id?.kind !== "tool" || id.loopId !== state.loopId) return false;
+  const response = responseAt(state, id.turn);
+  // An archived response is not read back here: a turn the run recorded stands for its calls.
+  return response === undefined ? id.turn < state.turns : id.index < response.toolCalls.length;
+}
+
+/** Why `stepId` cannot be answered: no call of the run, decided already, not waiting at all, or waiting in a sub-agent's run `inSubRun`. */
 function notPending(runId: string, stepId: string, state: RunState, inSubRun?: string): ApprovalRefusedError {
   if (inSubRun !== undefined) {
     return new ApprovalRefusedError(
@@ -279,6 +298,14 @@ function notPending(runId: string, stepId: string, state: RunState, inSubRun?: s
       runId,
       stepId,
       `run ${runId} step ${stepId}: the call waits in the sub-agent run ${inSubRun}, not in ${runId}; answer it there (recordApproval(journal, "${inSubRun}", "${stepId}", …), or loom approve --run <that run>), then resume ${runId}`,
+    );
+  }
+  if (!isCallOf(state, stepId)) {
+    return new ApprovalRefusedError(
+      "approvalUnknownStep",
+      runId,
+      stepId,
+      `run ${runId} has no call ${stepId}: nothing to approve or deny; check the step id (a tool call's, <loop>#turn:<i>:tool:<j>) against listPendingApprovals (loom approvals)`,
     );
   }
   const decision = state.decisions[approvalId(stepId)];

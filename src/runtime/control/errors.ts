@@ -1,9 +1,15 @@
 import { LoomError } from "../../core/errors.ts";
 
-/** Why `recordApproval` refused a decision. */
+/** Why `recordApproval` (or `loop.run({ approvals })`) refused an answer. */
 export type ApprovalRefusal =
   /** The run does not wait for this step's approval (not asked, or the run went on). */
   | "approvalNotPending"
+  /**
+   * The step id names no call of the run that was ever asked about (a typo, another run's or
+   * another loop's step): in `recordApproval`, `loom approve`/`deny`, the viewer, or a key of
+   * `loop.run({ approvals })` for a run that waits for approvals.
+   */
+  | "approvalUnknownStep"
   /** The step's approval was decided already (once, by whoever answered first). */
   | "approvalDecided"
   /** The caller approved another input than the one the call would run with. */
@@ -12,8 +18,8 @@ export type ApprovalRefusal =
   | "approvalExpired";
 
 /**
- * `recordApproval` refused a decision: the step is not waiting, was decided already, the caller
- * approved another input, or the approval expired. Nothing was journaled.
+ * An approval was refused: the step is no call of the run, is not waiting, was decided already,
+ * the caller approved another input, or the approval expired. Nothing was journaled.
  *
  * @example
  * await recordApproval(journal, runId, stepId, { approved: true }).catch((e) => {

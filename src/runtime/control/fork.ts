@@ -21,7 +21,10 @@ export interface ForkOptions {
 /** What `forkRun` made. */
 export interface ForkResult {
   readonly runId: string;
-  /** The marker its `run.started` holds: the source run, the seq the fork starts at, the step. */
+  /**
+   * The marker its `run.started` holds: the source run, the seq the fork starts at, the step,
+   * and how many entries were copied.
+   */
   readonly forkedFrom: ForkedFromData;
   /** Entries copied into the new run. */
   readonly entries: number;
@@ -66,7 +69,9 @@ export async function forkRun(journal: Journal, runId: string, options: ForkOpti
   const seq = forkPoint(runId, history, at);
   const kept = history.filter((e) => e.seq < seq);
   if (typeof at === "string") kept.push(...resultsOfStartedSteps(history, seq, at));
-  const forkedFrom: ForkedFromData = typeof at === "string" ? { runId, seq, stepId: at } : { runId, seq };
+  const copied = kept.length; // the fork's journal before anyone resumes it (`runActivity`: not-started)
+  const forkedFrom: ForkedFromData =
+    typeof at === "string" ? { runId, seq, stepId: at, entries: copied } : { runId, seq, entries: copied };
   const entries = kept.map(
     (e): NewEntry =>
       e.type === "run.started"
