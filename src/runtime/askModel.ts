@@ -6,7 +6,7 @@
  * streaming adds nothing to the journal.
  */
 import type { ModelResponse } from "../events/types.ts";
-import { streamModelCall } from "./modelStream.ts";
+import { callModel } from "./modelStream.ts";
 import type { RunSession } from "./session.ts";
 import type { StepStop } from "./stepSignals.ts";
 
@@ -34,16 +34,21 @@ export function askModel(
     },
   };
   const runId = session.options.runId;
-  return streamModelCall(model, request, {
-    firstChunkMs: timeouts?.firstChunkMs,
-    chunkIdleMs: timeouts?.chunkIdleMs,
-    runId,
-    stepId: frameId,
-    onPart: session.events.watched()
-      ? (part) => {
-          onDelta();
-          session.events.emitLive({ ...part, runId, stepId: frameId, attempt });
-        }
-      : undefined,
-  });
+  return callModel(
+    model,
+    request,
+    {
+      firstChunkMs: timeouts?.firstChunkMs,
+      chunkIdleMs: timeouts?.chunkIdleMs,
+      runId,
+      stepId: frameId,
+      onPart: session.events.watched()
+        ? (part) => {
+            onDelta();
+            session.events.emitLive({ ...part, runId, stepId: frameId, attempt });
+          }
+        : undefined,
+    },
+    stop,
+  );
 }
