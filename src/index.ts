@@ -184,7 +184,13 @@ export const modePinMachine: typeof modePinChart = modePinChart;
  */
 export const toolCallMachine: typeof toolCallChart = toolCallChart;
 export { type ListedTool, readToolList, TOOL_LIST_SOURCE, type ToolListChoice } from "./events/toolList.ts";
-export { isModelStreamError, ModelStreamError, type ModelStreamErrorCode } from "./models/errors.ts";
+export {
+  isModelCapabilityError,
+  isModelStreamError,
+  ModelCapabilityError,
+  ModelStreamError,
+  type ModelStreamErrorCode,
+} from "./models/errors.ts";
 export type { ScriptedModelOptions } from "./models/scripted.ts";
 export { type Script, type ScriptContext, ScriptExhaustedError, scriptedModel } from "./models/scripted.ts";
 export type {

@@ -5,7 +5,7 @@
 import { type AiSdkSpecificationVersion, toAiSdkPrompt, toAiSdkTools } from "./aiSdkPrompt.ts";
 import { fromAiSdkResult } from "./aiSdkResponse.ts";
 import { aiSdkStreamParts } from "./aiSdkStream.ts";
-import { ModelAdapterError } from "./errors.ts";
+import { isNotImplemented, ModelAdapterError, ModelCapabilityError } from "./errors.ts";
 import type { GenerateRequest, Model, ModelResponse } from "./types.ts";
 
 export type { AiSdkSpecificationVersion } from "./aiSdkPrompt.ts";
@@ -22,9 +22,12 @@ export interface AiSdkLanguageModel {
   readonly specificationVersion: AiSdkSpecificationVersion;
   readonly provider?: string;
   readonly modelId?: string;
-  /** Typed loosely on purpose: each specification has its own call options. */
-  doGenerate(options: never): PromiseLike<unknown>;
-  /** When present, `fromAiSdk` gives the model a `stream` (unless `stream: false`). */
+  /**
+   * Typed loosely on purpose: each specification has its own call options. A model needs
+   * `doGenerate`, `doStream` or both (see `fromAiSdk`).
+   */
+  doGenerate?(options: never): PromiseLike<unknown>;
+  /** When present, `fromAiSdk` gives the model a `stream` (unless `stream: false`), which the loop prefers. */
   doStream?(options: never): PromiseLike<unknown>;
 }
 
@@ -45,9 +48,10 @@ export interface FromAiSdkOptions {
   /** Provider-specific options, by provider name (`{ openai: { … } }`). */
   readonly providerOptions?: Readonly<Record<string, Readonly<Record<string, unknown>>>>;
   /**
-   * `false`: never call `doStream` (the Model gets no `stream`), for a model whose `doStream` is
-   * missing or poor, e.g. a `MockLanguageModelV3` given only `doGenerate`. Default: stream when
-   * the model has `doStream`.
+   * `false`: never call `doStream` (the Model gets no `stream`, so the loop calls `doGenerate`),
+   * for a provider whose streaming is poor. Not needed for a model without a working `doStream`
+   * (a `MockLanguageModelV3` given only `doGenerate`): the loop falls back by itself. Default:
+   * stream when the model has `doStream`.
    */
   readonly stream?: boolean;
 }
@@ -64,6 +68,13 @@ export interface FromAiSdkOptions {
  * parsed (malformed text gives an `InvalidToolInput`, never a throw); `usage` and
  * `finishReason` are read from either specification's shape.
  *
+ * The loop streams whenever the model can (README "Streaming models"): when the model has
+ * `doStream`, the Model has `stream` and the loop calls it, with or without watchers; it calls
+ * `doGenerate` only for a model without `doStream`, or whose `doStream` is not implemented (a
+ * `MockLanguageModelV3` given only `doGenerate` throws "Not implemented": the adapter turns that
+ * into `ModelCapabilityError`, and the loop calls `generate` instead). Likewise a model with only
+ * `doStream` has a `generate` that throws `ModelCapabilityError` without calling anything.
+ *
  * When the model has `doStream`, the Model also has `stream` (see `Model.stream`): text,
  * reasoning and tool-input deltas as they arrive, then the response, assembled from the stream's
  * parts into the shape of a `doGenerate` result and mapped as above, so it is the response
@@ -75,8 +86,9 @@ export interface FromAiSdkOptions {
  * (`APICallError`…) is passed on as it is.
  *
  * @throws ModelAdapterError `unsupportedModel` when `model` is not such a model: a model id
- * string, no `doGenerate`, or another `specificationVersion` (`"v1"`: AI SDK 4 providers; a
- * later one than `"v4"`: a newer Loom is needed).
+ * string, neither `doGenerate` nor `doStream` (or no `doGenerate` with `stream: false`), or
+ * another `specificationVersion` (`"v1"`: AI SDK 4 providers; a later one than `"v4"`: a newer
+ * Loom is needed).
  * @example
  * ```ts
  * import { openai } from "@ai-sdk/openai";
@@ -91,9 +103,9 @@ export interface FromAiSdkOptions {
  * ```
  */
 export function fromAiSdk(model: AiSdkLanguageModel, options: FromAiSdkOptions = {}): Model {
-  const version = checkModel(model);
-  const name = modelName(model);
   const { stream: streams = true, ...settings } = options;
+  const version = checkModel(model, streams);
+  const name = modelName(model);
   const callOptions = async ({ messages, tools, signal }: GenerateRequest) => {
     const functionTools = await toAiSdkTools(tools);
     return {
@@ -103,9 +115,14 @@ export function fromAiSdk(model: AiSdkLanguageModel, options: FromAiSdkOptions =
       abortSignal: signal,
     };
   };
-  const generate = async (request: GenerateRequest): Promise<ModelResponse> =>
-    fromAiSdkResult(await model.doGenerate((await callOptions(request)) as never), name);
-  const doStream = model.doStream;
+  const { doGenerate, doStream } = model;
+  const generate = async (request: GenerateRequest): Promise<ModelResponse> => {
+    if (typeof doGenerate !== "function") {
+      throw new ModelCapabilityError(["doGenerate"], `${name} has no doGenerate method (it only streams)`);
+    }
+    const call = await callOptions(request);
+    return fromAiSdkResult(await notImplemented(name, "doGenerate", () => doGenerate.call(model, call as never)), name);
+  };
   const modelId = (model as { modelId?: unknown }).modelId;
   const id = typeof modelId === "string" ? { id: modelId } : {};
   if (!streams || typeof doStream !== "function") return { ...id, generate };
@@ -113,11 +130,27 @@ export function fromAiSdk(model: AiSdkLanguageModel, options: FromAiSdkOptions =
     ...id,
     generate,
     stream: (request: GenerateRequest) =>
-      aiSdkStreamParts(async () => doStream.call(model, (await callOptions(request)) as never), name),
+      aiSdkStreamParts(async () => {
+        const call = await callOptions(request);
+        return notImplemented(name, "doStream", () => doStream.call(model, call as never));
+      }, name),
   };
 }
 
-function checkModel(model: unknown): AiSdkSpecificationVersion {
+/** Calls a model method; its "Not implemented" throw (see `isNotImplemented`) becomes a `ModelCapabilityError`. */
+async function notImplemented(name: string, method: string, call: () => PromiseLike<unknown>): Promise<unknown> {
+  try {
+    return await call();
+  } catch (error) {
+    if (!isNotImplemented(error)) throw error;
+    const message = (error as Error).message;
+    throw new ModelCapabilityError([method], `${name}: ${method} is not implemented (it threw "${message}")`, {
+      cause: error,
+    });
+  }
+}
+
+function checkModel(model: unknown, streams: boolean): AiSdkSpecificationVersion {
   if (typeof model === "string") {
     throw new ModelAdapterError(
       "unsupportedModel",
@@ -127,10 +160,14 @@ function checkModel(model: unknown): AiSdkSpecificationVersion {
   if (typeof model !== "object" || model === null) {
     throw new ModelAdapterError(
       "unsupportedModel",
-      `fromAiSdk: got ${model === null ? "null" : typeof model}; pass an AI SDK LanguageModel (specificationVersion "v2", "v3" or "v4", with doGenerate).`,
+      `fromAiSdk: got ${model === null ? "null" : typeof model}; pass an AI SDK LanguageModel (specificationVersion "v2", "v3" or "v4", with doGenerate or doStream).`,
     );
   }
-  const { specificationVersion, doGenerate } = model as { specificationVersion?: unknown; doGenerate?: unknown };
+  const { specificationVersion, doGenerate, doStream } = model as {
+    specificationVersion?: unknown;
+    doGenerate?: unknown;
+    doStream?: unknown;
+  };
   if (typeof specificationVersion !== "string" || !VERSIONS.includes(specificationVersion)) {
     const newer = typeof specificationVersion === "string" && Number(/^v(\d+)$/.exec(specificationVersion)?.[1]) > 4;
     const fix =
@@ -144,10 +181,14 @@ function checkModel(model: unknown): AiSdkSpecificationVersion {
       `fromAiSdk: ${modelName(model)} has specificationVersion ${JSON.stringify(specificationVersion)}; ${fix}.`,
     );
   }
-  if (typeof doGenerate !== "function") {
+  if (typeof doGenerate !== "function" && (typeof doStream !== "function" || !streams)) {
+    const what =
+      typeof doStream === "function"
+        ? "has no doGenerate method, and { stream: false } leaves nothing to call: drop stream: false"
+        : "has neither a doGenerate nor a doStream method: pass the model itself, not a provider or a wrapper";
     throw new ModelAdapterError(
       "unsupportedModel",
-      `fromAiSdk: ${modelName(model)} (specification ${specificationVersion}) has no doGenerate method; pass the model itself, not a provider or a wrapper.`,
+      `fromAiSdk: ${modelName(model)} (specification ${specificationVersion}) ${what}.`,
     );
   }
   return specificationVersion as AiSdkSpecificationVersion;

@@ -70,3 +70,69 @@ export class ModelStreamError extends LoomError {
  * ```
  */
 export const isModelStreamError = (e: unknown): e is ModelStreamError => e instanceof ModelStreamError;
+
+/**
+ * A model that cannot answer a call the way Loom asks: it has no working `stream` and no working
+ * `generate` (for an AI SDK model, neither `doStream` nor `doGenerate` is given or implemented),
+ * or an adapter's method that is missing or throws "Not implemented". `missing` names the methods.
+ *
+ * Thrown by one method (an adapter's `stream` or `generate`, with no run), it tells the loop to
+ * use the other: a `stream` that throws it before its first part is answered by `generate`
+ * instead. When neither works, the run's model call fails with it, naming the run and the step
+ * (`runId`, `stepId`): never retried (`isRetryable: false`), the run is interrupted (`model-error`)
+ * and its cause's `name` is `"ModelCapabilityError"`.
+ *
+ * @example
+ * ```ts
+ * const onlyStreams: Model = {
+ *   generate: async () => {
+ *     throw new ModelCapabilityError(["generate"], "my-model only streams");
+ *   },
+ *   stream: (request) => myStream(request),
+ * };
+ * ```
+ */
+export class ModelCapabilityError extends LoomError {
+  declare readonly code: "modelMethodMissing";
+  /** Read by the failure policy: asking again cannot make a method appear. */
+  readonly isRetryable = false;
+  /** The methods missing or not implemented (`stream`, `generate`, `doStream`, `doGenerate`). */
+  readonly missing: readonly string[];
+  /** The run whose model call could not be made, when a run made it. */
+  readonly runId: string | undefined;
+  /** The model step (`<loop>#turn:<i>:model`), when a run made the call. */
+  readonly stepId: string | undefined;
+  constructor(
+    missing: readonly string[],
+    message: string,
+    options: { readonly cause?: unknown; readonly runId?: string; readonly stepId?: string } = {},
+  ) {
+    super("modelMethodMissing", message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.missing = missing;
+    this.runId = options.runId;
+    this.stepId = options.stepId;
+  }
+}
+
+/**
+ * True when `e` is a `ModelCapabilityError`.
+ *
+ * @example
+ * ```ts
+ * if (isModelCapabilityError(e)) console.error(`the model lacks ${e.missing.join(" and ")}`);
+ * ```
+ */
+export const isModelCapabilityError = (e: unknown): e is ModelCapabilityError => e instanceof ModelCapabilityError;
+
+/**
+ * Whether a model method's throw says the method is not there: an error named `NotImplementedError`
+ * or whose whole message is "Not implemented" (the AI SDK's `MockLanguageModelV3` throws
+ * `new Error("Not implemented")` from a `doGenerate` or `doStream` it was not given). An error with
+ * an HTTP status (a provider's 501 is an answer) is not.
+ */
+export function isNotImplemented(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  const { statusCode, status } = error as { statusCode?: unknown; status?: unknown };
+  if (statusCode !== undefined || status !== undefined) return false;
+  return /^NotImplemented(Error)?$/i.test(error.name) || /^\s*not implemented\.?\s*$/i.test(error.message);
+}

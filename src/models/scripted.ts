@@ -69,8 +69,11 @@ export function scriptedModel(script: Script, options: ScriptedModelOptions = {}
   async function* stream(request: GenerateRequest): AsyncGenerator<ModelStreamPart> {
     const response = await respond(request);
     for (const part of scriptedDeltas(response)) {
-      if (delayMs > 0) await pause(delayMs, request.signal);
-      request.signal.throwIfAborted();
+      // Only a paced stream waits, so only it reads the signal (a run's step makes it when read).
+      if (delayMs > 0) {
+        await pause(delayMs, request.signal);
+        request.signal.throwIfAborted();
+      }
       yield part;
     }
     yield { type: "response", response };

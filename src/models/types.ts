@@ -23,11 +23,20 @@ export interface GenerateRequest {
 /**
  * Loom's Model SPI: one call, one response. No tool calls means the answer is final.
  * Adapters: `scriptedModel` (tests, demo), `fromAiSdk` (any AI SDK LanguageModel).
+ *
+ * The loop's one rule: it calls `stream` whenever the model has one, whoever watches the run
+ * (nobody, `onEvent`, `loop.stream`, telemetry, a worker), and `generate` otherwise. A method the
+ * model cannot serve throws `ModelCapabilityError`: a `stream` that throws it before its first
+ * part is answered by `generate` instead (and the model is not asked to stream again), and a
+ * call neither answers fails the run's model call with it.
  */
 export interface Model {
   /** The model's id (`gpt-4o`, …), when known: telemetry reports it as `gen_ai.request.model`. */
   readonly id?: string;
-  /** Answers one call: content, tool calls, or both. */
+  /**
+   * Answers one call: content, tool calls, or both. The loop calls it only for a model without a
+   * working `stream`; a model that only streams may throw `ModelCapabilityError` here.
+   */
   generate(request: GenerateRequest): Promise<ModelResponse>;
   /**
    * Optional: answers the same call as it is produced. The contract:
@@ -41,7 +50,9 @@ export interface Model {
    * - the request's `signal` aborts the call; a consumer that stops early calls the iterator's
    *   `return()`, which must release the connection.
    *
-   * The loop uses `stream` when a model has it (see `streamModelCall`), else `generate`.
+   * The loop uses `stream` whenever a model has it, watched or not (see `streamModelCall`),
+   * else `generate`. Throw `ModelCapabilityError` before the first part when this model cannot
+   * stream after all: the loop then calls `generate`.
    *
    * @example
    * ```ts

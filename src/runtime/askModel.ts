@@ -1,11 +1,12 @@
 /**
- * One attempt of a model call, as the durable step runs it: streamed when something watches the
- * run (deltas go out as live RunEvents, DESIGN §7.2) or when the loop sets a streaming time limit
- * (`timeouts.firstChunkMs`, `chunkIdleMs`), else a plain `generate`. Either way the response
- * is the same and is what the journal records: streaming adds nothing to the journal.
+ * One attempt of a model call, as the durable step runs it, by Loom's one streaming rule
+ * (`streamModelCall`): streamed whenever the model can, whoever watches (a plain run, a worker,
+ * telemetry alone), else `generate`. Deltas go out as live RunEvents only when something watches
+ * the run (DESIGN §7.2). Either way the response is the same and is what the journal records:
+ * streaming adds nothing to the journal.
  */
 import type { ModelResponse } from "../events/types.ts";
-import { streamModelCall } from "./modelStream.ts";
+import { callModel } from "./modelStream.ts";
 import type { RunSession } from "./session.ts";
 import type { StepStop } from "./stepSignals.ts";
 
@@ -32,22 +33,22 @@ export function askModel(
       return stop.signal;
     },
   };
-  const firstChunkMs = timeouts?.firstChunkMs;
-  const chunkIdleMs = timeouts?.chunkIdleMs;
-  const watched = session.events.watched();
-  if (model.stream === undefined || (!watched && firstChunkMs === undefined && chunkIdleMs === undefined)) {
-    return Promise.resolve(model.generate(request));
-  }
   const runId = session.options.runId;
-  return streamModelCall(model, request, {
-    firstChunkMs,
-    chunkIdleMs,
-    what: `model call ${frameId}`,
-    onPart: watched
-      ? (part) => {
-          onDelta();
-          session.events.emitLive({ ...part, runId, stepId: frameId, attempt });
-        }
-      : undefined,
-  });
+  return callModel(
+    model,
+    request,
+    {
+      firstChunkMs: timeouts?.firstChunkMs,
+      chunkIdleMs: timeouts?.chunkIdleMs,
+      runId,
+      stepId: frameId,
+      onPart: session.events.watched()
+        ? (part) => {
+            onDelta();
+            session.events.emitLive({ ...part, runId, stepId: frameId, attempt });
+          }
+        : undefined,
+    },
+    stop,
+  );
 }

@@ -334,7 +334,11 @@ describe("fromAiSdk: what it refuses", () => {
     ["null", null, /got null/],
     ["a v1 model", { specificationVersion: "v1", doGenerate: async () => ({}) }, /"v1".*upgrade the provider/],
     ["an unknown version", { specificationVersion: "v9", doGenerate: async () => ({}) }, /"v9"/],
-    ["no doGenerate", { specificationVersion: "v3", provider: "p", modelId: "m" }, /p\/m .* no doGenerate/],
+    [
+      "neither doGenerate nor doStream",
+      { specificationVersion: "v3", provider: "p", modelId: "m" },
+      /p\/m .* neither a doGenerate nor a doStream/,
+    ],
   ];
   it.each(wrong)("throws ModelAdapterError unsupportedModel for %s", (_, model, message) => {
     let thrown: unknown;

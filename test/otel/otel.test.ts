@@ -24,6 +24,7 @@ import {
 import { fromAiSdk } from "../../src/models/aiSdk.ts";
 import { otelTelemetry } from "../../src/otel.ts";
 import { tempDir } from "../cli/support.ts";
+import { streamedAs } from "../support/aiSdkStream.ts";
 
 /** Spans of runs, after the GenAI conventions, one trace across a crash; none for served steps. */
 function traced() {
@@ -148,6 +149,37 @@ describe("loom-agent/otel", () => {
     expect(chats[0]?.events.map((e) => e.name)).toContain("exception");
     expect(chats[0]?.attributes["http.response.status_code"]).toBe(503);
     expect(chats[1]?.status.code).not.toBe(SpanStatusCode.ERROR);
+  });
+
+  it("a doStream-only AI SDK model answers a run watched by telemetry alone (one streaming rule, issue 36)", async () => {
+    const { exporter, telemetry } = traced();
+    const usage = (output: number) => ({
+      inputTokens: { total: 100, noCache: 100, cacheRead: undefined, cacheWrite: undefined },
+      outputTokens: { total: output, text: output, reasoning: undefined },
+    });
+    const mock = new MockLanguageModelV3({
+      doStream: [
+        streamedAs({
+          content: [{ type: "tool-call", toolCallId: "call-a", toolName: "lookup", input: '{"order":7}' }],
+          finishReason: { unified: "tool-calls", raw: undefined },
+          usage: usage(9),
+        }),
+        streamedAs({
+          content: [{ type: "text", text: "Order 7 ships today." }],
+          finishReason: { unified: "stop", raw: undefined },
+          usage: usage(7),
+        }),
+      ],
+    });
+    const loop = agentLoop$({ id: "s", model: fromAiSdk(mock), tools: { lookup }, telemetry, searchTools: false });
+    const journal = createJournal({ store: memoryStore() });
+    const out = await loop.run({ runId: "r-s", input: "where is order 7?", journal });
+    expect(out.content).toBe("Order 7 ships today.");
+    expect(mock.doStreamCalls).toHaveLength(2);
+    expect(mock.doGenerateCalls).toHaveLength(0);
+    const chats = named(exporter.getFinishedSpans(), "chat mock-model-id");
+    expect(chats.map((s) => s.status.code)).toEqual([SpanStatusCode.UNSET, SpanStatusCode.UNSET]);
+    expect(chats[1]?.attributes["gen_ai.usage.output_tokens"]).toBe(7);
   });
 
   it("a resume continues the trace (its run span's parent is the first attempt's) and makes no span for served steps", async () => {

@@ -1,11 +1,14 @@
+import { MockLanguageModelV3 } from "ai/test";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isAgentLoopConfigError, isReplayDivergenceError } from "../../src/core/errors.ts";
 import { createJournal, type OpenJournal, readJournal } from "../../src/events/journal.ts";
 import { memoryStore } from "../../src/events/memory.ts";
+import { fromAiSdk } from "../../src/models/aiSdk.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
 import { isNotPostgresJournalError, openPostgresJournal, startWorker, submitRun } from "../../src/postgres.ts";
 import { type AgentLoop, agentLoop$ } from "../../src/runtime/agentLoop.ts";
 import type { Tool } from "../../src/runtime/config.ts";
+import { streamedAs } from "../support/aiSdkStream.ts";
 import { dropSchema, freshSchema, PG_URL, sleep, sql, until } from "./pg.ts";
 
 /** A loop `id`: turn 0 calls `work` (which takes `workMs`), turn 1 answers; `runs` lists the tool's executions. */
@@ -214,6 +217,34 @@ describe.skipIf(PG_URL === undefined)("submitRun and startWorker", () => {
     const c = work({ drain: loop });
     await until("another worker to finish it", completed("aborted"));
     await c.stop();
+  });
+
+  it("runs a doStream-only AI SDK model: a worker streams as every run does (one streaming rule, issue 36)", async () => {
+    const finished = (text: string, unified: "stop" | "tool-calls", input?: string) =>
+      streamedAs({
+        content: input ? [{ type: "tool-call", toolCallId: "c", toolName: "work", input }] : [{ type: "text", text }],
+        finishReason: { unified, raw: undefined },
+        usage: {
+          inputTokens: { total: 1, noCache: 1, cacheRead: undefined, cacheWrite: undefined },
+          outputTokens: { total: 1, text: 1, reasoning: undefined },
+        },
+      });
+    const mock = new MockLanguageModelV3({
+      doStream: [finished("", "tool-calls", "{}"), finished("streamed", "stop")],
+    });
+    const loop = agentLoop$({
+      id: "streams",
+      model: fromAiSdk(mock),
+      tools: { work: { description: "works", execute: async () => ({ done: true }) } },
+      searchTools: false,
+    });
+    await submitRun(journal, { runId: "stream-only", loop, input: "go" });
+    const worker = work({ streams: loop });
+    await until("the stream-only run to complete", completed("stream-only"));
+    await worker.stop();
+    expect(mock.doStreamCalls).toHaveLength(2);
+    expect(mock.doGenerateCalls).toHaveLength(0);
+    expect((await loop.run({ runId: "stream-only", journal })).content).toBe("streamed");
   });
 });
 

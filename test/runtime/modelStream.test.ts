@@ -59,11 +59,17 @@ describe("streamModelCall", () => {
     ]);
   });
 
-  it("calls generate when the model has no stream", async () => {
+  it("calls generate when the model has no stream, its response told as one delta per text and tool input", async () => {
     const model = scriptedModel([answer], { stream: false });
     const parts: ModelStreamDelta[] = [];
     expect(await streamModelCall(model, request(), { firstChunkMs: 1, onPart: (p) => parts.push(p) })).toBe(answer);
-    expect(parts).toEqual([]);
+    expect(parts).toEqual([{ type: "text-delta", delta: "Paris is mild today." }]);
+    const calling: ModelResponse = { toolCalls: [{ id: "c1", name: "weather", input: { city: "Paris" } }] };
+    parts.length = 0;
+    await streamModelCall(scriptedModel([calling], { stream: false }), request(), { onPart: (p) => parts.push(p) });
+    expect(parts).toEqual([
+      { type: "tool-input-delta", toolCallId: "c1", toolName: "weather", delta: '{"city":"Paris"}' },
+    ]);
   });
 
   it("fails a call whose first part takes longer than firstChunkMs: aborts its signal, closes it, retryable", async () => {
