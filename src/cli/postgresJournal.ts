@@ -1,13 +1,12 @@
-import pg from "pg";
 import type { OpenJournal } from "../index.ts";
 import { openPostgresJournal } from "../postgres/journal.ts";
-import { tablesIn } from "../postgres/schema.ts";
+import { probeJournal } from "../postgres/probe.ts";
 import { CliError } from "./io.ts";
 import { type JournalSource, PG_ENV } from "./journalSource.ts";
 
 /**
  * The `loom` command's PostgreSQL journal. Loaded only when a command is given one
- * (journalSource.ts), as it loads `pg`.
+ * (journalSource.ts), as it loads `pg` (through src/postgres).
  */
 
 type PostgresSource = Extract<JournalSource, { kind: "postgres" }>;
@@ -20,33 +19,23 @@ type PostgresSource = Extract<JournalSource, { kind: "postgres" }>;
  * (`?application_name=…`).
  */
 export async function openCliPostgresJournal(source: PostgresSource): Promise<OpenJournal> {
-  const meta = tablesIn(source.schema).meta; // refuses a schema name that is not an identifier
-  const client = new pg.Client({ connectionString: source.url });
-  client.on("error", () => {}); // a failure is reported by the query below
-  try {
-    await client.connect();
-  } catch (e) {
-    await client.end().catch(() => {});
+  const probe = await probeJournal(source.url, source.schema); // refuses a schema name that is not an identifier
+  if (probe.kind === "unreachable") {
     throw new CliError(
       "postgresUnreachable",
-      `cannot connect to ${source.label} (${source.via}): ${(e as Error).message}; check the URL and that the server is up`,
-      { cause: e },
+      `cannot connect to ${source.label} (${source.via}): ${probe.error.message}; check the URL and that the server is up`,
+      { cause: probe.error },
     );
   }
-  try {
-    const [row] = (await client.query<{ found: string | null }>("SELECT to_regclass($1)::text AS found", [meta])).rows;
-    if (row?.found == null) {
-      const schemaHint =
-        source.schema === undefined
-          ? `pass --pg-schema <name> (or set ${PG_ENV.schema}) if Loom's tables are in a schema of their own`
-          : `check --pg-schema (or ${PG_ENV.schema})`;
-      throw new CliError(
-        "noJournal",
-        `no Loom journal in ${source.label} (no loom_meta table there): ${schemaHint}; a program's openPostgresJournal(url${source.schema === undefined ? "" : `, { schema: "${source.schema}" }`}) creates one`,
-      );
-    }
-  } finally {
-    await client.end().catch(() => {});
+  if (probe.kind === "missing") {
+    const schemaHint =
+      source.schema === undefined
+        ? `pass --pg-schema <name> (or set ${PG_ENV.schema}) if Loom's tables are in a schema of their own`
+        : `check --pg-schema (or ${PG_ENV.schema})`;
+    throw new CliError(
+      "noJournal",
+      `no Loom journal in ${source.label} (no loom_meta table there): ${schemaHint}; a program's openPostgresJournal(url${source.schema === undefined ? "" : `, { schema: "${source.schema}" }`}) creates one`,
+    );
   }
   return openPostgresJournal(source.url, {
     ...(source.schema === undefined ? {} : { schema: source.schema }),
