@@ -221,7 +221,7 @@ describe("loom show", () => {
     }
   });
 
-  it("keeps canonical text out of the store: an inline output is stored as the tool's JSON", async () => {
+  it("stores an inline output as the tool's JSON text, whose canonical text is the one digested", async () => {
     const path = tmp.file("stored.db");
     const journal = openSqliteJournal(path);
     await loopIn(journal, false, []).run({ runId: "r", input: "go", journal });
@@ -235,7 +235,9 @@ describe("loom show", () => {
       const tool = texts.filter((t) => t.includes('"digest"'));
       expect(tool).toHaveLength(1);
       expect(tool[0]).toContain(`"output":${TEXT}`);
-      expect(canonicalJson(JSON.parse(tool[0] as string).output)).toBe(CANONICAL);
+      const stored = JSON.parse(tool[0] as string) as { output: unknown; digest: string; bytes: number };
+      expect(canonicalJson(stored.output)).toBe(CANONICAL);
+      expect([stored.digest, stored.bytes]).toEqual([sha256Hex(CANONICAL), CANONICAL.length]);
     } finally {
       db.close();
     }
