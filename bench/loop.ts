@@ -14,9 +14,11 @@
  * shape and key, each row made from its entry's JSON text inside the timing as the store makes
  * it: rows of another layout (text keys and JSON meta, as it wrote before) are not the rows the
  * store writes, and their cost differs.
- * The floor makes each row's text with `JSON.stringify`, as a raw insert of the entries would; the
- * store is handed a tool frame's text by the loop, which wrote the output's canonical text once for
- * its digest (`withDataText`), so the run serializes each output once where the floor does once too.
+ * The floor makes each row's text with `JSON.stringify`, as a raw insert of the entries would, and
+ * so does the store: a tool output is stored in its own member order (ADR 0142 D1), not as the
+ * canonical text the loop writes for its digest (D2), so the run writes each output twice (the
+ * canonical text in the loop's own work, row "none"; the stored text in the store) where the floor
+ * writes it once.
  * What the ratio counts beside the store: the loop's own work (row "none"), which the floor does
  * not do, and at synchronous=full that work runs after each fsync has put the thread to sleep,
  * on cold caches (on a shared 2-core machine the same JS work took 1.3–1.7× its CPU time when

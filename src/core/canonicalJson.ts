@@ -136,15 +136,9 @@ function unwind(e: unknown, segment: string): Unwinding {
   return u;
 }
 
-/**
- * Sorts member names in place into RFC 8785's order, by their UTF-16 code units (what `<` on
- * strings compares), and returns them. Most objects have a handful of names: an insertion sort
- * beats Array#sort's generic path there.
- *
- * @example
- * sortMemberNames(["b", "a", "B"]); // ["B", "a", "b"]
- */
-export function sortMemberNames(keys: string[]): string[] {
+// RFC 8785 orders member names by UTF-16 code units, which is what `<` on strings compares.
+// Most objects have a handful of keys: an insertion sort beats Array#sort's generic path there.
+function sortKeys(keys: string[]): string[] {
   if (keys.length > 24) return keys.sort();
   for (let i = 1; i < keys.length; i++) {
     const k = keys[i] as string;
@@ -321,7 +315,7 @@ function shapeOf(keys: string[]): Shape {
     while (i < keys.length && keys[i] === last.keys[i]) i++;
     if (i === keys.length) return last;
   }
-  const shape: Shape = { keys, sorted: sortMemberNames([...keys]), quoted: [] };
+  const shape: Shape = { keys, sorted: sortKeys([...keys]), quoted: [] };
   lastShape = shape;
   return shape;
 }

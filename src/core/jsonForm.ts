@@ -1,5 +1,3 @@
-import { sortMemberNames } from "./canonicalJson.ts";
-
 /**
  * A value's JSON form (what `JSON.parse(JSON.stringify(value))` gives back) built without the
  * text: the runtime takes it of every tool output and model response, and the memory store of
@@ -32,7 +30,7 @@ const arrayProto = Array.prototype;
  * plainJsonCopy({ at: new Date(0) }) === NOT_PLAIN; // true: JSON.stringify calls its toJSON
  */
 export function plainJsonCopy(value: unknown, freeze = false): unknown {
-  return copy(value, 0, [], freeze, false);
+  return copy(value, 0, [], freeze);
 }
 
 /**
@@ -46,69 +44,13 @@ export function plainJsonCopy(value: unknown, freeze = false): unknown {
 export function jsonRoundTrip(value: unknown): unknown {
   let plain: unknown;
   try {
-    plain = copy(value, 0, [], false, false);
+    plain = copy(value, 0, [], false);
   } catch {
     plain = NOT_PLAIN; // a getter or a proxy trap threw: JSON.stringify throws it as it does
   }
   if (plain !== NOT_PLAIN) return plain;
   const text = JSON.stringify(value);
   return text === undefined ? undefined : JSON.parse(text);
-}
-
-/**
- * {@link jsonRoundTrip} with every object's members in canonical order: sorted by the UTF-16 code
- * units of their names, as RFC 8785 writes them (`canonicalJson`). What the runtime records of a
- * tool's output: its canonical text, the text its digest is taken of, is the text stored, and the
- * live value lists its members in the order that text, read back on a resume, lists them. (Names
- * that are array indexes, `"0"`, `"12"`, come first in numeric order in any JavaScript object;
- * they do so in the live value and in the one read back alike.) Throws what `JSON.stringify` throws.
- *
- * @example
- * Object.keys(jsonRoundTripSorted({ b: 1, a: { d: 1, c: 2 } })); // ["a", "b"]
- * JSON.stringify(jsonRoundTripSorted({ b: 1, a: 2 })) === canonicalJson({ b: 1, a: 2 }); // true
- */
-export function jsonRoundTripSorted(value: unknown): unknown {
-  let plain: unknown;
-  try {
-    plain = copy(value, 0, [], false, true);
-  } catch {
-    plain = NOT_PLAIN;
-  }
-  if (plain !== NOT_PLAIN) return plain;
-  const text = JSON.stringify(value);
-  // Parsed objects are plain; the reviver (bottom-up, no depth limit of its own) sorts each one.
-  return text === undefined ? undefined : JSON.parse(text, sortMembers);
-}
-
-function sortMembers(_: string, value: unknown): unknown {
-  if (typeof value !== "object" || value === null || Array.isArray(value)) return value;
-  const rec = value as Record<string, unknown>;
-  const keys = sortedNames(Object.keys(rec));
-  const out = (keys.length < SIZED.length ? new (SIZED[keys.length] as Sized)() : {}) as Record<string, unknown>;
-  for (const k of keys) {
-    // A parsed `__proto__` is a member: defined as one, never assigned (that would set the prototype).
-    if (k === "__proto__")
-      Object.defineProperty(out, k, { value: rec[k], enumerable: true, writable: true, configurable: true });
-    else out[k] = rec[k];
-  }
-  return out;
-}
-
-/** The names `Object.keys` gave and their canonical order, for the next object of the same names. */
-let lastNames: { readonly keys: readonly string[]; readonly sorted: string[] } = { keys: [], sorted: [] };
-
-// The objects of an output often share their names (the hits of a search): the last object's
-// order is reused when the next has the same names in the same order.
-function sortedNames(keys: string[]): string[] {
-  const last = lastNames;
-  if (keys.length === last.keys.length) {
-    let i = 0;
-    while (i < keys.length && keys[i] === last.keys[i]) i++;
-    if (i === keys.length) return last.sorted;
-  }
-  const sorted = sortMemberNames(keys.slice());
-  lastNames = { keys, sorted };
-  return sorted;
 }
 
 /**
@@ -125,7 +67,7 @@ const SIZED: Sized[] = Array.from({ length: 17 }, () => {
   return sized;
 });
 
-function copy(value: unknown, depth: number, ancestors: object[], freeze: boolean, sorted: boolean): unknown {
+function copy(value: unknown, depth: number, ancestors: object[], freeze: boolean): unknown {
   switch (typeof value) {
     case "string":
     case "boolean":
@@ -152,7 +94,7 @@ function copy(value: unknown, depth: number, ancestors: object[], freeze: boolea
     const n = obj.length;
     const out: unknown[] = new Array(n);
     for (let i = 0; i < n; i++) {
-      const item = copy(obj[i], inner, ancestors, freeze, sorted);
+      const item = copy(obj[i], inner, ancestors, freeze);
       if (item === NOT_PLAIN) return NOT_PLAIN;
       out[i] = item === undefined ? null : item;
     }
@@ -161,12 +103,12 @@ function copy(value: unknown, depth: number, ancestors: object[], freeze: boolea
   if (proto !== objectProto && proto !== null) return NOT_PLAIN;
   const rec = obj as Record<string, unknown>;
   if (typeof rec.toJSON === "function") return NOT_PLAIN;
-  const keys = sorted ? sortedNames(Object.keys(rec)) : Object.keys(rec);
+  const keys = Object.keys(rec);
   const out = (keys.length < SIZED.length ? new (SIZED[keys.length] as Sized)() : {}) as Record<string, unknown>;
   for (const k of keys) {
     // Assigning `__proto__` would set the copy's prototype where JSON.parse makes a member.
     if (k === "__proto__") return NOT_PLAIN;
-    const member = copy(rec[k], inner, ancestors, freeze, sorted);
+    const member = copy(rec[k], inner, ancestors, freeze);
     if (member === NOT_PLAIN) return NOT_PLAIN;
     if (member !== undefined) out[k] = member;
   }

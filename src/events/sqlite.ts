@@ -43,8 +43,7 @@ const PAGE = 256;
  * processes on the same file are serialized and a stale writer gets `ConcurrencyError`; the
  * `UNIQUE (run, seq)` key backs that up. A fenced append checks the run's owner row
  * (`loom_owners`) in the same transaction, and acquiring a run is a write transaction too, so
- * no change of owner slips between the check and the write. Data is stored as the text `JSON.stringify` wrote,
- * or the text written with it (`withDataText`: a tool frame's, whose output is its canonical text)
+ * no change of owner slips between the check and the write. Data is stored as the text `JSON.stringify` wrote
  * (laid out as sqliteRows.ts describes; the `loom_journal` view shows it as text) and handed
  * back parsed, key order included. Pass an open `Database` to share it (Loom will not
  * close it), or use `openSqliteJournal` for store, blobs and archive in one file.

@@ -4,8 +4,7 @@ import type { EntryMeta, EntryType, JournalEntry } from "./types.ts";
 /**
  * How the SQLite store lays an entry out in a row (schema version 2), and back.
  *
- * The data of an entry is the text `JSON.stringify` wrote (or the text written with it,
- * `withDataText`: a tool frame's, whose output is its canonical text), and the store hands that text back
+ * The data of an entry is the text `JSON.stringify` wrote, and the store hands that text back
  * exactly. What a row spends around it is kept small, because a run's journal is written once a
  * step and kept: the run is an integer key (`loom_runs`), the type an integer code, `meta` two
  * integers (`v`, and `at` in ms since the epoch), and the frame entries, four of every turn, keep

@@ -180,33 +180,12 @@ export function checkNewEntries(runId: string, entries: readonly NewEntry[], exp
   }
 }
 
-/** Entry data whose JSON text was written with it (see {@link withDataText}). */
-const writtenTexts = new WeakMap<object, string>();
-
 /**
- * Gives entry data the JSON text a store is to write for it, so that no store serializes it again:
- * the runtime writes a tool output's canonical text once, for its digest, and a frame that holds
- * that output hands the same text to the store (the stored output is then the very text its
- * digest was taken of). `text` must be JSON whose value is `data`'s JSON form (member order
- * aside), and `data` must not change after: the caller owns both. Returns `data`.
- *
- * @example
- * const data = withDataText({ frameId: "f", output: { b: 1, a: 2 } }, '{"frameId":"f","output":{"a":2,"b":1}}');
- * dataText("run-1", { type: "frame.completed", data }, 4); // the text given, not serialized again
- */
-export function withDataText<T extends object>(data: T, text: string): T {
-  writtenTexts.set(data, text);
-  return data;
-}
-
-/**
- * `JSON.stringify(data)` for a store (or the text written with the data, {@link withDataText}),
- * with a `JournalFormatError` naming run, seq and entry when the data has no JSON form (a BigInt,
- * a cycle, a throwing toJSON).
+ * `JSON.stringify(data)` for a store, with a `JournalFormatError` naming run, seq and entry when
+ * the data has no JSON form (a BigInt, a cycle, a throwing toJSON).
  */
 export function dataText(runId: string, entry: NewEntry, seq: number): string {
-  let text = writtenTexts.get(entry.data as object);
-  if (text !== undefined) return text;
+  let text: string | undefined;
   try {
     text = JSON.stringify(entry.data);
   } catch (cause) {

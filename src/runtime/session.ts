@@ -39,8 +39,6 @@ export type RecordedOutput =
       readonly digest: Digest;
       /** `recorded` is the envelope of a claim-checked output: the frame marks it `claimChecked`. */
       readonly claimChecked?: true;
-      /** The canonical JSON text of `recorded`, when it was written (an output kept inline that has one). */
-      readonly text?: string;
     }
   | { readonly ok: false; readonly message: string };
 

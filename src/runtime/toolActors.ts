@@ -1,7 +1,6 @@
 import { fromCallback, fromPromise } from "xstate";
 import { digestOfRecorded } from "../core/digest.ts";
 import type { CallSettledData, ModelResponse, NewEntry, SettledReason, ToolCall } from "../events/types.ts";
-import { withDataText } from "../events/validate.ts";
 import type { PlainCallsEvent } from "../machines/agentLoop.machine.ts";
 import type { CheckOutput, RunToolOutput, ToolCallInput, ToolCallParentEvent } from "../machines/toolCall.machine.ts";
 import { DECISION_SOURCES, idempotencyKey, outcomeId, toolStepId } from "../projections/ids.ts";
@@ -217,13 +216,6 @@ export function toolCallActors(session: RunSession) {
           const data = prepared.claimChecked
             ? { frameId: stepId, digest, bytes, claimChecked: true as const, output: prepared.recorded }
             : { frameId: stepId, digest, bytes, output: prepared.recorded };
-          // The output's canonical text is written already (its digest's): the store writes that text, not a second one.
-          if (prepared.text !== undefined && digest !== null) {
-            withDataText(
-              data,
-              `{"frameId":${JSON.stringify(stepId)},"digest":"${digest}","bytes":${bytes},"output":${prepared.text}}`,
-            );
-          }
           await recordResult({ type: "frame.completed", data });
           session.setFed(stepId, { output: prepared.fed, isError: false });
           return { status: "ok" };

@@ -1,13 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { canonicalJson } from "../../src/core/canonicalJson.ts";
-import {
-  jsonRoundTrip,
-  jsonRoundTripSorted,
-  MAX_PLAIN_DEPTH,
-  NOT_PLAIN,
-  plainJsonCopy,
-} from "../../src/core/jsonForm.ts";
+import { jsonRoundTrip, MAX_PLAIN_DEPTH, NOT_PLAIN, plainJsonCopy } from "../../src/core/jsonForm.ts";
 
 /** What a JSON store hands back. */
 const roundTrip = (v: unknown) => {
@@ -143,62 +136,5 @@ describe("plainJsonCopy", () => {
     const copy = plainJsonCopy(v, true);
     expect(isFrozenThroughout(copy)).toBe(true);
     expect(Object.isFrozen(v) || Object.isFrozen(v.a)).toBe(false);
-  });
-});
-
-describe("jsonRoundTripSorted", () => {
-  /** The member order of a value, throughout: its JSON text (JSON.stringify lists members in order). */
-  const order = (v: unknown) => JSON.stringify(v);
-
-  it("gives JSON's value, members in the order the value's canonical text lists them when read back", () => {
-    fc.assert(
-      fc.property(anyValue, (v) => {
-        const expected = roundTripOrThrows(v, jsonRoundTripSorted);
-        if (expected === THREW) return;
-        const sorted = jsonRoundTripSorted(v);
-        expect(sorted).toStrictEqual(expected.value);
-        let canonical: string;
-        try {
-          canonical = canonicalJson(expected.value);
-        } catch {
-          return; // a lone surrogate: no canonical text to read back
-        }
-        // A resume reads the canonical text back: the live value lists its members the same way.
-        expect(order(sorted)).toBe(order(JSON.parse(canonical)));
-      }),
-      { numRuns: 500 },
-    );
-  });
-
-  it("sorts by UTF-16 code units at every level, and repeated shapes alike", () => {
-    const hit = (n: number) => ({ title: `t${n}`, id: n, Score: n / 10, tags: [{ z: 1, a: 2 }] });
-    const v = { query: "q", hits: [hit(0), hit(1), hit(2)], é: 1, Z: 2, total: 3 };
-    const sorted = jsonRoundTripSorted(v) as typeof v;
-    expect(Object.keys(sorted)).toEqual(["Z", "hits", "query", "total", "é"]);
-    for (const h of sorted.hits) {
-      expect(Object.keys(h)).toEqual(["Score", "id", "tags", "title"]);
-      expect(Object.keys(h.tags[0] as object)).toEqual(["a", "z"]);
-    }
-    expect(order(sorted)).toBe(canonicalJson(v));
-    expect(Object.keys(v)).toEqual(["query", "hits", "é", "Z", "total"]); // the given value is left as it was
-  });
-
-  it("sorts what only JSON.stringify can copy (toJSON, a Date), a `__proto__` member kept a member", () => {
-    const v = JSON.parse('{"b":{"__proto__":{"y":1,"x":2},"a":1},"a":0}');
-    const withDate = { when: new Date(0), also: { toJSON: () => ({ d: 1, c: 2 }) }, v };
-    const sorted = jsonRoundTripSorted(withDate) as Record<string, unknown>;
-    expect(order(sorted)).toBe(
-      '{"also":{"c":2,"d":1},"v":{"a":0,"b":{"__proto__":{"x":2,"y":1},"a":1}},"when":"1970-01-01T00:00:00.000Z"}',
-    );
-    const b = (sorted.v as { b: object }).b;
-    expect(Object.getPrototypeOf(b)).toBe(Object.prototype);
-    expect(Object.keys(b)).toEqual(["__proto__", "a"]);
-  });
-
-  it("sorts values nested deeper than the plain walk goes", () => {
-    let v: Record<string, unknown> = { b: 1, a: 2 };
-    for (let i = 0; i < MAX_PLAIN_DEPTH + 10; i++) v = { z: v, y: i };
-    const sorted = jsonRoundTripSorted(v);
-    expect(order(sorted)).toBe(canonicalJson(v));
   });
 });

@@ -161,12 +161,12 @@ const BAD_OUTPUTS: BadOutput[] = [
     output: () => ({ s: "half \uD800 a pair", "\uDC00key": 1 }),
     expected: { recorded: { s: "half \uD800 a pair", "\uDC00key": 1 }, noCanonicalForm: true },
   },
-  // Recorded with its members in canonical order (jsonRoundTripSorted), the order its stored text has.
-  { name: "-0", output: () => ({ z: -0, list: [-0, 0] }), expected: { recorded: { list: [0, 0], z: 0 } } },
+  // Recorded with its members in the tool's order (its JSON form's), not the canonical text's.
+  { name: "-0", output: () => ({ z: -0, list: [-0, 0] }), expected: { recorded: { z: 0, list: [0, 0] } } },
   {
     name: "NaN and Infinity",
     output: () => ({ n: Number.NaN, inf: Number.POSITIVE_INFINITY, list: [Number.NaN] }),
-    expected: { recorded: { inf: null, list: [null], n: null } },
+    expected: { recorded: { n: null, inf: null, list: [null] } },
   },
   { name: "undefined (no output)", output: () => undefined, expected: { recorded: undefined, noCanonicalForm: true } },
   {
