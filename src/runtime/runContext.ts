@@ -31,7 +31,7 @@ export type InterruptedApproval = InterruptedAgentRun["pendingApprovals"][number
  */
 export class RunContext {
   /** The sub-agent runs going now (started by this run's `agentTool` calls), each removed when its call ends. */
-  readonly children = new Set<RunContext>();
+  readonly #children = new Set<RunContext>();
   /** The run's events, once it runs: a child's go to its listeners (`onEvent`, `loop.stream`). */
   #events: RunEventEmitter | undefined;
   /** The run's inspector and root actor, when the run is inspected: a child's chart is shown under the call. */
@@ -62,19 +62,24 @@ export class RunContext {
    */
   child(stepId: string, loopId: string): RunContext {
     const child = new RunContext(childRunId(this.runId, stepId), this.depth + 1, this, stepId, loopId);
-    this.children.add(child);
+    this.#children.add(child);
     return child;
   }
 
   /** The sub-agent run's call ended: its parent no longer holds it. */
   end(): void {
-    this.parent?.children.delete(this);
+    if (this.parent !== undefined) this.parent.#children.delete(this);
+  }
+
+  /** The sub-agent runs going now (started by this run's `agentTool` calls), each gone once its call ends. */
+  get children(): ReadonlySet<RunContext> {
+    return this.#children;
   }
 
   /** Children of loop `loopId` going now. */
   going(loopId: string): number {
     let n = 0;
-    for (const c of this.children) if (c.loopId === loopId) n++;
+    for (const c of this.#children) if (c.loopId === loopId) n++;
     return n;
   }
 
