@@ -356,6 +356,7 @@ export {
   StepResolutionError,
   verifyTurnResults,
 } from "./runtime/readers.ts";
+export type { RunContext } from "./runtime/runContext.ts";
 export type { AgentStream } from "./runtime/stream.ts";
 export {
   AmbiguousApprovalError,

@@ -28,7 +28,7 @@ import {
 import type { ToolCallInput } from "../machines/toolCall.machine.ts";
 import { toolCallResult } from "../projections/toolCallLog.ts";
 import { replayRecording } from "../runtime/agentLoop.ts";
-import { inspectionBelow } from "../runtime/subRunInspect.ts";
+import { RunContext } from "../runtime/runContext.ts";
 
 /**
  * Replays a recorded run through the real statecharts, for an inspector to watch: the run's
@@ -128,12 +128,13 @@ export async function replayRun(
     searchTools: false,
     ...(pin ? { toolCallLog: pin } : {}),
   };
-  const subRuns = new SubRunReplays(journal, replayJournal.store, runId, options);
+  const subRuns = new SubRunReplays(journal, runId, options);
   let how = "completed";
   try {
     await replayRecording(config, {
       runId,
       journal: replayJournal,
+      runContext: subRuns.context,
       signal: stop.signal,
       inspect: subRuns.inspect,
       // Before each model response: the pause asked for, and the sub-agents of the calls before it.
@@ -179,15 +180,17 @@ class SubRunReplays {
   readonly #replays: Promise<SubRunReplay | undefined>[] = [];
   /** The runs below this one, listed once (a run of thousands of calls reads no journal per call). */
   #below: Promise<Set<string>> | undefined;
+  /** The replayed run's context: its inspector shows each child's chart under the call. */
+  readonly context: RunContext;
 
   constructor(
     private readonly journal: Journal,
-    private readonly scratch: EventStore,
     private readonly runId: string,
     private readonly options: { readonly inspect: Inspect; readonly paceMs?: number },
   ) {
     const given = options.inspect;
     this.#tell = typeof given === "function" ? given : (event) => given.next?.(event);
+    this.context = new RunContext(runId);
   }
 
   readonly inspect = (event: InspectionEvent): void => {
@@ -232,8 +235,8 @@ class SubRunReplays {
     const state = foldEntries(entries);
     await hydrateArchived(this.journal, state);
     const lean = await rebuildToolCallLog(this.journal, childRunId, "lean");
-    // The parent's replay registered its inspector for its sub-runs (by its scratch store): the child's chart goes under the call.
-    const below = inspectionBelow(this.scratch, this.runId, stepId) ?? this.#tell;
+    // The parent's replay runs with this context, its inspector in it: the child's chart goes under the call.
+    const below = this.context.inspectionBelow(stepId) ?? this.#tell;
     const result = await replayRun(this.journal, entries, state, lean, { ...this.options, inspect: below });
     return { runId: childRunId, ...result };
   }

@@ -12,13 +12,11 @@ import { cancelledOutcome } from "./control/hooks.ts";
 import { AgentInterruptedError } from "./errors.ts";
 import { holdRun, type RunOwnership } from "./ownership.ts";
 import { hydrateForLog } from "./readers.ts";
+import type { RunContext } from "./runContext.ts";
 import { type RunOptions, RunSession } from "./session.ts";
 import { machineForRun } from "./sharedMachine.ts";
 import { type AgentStream, chainListeners, streamOf } from "./stream.ts";
-import { offerApprovals, resolveApprovals } from "./subRunApprovals.ts";
-import { nestRunEvents } from "./subRunEvents.ts";
-import { inspectSubRuns } from "./subRunInspect.ts";
-import { subRunApprovals } from "./subRuns.ts";
+import { resolveApprovals } from "./subRunApprovals.ts";
 import { toolCallActors } from "./toolActors.ts";
 import { validateConfig } from "./validateConfig.ts";
 
@@ -43,6 +41,12 @@ export interface RunRequest extends RunOptions {
    * owner name; see {@link RunOwnership}.
    */
   readonly ownership?: RunOwnership;
+  /**
+   * The run's context when it runs as a sub-agent: `agentTool` starts its child run with
+   * `context.run.child(stepId, loop.config.id)` (see `ToolContext.run`). Absent, the run gets a
+   * context of its own, at depth 0.
+   */
+  readonly runContext?: RunContext;
 }
 
 /**
@@ -115,7 +119,7 @@ async function runLoop(
   // Losing the run (a renewal finds it taken over) stops it like an abort, with that error.
   const lostRun = new AbortController();
   const signal = request.signal ? AbortSignal.any([request.signal, lostRun.signal]) : lostRun.signal;
-  const session = new RunSession(config, { ...request, signal });
+  const session = new RunSession(config, { ...request, signal }, request.runContext);
   setUp?.(session);
   const held = await holdRun(
     request.journal.store,
@@ -169,16 +173,13 @@ async function runHeld(
       if (actor.getSnapshot().status === "active") actor.send({ type: "ABORT", reason: signal.reason });
     });
   signal.addEventListener("abort", onAbort, { once: true });
-  const unnest = nestRunEvents(request.journal.store, request.runId, session.events); // its sub-agents' events
-  const unoffer = offerApprovals(request.journal, request.runId, request.approvals); // to its sub-agents
-  const uninspect = inspectSubRuns(request.journal.store, request.runId, request.inspect, actor); // its sub-agents' charts
+  // Its events, answers and inspector become its sub-agents' (agentTool), through the run's context.
+  const detach = session.run.attach(session.events, request.approvals, request.inspect, actor);
   try {
     actor.start();
     await done;
   } finally {
-    unnest();
-    unoffer();
-    uninspect();
+    detach();
     signal.removeEventListener("abort", onAbort);
     session.dispose();
     // Results deferred to a next append that never came (the run threw): journaled, or a resume would
@@ -224,7 +225,7 @@ function interruptedRun(session: RunSession, pending: readonly string[]): Interr
     pendingApprovals: calls.flatMap((call, index) => {
       const stepId = toolStepId(session.loopId, turn, index);
       if (!waiting.has(stepId)) return [];
-      return subRunApprovals(session, stepId) ?? [{ stepId, toolName: call.name, input: call.input }]; // a sub-agent's
+      return session.run.waitingBelow(stepId) ?? [{ stepId, toolName: call.name, input: call.input }]; // a sub-agent's
     }),
     ...(cause === undefined ? {} : { cause }),
   };

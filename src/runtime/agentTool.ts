@@ -1,4 +1,3 @@
-import { AsyncLocalStorage } from "node:async_hooks";
 import { isRunCancelledError, LoomError } from "../core/errors.ts";
 import type { Message } from "../events/types.ts";
 import type { AgentOutput, InterruptedAgentRun } from "../projections/types.ts";
@@ -6,10 +5,8 @@ import type { AgentLoop } from "./agentLoop.ts";
 import type { Tool, ToolContext } from "./config.ts";
 import { isAgentInterruptedError } from "./errors.ts";
 import { DEFAULT_LEASE_MS } from "./ownership.ts";
+import { RunContext } from "./runContext.ts";
 import { markSubAgentTool } from "./subAgentTools.ts";
-import { approvalsBelow } from "./subRunApprovals.ts";
-import { nestedListener } from "./subRunEvents.ts";
-import { inspectionBelow } from "./subRunInspect.ts";
 import { childRunId, SubAgentCancelledError, SubAgentPendingError } from "./subRuns.ts";
 
 export { childRunId } from "./subRuns.ts";
@@ -93,11 +90,6 @@ export const isSubAgentLimitError = (e: unknown): e is SubAgentLimitError => e i
 export const isSubAgentInterruptedError = (e: unknown): e is SubAgentInterruptedError =>
   e instanceof SubAgentInterruptedError;
 
-/** The chain of sub-agents the current code runs in: its depth (0: a top-level run). */
-const chain = new AsyncLocalStorage<{ readonly depth: number }>();
-/** Children going now, per parent run and tool. */
-const going = new Map<string, number>();
-
 /**
  * A tool that runs another loop as a sub-agent: the child run `<parentRunId>/<stepId>` in the
  * parent's journal, with the input the parent's model gave (mapped by `input`), its answer (mapped
@@ -115,7 +107,9 @@ const going = new Map<string, number>();
  * else `AmbiguousApprovalError`) or by `approvalKey(pending.runId, pending.stepId)`, and the child
  * journals each on its own run.
  * Depth (`maxDepth`) and concurrent children (`maxConcurrent`) are limited: past them the call
- * fails with `SubAgentLimitError`, told to the parent's model.
+ * fails with `SubAgentLimitError`, told to the parent's model. Both are read from the parent's run
+ * context (`ToolContext.run`), of which the child run gets a child: its depth one more, and its
+ * events, inspector and approval answers the parent's (nothing is kept outside the runs).
  *
  * @example
  * ```ts
@@ -150,7 +144,9 @@ export function agentTool<I = { prompt: string }>(loop: AgentLoop, options: Agen
         throw new Error(`agentTool(${loop.config.id}) runs inside a loop's run: its context has no runId or journal`);
       }
       const id = childRunId(runId, stepId);
-      const depth = (chain.getStore()?.depth ?? 0) + 1;
+      // Called by hand with a context the runtime did not make: a run of its own, at depth 0.
+      const parent = context.run ?? new RunContext(runId);
+      const depth = parent.depth + 1;
       if (depth > maxDepth) {
         throw new SubAgentLimitError(
           "depth",
@@ -158,8 +154,7 @@ export function agentTool<I = { prompt: string }>(loop: AgentLoop, options: Agen
           `sub-agent ${loop.config.id} (run ${id}) would be ${depth} sub-agents deep; at most ${maxDepth} (agentTool maxDepth): answer without it`,
         );
       }
-      const key = `${runId}\u0000${loop.config.id}`;
-      const now = going.get(key) ?? 0;
+      const now = parent.going(loop.config.id);
       if (now >= maxConcurrent) {
         throw new SubAgentLimitError(
           "fan-out",
@@ -167,25 +162,26 @@ export function agentTool<I = { prompt: string }>(loop: AgentLoop, options: Agen
           `run ${runId} already has ${now} ${loop.config.id} sub-agents going; at most ${maxConcurrent} at once (agentTool maxConcurrent): wait for their answers, then ask again`,
         );
       }
-      going.set(key, now + 1);
+      const child = parent.child(stepId, loop.config.id);
       try {
         // A parent resumed after a crash may find its child's lease still held by the dead process
         // (on another host): wait for it to run out rather than fail the call.
         const ownership = { waitMs: DEFAULT_LEASE_MS };
-        const onEvent = nestedListener(journal.store, runId); // its events in the parent's stream
-        const approvals = approvalsBelow(journal, runId, id); // the parent's answers for it and below
-        const inspect = inspectionBelow(journal.store, runId, stepId); // its chart under the call, in the parent's inspector
+        const onEvent = parent.nestedListener(); // its events in the parent's stream
+        const approvals = parent.approvalsBelow(id); // the parent's answers for it and below
+        const inspect = parent.inspectionBelow(stepId); // its chart under the call, in the parent's inspector
         const request = {
           runId: id,
           journal,
           input: toInput(input),
           signal,
           ownership,
+          runContext: child,
           ...(onEvent ? { onEvent } : {}),
           ...(approvals ? { approvals } : {}),
           ...(inspect ? { inspect } : {}),
         };
-        const out = await chain.run({ depth }, () => loop.run(request));
+        const out = await loop.run(request);
         return toOutput(out);
       } catch (e) {
         // Cancelled on its own (not with the parent, whose signal aborted): the call fails, told to the model.
@@ -197,9 +193,7 @@ export function agentTool<I = { prompt: string }>(loop: AgentLoop, options: Agen
         }
         throw e;
       } finally {
-        const left = (going.get(key) ?? 1) - 1;
-        if (left === 0) going.delete(key);
-        else going.set(key, left);
+        child.end();
       }
     },
   });

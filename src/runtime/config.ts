@@ -4,6 +4,7 @@ import type { Model } from "../models/types.ts";
 import type { DefinitionChangePolicy } from "../policies/definition.ts";
 import type { RetryPolicy } from "../policies/retry.ts";
 import type { ToolCallLogMode } from "../projections/types.ts";
+import type { RunContext } from "./runContext.ts";
 import type { RunTelemetry } from "./telemetry.ts";
 
 /** What a tool is given besides its input. */
@@ -29,6 +30,18 @@ export interface ToolContext {
   readonly runId?: string;
   /** The journal the run is in (set by the runtime): `agentTool` runs its child run there. */
   readonly journal?: Journal;
+  /**
+   * The run the call belongs to, in this process (set by the runtime; absent when a tool is called
+   * outside a run): its `runId`, its `depth` in a chain of sub-agents (0 for a run `loop.run`
+   * started), the `parent` run that started it as a sub-agent and the sub-agent runs it has going
+   * now (`children`). `agentTool` starts its child run with a child of it, which is how a child's
+   * events, inspector and approval answers follow its parent's. Only read it: it lives as long as
+   * the run does.
+   *
+   * @example
+   * execute: (_input, { run }) => `running ${run?.depth ?? 0} sub-agents deep, in ${run?.runId}`
+   */
+  readonly run?: RunContext;
 }
 
 /** The result of validating a tool input: the (possibly transformed) value, or a message. */

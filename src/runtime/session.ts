@@ -22,6 +22,7 @@ import {
 import { RunEventEmitter } from "./events.ts";
 import type { HeldLease } from "./heldLease.ts";
 import { recordedOutput } from "./recordedOutput.ts";
+import { RunContext } from "./runContext.ts";
 import { StepSignals, type StepStop } from "./stepSignals.ts";
 import type { RunTelemetryScope } from "./telemetry.ts";
 
@@ -89,6 +90,11 @@ export interface RunOptions {
 export class RunSession {
   /** The run's events: what the appender makes durable, folded, and the live deltas (`events.emitLive`). */
   readonly events: RunEventEmitter;
+  /**
+   * The run's context (`ToolContext.run`): its depth, parent and children, and what its sub-agents
+   * share with it. `agentTool`'s when it started this run as a sub-agent, else a new one.
+   */
+  readonly run: RunContext;
   private current!: Appender;
   get appender(): Appender {
     return this.current;
@@ -130,7 +136,9 @@ export class RunSession {
   constructor(
     readonly config: AgentLoopConfig,
     readonly options: RunOptions,
+    run?: RunContext,
   ) {
+    this.run = run ?? new RunContext(options.runId, 0, undefined, undefined, config.id);
     this.toolDescriptors = toolDescriptors(config);
     this.events = new RunEventEmitter(options.journal.store, options.runId, options.onEvent);
     this.tools = config.tools ?? {};

@@ -1,8 +1,8 @@
 /**
  * Answers to a sub-agent's pending approvals given to its parent's `loop.run({ approvals })`:
  * resolved once where the answers are given (a step id that waits in one child is qualified with
- * that child's run id), offered to the run's `agentTool` calls, which hand each child the answers
- * below it, and looked up by the child's approval actor. The runtime's files call these in one
+ * that child's run id), kept in the run's context (`RunContext`), from which its `agentTool` calls
+ * hand each child the answers below it, and looked up by the child's approval actor. The runtime's files call these in one
  * line each.
  */
 import { LoomError } from "../core/errors.ts";
@@ -121,29 +121,12 @@ async function refuseUnknownSteps(
 const wasAsked = (state: RunState, stepId: string): boolean =>
   state.approvalRequests[stepId] !== undefined || state.decisions[approvalId(stepId)] !== undefined;
 
-/** The answers each run going in this process was given, by journal store and run id. */
-const offered = new WeakMap<object, Map<string, ApprovalAnswers>>();
-
 /**
- * Offers a run's answers to its `agentTool` calls while it runs; the returned function takes
- * them back. Called where the run is held (`agentLoop.ts`).
+ * The answers among `given` (a run's, as `run({ approvals })` resolved them) meant for its
+ * sub-agent run `childId` and the runs below it (those keyed `<childId>/…`), or undefined when
+ * there are none. Called through the run's context (`RunContext.approvalsBelow`) by `agentTool`.
  */
-export function offerApprovals(journal: Journal, runId: string, approvals: ApprovalAnswers | undefined): () => void {
-  if (approvals === undefined) return () => {};
-  let byRun = offered.get(journal.store);
-  if (byRun === undefined) offered.set(journal.store, (byRun = new Map()));
-  byRun.set(runId, approvals);
-  return () => {
-    if (byRun.get(runId) === approvals) byRun.delete(runId);
-  };
-}
-
-/**
- * The answers meant for the sub-agent run `childId` of the run `runId` and the runs below it
- * (those keyed `<childId>/…`), or undefined when there are none. Called by `agentTool`.
- */
-export function approvalsBelow(journal: Journal, runId: string, childId: string): ApprovalAnswers | undefined {
-  const given = offered.get(journal.store)?.get(runId);
+export function answersBelow(given: ApprovalAnswers | undefined, childId: string): ApprovalAnswers | undefined {
   if (given === undefined) return undefined;
   const prefix = `${childId}/`;
   const below = Object.entries(given).filter(([k]) => k.startsWith(prefix));

@@ -3,42 +3,15 @@
  * parent's `onEvent` / `loop.stream` (in the process that runs both) and the parent's `followRun`
  * (from any process), unchanged: each keeps its own `runId`, the child's `<parentRunId>/<stepId>`,
  * which is how a reader tells them from the parent's and nests them under the call (`subRunPath`).
+ * In-process, a child's events reach its parent's listeners through the parent's run context
+ * (`RunContext.nestedListener`); this file is how readers nest them, and how `followRun` follows them.
  */
 
 import type { Journal } from "../events/spi.ts";
-import type { EventStore } from "../events/store.ts";
 import type { JournalEntry } from "../events/types.ts";
 import type { RunEvent } from "../projections/events.ts";
 import type { ToolCallLogMode } from "../projections/types.ts";
-import type { RunEventEmitter } from "./events.ts";
 import { childRunId } from "./subRuns.ts";
-
-/** The event emitters of the runs this process runs now, by store and run id: where a child's events go. */
-const running = new WeakMap<EventStore, Map<string, RunEventEmitter>>();
-
-/**
- * Makes run `runId`'s events the parent of its sub-agents' while it runs in this process (called
- * where a run starts, `agentLoop.ts`); returns the removal, called where it ends.
- */
-export function nestRunEvents(store: EventStore, runId: string, events: RunEventEmitter): () => void {
-  let runs = running.get(store);
-  if (runs === undefined) running.set(store, (runs = new Map()));
-  runs.set(runId, events);
-  const mine = runs;
-  return () => {
-    if (mine.get(runId) === events) mine.delete(runId);
-  };
-}
-
-/**
- * The `onEvent` a sub-agent's run gets from `agentTool`: its events told to its parent's listeners,
- * when something watches the parent (else none, and the child streams no deltas for no one).
- */
-export function nestedListener(store: EventStore, parentRunId: string): ((event: RunEvent) => void) | undefined {
-  const parent = running.get(store)?.get(parentRunId);
-  if (parent === undefined || !parent.watched()) return undefined;
-  return (event) => parent.emitNested(event);
-}
 
 /** A tool step's call as a tool-call frame id ends: `…#turn:<i>:tool:<j>`. */
 const STEP_END = /#turn:\d+:tool:\d+(?=\/|$)/g;

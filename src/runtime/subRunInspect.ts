@@ -6,55 +6,22 @@
  * at the parent's root. A grandchild's events go through the child's `inspect` in turn, so a
  * chain is one tree. Nothing changes when the parent is not inspected.
  */
-import type { AnyActorRef, InspectionEvent, Observer } from "xstate";
-import type { EventStore } from "../events/store.ts";
+import type { AnyActorRef, InspectionEvent } from "xstate";
 import { parseFrameId } from "../projections/ids.ts";
 
-/** What `loop.run({ inspect })` takes. */
-type Inspect = Observer<InspectionEvent> | ((event: InspectionEvent) => void);
-
-interface Inspected {
+/** An inspected run, as its context (`RunContext`) holds it while it runs. */
+export interface RunInspector {
   readonly tell: (event: InspectionEvent) => void;
   /** The run's root actor: its children are the calls going now. */
   readonly actor: AnyActorRef;
 }
 
-/** The inspected runs this process runs now, by store and run id. */
-const inspected = new WeakMap<EventStore, Map<string, Inspected>>();
-
 /**
- * Makes run `runId`'s inspector (when it has one) its sub-agents' too while it runs (called where
- * the run's actor is created, `agentLoop.ts`); returns the removal, called where it ends.
+ * The `inspect` for the sub-agent run of the inspected run `parent`'s call `stepId`. Called
+ * through the run's context (`RunContext.inspectionBelow`) by `agentTool`, and by `loom inspect`'s
+ * replay of a sub-agent's run.
  */
-export function inspectSubRuns(
-  store: EventStore,
-  runId: string,
-  inspect: Inspect | undefined,
-  actor: AnyActorRef,
-): () => void {
-  if (inspect === undefined) return () => {};
-  const tell = typeof inspect === "function" ? inspect : (event: InspectionEvent) => inspect.next?.(event);
-  let runs = inspected.get(store);
-  if (runs === undefined) inspected.set(store, (runs = new Map()));
-  const mine: Inspected = { tell, actor };
-  runs.set(runId, mine);
-  const held = runs;
-  return () => {
-    if (held.get(runId) === mine) held.delete(runId);
-  };
-}
-
-/**
- * The `inspect` for the sub-agent run of call `stepId` of run `parentRunId`, or undefined when
- * the parent is not inspected. Called by `agentTool`.
- */
-export function inspectionBelow(
-  store: EventStore,
-  parentRunId: string,
-  stepId: string,
-): ((event: InspectionEvent) => void) | undefined {
-  const parent = inspected.get(store)?.get(parentRunId);
-  if (parent === undefined) return undefined;
+export function inspectorBelow(parent: RunInspector, stepId: string): (event: InspectionEvent) => void {
   const parsed = parseFrameId(stepId);
   const callId = `call:${parsed?.kind === "tool" ? parsed.index : -1}`;
   let call: AnyActorRef | undefined;

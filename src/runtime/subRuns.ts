@@ -9,6 +9,7 @@ import { readJournal } from "../events/journal.ts";
 import type { Journal } from "../events/spi.ts";
 import { parseFrameId } from "../projections/ids.ts";
 import type { InterruptedAgentRun } from "../projections/types.ts";
+import type { RunContext } from "./runContext.ts";
 
 /**
  * The child run id of a parent's tool call: `<parentRunId>/<stepId>`.
@@ -43,9 +44,6 @@ export async function parentRunOf(journal: Journal, runId: string): Promise<SubR
   return undefined;
 }
 
-/** A pending approval as `AgentInterruptedError.run.pendingApprovals` lists it. */
-type InterruptedApproval = InterruptedAgentRun["pendingApprovals"][number];
-
 /**
  * A sub-agent's run stopped for a pending approval: the parent's call waits with it (the call's
  * frame stays started, so resuming the parent runs the call again, which resumes the child). It
@@ -72,34 +70,20 @@ export class SubAgentPendingError extends LoomError {
 /** Whether `e` is a {@link SubAgentPendingError}. */
 export const isSubAgentPendingError = (e: unknown): e is SubAgentPendingError => e instanceof SubAgentPendingError;
 
-/** The children's pending approvals of each run in this process, by the parent's step id. */
-const waitingChildren = new WeakMap<object, Map<string, readonly InterruptedApproval[]>>();
-
 /**
- * Whether a tool call's failure is a sub-agent waiting for an approval; if so, remembers the
- * child's pending approvals for the parent's interruption ({@link subRunApprovals}). Called by
- * the tool-call runtime (`toolActors.ts`) where a tool gave up: a waiting child makes the call
- * pending instead of failed, its frame left started.
+ * Whether a tool call's failure is a sub-agent waiting for an approval; if so, keeps the child's
+ * pending approvals in the parent's run context for its interruption (`RunContext.waitingBelow`).
+ * Called by the tool-call runtime (`toolActors.ts`) where a tool gave up: a waiting child makes
+ * the call pending instead of failed, its frame left started.
  */
-export function subRunWaits(run: object, stepId: string, thrown: unknown): boolean {
+export function subRunWaits(run: RunContext, stepId: string, thrown: unknown): boolean {
   if (!isSubAgentPendingError(thrown)) return false;
-  let byStep = waitingChildren.get(run);
-  if (byStep === undefined) waitingChildren.set(run, (byStep = new Map()));
   const childId = thrown.childRunId;
-  byStep.set(
+  run.childWaits(
     stepId,
     thrown.child.pendingApprovals.map((p) => ({ ...p, runId: p.runId ?? childId })),
   );
   return true;
-}
-
-/**
- * The approvals a parent's call `stepId` waits for in its sub-agent (each naming the child run
- * that waits, `runId`), or undefined when the call is not a waiting sub-agent. Called where the
- * parent's `AgentInterruptedError` is built (`agentLoop.ts`).
- */
-export function subRunApprovals(run: object, stepId: string): readonly InterruptedApproval[] | undefined {
-  return waitingChildren.get(run)?.get(stepId);
 }
 
 /** Entry types that end a run: nothing is appended after them. */

@@ -202,6 +202,7 @@ export function toolCallActors(session: RunSession) {
               },
               runId,
               journal: options.journal,
+              run: session.run,
             });
           } finally {
             running--;
@@ -253,7 +254,7 @@ export function toolCallActors(session: RunSession) {
       case "past-deadline":
         return fail(stepId, late, result.started, inputDigest, effect);
       case "gave-up": {
-        if (subRunWaits(session, stepId, result.thrown)) return { status: "pending" }; // a sub-agent waits for an approval
+        if (subRunWaits(session.run, stepId, result.thrown)) return { status: "pending" }; // a sub-agent waits for an approval
         const e = result.thrown;
         const fed = result.timedOut
           ? { error: result.error.name, message: result.error.message }
