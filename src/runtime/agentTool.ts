@@ -1,5 +1,6 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import { isRunCancelledError, LoomError } from "../core/errors.ts";
+import { childRunId } from "../events/ids.ts";
 import type { Message } from "../events/types.ts";
 import type { AgentOutput, InterruptedAgentRun } from "../projections/types.ts";
 import type { AgentLoop } from "./agentLoop.ts";
@@ -10,9 +11,9 @@ import { markSubAgentTool } from "./subAgentTools.ts";
 import { approvalsBelow } from "./subRunApprovals.ts";
 import { nestedListener } from "./subRunEvents.ts";
 import { inspectionBelow } from "./subRunInspect.ts";
-import { childRunId, SubAgentCancelledError, SubAgentPendingError } from "./subRuns.ts";
+import { SubAgentCancelledError, SubAgentPendingError } from "./subRuns.ts";
 
-export { childRunId } from "./subRuns.ts";
+export { childRunId } from "../events/ids.ts";
 
 /** Sub-agents nested deeper than this are refused unless `maxDepth` says otherwise. */
 export const DEFAULT_MAX_AGENT_DEPTH = 4;

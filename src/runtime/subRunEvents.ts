@@ -5,13 +5,13 @@
  * which is how a reader tells them from the parent's and nests them under the call (`subRunPath`).
  */
 
+import { childRunId, subRunSteps } from "../events/ids.ts";
 import type { Journal } from "../events/spi.ts";
 import type { EventStore } from "../events/store.ts";
 import type { JournalEntry } from "../events/types.ts";
 import type { RunEvent } from "../projections/events.ts";
 import type { ToolCallLogMode } from "../projections/types.ts";
 import type { RunEventEmitter } from "./events.ts";
-import { childRunId } from "./subRuns.ts";
 
 /** The event emitters of the runs this process runs now, by store and run id: where a child's events go. */
 const running = new WeakMap<EventStore, Map<string, RunEventEmitter>>();
@@ -40,9 +40,6 @@ export function nestedListener(store: EventStore, parentRunId: string): ((event:
   return (event) => parent.emitNested(event);
 }
 
-/** A tool step's call as a tool-call frame id ends: `…#turn:<i>:tool:<j>`. */
-const STEP_END = /#turn:\d+:tool:\d+(?=\/|$)/g;
-
 /**
  * Where an event sits below the run you watch: the step ids of the calls from `rootRunId` down
  * to the sub-agent's run that produced it (`[]` for the root's own events, undefined for an event
@@ -53,17 +50,7 @@ const STEP_END = /#turn:\d+:tool:\d+(?=\/|$)/g;
  * // ["planner#turn:0:tool:0", "researcher#turn:1:tool:2"]
  */
 export function subRunPath(rootRunId: string, event: Pick<RunEvent, "runId">): string[] | undefined {
-  if (event.runId === rootRunId) return [];
-  if (!event.runId.startsWith(`${rootRunId}/`)) return undefined;
-  const rest = event.runId.slice(rootRunId.length + 1);
-  const path: string[] = [];
-  let from = 0;
-  for (const m of rest.matchAll(STEP_END)) {
-    const end = (m.index ?? 0) + m[0].length;
-    path.push(rest.slice(from, end));
-    from = end + 1;
-  }
-  return from === rest.length + 1 ? path : undefined;
+  return subRunSteps(rootRunId, event.runId);
 }
 
 const newFollower = (): Follower => ({ stop: new AbortController(), saw: false, done: false });

@@ -7,8 +7,8 @@
  * chain is one tree. Nothing changes when the parent is not inspected.
  */
 import type { AnyActorRef, InspectionEvent, Observer } from "xstate";
+import { parseFrameId } from "../events/ids.ts";
 import type { EventStore } from "../events/store.ts";
-import { parseFrameId } from "../projections/ids.ts";
 
 /** What `loop.run({ inspect })` takes. */
 type Inspect = Observer<InspectionEvent> | ((event: InspectionEvent) => void);

@@ -3,9 +3,10 @@
  * (DESIGN §7.1), plus the trace context it journals once so a resumed run, in any process, lands
  * in the same trace. `loom-agent/otel` implements it with OpenTelemetry; nothing here loads it.
  */
+
+import { parseFrameId, toolStepId } from "../events/ids.ts";
 import type { NewEntry } from "../events/types.ts";
 import type { RunEvent } from "../projections/events.ts";
-import { parseFrameId, toolStepId } from "../projections/ids.ts";
 import type { RunState } from "../projections/runState.ts";
 
 /** `<loop>#trace`: the trace context of the run's first attempt, decided once. */

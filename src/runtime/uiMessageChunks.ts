@@ -3,10 +3,10 @@
  * shows for a run. The chunk shapes are in uiMessageChunkTypes.ts; nothing loads `ai`.
  */
 import { describeCause } from "../events/errorCause.ts";
+import { approvalId, parseFrameId } from "../events/ids.ts";
 import type { ToolCall } from "../events/types.ts";
 import { isInvalidToolInput } from "../models/aiSdkResponse.ts";
 import type { RunEvent } from "../projections/events.ts";
-import { approvalId, parseFrameId } from "../projections/ids.ts";
 import { subRunPath } from "./subRunEvents.ts";
 import type { LoomUIMessageChunk, ToUIMessageStreamOptions } from "./uiMessageChunkTypes.ts";
 

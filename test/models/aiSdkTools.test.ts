@@ -1,9 +1,9 @@
 import { dynamicTool, jsonSchema, tool } from "ai";
 import { describe, expect, it, vi } from "vitest";
 import { z } from "zod";
+import { idempotencyKey } from "../../src/events/ids.ts";
 import { fromAiSdkTool, fromAiSdkTools } from "../../src/models/aiSdkTools.ts";
 import { isModelAdapterError } from "../../src/models/errors.ts";
-import { idempotencyKey } from "../../src/projections/ids.ts";
 import type { ToolContext } from "../../src/runtime/config.ts";
 
 const context = (stepId = "support#turn:0:tool:0", runId = "order-1042"): ToolContext => ({
