@@ -2,7 +2,7 @@
  * `fromAiSdkTool`: tools made with the AI SDK's `tool({ description, inputSchema, execute })` as
  * Loom tools. Structural: nothing here loads `ai` (an optional peer).
  */
-import type { InputCheck, Tool, ToolContext } from "../runtime/config.ts";
+import type { InputCheck, Tool, ToolContext } from "../tools/spi.ts";
 import { isInvalidToolInput } from "./aiSdkResponse.ts";
 import { ModelAdapterError } from "./errors.ts";
 
