@@ -64,6 +64,9 @@ export const modePinId = (loopId: string): string => `${loopId}${MODE_PIN_SUFFIX
 /** `<loop>#tools:<source>`: a tool source's list (an MCP server's tools), journaled once per run. */
 export const toolListId = (loopId: string, source: string): string => `${loopId}${TOOL_LIST_INFIX}${source}`;
 
+/** `<loop>#trace`: the trace context of the run's first attempt, decided once (`loom-agent/otel`). */
+export const traceContextId = (loopId: string): string => `${loopId}#trace`;
+
 /** `<stepId>:outcome`: what the model was fed for a failed tool. */
 export const outcomeId = (stepId: string): string => `${stepId}:outcome`;
 
@@ -174,6 +177,7 @@ export const DECISION_SOURCES = {
   outcome: "tool-outcome",
   approval: "approval",
   toolList: TOOL_LIST_SOURCE,
+  traceContext: "trace-context",
 } as const;
 
 /**

@@ -4,10 +4,10 @@
  */
 import { describeCause } from "../events/errorCause.ts";
 import { approvalId, parseFrameId } from "../events/ids.ts";
+import { isInvalidToolInput } from "../events/invalidInput.ts";
 import type { ToolCall } from "../events/types.ts";
-import { isInvalidToolInput } from "../models/aiSdkResponse.ts";
 import type { RunEvent } from "../projections/events.ts";
-import { subRunPath } from "./subRunEvents.ts";
+import { subRunPath } from "../runtime/subRunEvents.ts";
 import type { LoomUIMessageChunk, ToUIMessageStreamOptions } from "./uiMessageChunkTypes.ts";
 
 export type { LoomUIMessageChunk, ToUIMessageStreamOptions } from "./uiMessageChunkTypes.ts";
