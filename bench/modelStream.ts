@@ -7,7 +7,7 @@
  *
  *   node --import tsx bench/modelStream.ts
  */
-import { fromAiSdk } from "../src/models/aiSdk.ts";
+import { fromAiSdk } from "../src/ai-sdk/aiSdk.ts";
 import type { GenerateRequest, Model } from "../src/models/types.ts";
 import { streamModelCall } from "../src/runtime/modelStream.ts";
 import { printTable } from "./support.ts";

@@ -8,20 +8,20 @@ export {
   type AiSdkSpecificationVersion,
   type FromAiSdkOptions,
   fromAiSdk,
-} from "./models/aiSdk.ts";
-export { type InvalidToolInput, isInvalidToolInput } from "./models/aiSdkResponse.ts";
+} from "./ai-sdk/aiSdk.ts";
 export {
   type AiSdkTool,
   type AiSdkToolExecutionOptions,
   type FromAiSdkToolOptions,
   fromAiSdkTool,
   fromAiSdkTools,
-} from "./models/aiSdkTools.ts";
-export { isModelAdapterError, ModelAdapterError, type ModelAdapterErrorCode } from "./models/errors.ts";
+} from "./ai-sdk/aiSdkTools.ts";
 export {
   type LoomUIMessageChunk,
   type ToUIMessageStreamOptions,
   type ToUIMessageStreamResponseOptions,
   toUIMessageStream,
   toUIMessageStreamResponse,
-} from "./runtime/uiMessageStream.ts";
+} from "./ai-sdk/uiMessageStream.ts";
+export { type InvalidToolInput, isInvalidToolInput } from "./events/invalidInput.ts";
+export { isModelAdapterError, ModelAdapterError, type ModelAdapterErrorCode } from "./models/errors.ts";

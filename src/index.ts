@@ -183,6 +183,17 @@ export const modePinMachine: typeof modePinChart = modePinChart;
  * ```
  */
 export const toolCallMachine: typeof toolCallChart = toolCallChart;
+export {
+  approvalId,
+  idempotencyKey,
+  modelFrameId,
+  modePinId,
+  outcomeId,
+  type ParsedFrameId,
+  parseFrameId,
+  toolListId,
+  toolStepId,
+} from "./events/ids.ts";
 export { type ListedTool, readToolList, TOOL_LIST_SOURCE, type ToolListChoice } from "./events/toolList.ts";
 export {
   isModelCapabilityError,
@@ -237,17 +248,6 @@ export {
   type RunEventType,
   runEventsOf,
 } from "./projections/events.ts";
-export {
-  approvalId,
-  idempotencyKey,
-  modelFrameId,
-  modePinId,
-  outcomeId,
-  type ParsedFrameId,
-  parseFrameId,
-  toolListId,
-  toolStepId,
-} from "./projections/ids.ts";
 export {
   type AgentLoopEvalSubject,
   agentLoopEvalSubject,

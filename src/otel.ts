@@ -17,9 +17,9 @@ import {
   type Tracer,
   trace,
 } from "@opentelemetry/api";
+import { toolStepId } from "./events/ids.ts";
 import type { ToolCall } from "./events/types.ts";
 import type { RunEvent } from "./projections/events.ts";
-import { toolStepId } from "./projections/ids.ts";
 import type { RunTelemetry, RunTelemetryScope, TelemetryRunStart, TraceCarrier } from "./runtime/telemetry.ts";
 
 export type { RunTelemetry, RunTelemetryScope, TelemetryRunStart, TraceCarrier } from "./runtime/telemetry.ts";

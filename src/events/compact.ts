@@ -1,6 +1,7 @@
 import { digestOf } from "../core/digest.ts";
 import { LoomError } from "../core/errors.ts";
 import type { SqliteArchiveStore } from "./archive.ts";
+import { parseFrameId } from "./ids.ts";
 import { readJournal } from "./journal.ts";
 import type { ArchivedFrame, Journal } from "./spi.ts";
 import type { SqliteEventStore } from "./sqlite.ts";
@@ -23,9 +24,6 @@ export interface CompactResult {
   readonly version: number;
 }
 
-const TOOL_FRAME = /^(.*)#turn:(\d+):tool:\d+$/;
-const ANY_FRAME = /^(.*)#turn:(\d+):(?:model|tool:\d+)$/;
-
 interface FramePlan {
   readonly frameId: string;
   readonly starts: EntryOf<"frame.started">[];
@@ -39,26 +37,26 @@ function plan(entries: readonly JournalEntry[], keepTurns: number) {
   const inFlight = new Set<string>(); // "<loop>#turn:<i>" with a frame started and not completed
   for (const e of entries) {
     if (e.type !== "frame.started" && e.type !== "frame.completed") continue;
-    const m = ANY_FRAME.exec(e.data.frameId);
-    if (m !== null) lastTurn.set(m[1]!, Math.max(lastTurn.get(m[1]!) ?? 0, Number(m[2])));
+    const id = parseFrameId(e.data.frameId);
+    if (id !== undefined) lastTurn.set(id.loopId, Math.max(lastTurn.get(id.loopId) ?? 0, id.turn));
     let f = frames.get(e.data.frameId);
     if (f === undefined) frames.set(e.data.frameId, (f = { frameId: e.data.frameId, starts: [] }));
     if (e.type === "frame.started") f.starts.push(e);
     else f.completed = e;
   }
   for (const f of frames.values()) {
-    const m = ANY_FRAME.exec(f.frameId);
-    if (m !== null && f.completed === undefined) inFlight.add(`${m[1]}#turn:${m[2]}`);
+    const id = parseFrameId(f.frameId);
+    if (id !== undefined && f.completed === undefined) inFlight.add(`${id.loopId}#turn:${id.turn}`);
   }
   const moved: ArchivedFrame[] = [];
   const removeSeqs: number[] = [];
   const digests: Record<string, ArchivedFrameDigest> = {};
   for (const f of frames.values()) {
-    const m = TOOL_FRAME.exec(f.frameId);
+    const id = parseFrameId(f.frameId);
     const started = f.starts[f.starts.length - 1];
-    if (m === null || f.completed === undefined || started === undefined) continue;
-    const turn = Number(m[2]);
-    if (turn > lastTurn.get(m[1]!)! - keepTurns || inFlight.has(`${m[1]}#turn:${turn}`)) continue;
+    if (id?.kind !== "tool" || f.completed === undefined || started === undefined) continue;
+    const turn = id.turn;
+    if (turn > lastTurn.get(id.loopId)! - keepTurns || inFlight.has(`${id.loopId}#turn:${turn}`)) continue;
     const completed = f.completed;
     const attempts = f.starts.slice(0, -1);
     moved.push({ frameId: f.frameId, started, completed, ...(attempts.length > 0 ? { attempts } : {}) });

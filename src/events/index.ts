@@ -3,6 +3,7 @@ export { memoryArchive, type SqliteArchiveStore, sqliteArchive } from "./archive
 export { dirBlobStore, memoryBlobStore, refDigest, sqliteBlobStore } from "./blobs.ts";
 export { type ClaimCheckEnvelope, claimCheckOf, isClaimCheckEnvelope } from "./claimCheck.ts";
 export { type CompactOptions, type CompactResult, compact } from "./compact.ts";
+export { checkRunId, escapeRunId, MAX_RUN_ID_BYTES, RUN_ID_RULE, runIdProblem } from "./ids.ts";
 export { createJournal, type OpenJournal, openSqliteJournal, readJournal } from "./journal.ts";
 export { type MemoryStoreOptions, memoryStore } from "./memory.ts";
 export { isModePinDecision, MODE_PIN_SOURCE, type PinnedMode, readModePin } from "./modePin.ts";
@@ -14,7 +15,6 @@ export {
   pruneRuns,
 } from "./prune.ts";
 export { type ReadArchivedOptions, readArchived } from "./readArchived.ts";
-export { checkRunId, escapeRunId, MAX_RUN_ID_BYTES, RUN_ID_RULE, runIdProblem } from "./runId.ts";
 export type { ArchivedFrame, ArchiveStore, BlobInfo, BlobRef, BlobStore, Journal } from "./spi.ts";
 export { type SqliteEventStore, sqliteStore } from "./sqlite.ts";
 export { SQLITE_SCHEMA_VERSION, type SqliteDatabase, type SqliteOptions } from "./sqliteFile.ts";

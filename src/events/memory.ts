@@ -1,7 +1,7 @@
 import { ConcurrencyError, JournalFormatError } from "../core/errors.ts";
 import { NOT_PLAIN, plainJsonCopy } from "../core/jsonForm.ts";
+import { checkRunId } from "./ids.ts";
 import { acquisition, cancelRefusal, leaseOf, liveHolder, lost, type OwnerRow, stillOwned } from "./ownership.ts";
-import { checkRunId } from "./runId.ts";
 import type {
   AcquireOptions,
   AppendOptions,

@@ -1,5 +1,6 @@
 import { digestOf } from "../core/digest.ts";
 import { IntegrityError, LoomError } from "../core/errors.ts";
+import { parseFrameId } from "./ids.ts";
 import { readJournal } from "./journal.ts";
 import type { ArchivedFrame, Journal } from "./spi.ts";
 import type { EntryOf, JournalEntry } from "./types.ts";
@@ -90,7 +91,7 @@ export async function uncompactedEntries(
   for (const marker of hot) {
     if (marker.type !== "frames.archived") continue;
     const { frameIds, seqs } = marker.data;
-    const tools = frameIds.every((id) => TOOL_FRAME.test(id));
+    const tools = frameIds.every((id) => parseFrameId(id)?.kind === "tool");
     if (seqs?.every((seq) => seq < from || (tools && seq <= after))) continue;
     const batch = new Map((await archiveBatch(journal, runId, marker)).map((f) => [f.frameId, f]));
     for (const frameId of frameIds) {
@@ -101,8 +102,6 @@ export async function uncompactedEntries(
   }
   return out.sort((a, b) => a.seq - b.seq);
 }
-
-const TOOL_FRAME = /#turn:\d+:tool:\d+$/;
 
 async function archiveBatch(
   journal: Journal,

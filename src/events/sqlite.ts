@@ -1,8 +1,8 @@
 import type Database from "better-sqlite3";
 import { JournalFormatError } from "../core/errors.ts";
+import { checkRunId } from "./ids.ts";
 import { acquisition, leaseOf, liveHolder, lost, type OwnerRow, stillOwned } from "./ownership.ts";
 import { encodeEntries } from "./rows.ts";
-import { checkRunId } from "./runId.ts";
 import { prefixEnd } from "./runPrefix.ts";
 import { appendCheck } from "./sqliteAppendCheck.ts";
 import {

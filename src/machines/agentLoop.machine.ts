@@ -1,6 +1,6 @@
 import { assign, enqueueActions, fromCallback, fromPromise, sendTo, setup } from "xstate";
+import { toolStepId } from "../events/ids.ts";
 import type { ErrorCause, InterruptReason, ModelResponse, ToolCall } from "../events/types.ts";
-import { toolStepId } from "../projections/ids.ts";
 import { type ToolCallInput, type ToolCallParentEvent, toolCallMachine } from "./toolCall.machine.ts";
 
 /** What `agentLoopMachine` is started with (`createActor(machine, { input })`). */

@@ -1,7 +1,7 @@
 import { assign, initialTransition, setup, transition } from "xstate";
 import { AgentLoopConfigError } from "../core/errors.ts";
+import { DECISION_SOURCES, modePinId } from "../events/ids.ts";
 import type { DecisionRecordedData } from "../events/types.ts";
-import { DECISION_SOURCES, modePinId } from "../projections/ids.ts";
 import type { ToolCallLogMode } from "../projections/types.ts";
 
 /**

@@ -1,5 +1,5 @@
 import type { ListedTool } from "../events/toolList.ts";
-import type { Tool, ToolSource } from "../runtime/config.ts";
+import type { Tool, ToolSource } from "../tools/spi.ts";
 import { McpToolError } from "./errors.ts";
 
 /**

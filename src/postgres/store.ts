@@ -1,8 +1,8 @@
 import type pg from "pg";
 import { sha256Hex } from "../core/digest.ts";
 import { ConcurrencyError, JournalFormatError } from "../core/errors.ts";
+import { checkRunId } from "../events/ids.ts";
 import { encodeEntries } from "../events/rows.ts";
-import { checkRunId } from "../events/runId.ts";
 import { prefixEnd } from "../events/runPrefix.ts";
 import { decodeStoredRows, type StoredRow, TYPE_CODES, TYPE_OF } from "../events/sqliteRows.ts";
 import type {

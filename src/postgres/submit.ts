@@ -1,11 +1,10 @@
 import { digestOf, digestOfRecorded } from "../core/digest.ts";
 import { AgentLoopConfigError, ConcurrencyError, ReplayDivergenceError } from "../core/errors.ts";
+import { checkRunId, modelFrameId } from "../events/ids.ts";
 import { encodeEntries } from "../events/rows.ts";
-import { checkRunId } from "../events/runId.ts";
 import type { Journal } from "../events/spi.ts";
 import { TYPE_CODES } from "../events/sqliteRows.ts";
 import type { Message, RunStartedData } from "../events/types.ts";
-import { modelFrameId } from "../projections/ids.ts";
 import { runStartedData } from "../runtime/actors.ts";
 import type { AgentLoop } from "../runtime/agentLoop.ts";
 import { type PgDatabase, pgDatabaseOf } from "./database.ts";

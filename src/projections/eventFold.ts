@@ -1,9 +1,9 @@
 import { digestOf, digestOfRecorded } from "../core/digest.ts";
+import { DECISION_SOURCES, decisionStepOf, type ParsedFrameId, parseFrameId } from "../events/ids.ts";
 import { isModePinDecision } from "../events/modePin.ts";
 import type { JournalEntry, ModelResponse, ToolCall } from "../events/types.ts";
 import { initialRunEventState, pinOf, type RunEventOptions, type RunEventState } from "./eventFoldState.ts";
 import type { JournaledRunEvent } from "./events.ts";
-import { DECISION_SOURCES, type ParsedFrameId, parseFrameId } from "./ids.ts";
 
 export { initialRunEventState, type RunEventOptions, type RunEventState } from "./eventFoldState.ts";
 
@@ -108,15 +108,16 @@ export function evolveRunEvents(state: RunEventState, entry: JournalEntry): Jour
         state.pinned = pinOf(entry.data);
         return [];
       }
-      if (source === DECISION_SOURCES.outcome && decisionId.endsWith(":outcome")) {
-        const stepId = decisionId.slice(0, -":outcome".length);
+      const failedStep = decisionStepOf(decisionId, "outcome");
+      if (source === DECISION_SOURCES.outcome && failedStep !== undefined) {
         const failed = (choice as { failed?: unknown } | null)?.failed;
         const { digest, bytes } = digestOf(failed);
-        return [toolFinished(state, runId, cursor, stepId, toolNameOf(state, stepId), "error", digest, bytes, failed)];
+        const name = toolNameOf(state, failedStep);
+        return [toolFinished(state, runId, cursor, failedStep, name, "error", digest, bytes, failed)];
       }
-      if (source === DECISION_SOURCES.approval && decisionId.endsWith(":approval")) {
+      const stepId = decisionStepOf(decisionId, "approval");
+      if (source === DECISION_SOURCES.approval && stepId !== undefined) {
         const { approved, by } = (choice ?? {}) as { approved?: unknown; by?: unknown };
-        const stepId = decisionId.slice(0, -":approval".length);
         return [
           {
             type: "approval-decided",

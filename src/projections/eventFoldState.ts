@@ -1,7 +1,8 @@
 /** The state the RunEvent fold (eventFold.ts) keeps between entries, fresh or seeded from a folded journal. */
+
+import { parseFrameId } from "../events/ids.ts";
 import { isModePinDecision } from "../events/modePin.ts";
 import type { ModelResponse } from "../events/types.ts";
-import { parseFrameId } from "./ids.ts";
 import type { RunState } from "./runState.ts";
 import type { ToolCallLogMode } from "./types.ts";
 

@@ -1,4 +1,5 @@
 import { type ClaimCheckEnvelope, claimCheckOf } from "../events/claimCheck.ts";
+import { modelFrameId, parseFrameId } from "../events/ids.ts";
 import type {
   AttemptError,
   CallSettledData,
@@ -12,7 +13,6 @@ import type {
   RunFailedData,
   RunInterruptedData,
 } from "../events/types.ts";
-import { modelFrameId, parseFrameId } from "./ids.ts";
 import type { Projection } from "./projection.ts";
 
 /** One durable step as the fold sees it: its effect, input digest and (once completed) its output. */

@@ -1,8 +1,8 @@
 import { digestOf } from "../core/digest.ts";
 import { LoomError } from "../core/errors.ts";
+import { modelFrameId, modePinId, outcomeId, toolStepId } from "../events/ids.ts";
 import { readModePin } from "../events/modePin.ts";
 import type { ModelResponse, ToolCall } from "../events/types.ts";
-import { modelFrameId, modePinId, outcomeId, toolStepId } from "./ids.ts";
 import type { RunState } from "./runState.ts";
 import type { AgentOutput, AgentStep, LeanAgentStep, ToolCallLogMode } from "./types.ts";
 

@@ -1,4 +1,4 @@
-import { parseFrameId } from "./ids.ts";
+import { parseFrameId } from "../events/ids.ts";
 import type { RunState } from "./runState.ts";
 
 /** Tokens a run's model calls used, summed from the usage its model frames recorded. */

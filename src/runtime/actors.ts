@@ -7,6 +7,7 @@ import {
   RunCancelledError,
 } from "../core/errors.ts";
 import { jsonRoundTrip } from "../core/jsonForm.ts";
+import { modelFrameId, modePinId, toolStepId } from "../events/ids.ts";
 import { readJournal } from "../events/journal.ts";
 import { readModePin } from "../events/modePin.ts";
 import type { Message, ModelResponse, NewEntry, RunStartedData, ToolCall } from "../events/types.ts";
@@ -20,7 +21,6 @@ import type {
 import { resolveModePin } from "../machines/modePin.machine.ts";
 import { type DefinitionPin, definitionPin, describeChange, unacceptedChanges } from "../policies/definition.ts";
 import { attemptError } from "../policies/retry.ts";
-import { modelFrameId, modePinId, toolStepId } from "../projections/ids.ts";
 import { foldEntries, type RunState, responseAt } from "../projections/runState.ts";
 import { Appender, type Fence } from "./appender.ts";
 import { askModel } from "./askModel.ts";

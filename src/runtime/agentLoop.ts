@@ -1,7 +1,6 @@
 import { createActor, type InspectionEvent, type Observer } from "xstate";
 import { RunCancelledError } from "../core/errors.ts";
-import { checkRunId } from "../events/runId.ts";
-import { toolStepId } from "../projections/ids.ts";
+import { checkRunId, toolStepId } from "../events/ids.ts";
 import { responseAt } from "../projections/runState.ts";
 import { completedOutput, projectToolCallLog } from "../projections/toolCallLog.ts";
 import type { AgentOutput, InterruptedAgentRun, ToolCallLogMode } from "../projections/types.ts";

@@ -1,4 +1,5 @@
 import { isRunCancelledError, LoomError } from "../core/errors.ts";
+import { childRunId } from "../events/ids.ts";
 import type { Message } from "../events/types.ts";
 import type { AgentOutput, InterruptedAgentRun } from "../projections/types.ts";
 import type { AgentLoop } from "./agentLoop.ts";
@@ -7,9 +8,9 @@ import { isAgentInterruptedError } from "./errors.ts";
 import { DEFAULT_LEASE_MS } from "./ownership.ts";
 import { RunContext } from "./runContext.ts";
 import { markSubAgentTool } from "./subAgentTools.ts";
-import { childRunId, SubAgentCancelledError, SubAgentPendingError } from "./subRuns.ts";
+import { SubAgentCancelledError, SubAgentPendingError } from "./subRuns.ts";
 
-export { childRunId } from "./subRuns.ts";
+export { childRunId } from "../events/ids.ts";
 
 /** Sub-agents nested deeper than this are refused unless `maxDepth` says otherwise. */
 export const DEFAULT_MAX_AGENT_DEPTH = 4;
@@ -145,7 +146,7 @@ export function agentTool<I = { prompt: string }>(loop: AgentLoop, options: Agen
       }
       const id = childRunId(runId, stepId);
       // Called by hand with a context the runtime did not make: a run of its own, at depth 0.
-      const parent = context.run ?? new RunContext(runId);
+      const parent = context.run instanceof RunContext ? context.run : new RunContext(runId);
       const depth = parent.depth + 1;
       if (depth > maxDepth) {
         throw new SubAgentLimitError(

@@ -5,10 +5,10 @@ import {
   type OwnershipLostError,
   type RunCancelledError,
 } from "../core/errors.ts";
+import { parseFrameId } from "../events/ids.ts";
 import type { AppendOptions, EventStore } from "../events/store.ts";
 import { type JournalEntry, type NewEntry, SCHEMA_VERSION } from "../events/types.ts";
 import { validateEntries } from "../events/validate.ts";
-import { parseFrameId } from "../projections/ids.ts";
 import { type RunState, responseAt, runStateProjection } from "../projections/runState.ts";
 
 /** How long a run may hold the event loop before an append lets it run other work (as `breathe` does). */

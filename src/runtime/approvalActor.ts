@@ -1,8 +1,8 @@
 import { fromPromise } from "xstate";
 import { digestOfRecorded } from "../core/digest.ts";
+import { approvalId, DECISION_SOURCES } from "../events/ids.ts";
 import type { ApprovalOutput, ToolCallInput } from "../machines/toolCall.machine.ts";
 import { approvalExpiry, declinedResult } from "../policies/approval.ts";
-import { approvalId, DECISION_SOURCES } from "../projections/ids.ts";
 import type { RunSession } from "./session.ts";
 import { answerGiven } from "./subRunApprovals.ts";
 

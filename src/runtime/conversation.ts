@@ -1,9 +1,9 @@
 import { digestOfRecorded, sha256Hex } from "../core/digest.ts";
 import { IntegrityError } from "../core/errors.ts";
 import type { ClaimCheckEnvelope } from "../events/claimCheck.ts";
+import { outcomeId } from "../events/ids.ts";
 import type { BlobStore } from "../events/spi.ts";
 import type { Message, ModelResponse, ToolCall } from "../events/types.ts";
-import { outcomeId } from "../projections/ids.ts";
 import type { FrameState, RunState } from "../projections/runState.ts";
 
 /**

@@ -5,7 +5,7 @@
  * `timeouts.chunkIdleMs`) are enforced here. The attempt limit, the run's deadline and the
  * journal are the caller's.
  */
-import { isInvalidToolInput } from "../models/aiSdkResponse.ts";
+import { isInvalidToolInput } from "../events/invalidInput.ts";
 import { isModelCapabilityError, ModelCapabilityError, ModelStreamError } from "../models/errors.ts";
 import type { GenerateRequest, Model, ModelResponse, ModelStreamPart } from "../models/types.ts";
 import type { StepStop } from "./stepSignals.ts";

@@ -1,12 +1,12 @@
 import { digestOf, sha256Hex } from "../core/digest.ts";
 import { IntegrityError, LoomError } from "../core/errors.ts";
 import { type ClaimCheckEnvelope, claimCheckOf, isClaimCheckEnvelope } from "../events/claimCheck.ts";
+import { modelFrameId, parseFrameId, toolStepId } from "../events/ids.ts";
 import { readJournal } from "../events/journal.ts";
 import { readArchived } from "../events/readArchived.ts";
 import type { ArchivedFrame, Journal } from "../events/spi.ts";
 import type { Message, ToolCall } from "../events/types.ts";
 import { validateToolCallLogMode } from "../machines/modePin.machine.ts";
-import { modelFrameId, parseFrameId, toolStepId } from "../projections/ids.ts";
 import { foldEntries, type RunState, responseAt } from "../projections/runState.ts";
 import { projectToolCallLog, toolCallResult } from "../projections/toolCallLog.ts";
 import type { AgentStep, LeanAgentStep, ToolCallLogMode } from "../projections/types.ts";

@@ -4,13 +4,15 @@
  * global. Made where a run starts (`agentLoop.ts`), or by `agentTool` for the child run it starts
  * (`parent.child(...)`), and dropped with the run: nothing outlives it.
  */
+
 import type { AnyActorRef, InspectionEvent, Observer } from "xstate";
+import { childRunId } from "../events/ids.ts";
 import type { RunEvent } from "../projections/events.ts";
 import type { InterruptedAgentRun } from "../projections/types.ts";
+import type { ToolRun } from "../tools/spi.ts";
 import type { RunEventEmitter } from "./events.ts";
 import { type ApprovalAnswers, answersBelow } from "./subRunApprovals.ts";
 import { inspectorBelow, type RunInspector } from "./subRunInspect.ts";
-import { childRunId } from "./subRuns.ts";
 
 /** A pending approval as `AgentInterruptedError.run.pendingApprovals` lists it. */
 export type InterruptedApproval = InterruptedAgentRun["pendingApprovals"][number];
@@ -29,7 +31,7 @@ export type InterruptedApproval = InterruptedAgentRun["pendingApprovals"][number
  * };
  * ```
  */
-export class RunContext {
+export class RunContext implements ToolRun {
   /** The sub-agent runs going now (started by this run's `agentTool` calls), each removed when its call ends. */
   readonly #children = new Set<RunContext>();
   /** The run's events, once it runs: a child's go to its listeners (`onEvent`, `loop.stream`). */

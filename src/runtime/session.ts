@@ -1,11 +1,11 @@
 import { type Digest, digestOfRecorded } from "../core/digest.ts";
 import { ReplayDivergenceError } from "../core/errors.ts";
 import type { ClaimCheckEnvelope } from "../events/claimCheck.ts";
+import { toolStepId } from "../events/ids.ts";
 import type { Journal } from "../events/spi.ts";
 import type { Message, ModelResponse, ToolCall } from "../events/types.ts";
 import type { ToolDescriptor } from "../models/types.ts";
 import type { RunEvent } from "../projections/events.ts";
-import { toolStepId } from "../projections/ids.ts";
 import type { RunState } from "../projections/runState.ts";
 import type { ToolCallLogMode } from "../projections/types.ts";
 import type { Appender } from "./appender.ts";

@@ -6,13 +6,12 @@
  * line each.
  */
 import { LoomError } from "../core/errors.ts";
+import { approvalId, childRunId } from "../events/ids.ts";
 import { readJournal } from "../events/journal.ts";
 import type { Journal } from "../events/spi.ts";
-import { approvalId } from "../projections/ids.ts";
 import { foldEntries, type RunState } from "../projections/runState.ts";
 import { listPendingApprovals, type PendingApproval } from "./control/approvals.ts";
 import { ApprovalRefusedError } from "./control/errors.ts";
-import { childRunId } from "./subRuns.ts";
 
 /** Answers to pending approvals, by step id or by `<runId>/<stepId>` (see `RunOptions.approvals`). */
 export type ApprovalAnswers = Readonly<Record<string, boolean>>;

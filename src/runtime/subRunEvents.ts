@@ -7,14 +7,11 @@
  * (`RunContext.nestedListener`); this file is how readers nest them, and how `followRun` follows them.
  */
 
+import { childRunId, subRunSteps } from "../events/ids.ts";
 import type { Journal } from "../events/spi.ts";
 import type { JournalEntry } from "../events/types.ts";
 import type { RunEvent } from "../projections/events.ts";
 import type { ToolCallLogMode } from "../projections/types.ts";
-import { childRunId } from "./subRuns.ts";
-
-/** A tool step's call as a tool-call frame id ends: `…#turn:<i>:tool:<j>`. */
-const STEP_END = /#turn:\d+:tool:\d+(?=\/|$)/g;
 
 /**
  * Where an event sits below the run you watch: the step ids of the calls from `rootRunId` down
@@ -26,17 +23,7 @@ const STEP_END = /#turn:\d+:tool:\d+(?=\/|$)/g;
  * // ["planner#turn:0:tool:0", "researcher#turn:1:tool:2"]
  */
 export function subRunPath(rootRunId: string, event: Pick<RunEvent, "runId">): string[] | undefined {
-  if (event.runId === rootRunId) return [];
-  if (!event.runId.startsWith(`${rootRunId}/`)) return undefined;
-  const rest = event.runId.slice(rootRunId.length + 1);
-  const path: string[] = [];
-  let from = 0;
-  for (const m of rest.matchAll(STEP_END)) {
-    const end = (m.index ?? 0) + m[0].length;
-    path.push(rest.slice(from, end));
-    from = end + 1;
-  }
-  return from === rest.length + 1 ? path : undefined;
+  return subRunSteps(rootRunId, event.runId);
 }
 
 const newFollower = (): Follower => ({ stop: new AbortController(), saw: false, done: false });

@@ -7,7 +7,7 @@
  * chain is one tree. Nothing changes when the parent is not inspected.
  */
 import type { AnyActorRef, InspectionEvent } from "xstate";
-import { parseFrameId } from "../projections/ids.ts";
+import { parseFrameId } from "../events/ids.ts";
 
 /** An inspected run, as its context (`RunContext`) holds it while it runs. */
 export interface RunInspector {

@@ -5,19 +5,11 @@
  * about the loop.
  */
 import { LoomError } from "../core/errors.ts";
+import { childRunIdSplits } from "../events/ids.ts";
 import { readJournal } from "../events/journal.ts";
 import type { Journal } from "../events/spi.ts";
-import { parseFrameId } from "../projections/ids.ts";
 import type { InterruptedAgentRun } from "../projections/types.ts";
 import type { RunContext } from "./runContext.ts";
-
-/**
- * The child run id of a parent's tool call: `<parentRunId>/<stepId>`.
- *
- * @example
- * childRunId("ticket-9", "planner#turn:0:tool:1"); // "ticket-9/planner#turn:0:tool:1"
- */
-export const childRunId = (parentRunId: string, stepId: string): string => `${parentRunId}/${stepId}`;
 
 /** A child run's place: the parent run and the parent's tool call (its step) that runs it. */
 export interface SubRunParent {
@@ -34,10 +26,7 @@ export interface SubRunParent {
  * await parentRunOf(journal, "trip/planner#turn:0:tool:0"); // { runId: "trip", stepId: "planner#turn:0:tool:0" }
  */
 export async function parentRunOf(journal: Journal, runId: string): Promise<SubRunParent | undefined> {
-  for (let i = runId.lastIndexOf("/"); i > 0; i = runId.lastIndexOf("/", i - 1)) {
-    const stepId = runId.slice(i + 1);
-    if (parseFrameId(stepId)?.kind !== "tool") continue;
-    const parent = runId.slice(0, i);
+  for (const { runId: parent, stepId } of childRunIdSplits(runId)) {
     const entries = await readJournal(journal, parent).catch(() => []);
     if (entries.some((e) => e.type === "frame.started" && e.data.frameId === stepId)) return { runId: parent, stepId };
   }

@@ -3,16 +3,11 @@
  * (DESIGN §7.1), plus the trace context it journals once so a resumed run, in any process, lands
  * in the same trace. `loom-agent/otel` implements it with OpenTelemetry; nothing here loads it.
  */
+
+import { DECISION_SOURCES, parseFrameId, toolStepId, traceContextId } from "../events/ids.ts";
 import type { NewEntry } from "../events/types.ts";
 import type { RunEvent } from "../projections/events.ts";
-import { parseFrameId, toolStepId } from "../projections/ids.ts";
 import type { RunState } from "../projections/runState.ts";
-
-/** `<loop>#trace`: the trace context of the run's first attempt, decided once. */
-export const traceContextId = (loopId: string): string => `${loopId}#trace`;
-
-/** The source of the trace-context decision. */
-export const TRACE_CONTEXT_SOURCE = "trace-context";
 
 /** A trace context as text fields (W3C `traceparent`, `tracestate`), the form a carrier journals. */
 export type TraceCarrier = Readonly<Record<string, string>>;
@@ -89,6 +84,10 @@ export function recordedToolCallIds(state: RunState, loopId: string): Record<str
 export function traceContextDecision(loopId: string, carrier: TraceCarrier): NewEntry {
   return {
     type: "decision.recorded",
-    data: { decisionId: traceContextId(loopId), source: TRACE_CONTEXT_SOURCE, choice: { carrier: { ...carrier } } },
+    data: {
+      decisionId: traceContextId(loopId),
+      source: DECISION_SOURCES.traceContext,
+      choice: { carrier: { ...carrier } },
+    },
   };
 }

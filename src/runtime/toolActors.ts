@@ -1,9 +1,9 @@
 import { fromCallback, fromPromise } from "xstate";
 import { digestOfRecorded } from "../core/digest.ts";
+import { DECISION_SOURCES, idempotencyKey, outcomeId, toolStepId } from "../events/ids.ts";
 import type { CallSettledData, ModelResponse, NewEntry, SettledReason, ToolCall } from "../events/types.ts";
 import type { PlainCallsEvent } from "../machines/agentLoop.machine.ts";
 import type { CheckOutput, RunToolOutput, ToolCallInput, ToolCallParentEvent } from "../machines/toolCall.machine.ts";
-import { DECISION_SOURCES, idempotencyKey, outcomeId, toolStepId } from "../projections/ids.ts";
 import { responseAt } from "../projections/runState.ts";
 import { AppendAfterCloseError } from "./appender.ts";
 import { approvalActor } from "./approvalActor.ts";

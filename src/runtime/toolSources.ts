@@ -1,14 +1,11 @@
 import { AgentLoopConfigError, ToolSourceError } from "../core/errors.ts";
+import { DECISION_SOURCES, isIdName, toolListId } from "../events/ids.ts";
 import { type ListedTool, readToolList, type ToolListChoice } from "../events/toolList.ts";
 import type { NewEntry } from "../events/types.ts";
-import { DECISION_SOURCES, toolListId } from "../projections/ids.ts";
 import type { RunState } from "../projections/runState.ts";
 import { offersSearchTools, SEARCH_TOOLS, SKILL_ACTIVATION, toolDescriptors } from "./builtins.ts";
 import type { AgentLoopConfig, Tool, ToolSource } from "./config.ts";
 import type { RunSession } from "./session.ts";
-
-/** What a tool source's name may be: it is part of a decision id (`<loop>#tools:<name>`). */
-const SOURCE_NAME = /^[A-Za-z0-9_.:-]+$/;
 
 /**
  * The run's tools from its sources (DESIGN §7.5), called by `prepare` before its first append:
@@ -89,7 +86,7 @@ export function validateToolSources(config: AgentLoopConfig, fail: (what: string
   const names = new Set<string>();
   sources.forEach((s: Partial<ToolSource> | null, i) => {
     const name = s?.name;
-    if (typeof name !== "string" || !SOURCE_NAME.test(name)) {
+    if (typeof name !== "string" || !isIdName(name)) {
       throw fail(
         `toolSources[${i}].name must be a non-empty string of letters, digits, "_", ".", ":" or "-" (it is part of a decision id), not ${JSON.stringify(name)}`,
       );

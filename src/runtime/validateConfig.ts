@@ -1,12 +1,11 @@
 import { AgentLoopConfigError } from "../core/errors.ts";
+import { isIdName } from "../events/ids.ts";
 import { validateToolCallLogMode } from "../machines/modePin.machine.ts";
 import { DEFINITION_CHANGE_KINDS } from "../policies/definition.ts";
 import { DEFAULT_MODEL_RETRY, DEFAULT_TOOL_RETRY, validateRetryPolicy } from "../policies/retry.ts";
 import { offersSearchTools, SEARCH_TOOLS } from "./builtins.ts";
 import type { AgentLoopConfig } from "./config.ts";
 import { validateToolSources } from "./toolSources.ts";
-
-const LOOP_ID = /^[A-Za-z0-9_.:-]+$/;
 
 const fail = (loop: string, what: string) =>
   new AgentLoopConfigError(`loop ${loop}: ${what}; fix the loop's configuration.`, "invalidConfig");
@@ -17,7 +16,7 @@ const positiveInteger = (v: unknown) => typeof v === "number" && Number.isIntege
 export function validateConfig(config: AgentLoopConfig): void {
   if (typeof config !== "object" || config === null) throw fail("?", "the configuration must be an object");
   const id = config.id;
-  if (typeof id !== "string" || !LOOP_ID.test(id)) {
+  if (typeof id !== "string" || !isIdName(id)) {
     throw fail(
       String(id),
       `id must be a non-empty string of letters, digits, "_", ".", ":" or "-" (it prefixes every frame id), not ${JSON.stringify(id)}`,

@@ -1,3 +1,4 @@
+import { decisionStepOf } from "../events/ids.ts";
 import {
   type AttemptError,
   digestOf,
@@ -225,9 +226,8 @@ function onDecision(view: RunView, decisionId: string, choice: unknown): void {
     if (mode === "full" || mode === "lean") view.mode = mode;
     return;
   }
-  const approval = /^(.*):approval$/.exec(decisionId);
-  if (approval) {
-    const stepId = approval[1] as string;
+  const stepId = decisionStepOf(decisionId, "approval");
+  if (stepId !== undefined) {
     const call = callAt(view, stepId);
     if (call) {
       call.approval = { approved: (choice as { approved?: unknown } | null)?.approved === true };
@@ -237,9 +237,9 @@ function onDecision(view: RunView, decisionId: string, choice: unknown): void {
     if (view.pending.includes(stepId)) view.pending = view.pending.filter((s) => s !== stepId);
     return;
   }
-  const outcome = /^(.*):outcome$/.exec(decisionId);
-  if (outcome) {
-    const call = callAt(view, outcome[1] as string);
+  const failedStep = decisionStepOf(decisionId, "outcome");
+  if (failedStep !== undefined) {
+    const call = callAt(view, failedStep);
     if (call) {
       call.status = "error";
       const { digest, bytes } = digestOf((choice as { failed?: unknown } | null)?.failed);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { isJournalFormatError } from "../../src/core/errors.ts";
+import { toolListId } from "../../src/events/ids.ts";
 import { readToolList, TOOL_LIST_SOURCE } from "../../src/events/toolList.ts";
-import { toolListId } from "../../src/projections/ids.ts";
 
 const decision = (choice: unknown) => ({ decisionId: toolListId("calc", "files"), source: TOOL_LIST_SOURCE, choice });
 

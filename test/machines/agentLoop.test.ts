@@ -7,6 +7,7 @@ import {
   transition,
 } from "xstate";
 import { adjacencyMapToArray, getAdjacencyMap, getShortestPaths } from "xstate/graph";
+import { toolStepId } from "../../src/events/ids.ts";
 import type { ModelResponse } from "../../src/events/types.ts";
 import {
   type AgentLoopEvent,
@@ -16,7 +17,6 @@ import {
   type PrepareOutput,
 } from "../../src/machines/agentLoop.machine.ts";
 import type { ToolCallParentEvent } from "../../src/machines/toolCall.machine.ts";
-import { toolStepId } from "../../src/projections/ids.ts";
 import { activeIds, definedStates, definedTransitions, walk } from "../support/machineCoverage.ts";
 
 const machine = agentLoopMachine;

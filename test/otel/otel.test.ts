@@ -10,6 +10,7 @@ import {
 } from "@opentelemetry/sdk-trace-base";
 import { MockLanguageModelV3 } from "ai/test";
 import { describe, expect, it } from "vitest";
+import { fromAiSdk } from "../../src/ai-sdk/aiSdk.ts";
 import {
   agentLoop$,
   createJournal,
@@ -21,7 +22,6 @@ import {
   rebuildToolCallLog,
   scriptedModel,
 } from "../../src/index.ts";
-import { fromAiSdk } from "../../src/models/aiSdk.ts";
 import { otelTelemetry } from "../../src/otel.ts";
 import { tempDir } from "../cli/support.ts";
 import { streamedAs } from "../support/aiSdkStream.ts";

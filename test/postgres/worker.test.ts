@@ -1,9 +1,9 @@
 import { MockLanguageModelV3 } from "ai/test";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { fromAiSdk } from "../../src/ai-sdk/aiSdk.ts";
 import { isAgentLoopConfigError, isReplayDivergenceError } from "../../src/core/errors.ts";
 import { createJournal, type OpenJournal, readJournal } from "../../src/events/journal.ts";
 import { memoryStore } from "../../src/events/memory.ts";
-import { fromAiSdk } from "../../src/models/aiSdk.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
 import { isNotPostgresJournalError, openPostgresJournal, startWorker, submitRun } from "../../src/postgres.ts";
 import { type AgentLoop, agentLoop$ } from "../../src/runtime/agentLoop.ts";

@@ -4,8 +4,8 @@
  * JSON round-tripped as a JSON store gives them back.
  */
 import { digestOf, sha256Hex } from "../../src/core/digest.ts";
+import { DECISION_SOURCES, modelFrameId, modePinId, outcomeId, toolStepId } from "../../src/events/ids.ts";
 import type { ArchivedFrameDigest, JournalEntry, NewEntry, SettledReason, ToolCall } from "../../src/events/types.ts";
-import { DECISION_SOURCES, modelFrameId, modePinId, outcomeId, toolStepId } from "../../src/projections/ids.ts";
 import type { ToolCallLogMode } from "../../src/projections/types.ts";
 
 export type CallPlan =

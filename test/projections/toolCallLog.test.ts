@@ -2,8 +2,8 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { digestOf } from "../../src/core/digest.ts";
 import { isJournalFormatError } from "../../src/core/errors.ts";
+import { toolStepId } from "../../src/events/ids.ts";
 import type { SettledReason } from "../../src/events/types.ts";
-import { toolStepId } from "../../src/projections/ids.ts";
 import { foldEntries } from "../../src/projections/runState.ts";
 import {
   ArchivedOutputError,

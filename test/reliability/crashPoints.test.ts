@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { memoryBlobStore } from "../../src/events/blobs.ts";
+import { parseFrameId } from "../../src/events/ids.ts";
 import { createJournal, readJournal } from "../../src/events/journal.ts";
 import { memoryStore } from "../../src/events/memory.ts";
 import type { EventStore } from "../../src/events/store.ts";
 import { postgresStore } from "../../src/postgres.ts";
-import { parseFrameId } from "../../src/projections/ids.ts";
 import type { ToolCallLogMode } from "../../src/projections/types.ts";
 import { dropSchema, freshSchema, PG_URL } from "../postgres/pg.ts";
 import { CALL_KINDS, type FlakyWorld, failuresOf, flakyWorld, kitchenSink } from "../support/kitchenSink.ts";

@@ -1,12 +1,12 @@
 import { APICallError } from "@ai-sdk/provider";
 import { MockLanguageModelV3 } from "ai/test";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { fromAiSdk } from "../../src/ai-sdk/aiSdk.ts";
 import { errorCause } from "../../src/events/errorCause.ts";
 import { createJournal, openSqliteJournal, readJournal } from "../../src/events/journal.ts";
 import { memoryStore } from "../../src/events/memory.ts";
 import type { ErrorCause } from "../../src/events/types.ts";
 import { checkNewEntries } from "../../src/events/validate.ts";
-import { fromAiSdk } from "../../src/models/aiSdk.ts";
 import type { Model } from "../../src/models/types.ts";
 import { agentLoop$ } from "../../src/runtime/agentLoop.ts";
 import { type AgentInterruptedError, isAgentInterruptedError } from "../../src/runtime/errors.ts";

@@ -1,9 +1,9 @@
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isAgentLoopConfigError } from "../../src/core/errors.ts";
+import { escapeRunId, runIdProblem } from "../../src/events/ids.ts";
 import { createJournal, type OpenJournal, openSqliteJournal, readJournal } from "../../src/events/journal.ts";
 import { memoryStore } from "../../src/events/memory.ts";
-import { escapeRunId, runIdProblem } from "../../src/events/runId.ts";
 import type { EventStore } from "../../src/events/store.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
 import { openPostgresJournal, submitRun } from "../../src/postgres.ts";
@@ -18,7 +18,7 @@ import { dropSchema, freshSchema, PG_URL } from "../postgres/pg.ts";
  * Run ids, on every store. The review found that on PostgreSQL two ids differing only in a lone
  * surrogate were one run (both became U+FFFD in UTF-8: the second run was handed the first one's
  * answer), and that NUL was refused by PostgreSQL but kept by SQLite. One rule now holds
- * everywhere (src/events/runId.ts): `loop.run`, `submitRun` and every store refuse an invalid id
+ * everywhere (src/events/ids.ts): `loop.run`, `submitRun` and every store refuse an invalid id
  * with `AgentLoopConfigError` (`invalidRunId`) before anything is read, called or journaled.
  */
 

@@ -1,11 +1,11 @@
 import { MockLanguageModelV3 } from "ai/test";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AnyActorRef, InspectionEvent } from "xstate";
+import { fromAiSdk } from "../../src/ai-sdk/aiSdk.ts";
 import { isAgentLoopConfigError } from "../../src/core/errors.ts";
 import { createJournal, openSqliteJournal, readJournal } from "../../src/events/journal.ts";
 import { memoryStore } from "../../src/events/memory.ts";
 import type { EntryOf, EntryType } from "../../src/events/types.ts";
-import { fromAiSdk } from "../../src/models/aiSdk.ts";
 import type { Model, ModelResponse } from "../../src/models/types.ts";
 import { agentLoop$ } from "../../src/runtime/agentLoop.ts";
 import type { Tool } from "../../src/runtime/config.ts";

@@ -1,6 +1,7 @@
 import type { LanguageModelV3GenerateResult } from "@ai-sdk/provider";
 import { MockLanguageModelV3 } from "ai/test";
 import { describe, expect, it } from "vitest";
+import { fromAiSdk } from "../../src/ai-sdk/aiSdk.ts";
 import {
   agentLoop$,
   createJournal,
@@ -14,7 +15,6 @@ import {
   readJournal,
   streamModelCall,
 } from "../../src/index.ts";
-import { fromAiSdk } from "../../src/models/aiSdk.ts";
 import { streamedAs } from "../support/aiSdkStream.ts";
 
 /**

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { uiMessageChunks } from "../../src/ai-sdk/uiMessageChunks.ts";
 import type { ModelResponse } from "../../src/events/types.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
 import type { RunEvent } from "../../src/projections/events.ts";
@@ -6,7 +7,6 @@ import { agentLoop$ } from "../../src/runtime/agentLoop.ts";
 import { agentTool } from "../../src/runtime/agentTool.ts";
 import { followRun } from "../../src/runtime/follow.ts";
 import { subRunPath } from "../../src/runtime/subRunEvents.ts";
-import { uiMessageChunks } from "../../src/runtime/uiMessageChunks.ts";
 import { jsonJournal } from "../support/loop.ts";
 
 const ask = (name: string, prompt: string): ModelResponse => ({

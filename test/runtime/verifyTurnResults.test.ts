@@ -1,11 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { isIntegrityError } from "../../src/core/errors.ts";
 import { memoryBlobStore } from "../../src/events/blobs.ts";
+import { modelFrameId, outcomeId } from "../../src/events/ids.ts";
 import { createJournal, readJournal } from "../../src/events/journal.ts";
 import { memoryStore } from "../../src/events/memory.ts";
 import type { BlobStore } from "../../src/events/spi.ts";
 import type { NewEntry } from "../../src/events/types.ts";
-import { modelFrameId, outcomeId } from "../../src/projections/ids.ts";
 import { foldEntries } from "../../src/projections/runState.ts";
 import {
   foldRun,

@@ -1,7 +1,7 @@
+import { modelFrameId, parseFrameId } from "../../src/events/ids.ts";
 import type { BlobStore } from "../../src/events/spi.ts";
 import type { ModelResponse, ToolCall } from "../../src/events/types.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
-import { modelFrameId, parseFrameId } from "../../src/projections/ids.ts";
 import type { ToolCallLogMode } from "../../src/projections/types.ts";
 import { agentLoop$ } from "../../src/runtime/agentLoop.ts";
 import type { Tool } from "../../src/runtime/config.ts";

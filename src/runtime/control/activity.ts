@@ -1,6 +1,6 @@
 import type { RunHolderInfo } from "../../core/errors.ts";
+import { checkRunId } from "../../events/ids.ts";
 import { readJournal } from "../../events/journal.ts";
-import { checkRunId } from "../../events/runId.ts";
 import type { Journal } from "../../events/spi.ts";
 import type { JournalEntry } from "../../events/types.ts";
 import { foldEntries, type RunState } from "../../projections/runState.ts";

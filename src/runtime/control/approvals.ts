@@ -1,14 +1,13 @@
 import { digestOfRecorded } from "../../core/digest.ts";
 import { RunCancelledError } from "../../core/errors.ts";
+import { approvalId, checkRunId, childRunId, DECISION_SOURCES, parseFrameId, runIdProblem } from "../../events/ids.ts";
 import { readJournal } from "../../events/journal.ts";
-import { checkRunId, runIdProblem } from "../../events/runId.ts";
 import type { Journal } from "../../events/spi.ts";
 import type { NewEntry, ToolCall } from "../../events/types.ts";
 import { declinedResult } from "../../policies/approval.ts";
-import { approvalId, DECISION_SOURCES, parseFrameId } from "../../projections/ids.ts";
 import { foldEntries, type RunState, responseAt } from "../../projections/runState.ts";
 import { hydrateArchived } from "../readers.ts";
-import { childRunId, parentRunOf, type SubRunParent } from "../subRuns.ts";
+import { parentRunOf, type SubRunParent } from "../subRuns.ts";
 import { ApprovalRefusedError, RunControlError } from "./errors.ts";
 
 /** A tool call waiting for a person's approval (`listPendingApprovals`). */

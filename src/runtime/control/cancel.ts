@@ -1,7 +1,7 @@
 import type { RunHolderInfo } from "../../core/errors.ts";
 import { isRunBusyError } from "../../core/errors.ts";
+import { checkRunId } from "../../events/ids.ts";
 import { readJournal } from "../../events/journal.ts";
-import { checkRunId } from "../../events/runId.ts";
 import type { Journal } from "../../events/spi.ts";
 import { foldEntries, type RunState } from "../../projections/runState.ts";
 import { openSubRunsOf } from "../subRuns.ts";

@@ -1,9 +1,8 @@
+import { approvalId, checkRunId, outcomeId } from "../../events/ids.ts";
 import { readJournal } from "../../events/journal.ts";
 import { uncompactedEntries } from "../../events/readArchived.ts";
-import { checkRunId } from "../../events/runId.ts";
 import type { Journal } from "../../events/spi.ts";
 import type { ForkedFromData, JournalEntry, NewEntry } from "../../events/types.ts";
-import { approvalId, outcomeId } from "../../projections/ids.ts";
 import { RunControlError } from "./errors.ts";
 
 /** What `forkRun` is asked for. */

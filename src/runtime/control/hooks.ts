@@ -1,8 +1,8 @@
 import { isRunCancelledError, RunCancelledError } from "../../core/errors.ts";
+import { parseFrameId } from "../../events/ids.ts";
 import type { NewEntry } from "../../events/types.ts";
 import type { Interruption } from "../../machines/agentLoop.machine.ts";
 import { approvalExpiry } from "../../policies/approval.ts";
-import { parseFrameId } from "../../projections/ids.ts";
 import { responseAt } from "../../projections/runState.ts";
 import type { RunSession } from "../session.ts";
 

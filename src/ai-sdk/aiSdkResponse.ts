@@ -1,35 +1,10 @@
 /**
  * An AI SDK `doGenerate` result (specification v2, v3 or v4) as Loom's `ModelResponse`.
  */
+
+import type { InvalidToolInput } from "../events/invalidInput.ts";
 import type { ModelResponse, ToolCall } from "../events/types.ts";
-import { ModelAdapterError } from "./errors.ts";
-
-/**
- * The input of a tool call whose JSON text did not parse. The call is kept (never a crash) so
- * the loop can settle it as `invalid-input` and feed `error` back to the model.
- */
-export interface InvalidToolInput {
-  /** The raw text the model produced. */
-  readonly __loomInvalidInput: string;
-  /** Why it is not JSON. */
-  readonly error: string;
-}
-
-/**
- * Tells whether a tool call's input is the marker for malformed JSON text.
- *
- * @example
- * ```ts
- * if (isInvalidToolInput(call.input)) settle(call, `invalid JSON: ${call.input.error}`);
- * ```
- */
-export function isInvalidToolInput(input: unknown): input is InvalidToolInput {
-  return (
-    typeof input === "object" &&
-    input !== null &&
-    typeof (input as { __loomInvalidInput?: unknown }).__loomInvalidInput === "string"
-  );
-}
+import { ModelAdapterError } from "../models/errors.ts";
 
 /** The part of a `doGenerate` result the adapter reads (the same in v2, v3 and v4). */
 export interface AiSdkGenerateResult {

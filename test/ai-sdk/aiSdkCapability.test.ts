@@ -1,7 +1,7 @@
 import { APICallError } from "@ai-sdk/provider";
 import { MockLanguageModelV3 } from "ai/test";
 import { describe, expect, it } from "vitest";
-import { fromAiSdk } from "../../src/models/aiSdk.ts";
+import { fromAiSdk } from "../../src/ai-sdk/aiSdk.ts";
 import {
   isModelAdapterError,
   isModelCapabilityError,

@@ -3,11 +3,11 @@ import { tool } from "ai";
 import { MockLanguageModelV3 } from "ai/test";
 import { describe, expect, it, vi } from "vitest";
 import { z } from "zod";
+import { fromAiSdk } from "../../src/ai-sdk/aiSdk.ts";
+import { fromAiSdkTools } from "../../src/ai-sdk/aiSdkTools.ts";
 import { createJournal } from "../../src/events/journal.ts";
 import { memoryStore } from "../../src/events/memory.ts";
 import type { EventStore } from "../../src/events/store.ts";
-import { fromAiSdk } from "../../src/models/aiSdk.ts";
-import { fromAiSdkTools } from "../../src/models/aiSdkTools.ts";
 import { agentLoop$ } from "../../src/runtime/agentLoop.ts";
 
 const turn = (content: LanguageModelV3Content[]): LanguageModelV3GenerateResult => ({

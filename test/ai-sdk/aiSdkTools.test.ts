@@ -1,10 +1,10 @@
 import { dynamicTool, jsonSchema, tool } from "ai";
 import { describe, expect, it, vi } from "vitest";
 import { z } from "zod";
-import { fromAiSdkTool, fromAiSdkTools } from "../../src/models/aiSdkTools.ts";
+import { fromAiSdkTool, fromAiSdkTools } from "../../src/ai-sdk/aiSdkTools.ts";
+import { idempotencyKey } from "../../src/events/ids.ts";
 import { isModelAdapterError } from "../../src/models/errors.ts";
-import { idempotencyKey } from "../../src/projections/ids.ts";
-import type { ToolContext } from "../../src/runtime/config.ts";
+import type { ToolContext } from "../../src/tools/spi.ts";
 
 const context = (stepId = "support#turn:0:tool:0", runId = "order-1042"): ToolContext => ({
   idempotencyKey: idempotencyKey(runId, stepId),

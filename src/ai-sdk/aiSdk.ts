@@ -2,14 +2,15 @@
  * `fromAiSdk`: any AI SDK LanguageModel (specification v2, v3 or v4) as Loom's Model.
  * Structural: nothing here loads `ai` or `@ai-sdk/provider` (both optional peers).
  */
+
+import { isNotImplemented, ModelAdapterError, ModelCapabilityError } from "../models/errors.ts";
+import type { GenerateRequest, Model, ModelResponse } from "../models/types.ts";
 import { type AiSdkSpecificationVersion, toAiSdkPrompt, toAiSdkTools } from "./aiSdkPrompt.ts";
 import { fromAiSdkResult } from "./aiSdkResponse.ts";
 import { aiSdkStreamParts } from "./aiSdkStream.ts";
-import { isNotImplemented, ModelAdapterError, ModelCapabilityError } from "./errors.ts";
-import type { GenerateRequest, Model, ModelResponse } from "./types.ts";
 
+export { type InvalidToolInput, isInvalidToolInput } from "../events/invalidInput.ts";
 export type { AiSdkSpecificationVersion } from "./aiSdkPrompt.ts";
-export { type InvalidToolInput, isInvalidToolInput } from "./aiSdkResponse.ts";
 
 const VERSIONS: readonly string[] = ["v2", "v3", "v4"] satisfies AiSdkSpecificationVersion[];
 

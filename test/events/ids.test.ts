@@ -1,6 +1,18 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { idempotencyKey, modelFrameId, parseFrameId, toolStepId } from "../../src/projections/ids.ts";
+import {
+  approvalId,
+  childRunId,
+  childRunIdSplits,
+  decisionStepOf,
+  idempotencyKey,
+  isIdName,
+  modelFrameId,
+  outcomeId,
+  parseFrameId,
+  subRunSteps,
+  toolStepId,
+} from "../../src/events/ids.ts";
 
 // The grammar parseFrameId reads, as the regex it was first written with: the oracle.
 const FRAME = /^(.*)#turn:(\d+):(?:model|tool:(\d+))$/;
@@ -74,5 +86,46 @@ describe("idempotencyKey", () => {
     // The same characters split differently are other calls.
     expect(idempotencyKey("a/b", "c")).not.toBe(idempotencyKey("a", "b/c"));
     expect(idempotencyKey('a","b', "c")).not.toBe(idempotencyKey("a", 'b","c'));
+  });
+});
+
+describe("decision ids", () => {
+  it("gives back the step an approval or outcome decision answers for, and nothing for other ids", () => {
+    const step = toolStepId("support", 2, 1);
+    expect(decisionStepOf(approvalId(step), "approval")).toBe(step);
+    expect(decisionStepOf(outcomeId(step), "outcome")).toBe(step);
+    expect(decisionStepOf(approvalId(step), "outcome")).toBeUndefined();
+    expect(decisionStepOf("support#toolCallLog", "approval")).toBeUndefined();
+  });
+
+  it("takes only letters, digits and _.:- as a loop id or a tool source's name", () => {
+    expect(["support", "a.b:c-d_9"].every(isIdName)).toBe(true);
+    expect(["", "my loop", "a/b", "a#b", "a\nb", 7, undefined].some(isIdName)).toBe(false);
+  });
+});
+
+describe("sub-agents' run ids", () => {
+  const planner = toolStepId("planner", 0, 1);
+  const researcher = toolStepId("researcher", 1, 2);
+
+  it("splits a run id at each / followed by what reads as a tool call's step id, the last / first", () => {
+    const grandchild = childRunId(childRunId("trip/2", planner), researcher);
+    // Only the journal tells which parent exists: every split whose tail parses is a candidate.
+    expect([...childRunIdSplits(grandchild)]).toEqual([
+      { runId: childRunId("trip/2", planner), stepId: researcher },
+      { runId: "trip/2", stepId: `${planner}/${researcher}` },
+      { runId: "trip", stepId: `2/${planner}/${researcher}` },
+    ]);
+    expect([...childRunIdSplits(childRunId("trip", planner))]).toEqual([{ runId: "trip", stepId: planner }]);
+    expect([...childRunIdSplits("trip/2")]).toEqual([]);
+    expect([...childRunIdSplits(`/${planner}`)]).toEqual([]); // no parent before the /
+  });
+
+  it("lists the steps from a root run down to a descendant's run, and nothing for another run", () => {
+    const grandchild = childRunId(childRunId("trip", planner), researcher);
+    expect(subRunSteps("trip", grandchild)).toEqual([planner, researcher]);
+    expect(subRunSteps("trip", "trip")).toEqual([]);
+    expect(subRunSteps("trip", "trips/x")).toBeUndefined();
+    expect(subRunSteps("trip", "trip/not-a-step")).toBeUndefined();
   });
 });

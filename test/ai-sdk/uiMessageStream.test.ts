@@ -1,10 +1,10 @@
 import { readUIMessageStream, type UIMessage, type UIMessageChunk } from "ai";
 import { describe, expect, it } from "vitest";
+import type { LoomUIMessageChunk } from "../../src/ai-sdk/uiMessageStream.ts";
+import { toUIMessageStream, toUIMessageStreamResponse } from "../../src/ai-sdk/uiMessageStream.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
 import type { RunEvent } from "../../src/projections/events.ts";
 import { streamModelCall } from "../../src/runtime/modelStream.ts";
-import type { LoomUIMessageChunk } from "../../src/runtime/uiMessageStream.ts";
-import { toUIMessageStream, toUIMessageStreamResponse } from "../../src/runtime/uiMessageStream.ts";
 
 const runId = "r-1";
 const M0 = "m#turn:0:model";

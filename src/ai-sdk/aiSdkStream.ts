@@ -3,9 +3,10 @@
  * deltas as they come, then the response, assembled into the shape of a `doGenerate` result and
  * mapped by the same `fromAiSdkResult`, so a streamed call journals what a generated one would.
  */
+
+import { ModelAdapterError, ModelStreamError } from "../models/errors.ts";
+import type { ModelStreamPart } from "../models/types.ts";
 import { type AiSdkContentPart, fromAiSdkResult } from "./aiSdkResponse.ts";
-import { ModelAdapterError, ModelStreamError } from "./errors.ts";
-import type { ModelStreamPart } from "./types.ts";
 
 /**
  * The stream parts the adapter reads (the same in v2, v3 and v4, but for v4's `inputEncoding`);

@@ -1,5 +1,5 @@
 import { execFileSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import type {
   LanguageModelV2,
@@ -11,9 +11,9 @@ import type {
 } from "@ai-sdk/provider";
 import { MockLanguageModelV3 } from "ai/test";
 import { describe, expect, it } from "vitest";
+import { type AiSdkLanguageModel, fromAiSdk, isInvalidToolInput } from "../../src/ai-sdk/aiSdk.ts";
+import { toAiSdkPrompt } from "../../src/ai-sdk/aiSdkPrompt.ts";
 import type { Message } from "../../src/events/types.ts";
-import { type AiSdkLanguageModel, fromAiSdk, isInvalidToolInput } from "../../src/models/aiSdk.ts";
-import { toAiSdkPrompt } from "../../src/models/aiSdkPrompt.ts";
 import { isModelAdapterError, ModelAdapterError } from "../../src/models/errors.ts";
 import type { GenerateRequest, ToolDescriptor } from "../../src/models/types.ts";
 
@@ -358,7 +358,9 @@ describe("fromAiSdk: what it refuses", () => {
 
 describe("loom-agent/ai-sdk stays optional", () => {
   const sources = [
-    ...["aiSdk.ts", "aiSdkPrompt.ts", "aiSdkResponse.ts", "aiSdkTools.ts", "errors.ts"].map((f) => `src/models/${f}`),
+    ...readdirSync(new URL("../../src/ai-sdk/", import.meta.url)).map((f) => `src/ai-sdk/${f}`),
+    "src/models/errors.ts",
+    "src/events/invalidInput.ts",
     "src/ai-sdk.ts",
   ];
 

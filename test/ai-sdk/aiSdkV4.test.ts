@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
+import { fromAiSdk } from "../../src/ai-sdk/aiSdk.ts";
 import { agentLoop$, createJournal, memoryStore, type RunEvent, readJournal } from "../../src/index.ts";
-import { fromAiSdk } from "../../src/models/aiSdk.ts";
 import { isModelStreamError } from "../../src/models/errors.ts";
 import type { GenerateRequest, Model, ModelStreamPart } from "../../src/models/types.ts";
 import { attemptError } from "../../src/policies/retry.ts";

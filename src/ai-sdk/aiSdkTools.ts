@@ -2,9 +2,10 @@
  * `fromAiSdkTool`: tools made with the AI SDK's `tool({ description, inputSchema, execute })` as
  * Loom tools. Structural: nothing here loads `ai` (an optional peer).
  */
-import type { InputCheck, Tool, ToolContext } from "../runtime/config.ts";
-import { isInvalidToolInput } from "./aiSdkResponse.ts";
-import { ModelAdapterError } from "./errors.ts";
+
+import { isInvalidToolInput } from "../events/invalidInput.ts";
+import { ModelAdapterError } from "../models/errors.ts";
+import type { InputCheck, Tool, ToolContext } from "../tools/spi.ts";
 
 /** What the AI SDK gives a tool's `execute` besides the input. */
 export interface AiSdkToolExecutionOptions {

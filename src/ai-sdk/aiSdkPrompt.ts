@@ -3,9 +3,10 @@
  * v4) takes them. The types are written out structurally so that nothing here needs
  * `@ai-sdk/provider` installed; the tests check them against its types.
  */
+
+import { isInvalidToolInput } from "../events/invalidInput.ts";
 import type { Message } from "../events/types.ts";
-import { isInvalidToolInput } from "./aiSdkResponse.ts";
-import type { ToolDescriptor } from "./types.ts";
+import type { ToolDescriptor } from "../models/types.ts";
 
 /** The LanguageModel specifications the adapter speaks. */
 export type AiSdkSpecificationVersion = "v2" | "v3" | "v4";

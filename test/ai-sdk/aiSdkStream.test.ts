@@ -10,7 +10,7 @@ import {
 import { MockLanguageModelV3, simulateReadableStream } from "ai/test";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { fromAiSdk } from "../../src/models/aiSdk.ts";
+import { fromAiSdk } from "../../src/ai-sdk/aiSdk.ts";
 import { isModelStreamError } from "../../src/models/errors.ts";
 import type { GenerateRequest, Model, ModelStreamPart } from "../../src/models/types.ts";
 import { attemptError } from "../../src/policies/retry.ts";

@@ -3,11 +3,11 @@
  * shows for a run. The chunk shapes are in uiMessageChunkTypes.ts; nothing loads `ai`.
  */
 import { describeCause } from "../events/errorCause.ts";
+import { approvalId, parseFrameId } from "../events/ids.ts";
+import { isInvalidToolInput } from "../events/invalidInput.ts";
 import type { ToolCall } from "../events/types.ts";
-import { isInvalidToolInput } from "../models/aiSdkResponse.ts";
 import type { RunEvent } from "../projections/events.ts";
-import { approvalId, parseFrameId } from "../projections/ids.ts";
-import { subRunPath } from "./subRunEvents.ts";
+import { subRunPath } from "../runtime/subRunEvents.ts";
 import type { LoomUIMessageChunk, ToUIMessageStreamOptions } from "./uiMessageChunkTypes.ts";
 
 export type { LoomUIMessageChunk, ToUIMessageStreamOptions } from "./uiMessageChunkTypes.ts";

@@ -1,0 +1,80 @@
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import { checkLayering, type ImportEdge, importsOf, RANK, unitOf } from "./layering.ts";
+
+const SRC = fileURLToPath(new URL("../../src", import.meta.url));
+
+describe("the layering of src (DESIGN.md §1)", () => {
+  const edges = importsOf(SRC);
+
+  it("reads the imports of every src file, dynamic ones included", () => {
+    expect(edges.length).toBeGreaterThan(500);
+    expect(edges).toContainEqual({ from: "runtime/agentTool.ts", to: "events/ids.ts" });
+    // The CLI loads the PostgreSQL journal only when asked: `await import("./postgresJournal.ts")`.
+    expect(edges).toContainEqual({ from: "cli/journalSource.ts", to: "cli/postgresJournal.ts" });
+  });
+
+  it("places every unit of src in a layer", () => {
+    expect(checkLayering(edges).unplaced).toEqual([]);
+  });
+
+  it("imports only downwards: core ← events ← projections ← machines/policies ← tools ← models ← runtime ← adapters/read ← index ← viewer ← cli", () => {
+    expect(checkLayering(edges).upward).toEqual([]);
+  });
+
+  it("has no import cycle between folders", () => {
+    expect(checkLayering(edges).cycles).toEqual([]);
+  });
+});
+
+describe("checkLayering", () => {
+  const edge = (from: string, to: string): ImportEdge => ({ from, to });
+  const downward = [
+    edge("runtime/agentLoop.ts", "machines/agentLoop.machine.ts"),
+    edge("machines/agentLoop.machine.ts", "events/ids.ts"),
+    edge("events/ids.ts", "core/digest.ts"),
+    edge("index.ts", "runtime/agentLoop.ts"),
+    edge("cli/main.ts", "index.ts"),
+  ];
+
+  it("passes imports that only flow downwards, and imports inside a unit", () => {
+    expect(checkLayering([...downward, edge("events/ids.ts", "events/modePin.ts")])).toEqual({
+      unplaced: [],
+      upward: [],
+      cycles: [],
+    });
+  });
+
+  it("fails on a reversed import, naming the files", () => {
+    const report = checkLayering([...downward, edge("events/journal.ts", "projections/runState.ts")]);
+    expect(report.upward).toEqual(["events/journal.ts -> projections/runState.ts"]);
+    expect(report.cycles).toEqual([]);
+    expect(checkLayering([edge("models/aiSdkTools.ts", "runtime/config.ts")]).upward).toHaveLength(1);
+  });
+
+  it("fails on a cycle between units of one layer, and names it", () => {
+    const report = checkLayering([edge("otel.ts", "mcp/tools.ts"), edge("mcp/tools.ts", "otel.ts")]);
+    expect(report.upward).toEqual([]);
+    expect(report.cycles).toEqual(["mcp -> otel -> mcp"]);
+  });
+
+  it("finds a cycle round several units, whatever the layer table says", () => {
+    const flat = new Map([
+      ["a", 0],
+      ["b", 0],
+      ["c", 0],
+    ]);
+    const report = checkLayering([edge("a/x.ts", "b/y.ts"), edge("b/y.ts", "c/z.ts"), edge("c/z.ts", "a/w.ts")], flat);
+    expect(report.cycles).toEqual(["a -> b -> c -> a"]);
+  });
+
+  it("asks for a unit the table does not place", () => {
+    expect(checkLayering([edge("rooms/run.ts", "events/ids.ts")]).unplaced).toEqual(["rooms"]);
+  });
+
+  it("takes a top-level entry file as the unit of the folder it names", () => {
+    expect(unitOf("postgres.ts")).toBe("postgres");
+    expect(unitOf("postgres/worker.ts")).toBe("postgres");
+    expect(RANK.get("cli")).toBeGreaterThan(RANK.get("runtime") as number);
+  });
+});

@@ -1,0 +1,130 @@
+/**
+ * The layering of DESIGN.md §1 as data and a checker: which unit of `src/` (a folder, or a
+ * top-level entry file with the folder of the same name) may import which. Kept apart from the
+ * test so the checker itself is tested on small fake graphs.
+ */
+import { readdirSync, readFileSync } from "node:fs";
+import { dirname, join, relative, resolve, sep } from "node:path";
+import ts from "typescript";
+
+/**
+ * The layers, lowest first. A unit may import its own layer's units and lower layers', never a
+ * higher one's; and no two units may import each other, directly or round a longer cycle.
+ * Why each unit sits where it does (DESIGN.md §1 and what the code imports):
+ */
+export const LAYERS: readonly (readonly string[])[] = [
+  /* 0 */ ["core"], // canonical JSON, digests, errors: no dependencies, no I/O
+  /* 1 */ ["events"], // the journal: entry types, the id grammar (ids.ts), stores
+  /* 2 */ ["projections"], // pure folds of the journal
+  /* 3 */ ["machines", "policies"], // statecharts and pure decisions over the fold
+  /* 4 */ ["tools"], // the Tool SPI (what a tool is and is given): implemented by models and mcp
+  /* 5 */ ["models"], // the Model SPI and the scripted model: the runtime calls them
+  /* 6 */ ["runtime"], // the durable driver: the only layer that awaits a store for a run
+  // Adapters over the runtime (MCP tools, OpenTelemetry spans, PostgreSQL workers, the AI SDK's
+  // useChat stream), and the one read layer of the CLI and the viewer (issue 35).
+  /* 7 */ ["mcp", "otel", "postgres", "ai-sdk", "read"],
+  /* 8 */ ["index"], // the public API (`loom-agent`): named re-exports of the layers below
+  /* 9 */ ["viewer"], // the journal viewer (`loom-agent/viewer`)
+  /* 10 */ ["cli"], // the `loom` command: `loom view` starts the viewer
+];
+
+/** A unit's layer, by name. */
+export const RANK: ReadonlyMap<string, number> = new Map(LAYERS.flatMap((units, rank) => units.map((u) => [u, rank])));
+
+/** One import of a src file: from which unit's file to which unit's file. */
+export interface ImportEdge {
+  readonly from: string; // the importing file, relative to src/
+  readonly to: string; // the imported file, relative to src/
+}
+
+/** The unit a file of `src/` belongs to: its top folder, or a top-level file's name without `.ts`. */
+export function unitOf(file: string): string {
+  const parts = file.split(/[\\/]/);
+  return parts.length === 1 ? (parts[0] as string).replace(/\.ts$/, "") : (parts[0] as string);
+}
+
+/**
+ * Every relative import of every `.ts` file under `srcDir`: static `import`/`export … from`, side-effect
+ * imports and dynamic `import()` (read by TypeScript's scanner, so comments and strings are not imports).
+ */
+export function importsOf(srcDir: string): ImportEdge[] {
+  const edges: ImportEdge[] = [];
+  for (const file of tsFiles(srcDir)) {
+    const text = readFileSync(file, "utf8");
+    for (const { fileName } of ts.preProcessFile(text, true, true).importedFiles) {
+      if (!fileName.startsWith(".")) continue; // a package
+      const to = resolve(dirname(file), fileName);
+      edges.push({ from: relative(srcDir, file).split(sep).join("/"), to: relative(srcDir, to).split(sep).join("/") });
+    }
+  }
+  return edges;
+}
+
+function tsFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? tsFiles(join(dir, e.name)) : e.name.endsWith(".ts") ? [join(dir, e.name)] : [],
+  );
+}
+
+/** What the checker found wrong. */
+export interface LayeringReport {
+  /** Units not in the table: place them in {@link LAYERS}. */
+  readonly unplaced: string[];
+  /** Imports from a lower layer up to a higher one, as `from -> to` file pairs. */
+  readonly upward: string[];
+  /** Cycles between units, each as `a -> b -> … -> a`. */
+  readonly cycles: string[];
+}
+
+/** Checks imports against a layer table: no upward import, no unit left out, no cycle between units. */
+export function checkLayering(edges: readonly ImportEdge[], rank: ReadonlyMap<string, number> = RANK): LayeringReport {
+  const unplaced = new Set<string>();
+  const upward: string[] = [];
+  const graph = new Map<string, Set<string>>();
+  for (const { from, to } of edges) {
+    const a = unitOf(from);
+    const b = unitOf(to);
+    for (const u of [a, b]) if (!rank.has(u)) unplaced.add(u);
+    if (a === b) continue;
+    if ((rank.get(b) ?? -1) > (rank.get(a) ?? Number.POSITIVE_INFINITY)) upward.push(`${from} -> ${to}`);
+    let out = graph.get(a);
+    if (out === undefined) graph.set(a, (out = new Set()));
+    out.add(b);
+  }
+  return { unplaced: [...unplaced].sort(), upward: upward.sort(), cycles: cyclesOf(graph) };
+}
+
+/** One cycle through each strongly connected group of units (Tarjan), shortest found by search. */
+function cyclesOf(graph: ReadonlyMap<string, ReadonlySet<string>>): string[] {
+  const cycles: string[] = [];
+  const units = [...new Set([...graph.keys(), ...[...graph.values()].flatMap((s) => [...s])])].sort();
+  const done = new Set<string>();
+  for (const start of units) {
+    if (done.has(start)) continue;
+    const path = pathBack(graph, start);
+    if (path === undefined) continue;
+    for (const u of path) done.add(u);
+    cycles.push([...path, start].join(" -> "));
+  }
+  return cycles;
+}
+
+/** The shortest path start -> … -> start (without the closing start), breadth first, if any. */
+function pathBack(graph: ReadonlyMap<string, ReadonlySet<string>>, start: string): string[] | undefined {
+  const cameFrom = new Map<string, string>();
+  const queue = [start];
+  for (let i = 0; i < queue.length; i++) {
+    const at = queue[i] as string;
+    for (const next of graph.get(at) ?? []) {
+      if (next === start) {
+        const path = [at];
+        for (let u = at; u !== start; u = cameFrom.get(u) as string) path.unshift(cameFrom.get(u) as string);
+        return path;
+      }
+      if (cameFrom.has(next)) continue;
+      cameFrom.set(next, at);
+      queue.push(next);
+    }
+  }
+  return undefined;
+}
