@@ -1,6 +1,4 @@
 import type { AnyStateMachine } from "xstate";
-import { runInfoOf } from "../cli/activity.ts";
-import { showStep } from "../cli/step.ts";
 import {
   isStepResolutionError,
   type Journal,
@@ -9,9 +7,12 @@ import {
   readJournal,
   runIdProblem,
 } from "../index.ts";
+import type { ResumeCommand } from "../read/activity.ts";
+import { foldView } from "../read/evolveView.ts";
+import { runInfoOf } from "../read/runInfo.ts";
+import { showStep } from "../read/step.ts";
 import { actionFrom, type PendingApproval, perform, type ViewerActions } from "./actions.ts";
 import { chartSvg } from "./chart.ts";
-import { foldView } from "./evolveView.ts";
 import { href } from "./html.ts";
 import { runPage, runPart } from "./runPage.ts";
 import { runRows, runsPage } from "./runsPage.ts";
@@ -31,6 +32,7 @@ export class Pages {
   private readonly machine: AnyStateMachine;
   private readonly source: string;
   private readonly travels = new Map<string, Travel>();
+  private readonly resumeCommand: ResumeCommand | undefined;
 
   constructor(options: {
     journal: Journal;
@@ -38,7 +40,9 @@ export class Pages {
     machine: AnyStateMachine;
     source: string;
     token: string;
+    resumeCommand?: ResumeCommand;
   }) {
+    this.resumeCommand = options.resumeCommand;
     this.journal = options.journal;
     this.token = options.token;
     this.actions = options.actions;
@@ -47,7 +51,7 @@ export class Pages {
   }
 
   async runs(status: string | undefined): Promise<string> {
-    return runsPage(await runRows(this.journal), status, this.source);
+    return runsPage(await runRows(this.journal), status, this.source, this.resumeCommand);
   }
 
   async exists(runId: string): Promise<boolean> {
@@ -66,6 +70,7 @@ export class Pages {
       actions: this.actions !== undefined,
       token: this.token,
       subRuns: await this.subRuns(runId),
+      ...(this.resumeCommand ? { resumeCommand: this.resumeCommand } : {}),
     };
     return partOnly ? runPart(input).text : runPage(input);
   }

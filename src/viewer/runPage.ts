@@ -1,9 +1,9 @@
-import { activityLabel, stoppedOrNext } from "../cli/activity.ts";
-import type { RunInfo } from "../cli/db.ts";
-import { clip, int, kB } from "../cli/format.ts";
+import { activityLabel, type ResumeCommand, stoppedOrNext } from "../read/activity.ts";
+import { clip, int, kB } from "../read/format.ts";
+import type { RunInfo } from "../read/runInfo.ts";
+import { type CallView, type RunView, type TurnView, turnsOf } from "../read/runView.ts";
 import { FORM_TOKEN_FIELD, type PendingApproval } from "./actions.ts";
 import { duration, type Html, href, html, jsonText, page, when } from "./html.ts";
-import { type CallView, type RunView, type TurnView, turnsOf } from "./runView.ts";
 
 /**
  * The run page: its summary, why it stopped, the calls waiting for an approval (with approve and
@@ -23,6 +23,8 @@ export interface RunPageInput {
   readonly token?: string;
   /** The sub-agent run (`agentTool`) of each call that has one, by the call's step id: linked under the call. */
   readonly subRuns?: ReadonlyMap<string, string>;
+  /** How the page tells a user to resume a run (`loom view` names `loom resume` for the demo's). */
+  readonly resumeCommand?: ResumeCommand;
 }
 
 /** The whole run page. */
@@ -40,9 +42,9 @@ export function runPage(input: RunPageInput): string {
 const live = (view: RunView): boolean => view.status !== "completed" && view.status !== "failed";
 
 /** What `#run` holds (the part the live feed refreshes). */
-export function runPart({ view, info, pending, actions, subRuns, token }: RunPageInput): Html {
+export function runPart({ view, info, pending, actions, subRuns, token, resumeCommand }: RunPageInput): Html {
   const runId = info.runId;
-  const stopped = stoppedOrNext(info);
+  const stopped = stoppedOrNext(info, resumeCommand);
   return html`<h1>Run <code>${runId}</code> <span class="status ${info.activity}">${activityLabel(info.activity)}</span>${live(view) ? html` <span class="live" title="updates while the run goes on">● live</span>` : ""}</h1>
 <dl class="summary">
 <dt>loop</dt><dd>${info.loopId ?? "?"}</dd>

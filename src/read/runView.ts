@@ -11,7 +11,7 @@ import {
 /**
  * The viewer's projection of a run: its timeline turn by turn (model call, tool calls with
  * status, bytes and duration, failed attempts, approvals) and the statechart state it was in.
- * `evolveView` (src/viewer/evolveView.ts) writes to the state it is given, so the same code folds in place (the run page) and
+ * `evolveView` (src/read/evolveView.ts) writes to the state it is given, so the same code folds in place (the run page) and
  * inside immer's `produce` (time travel, one state per seq). Its shape is made for structural
  * sharing: turns sit in chunks of {@link CHUNK}, so an entry copies its call, its turn, one chunk
  * and the short chunk list, never a table as long as the run.
