@@ -38,8 +38,9 @@ export function runPage(input: RunPageInput): string {
   );
 }
 
-/** A run that may still grow: anything but completed or failed (an interrupted run can be resumed). */
-const live = (view: RunView): boolean => view.status !== "completed" && view.status !== "failed";
+/** A run that may still grow: anything but completed, failed or cancelled (an interrupted run can be resumed). */
+const live = (view: RunView): boolean =>
+  view.status !== "completed" && view.status !== "failed" && view.status !== "cancelled";
 
 /** What `#run` holds (the part the live feed refreshes). */
 export function runPart({ view, info, pending, actions, subRuns, token, resumeCommand }: RunPageInput): Html {
@@ -141,7 +142,9 @@ function timeline(view: RunView, runId: string, subRuns?: ReadonlyMap<string, st
       ? html`<tr class="end completed"><td colspan="7">completed after ${int(view.turnCount)} model calls</td></tr>`
       : view.status === "failed"
         ? html`<tr class="end failed"><td colspan="7">failed: ${view.error?.name}: ${view.error?.message}</td></tr>`
-        : "";
+        : view.status === "cancelled"
+          ? html`<tr class="end cancelled"><td colspan="7">cancelled: ${view.cancelled?.reason ?? ""}</td></tr>`
+          : "";
   return timelineTable([...rows, html`${end}`]);
 }
 
