@@ -60,7 +60,29 @@ export interface RunInfo {
  * `runInfoOf`, which reads it); without one, the journal's status stands for it.
  */
 export function runInfo(runId: string, entries: readonly JournalEntry[], activity?: RunActivity): RunInfo {
-  const state = foldEntries(entries);
+  return runInfoOfState(
+    runId,
+    foldEntries(entries),
+    {
+      entries: entries.length,
+      bytes: entries.reduce((sum, e) => sum + entryBytes(e), 0),
+      startedAt: entries[0]?.meta.at,
+      updatedAt: entries.at(-1)?.meta.at,
+    },
+    activity,
+  );
+}
+
+/** What {@link runInfo} reads of the entries besides their fold. */
+export interface EntryFacts {
+  readonly entries: number;
+  readonly bytes: number;
+  readonly startedAt: string | undefined;
+  readonly updatedAt: string | undefined;
+}
+
+/** {@link runInfo} of a run already folded: for a reader that keeps the state as entries come (`KeptRun`). */
+export function runInfoOfState(runId: string, state: RunState, facts: EntryFacts, activity?: RunActivity): RunInfo {
   return {
     runId,
     loopId: state.loopId,
@@ -68,11 +90,11 @@ export function runInfo(runId: string, entries: readonly JournalEntry[], activit
     activity: activity ?? state.status,
     iterations: modelCalls(state),
     mode: recordedModePin(state) ?? "full",
-    entries: entries.length,
+    entries: facts.entries,
     version: state.version,
-    bytes: entries.reduce((sum, e) => sum + entryBytes(e), 0),
-    startedAt: entries[0]?.meta.at,
-    updatedAt: entries.at(-1)?.meta.at,
+    bytes: facts.bytes,
+    startedAt: facts.startedAt,
+    updatedAt: facts.updatedAt,
     tokens: tokensOf(state),
     ...(state.status === "interrupted" && state.interruption
       ? { interrupted: { reason: state.interruption.reason, cause: state.interruption.cause } }

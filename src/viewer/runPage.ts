@@ -33,20 +33,20 @@ export function runPage(input: RunPageInput): string {
   const nav = html`<span class="crumbs"> / <a href="${href("runs", runId)}">${runId}</a></span>`;
   return page(
     `Run ${runId}`,
-    html`<div id="run" data-run="${runId}" data-seq="${input.view.seq}" data-live="${live(input.view) ? "1" : ""}">${runPart(input)}</div>`,
+    html`<div id="run" data-run="${runId}" data-seq="${input.view.seq}" data-live="${isLive(input.view) ? "1" : ""}">${runPart(input)}</div>`,
     { nav },
   );
 }
 
 /** A run that may still grow: anything but completed, failed or cancelled (an interrupted run can be resumed). */
-const live = (view: RunView): boolean =>
+export const isLive = (view: RunView): boolean =>
   view.status !== "completed" && view.status !== "failed" && view.status !== "cancelled";
 
 /** What `#run` holds (the part the live feed refreshes). */
 export function runPart({ view, info, pending, actions, subRuns, token, resumeCommand }: RunPageInput): Html {
   const runId = info.runId;
   const stopped = stoppedOrNext(info, resumeCommand);
-  return html`<h1>Run <code>${runId}</code> <span class="status ${info.activity}">${activityLabel(info.activity)}</span>${live(view) ? html` <span class="live" title="updates while the run goes on">● live</span>` : ""}</h1>
+  return html`<h1>Run <code>${runId}</code> <span class="status ${info.activity}">${activityLabel(info.activity)}</span>${isLive(view) ? html` <span class="live" title="updates while the run goes on">● live</span>` : ""}</h1>
 <dl class="summary">
 <dt>loop</dt><dd>${info.loopId ?? "?"}</dd>
 <dt>statechart</dt><dd><code>${view.chart}</code></dd>
@@ -102,7 +102,7 @@ function controlPart(view: RunView, runId: string, token: string | undefined): H
   const models = [...turnsOf(view)].filter((t) => t.model.status === "completed").map((t) => t.stepId);
   return html`<section class="control"><h2>Control</h2>
 ${
-  live(view)
+  isLive(view)
     ? html`<form method="post" action="${href("runs", runId, "actions")}" class="inline">
 <input type="hidden" name="action" value="cancel">${tokenField(token)}
 <input name="reason" placeholder="why (optional)" aria-label="reason">

@@ -145,8 +145,9 @@ async function handle(req: IncomingMessage, res: ServerResponse, { pages, live, 
       return page === undefined ? notFoundRun(res, runId) : html(res, 200, page);
     }
     if (sub === "live" && rest.length === 0) {
-      if (!(await pages.exists(runId))) return notFoundRun(res, runId);
-      return serveLive(live, runId, req, res, Number(url.searchParams.get("after")) || 0);
+      const render = await pages.liveRun(runId);
+      if (render === undefined) return notFoundRun(res, runId);
+      return serveLive(live, runId, req, res, Number(url.searchParams.get("after")) || 0, render);
     }
     if (sub === "travel") {
       const at =
