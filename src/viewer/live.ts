@@ -78,12 +78,19 @@ export async function serveLive(
   let cursor = 0;
   let timer: NodeJS.Timeout | undefined;
   let rendered: Promise<void> = Promise.resolve();
+  let failed: { error: unknown } | undefined; // a render that threw: the stream ends with it
   const flush = () => {
     timer = undefined;
     const at = cursor;
     rendered = rendered.then(async () => {
-      const part = render ? await render(at) : undefined;
-      if (part && !stop.signal.aborted) res.write(`event: run\ndata: ${JSON.stringify(part)}\n\n`);
+      if (failed || !render) return;
+      try {
+        const part = await render(at);
+        if (!stop.signal.aborted) res.write(`event: run\ndata: ${JSON.stringify(part)}\n\n`);
+      } catch (error) {
+        failed = { error };
+        stop.abort();
+      }
     });
   };
   try {
@@ -102,6 +109,7 @@ export async function serveLive(
       flush();
     }
     await rendered;
+    if (failed) throw failed.error;
     if (!stop.signal.aborted) res.write("event: end\ndata: {}\n\n");
   } finally {
     clearTimeout(timer);
