@@ -20,6 +20,7 @@ import { produce } from "immer";
 import { main } from "../src/cli/main.ts";
 import {
   agentLoop$,
+  agentLoopMachine,
   type JournalEntry,
   openSqliteJournal,
   type RunState,
@@ -27,6 +28,7 @@ import {
   scriptedModel,
 } from "../src/index.ts";
 import { runStateProjection } from "../src/projections/runState.ts";
+import { Pages } from "../src/viewer/routes.ts";
 import { startViewer } from "../src/viewer/server.ts";
 import { buildTravel } from "../src/viewer/travel.ts";
 import { printTable, rng, toolOutput } from "./support.ts";
@@ -170,6 +172,14 @@ try {
   await page("/runs/big/travel?at=100");
   const travelCold = performance.now() - coldStarted;
   const slider = await median(15, () => page(`/runs/big/travel/at/${Math.floor(big.length / 2)}`));
+  // The live page per append: before, its script fetched ?part=run (the run read and folded again);
+  // now the viewer keeps the run and renders the part from it (the appended entry read and folded once).
+  const pages = new Pages({ journal: readonly, actions: undefined, machine: agentLoopMachine, source: db, token: "" });
+  const fresh = await median(15, () => pages.run("big", true));
+  const render = await pages.liveRun("big");
+  const last = big.at(-1)?.seq ?? 0;
+  if (render === undefined) throw new Error("no run big");
+  const kept = await median(15, () => render(last));
   printTable(`Render time, ${TURNS}-turn run (${big.length.toLocaleString("en-US")} entries), median of 15`, [
     { what: "loom show big (open, read, fold, print)", ms: show.toFixed(1), "× loom show": "1.00" },
     {
@@ -186,6 +196,16 @@ try {
       what: "slider move: GET /runs/big/travel/at/<mid>",
       ms: slider.toFixed(1),
       "× loom show": (slider / show).toFixed(2),
+    },
+    {
+      what: "live page per append, before: #run read, folded and rendered afresh",
+      ms: fresh.toFixed(1),
+      "× loom show": (fresh / show).toFixed(2),
+    },
+    {
+      what: "live page per append, now: #run rendered from the kept run",
+      ms: kept.toFixed(1),
+      "× loom show": (kept / show).toFixed(2),
     },
   ]);
 } finally {

@@ -1,8 +1,10 @@
 import { spawn } from "node:child_process";
 import { createServer, type Server } from "node:http";
-import { isIP } from "node:net";
 import { WebSocket, WebSocketServer } from "ws";
+import { isLoopback, urlHost } from "../viewer/host.ts";
 import { CliError } from "./io.ts";
+
+export { isLoopback, urlHost } from "../viewer/host.ts";
 
 /**
  * The local server `loom inspect` feeds: a page that embeds the Stately inspector and a websocket
@@ -16,24 +18,10 @@ const STATELY_INSPECTOR = "https://stately.ai/inspect";
 /** Messages kept for a page that connects after the replay started. */
 const KEPT = 500;
 
-/** `host` reaches this machine only: 127.0.0.0/8, ::1, localhost. */
-export function isLoopback(host: string): boolean {
-  const h = host.toLowerCase().replace(/^\[|\]$/g, "");
-  if (h === "localhost" || h === "::1" || h === "0:0:0:0:0:0:0:1") return true;
-  return isIP(h) === 4 && h.startsWith("127.");
-}
-
 /** The warning `loom inspect --host` prints for a host other machines can reach (undefined for loopback). */
 export function exposureWarning(host: string, port: number): string | undefined {
   if (isLoopback(host)) return undefined;
   return `warning: the inspector listens on ${host}:${port}, which other machines may reach: anyone who connects sees this run's tool calls, inputs and outputs. Leave --host out to keep it on 127.0.0.1.`;
-}
-
-/** `host` as it goes in a URL (IPv6 in brackets); a wildcard address is reached through loopback. */
-export function urlHost(host: string): string {
-  if (host === "0.0.0.0") return "127.0.0.1";
-  if (host === "::") return "[::1]";
-  return isIP(host) === 6 ? `[${host}]` : host;
 }
 
 /** The page: the inspector in a frame, fed the websocket's messages once it says it is ready. */

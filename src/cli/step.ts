@@ -1,82 +1,20 @@
-import {
-  foldRun,
-  hydrateArchived,
-  isStepResolutionError,
-  type Journal,
-  parseFrameId,
-  projectToolCallLog,
-  type ResolvedStep,
-  type RunState,
-  resolveStep,
-  verifyTurnResults,
-} from "../index.ts";
+import { isStepResolutionError, type Journal } from "../index.ts";
+import * as read from "../read/step.ts";
 import { CliError } from "./io.ts";
 
-/**
- * One step's output resolved and verified: what `loom show <stepId>` prints and the viewer's step
- * page shows, read by this one function so both say the same thing.
- */
-
-/** A resolved step, with what it is (a model or a tool call) and what vouches for its output. */
-export interface ShownStep extends ResolvedStep {
-  readonly kind: "model" | "tool";
-  /** The tool's name (a tool step that ended). */
-  readonly toolName: string | undefined;
-  /** The model call it belongs to. */
-  readonly iteration: number | undefined;
-  /** What checked the output, in words; empty when nothing records it yet. */
-  readonly verified: readonly string[];
-}
+export type { ShownStep } from "../read/step.ts";
 
 /**
- * Resolves `stepId` (in run `runId`, or the one run that holds it) and verifies its output
- * against everything that records it.
- *
- * @example
- * const step = await showStep(journal, "loom-demo#turn:3:tool:0", "done-1");
- * step.verified; // ["the digest its frame recorded", "the prompt digest of the next model call (…) covers it"]
+ * `showStep` (src/read/step.ts) for `loom show <stepId>`: a step id more than one run holds is
+ * told in the command's terms (`--run <runId>`).
  */
-export async function showStep(journal: Journal, stepId: string, runId: string | undefined): Promise<ShownStep> {
-  const step = await resolve(journal, stepId, runId);
-  // One fold of the run serves the log entry and the checks.
-  const state = await hydrateArchived(journal, await foldRun(journal, step.runId));
-  const entry = projectToolCallLog(state, "lean").find((e) => e.stepId === stepId);
-  const frame = parseFrameId(stepId);
-  return {
-    ...step,
-    kind: frame?.kind ?? "tool",
-    toolName: entry?.toolName,
-    iteration: entry?.iteration ?? frame?.turn,
-    verified: await verify(journal, state, step),
-  };
-}
-
-async function resolve(journal: Journal, stepId: string, runId: string | undefined): Promise<ResolvedStep> {
+export async function showStep(journal: Journal, stepId: string, runId: string | undefined): Promise<read.ShownStep> {
   try {
-    return await resolveStep(journal, stepId, runId === undefined ? undefined : { runId });
+    return await read.showStep(journal, stepId, runId);
   } catch (e) {
     if (isStepResolutionError(e) && e.code === "ambiguousStep") {
       throw new CliError("ambiguousStep", e.message.replace("pass { runId } to resolveStep", "pass --run <runId>"));
     }
     throw e;
   }
-}
-
-/**
- * What vouches for the resolved output: the compaction marker's digest (checked by resolveStep),
- * the blob's own hash (claim-check), and the prompt digest of the model call that followed, which
- * covers everything fed back in that turn (`IntegrityError` when it no longer does).
- */
-async function verify(journal: Journal, state: RunState, step: ResolvedStep): Promise<string[]> {
-  const verified: string[] = [];
-  if (step.source === "archive") verified.push("the digest in the compaction's frames.archived marker");
-  // resolveStep compared the output with the digest its frame recorded (frames written by Loom after 0.1.0).
-  if (step.source === "frame" && state.frames[step.stepId]?.recorded) verified.push("the digest its frame recorded");
-  if (step.claimCheck) verified.push("the blob's sha256 in its claim-check envelope");
-  const turn = parseFrameId(step.stepId)?.turn;
-  if (turn !== undefined) {
-    const next = await verifyTurnResults(journal, state, turn);
-    if (next) verified.push(`the prompt digest of the next model call (${next}) covers it`);
-  }
-  return verified;
 }

@@ -110,34 +110,23 @@ export const SCRIPT = `"use strict";
     slider.addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(go, 40); });
     form.addEventListener("submit", (e) => { e.preventDefault(); go(); });
   }
-  // Live run page: refresh #run when the journal grows, show the text the model streams.
+  // Live run page: #run as the server keeps it (a "run" event per burst of entries), and the text the model streams.
   const run = document.getElementById("run");
   if (run && run.dataset.live === "1" && window.EventSource) {
-    let pending = false;
-    const refresh = () => {
-      if (pending) return;
-      pending = true;
-      setTimeout(() => {
-        fetch(location.pathname + "?part=run").then((r) => r.text()).then((text) => {
-          pending = false;
-          run.innerHTML = text;
-        }, () => { pending = false; });
-      }, 150);
-    };
     const source = new EventSource(location.pathname + "/live?after=" + run.dataset.seq);
+    source.addEventListener("run", (m) => {
+      const part = JSON.parse(m.data);
+      run.innerHTML = part.html;
+      run.dataset.seq = String(part.seq);
+      run.dataset.live = part.live ? "1" : "";
+    });
     source.onmessage = (m) => {
       const event = JSON.parse(m.data);
-      if (event.type === "text-delta") {
-        const box = document.getElementById("live-text");
-        if (box) { box.hidden = false; box.textContent += event.delta; }
-        return;
-      }
-      if (event.cursor !== undefined) refresh();
+      if (event.type !== "text-delta") return;
+      const box = document.getElementById("live-text");
+      if (box) { box.hidden = false; box.textContent += event.delta; }
     };
-    source.addEventListener("end", () => {
-      source.close();
-      refresh();
-    });
+    source.addEventListener("end", () => source.close());
   }
 })();
 `;

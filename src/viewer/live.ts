@@ -37,10 +37,22 @@ export function followSource(journal: Journal): LiveSource {
   return { follow: (runId, options) => followRun(journal, runId, { ...options, subRuns: false }) };
 }
 
+/** The run page's `#run` part as the live page keeps it: at `seq`, still `live` or not. */
+export interface LivePart {
+  readonly seq: number;
+  readonly live: boolean;
+  readonly html: string;
+}
+
+/** How long appended entries are gathered before the part is rendered again, in ms. */
+const RENDER_AFTER_MS = 50;
+
 /**
  * Serves `GET /runs/<id>/live`: an event per LiveEvent (`id:` its cursor, so a reconnecting
  * EventSource resumes after it through `Last-Event-ID`), an `end` event when the source ends,
- * and a comment every 15 s so proxies keep the connection open.
+ * and a comment every 15 s so proxies keep the connection open. With `render` (the run page's
+ * kept `#run` part, see `Pages.liveRun`), each entry appended also gives a `run` event (no id)
+ * holding the part rendered at it, the entries of one burst rendered once, the last before `end`.
  */
 export async function serveLive(
   source: LiveSource,
@@ -48,6 +60,7 @@ export async function serveLive(
   req: IncomingMessage,
   res: ServerResponse,
   after: number,
+  render?: (cursor: number) => Promise<LivePart>,
 ): Promise<void> {
   const resumeFrom = Number(req.headers["last-event-id"]);
   const from = Number.isSafeInteger(resumeFrom) && resumeFrom > after ? resumeFrom : after;
@@ -61,14 +74,45 @@ export async function serveLive(
   });
   res.write("retry: 2000\n\n");
   const keepAlive = setInterval(() => res.write(": keep-alive\n\n"), 15_000);
+  // The part is rendered once per burst of entries, in order: one render at a time.
+  let cursor = 0;
+  let timer: NodeJS.Timeout | undefined;
+  let rendered: Promise<void> = Promise.resolve();
+  let failed: { error: unknown } | undefined; // a render that threw: the stream ends with it
+  const flush = () => {
+    timer = undefined;
+    const at = cursor;
+    rendered = rendered.then(async () => {
+      if (failed || !render) return;
+      try {
+        const part = await render(at);
+        if (!stop.signal.aborted) res.write(`event: run\ndata: ${JSON.stringify(part)}\n\n`);
+      } catch (error) {
+        failed = { error };
+        stop.abort();
+      }
+    });
+  };
   try {
     for await (const event of source.follow(runId, { after: from, signal: stop.signal })) {
       if (stop.signal.aborted) break;
-      const id = endsItsEntry(event) ? `id: ${event.cursor}\n` : ""; // a reconnect resumes after the whole entry
+      const ends = endsItsEntry(event);
+      const id = ends ? `id: ${event.cursor}\n` : ""; // a reconnect resumes after the whole entry
       res.write(`${id}data: ${JSON.stringify(event)}\n\n`);
+      if (ends && render && event.runId === runId) {
+        cursor = Math.max(cursor, event.cursor);
+        timer ??= setTimeout(flush, RENDER_AFTER_MS);
+      }
     }
+    if (timer !== undefined) {
+      clearTimeout(timer);
+      flush();
+    }
+    await rendered;
+    if (failed) throw failed.error;
     if (!stop.signal.aborted) res.write("event: end\ndata: {}\n\n");
   } finally {
+    clearTimeout(timer);
     clearInterval(keepAlive);
     req.off("close", close);
     res.end();

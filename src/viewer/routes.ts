@@ -1,6 +1,4 @@
 import type { AnyStateMachine } from "xstate";
-import { runInfoOf } from "../cli/activity.ts";
-import { showStep } from "../cli/step.ts";
 import {
   isStepResolutionError,
   type Journal,
@@ -9,11 +7,15 @@ import {
   readJournal,
   runIdProblem,
 } from "../index.ts";
+import type { ResumeCommand } from "../read/activity.ts";
+import { KeptRun } from "../read/keptRun.ts";
+import { callAt, type RunView } from "../read/runView.ts";
+import { showStep } from "../read/step.ts";
 import { actionFrom, type PendingApproval, perform, type ViewerActions } from "./actions.ts";
 import { chartSvg } from "./chart.ts";
-import { foldView } from "./evolveView.ts";
 import { href } from "./html.ts";
-import { runPage, runPart } from "./runPage.ts";
+import type { LivePart } from "./live.ts";
+import { isLive, type RunPageInput, runPage, runPart } from "./runPage.ts";
 import { runRows, runsPage } from "./runsPage.ts";
 import { confirmPage, problemPage, stepPage } from "./stepPage.ts";
 import { buildTravel, extendTravel, logsAt, type Travel } from "./travel.ts";
@@ -31,6 +33,7 @@ export class Pages {
   private readonly machine: AnyStateMachine;
   private readonly source: string;
   private readonly travels = new Map<string, Travel>();
+  private readonly resumeCommand: ResumeCommand | undefined;
 
   constructor(options: {
     journal: Journal;
@@ -38,7 +41,9 @@ export class Pages {
     machine: AnyStateMachine;
     source: string;
     token: string;
+    resumeCommand?: ResumeCommand;
   }) {
+    this.resumeCommand = options.resumeCommand;
     this.journal = options.journal;
     this.token = options.token;
     this.actions = options.actions;
@@ -47,27 +52,46 @@ export class Pages {
   }
 
   async runs(status: string | undefined): Promise<string> {
-    return runsPage(await runRows(this.journal), status, this.source);
+    return runsPage(await runRows(this.journal), status, this.source, this.resumeCommand);
   }
 
-  async exists(runId: string): Promise<boolean> {
-    return runIdProblem(runId) === undefined && (await this.journal.store.listRuns()).some((r) => r.runId === runId);
-  }
-
-  /** The run page, or only its `#run` part (what the live feed refreshes). */
+  /** The run page, or only its `#run` part (what the live feed sends as the run goes on). */
   async run(runId: string, partOnly: boolean): Promise<string | undefined> {
-    const entries = await this.entries(runId);
-    if (entries === undefined) return undefined;
-    const view = foldView(entries);
-    const input = {
-      view,
-      info: await runInfoOf(this.journal, runId, entries),
-      pending: await this.pending(runId),
+    if (runIdProblem(runId) !== undefined) return undefined; // no run can have that id
+    const kept = await KeptRun.read(this.journal, runId);
+    if (kept === undefined) return undefined;
+    const input = await this.runInput(kept);
+    return partOnly ? runPart(input).text : runPage(input);
+  }
+
+  /**
+   * The live page's `#run` part, kept: the run read once, then at each `render(cursor)` (the
+   * cursor of an entry `followRun` said was appended) evolved with the entries after the last
+   * one kept and rendered, with no second read or fold of the run's journal. Undefined for an
+   * unknown run.
+   */
+  async liveRun(runId: string): Promise<((cursor: number) => Promise<LivePart>) | undefined> {
+    if (runIdProblem(runId) !== undefined) return undefined;
+    const kept = await KeptRun.read(this.journal, runId);
+    if (kept === undefined) return undefined;
+    return async (cursor) => {
+      await kept.catchUp(cursor);
+      return { seq: kept.seq, live: isLive(kept.view), html: runPart(await this.runInput(kept)).text };
+    };
+  }
+
+  private async runInput(kept: KeptRun): Promise<RunPageInput> {
+    const runId = kept.runId;
+    const subRuns = await this.subRuns(runId);
+    return {
+      view: kept.view,
+      info: await kept.info(),
+      pending: mayWait(kept.view, subRuns) ? await this.pending(runId) : [],
       actions: this.actions !== undefined,
       token: this.token,
-      subRuns: await this.subRuns(runId),
+      subRuns,
+      ...(this.resumeCommand ? { resumeCommand: this.resumeCommand } : {}),
     };
-    return partOnly ? runPart(input).text : runPage(input);
   }
 
   /** The time-travel page at entry `at` (the last one when not a number), or only its `#at` part. */
@@ -147,4 +171,18 @@ export class Pages {
     for (const old of this.travels.keys()) if (this.travels.size > KEPT_TRAVELS) this.travels.delete(old);
     return travel;
   }
+}
+
+/**
+ * Whether any call of the run may wait for an approval: the run stopped for one, or a call in
+ * flight runs a sub-agent (whose waiting calls its parent's page lists too). Otherwise none
+ * waits, and the journal is not read to list them.
+ */
+function mayWait(view: RunView, subRuns: ReadonlyMap<string, string>): boolean {
+  if (view.interruption?.reason === "approval-pending") return true;
+  for (const stepId of subRuns.keys()) {
+    const call = callAt(view, stepId);
+    if (call?.status !== "ok" && call?.status !== "error") return true;
+  }
+  return false;
 }

@@ -1,9 +1,9 @@
-import { activityLabel, stoppedOrNext } from "../cli/activity.ts";
-import type { RunInfo } from "../cli/db.ts";
-import { clip, int, kB } from "../cli/format.ts";
+import { activityLabel, type ResumeCommand, stoppedOrNext } from "../read/activity.ts";
+import { clip, int, kB } from "../read/format.ts";
+import type { RunInfo } from "../read/runInfo.ts";
+import { type CallView, type RunView, type TurnView, turnsOf } from "../read/runView.ts";
 import { FORM_TOKEN_FIELD, type PendingApproval } from "./actions.ts";
 import { duration, type Html, href, html, jsonText, page, when } from "./html.ts";
-import { type CallView, type RunView, type TurnView, turnsOf } from "./runView.ts";
 
 /**
  * The run page: its summary, why it stopped, the calls waiting for an approval (with approve and
@@ -23,6 +23,8 @@ export interface RunPageInput {
   readonly token?: string;
   /** The sub-agent run (`agentTool`) of each call that has one, by the call's step id: linked under the call. */
   readonly subRuns?: ReadonlyMap<string, string>;
+  /** How the page tells a user to resume a run (`loom view` names `loom resume` for the demo's). */
+  readonly resumeCommand?: ResumeCommand;
 }
 
 /** The whole run page. */
@@ -31,19 +33,20 @@ export function runPage(input: RunPageInput): string {
   const nav = html`<span class="crumbs"> / <a href="${href("runs", runId)}">${runId}</a></span>`;
   return page(
     `Run ${runId}`,
-    html`<div id="run" data-run="${runId}" data-seq="${input.view.seq}" data-live="${live(input.view) ? "1" : ""}">${runPart(input)}</div>`,
+    html`<div id="run" data-run="${runId}" data-seq="${input.view.seq}" data-live="${isLive(input.view) ? "1" : ""}">${runPart(input)}</div>`,
     { nav },
   );
 }
 
-/** A run that may still grow: anything but completed or failed (an interrupted run can be resumed). */
-const live = (view: RunView): boolean => view.status !== "completed" && view.status !== "failed";
+/** A run that may still grow: anything but completed, failed or cancelled (an interrupted run can be resumed). */
+export const isLive = (view: RunView): boolean =>
+  view.status !== "completed" && view.status !== "failed" && view.status !== "cancelled";
 
 /** What `#run` holds (the part the live feed refreshes). */
-export function runPart({ view, info, pending, actions, subRuns, token }: RunPageInput): Html {
+export function runPart({ view, info, pending, actions, subRuns, token, resumeCommand }: RunPageInput): Html {
   const runId = info.runId;
-  const stopped = stoppedOrNext(info);
-  return html`<h1>Run <code>${runId}</code> <span class="status ${info.activity}">${activityLabel(info.activity)}</span>${live(view) ? html` <span class="live" title="updates while the run goes on">● live</span>` : ""}</h1>
+  const stopped = stoppedOrNext(info, resumeCommand);
+  return html`<h1>Run <code>${runId}</code> <span class="status ${info.activity}">${activityLabel(info.activity)}</span>${isLive(view) ? html` <span class="live" title="updates while the run goes on">● live</span>` : ""}</h1>
 <dl class="summary">
 <dt>loop</dt><dd>${info.loopId ?? "?"}</dd>
 <dt>statechart</dt><dd><code>${view.chart}</code></dd>
@@ -99,7 +102,7 @@ function controlPart(view: RunView, runId: string, token: string | undefined): H
   const models = [...turnsOf(view)].filter((t) => t.model.status === "completed").map((t) => t.stepId);
   return html`<section class="control"><h2>Control</h2>
 ${
-  live(view)
+  isLive(view)
     ? html`<form method="post" action="${href("runs", runId, "actions")}" class="inline">
 <input type="hidden" name="action" value="cancel">${tokenField(token)}
 <input name="reason" placeholder="why (optional)" aria-label="reason">
@@ -139,7 +142,9 @@ function timeline(view: RunView, runId: string, subRuns?: ReadonlyMap<string, st
       ? html`<tr class="end completed"><td colspan="7">completed after ${int(view.turnCount)} model calls</td></tr>`
       : view.status === "failed"
         ? html`<tr class="end failed"><td colspan="7">failed: ${view.error?.name}: ${view.error?.message}</td></tr>`
-        : "";
+        : view.status === "cancelled"
+          ? html`<tr class="end cancelled"><td colspan="7">cancelled: ${view.cancelled?.reason ?? ""}</td></tr>`
+          : "";
   return timelineTable([...rows, html`${end}`]);
 }
 

@@ -1,8 +1,8 @@
-import { activityLabel, runInfoOf, stoppedOrNext } from "../cli/activity.ts";
-import { inTreeOrder, parentAmong, type RunParent, startedCalls } from "../cli/commands/runsTree.ts";
-import type { RunInfo } from "../cli/db.ts";
-import { clip, int, kB } from "../cli/format.ts";
 import { type Journal, readJournal, runIdProblem } from "../index.ts";
+import { activityLabel, type ResumeCommand, stoppedOrNext } from "../read/activity.ts";
+import { clip, int, kB } from "../read/format.ts";
+import { type RunInfo, runInfoOf } from "../read/runInfo.ts";
+import { inTreeOrder, parentAmong, type RunParent, startedCalls } from "../read/runsTree.ts";
 import { href, html, page, when } from "./html.ts";
 
 /** A row of the runs page: what `loom runs` shows (tokens included). */
@@ -67,7 +67,12 @@ function runCell(r: RunRow, shown: ReadonlySet<string>) {
 }
 
 /** The runs page, filtered to `status` when given. */
-export function runsPage(rows: readonly RunRow[], status: string | undefined, source: string): string {
+export function runsPage(
+  rows: readonly RunRow[],
+  status: string | undefined,
+  source: string,
+  resumeCommand?: ResumeCommand,
+): string {
   const shown = status ? rows.filter((r) => filterOf(r) === status) : rows;
   const filter = html`<nav class="filter" aria-label="filter by status">
     <a href="/" class="${status ? "" : "on"}">all <span class="n">${rows.length}</span></a>
@@ -94,7 +99,7 @@ ${shown.map(
 ${runCell(r, ids)}
 <td>${r.loopId ?? "?"}</td>
 <td><span class="status ${r.activity}">${activityLabel(r.activity)}</span></td>
-<td class="why">${clip(stoppedOrNext(r), 120)}</td>
+<td class="why">${clip(stoppedOrNext(r, resumeCommand), 120)}</td>
 <td class="num">${int(r.iterations)}</td>
 <td class="num">${r.tokens.input + r.tokens.output > 0 ? html`${int(r.tokens.input)} in · ${int(r.tokens.output)} out` : html`<span class="dim">not reported</span>`}</td>
 <td class="num">${kB(r.bytes)}</td>

@@ -1,11 +1,11 @@
 import { randomBytes, timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { isLoopback, urlHost } from "../cli/inspectServer.ts";
-import { CliError } from "../cli/io.ts";
 import { agentLoopMachine, isApprovalRefusedError, isRunControlError, type Journal, LoomError } from "../index.ts";
+import type { ResumeCommand } from "../read/activity.ts";
 import { FORM_TOKEN_FIELD, isActionFormError, type ViewerActions } from "./actions.ts";
 import { CSS, SCRIPT } from "./assets.ts";
+import { isLoopback, urlHost, ViewerStartError } from "./host.ts";
 import { followSource, type LiveSource, serveLive } from "./live.ts";
 import { Pages } from "./routes.ts";
 import { problemPage } from "./stepPage.ts";
@@ -32,6 +32,11 @@ export interface ViewerOptions {
   readonly live?: LiveSource;
   /** What the runs page names as the journal (a file path). */
   readonly source?: string;
+  /**
+   * How the pages tell a user to resume a stalled or answered run; default
+   * `loop.run({ runId, journal })` (`loom view` names `loom resume` for the loops it defines).
+   */
+  readonly resumeCommand?: ResumeCommand;
 }
 
 /** A running viewer. */
@@ -43,7 +48,8 @@ export interface Viewer {
 }
 
 /**
- * Starts the viewer. A taken port or an address this machine does not have is a `CliError`.
+ * Starts the viewer. A taken port or an address this machine does not have is a
+ * `ViewerStartError` (`portInUse`, `badHost`).
  *
  * @example
  * const journal = openSqliteJournal("./loom.db", { readonly: true });
@@ -59,6 +65,7 @@ export async function startViewer(options: ViewerOptions): Promise<Viewer> {
     actions: options.actions,
     machine: agentLoopMachine,
     source: options.source ?? "journal",
+    ...(options.resumeCommand ? { resumeCommand: options.resumeCommand } : {}),
   });
   const live = options.live ?? followSource(options.journal);
   const server: Server = createServer((req, res) => {
@@ -68,12 +75,12 @@ export async function startViewer(options: ViewerOptions): Promise<Viewer> {
     server.once("error", (e: NodeJS.ErrnoException) => {
       reject(
         e.code === "EADDRINUSE"
-          ? new CliError(
+          ? new ViewerStartError(
               "portInUse",
               `port ${options.port} on ${host} is in use (another \`loom view\`?); pass --port <n>`,
             )
           : e.code === "EADDRNOTAVAIL" || e.code === "ENOTFOUND" || e.code === "EAI_AGAIN"
-            ? new CliError(
+            ? new ViewerStartError(
                 "badHost",
                 `--host ${host}: not an address of this machine (${e.code}); pass one of its addresses, or leave --host out for 127.0.0.1`,
               )
@@ -138,8 +145,9 @@ async function handle(req: IncomingMessage, res: ServerResponse, { pages, live, 
       return page === undefined ? notFoundRun(res, runId) : html(res, 200, page);
     }
     if (sub === "live" && rest.length === 0) {
-      if (!(await pages.exists(runId))) return notFoundRun(res, runId);
-      return serveLive(live, runId, req, res, Number(url.searchParams.get("after")) || 0);
+      const render = await pages.liveRun(runId);
+      if (render === undefined) return notFoundRun(res, runId);
+      return serveLive(live, runId, req, res, Number(url.searchParams.get("after")) || 0, render);
     }
     if (sub === "travel") {
       const at =

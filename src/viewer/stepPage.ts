@@ -1,5 +1,5 @@
-import { int } from "../cli/format.ts";
-import type { ShownStep } from "../cli/step.ts";
+import { int } from "../read/format.ts";
+import type { ShownStep } from "../read/step.ts";
 import { type ActionRequest, confirmationText, FORM_TOKEN_FIELD } from "./actions.ts";
 import { type Html, href, html, jsonText, page } from "./html.ts";
 import { tokenField } from "./runPage.ts";

@@ -8,9 +8,9 @@ import {
   type LeanAgentStep,
   projectToolCallLog,
 } from "../index.ts";
+import { evolveView } from "../read/evolveView.ts";
+import { initialView, type RunView } from "../read/runView.ts";
 import { resolveClaimCheck } from "../runtime/conversation.ts";
-import { evolveView } from "./evolveView.ts";
-import { initialView, type RunView } from "./runView.ts";
 
 /**
  * Time travel: a run's view at every point of its journal. State `i` is the view after the first

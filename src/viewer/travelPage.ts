@@ -1,8 +1,8 @@
-import { int } from "../cli/format.ts";
 import { type AgentStep, type LeanAgentStep, parseFrameId } from "../index.ts";
+import { int } from "../read/format.ts";
+import { turnAt } from "../read/runView.ts";
 import { type Html, href, html, page, raw, when } from "./html.ts";
 import { callRow, modelRow, timelineTable } from "./runPage.ts";
-import { turnAt } from "./runView.ts";
 import type { LogsAt, Travel } from "./travel.ts";
 
 /**

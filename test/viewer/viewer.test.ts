@@ -8,10 +8,10 @@ import {
   readJournal,
   rebuildToolCallLog,
 } from "../../src/index.ts";
+import { foldView } from "../../src/read/evolveView.ts";
+import { turnAt } from "../../src/read/runView.ts";
 import type { ViewerActions } from "../../src/viewer/actions.ts";
-import { foldView } from "../../src/viewer/evolveView.ts";
 import { html } from "../../src/viewer/html.ts";
-import { turnAt } from "../../src/viewer/runView.ts";
 import { startViewer, type Viewer } from "../../src/viewer/server.ts";
 import { buildTravel, logsAt } from "../../src/viewer/travel.ts";
 import { freePort, loom, tempDir } from "../cli/support.ts";

@@ -1,11 +1,11 @@
 import type { Command } from "commander";
 import { escapeRunId, RUN_ID_RULE, readJournal, runIdProblem } from "../../index.ts";
+import { inTreeOrder, parentAmong, startedCalls } from "../../read/runsTree.ts";
 import { activityLabel, runInfoOf, stoppedOrNext } from "../activity.ts";
 import { journalSource, type RunInfo, withJournal } from "../db.ts";
 import { clip, int, kB, printable, table } from "../format.ts";
 import { type CliIo, println } from "../io.ts";
 import { type JournalCommonOptions, withJournalOptions } from "../program.ts";
-import { inTreeOrder, parentAmong, startedCalls } from "./runsTree.ts";
 
 /** `loom runs`: every run of the journal, oldest first, each sub-agent's run under its parent. */
 export function registerRuns(program: Command, io: CliIo): void {

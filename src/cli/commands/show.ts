@@ -1,12 +1,12 @@
 import type { Command } from "commander";
 import { listPendingApprovals, type PendingApproval, parseFrameId, readJournal, runIdProblem } from "../../index.ts";
+import { type RunStory, runStory } from "../../read/story.ts";
 import { activityText, runInfoOf } from "../activity.ts";
 import { type JournalSource, journalSource, type RunInfo, stoppedText, withJournal } from "../db.ts";
 import { clip, count, int, oneLine, printable } from "../format.ts";
 import { type CliIo, println } from "../io.ts";
 import { type JournalCommonOptions, withJournalOptions } from "../program.ts";
 import { showStep } from "../step.ts";
-import { type RunStory, runStory } from "../story.ts";
 
 interface ShowOptions extends JournalCommonOptions {
   readonly run?: string;

@@ -1,9 +1,11 @@
 import type { Command } from "commander";
 import { cancelRun, forkRun, recordApproval } from "../../index.ts";
+import { isViewerStartError } from "../../viewer/host.ts";
 import { startViewer } from "../../viewer/server.ts";
+import { resumeCommand } from "../activity.ts";
 import { journalSource, withWritableJournal } from "../db.ts";
 import { exposureWarning } from "../inspectServer.ts";
-import { type CliIo, println } from "../io.ts";
+import { CliError, type CliIo, println } from "../io.ts";
 import { type JournalCommonOptions, portOption, withJournalOptions } from "../program.ts";
 
 interface ViewOptions extends JournalCommonOptions {
@@ -43,6 +45,9 @@ export function registerView(program: Command, io: CliIo): void {
           port: options.port,
           source: path,
           actions: { recordApproval, cancelRun, forkRun },
+          resumeCommand,
+        }).catch((e: unknown) => {
+          throw isViewerStartError(e) ? new CliError(e.code, e.message, { cause: e }) : e;
         });
         const warning = exposureWarning(options.host, options.port);
         if (warning) {

@@ -101,7 +101,20 @@ export async function runActivity(
 ): Promise<RunActivityInfo> {
   checkRunId(runId, "runActivity");
   const read = entries ?? (await readJournal(journal, runId));
-  const state = foldEntries(read);
+  return activityOfFolded(journal, runId, foldEntries(read), read[0]);
+}
+
+/**
+ * {@link runActivity} of a run already folded (`state`, and `first`, its first entry): what a
+ * reader that keeps a run's state as entries are appended (the viewer's live page) asks, with
+ * no second read and fold of the journal.
+ */
+export async function activityOfFolded(
+  journal: Journal,
+  runId: string,
+  state: RunState,
+  first: JournalEntry | undefined,
+): Promise<RunActivityInfo> {
   const store = journal.store;
   const known = typeof store.holder === "function";
   const needsOwner = state.status === "running" || state.interruption?.reason === "approval-pending";
@@ -110,7 +123,7 @@ export async function runActivity(
     state.interruption?.reason === "approval-pending" && (holder === undefined || holder === "unknown")
       ? (await listPendingApprovals(journal, { runId })).length
       : 0;
-  const activity = activityOf(state, { holder, pendingApprovals: waiting, first: read[0] });
+  const activity = activityOf(state, { holder, pendingApprovals: waiting, first });
   return {
     activity,
     ownershipKnown: known,

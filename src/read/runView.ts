@@ -11,7 +11,7 @@ import {
 /**
  * The viewer's projection of a run: its timeline turn by turn (model call, tool calls with
  * status, bytes and duration, failed attempts, approvals) and the statechart state it was in.
- * `evolveView` (src/viewer/evolveView.ts) writes to the state it is given, so the same code folds in place (the run page) and
+ * `evolveView` (src/read/evolveView.ts) writes to the state it is given, so the same code folds in place (the run page) and
  * inside immer's `produce` (time travel, one state per seq). Its shape is made for structural
  * sharing: turns sit in chunks of {@link CHUNK}, so an entry copies its call, its turn, one chunk
  * and the short chunk list, never a table as long as the run.
@@ -80,6 +80,8 @@ export interface RunView {
   tokens: { input: number; output: number; reported: boolean };
   interruption: { reason: InterruptReason; detail: unknown; cause?: ErrorCause } | undefined;
   error: { name: string; message: string } | undefined;
+  /** Why a cancelled run was cancelled (`cancelRun`). */
+  cancelled: { reason: string } | undefined;
   answer: string | undefined;
   /** Step ids the last `approval-pending` interruption named, while it stands. */
   pending: string[];
@@ -112,6 +114,7 @@ export function initialView(): RunView {
     tokens: { input: 0, output: 0, reported: false },
     interruption: undefined,
     error: undefined,
+    cancelled: undefined,
     answer: undefined,
     pending: [],
     mode: undefined,
@@ -121,7 +124,7 @@ export function initialView(): RunView {
 /**
  * The agentLoop statechart state a run with this view is in: `starting`, `running.deciding`,
  * `running.callingModel`, `running.backingOff`, `running.dispatching`, `finishing`, or a final
- * state (`completed`, `interrupted`, `failed`). Read from the journal, the way a resume would
+ * state (`completed`, `interrupted`, `failed`, `cancelled`). Read from the journal, the way a resume would
  * find it.
  */
 export function chartStateOf(view: RunView): string {

@@ -18,7 +18,7 @@ import {
   toolStepId,
 } from "../index.ts";
 import { parentRunOf } from "../runtime/subRuns.ts";
-import { runInfo } from "./db.ts";
+import { runInfo } from "./runInfo.ts";
 
 /**
  * A run's story for `loom show <runId>`: its turns (the model's text, its tokens and time), each

@@ -90,9 +90,16 @@ export function evolveView(view: RunView, entry: JournalEntry): RunView {
       view.status = "failed";
       view.error = { name: entry.data.error.name, message: entry.data.error.message };
       break;
-    default:
-      // An entry type this viewer does not know yet (a newer journal): shown by seq, not folded.
+    case "run.cancelled":
+      view.status = "cancelled";
+      view.cancelled = { reason: entry.data.reason };
       break;
+    default: {
+      // Every entry type is folded above: a new one must be added here (an older viewer shows it by seq).
+      const unknown: never = entry;
+      void unknown;
+      break;
+    }
   }
   view.chart = chartStateOf(view);
   return view;

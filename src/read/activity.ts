@@ -1,0 +1,48 @@
+import type { RunActivity } from "../index.ts";
+import { printable } from "./format.ts";
+import { type RunInfo, stoppedText } from "./runInfo.ts";
+
+/**
+ * A run's activity in words, and what it needs to go on: what `loom runs`, `loom show` and the
+ * viewer's pages say of it.
+ */
+
+/**
+ * How to resume run `runId` of loop `loopId`, as a command a user can type: the CLI names
+ * `loom resume` for a loop it defines, {@link programResume} otherwise.
+ */
+export type ResumeCommand = (runId: string, loopId: string | undefined) => string;
+
+/** The call a program that defines the loop makes to resume a run: `loop.run({ runId: "r-1", journal })`. */
+export const programResume: ResumeCommand = (runId) => `loop.run({ runId: "${printable(runId)}", journal })`;
+
+/** Activities whose run goes on only when someone resumes it. */
+const NEEDS_RESUME: ReadonlySet<RunActivity> = new Set(["stalled", "not-started", "answered"]);
+
+/** An activity in words: `not started`, `waiting for approval`… */
+export const activityLabel = (activity: RunActivity): string => activity.replaceAll("-", " ");
+
+/**
+ * The activity on one line, with how to go on when the run needs a resume: `running`,
+ * `stalled — resume with loom resume 'r-1'`, `not started — resume with loop.run(…)`.
+ */
+export function activityText(info: RunInfo, resume: ResumeCommand = programResume): string {
+  const label = activityLabel(info.activity);
+  return NEEDS_RESUME.has(info.activity) ? `${label} — ${resumeHint(info, resume)}` : label;
+}
+
+/** `resume with <command>` for a run that goes on only when resumed, else "". */
+export function resumeHint(info: RunInfo, resume: ResumeCommand = programResume): string {
+  return NEEDS_RESUME.has(info.activity) ? `resume with ${resume(info.runId, info.loopId)}` : "";
+}
+
+/**
+ * Why a run stopped, or what it needs (the `stopped` column of `loom runs`, the viewer's): the
+ * reason of an interruption or a cancel, and `resume with …` for a stalled, not started or
+ * answered run.
+ */
+export function stoppedOrNext(info: RunInfo, resume: ResumeCommand = programResume): string {
+  const hint = resumeHint(info, resume);
+  if (info.activity === "answered") return `approvals answered; ${hint}`;
+  return hint || stoppedText(info);
+}

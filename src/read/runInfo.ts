@@ -1,0 +1,133 @@
+import {
+  describeCause,
+  type ErrorCause,
+  foldEntries,
+  type InterruptReason,
+  type Journal,
+  type JournalEntry,
+  parseFrameId,
+  type RunActivity,
+  type RunState,
+  recordedModePin,
+  runActivity,
+  type ToolCallLogMode,
+} from "../index.ts";
+import { tokenUsage } from "../projections/usage.ts";
+
+/**
+ * What the CLI (`loom runs`, `loom show`, `loom log`) and the viewer's pages show of a run, read
+ * by these functions so both say the same thing.
+ */
+
+/** What `loom runs`, `loom show` and `loom view` show of a run: `runInfo` with its activity read from the store. */
+export async function runInfoOf(journal: Journal, runId: string, entries: readonly JournalEntry[]): Promise<RunInfo> {
+  return runInfo(runId, entries, (await runActivity(journal, runId, entries)).activity);
+}
+
+/** The bytes an entry takes in the journal: its type, data and meta as stored (UTF-8 JSON text). */
+export const entryBytes = (entry: Pick<JournalEntry, "type" | "data" | "meta">): number =>
+  Buffer.byteLength(entry.type) +
+  Buffer.byteLength(JSON.stringify(entry.data)) +
+  Buffer.byteLength(JSON.stringify(entry.meta));
+
+export interface RunInfo {
+  readonly runId: string;
+  readonly loopId: string | undefined;
+  /** The journal's status (`running` for every run whose journal does not end). */
+  readonly status: RunState["status"];
+  /** What the run is doing: `running`, `stalled`, `not-started`, `answered`… (`runActivity`). */
+  readonly activity: RunActivity;
+  /** Model calls recorded (completed model frames). */
+  readonly iterations: number;
+  /** The log's recorded shape: the mode pin, or "full" when none was journaled. */
+  readonly mode: ToolCallLogMode;
+  readonly entries: number;
+  /** The last seq (more than `entries` after a compaction). */
+  readonly version: number;
+  readonly bytes: number;
+  readonly startedAt: string | undefined;
+  readonly updatedAt: string | undefined;
+  /** Tokens the run's model calls used (their recorded usage, summed). */
+  readonly tokens: { readonly input: number; readonly output: number };
+  /** Why an interrupted run stopped, and the model's error for a `model-error`. */
+  readonly interrupted?: { readonly reason: InterruptReason; readonly cause?: ErrorCause };
+  /** Why a cancelled run was cancelled (`cancelRun`). */
+  readonly cancelled?: { readonly reason: string };
+}
+
+/**
+ * What `loom runs` shows of a run, from its entries and its activity (`runActivity`: see
+ * `runInfoOf`, which reads it); without one, the journal's status stands for it.
+ */
+export function runInfo(runId: string, entries: readonly JournalEntry[], activity?: RunActivity): RunInfo {
+  return runInfoOfState(
+    runId,
+    foldEntries(entries),
+    {
+      entries: entries.length,
+      bytes: entries.reduce((sum, e) => sum + entryBytes(e), 0),
+      startedAt: entries[0]?.meta.at,
+      updatedAt: entries.at(-1)?.meta.at,
+    },
+    activity,
+  );
+}
+
+/** What {@link runInfo} reads of the entries besides their fold. */
+export interface EntryFacts {
+  readonly entries: number;
+  readonly bytes: number;
+  readonly startedAt: string | undefined;
+  readonly updatedAt: string | undefined;
+}
+
+/** {@link runInfo} of a run already folded: for a reader that keeps the state as entries come (`KeptRun`). */
+export function runInfoOfState(runId: string, state: RunState, facts: EntryFacts, activity?: RunActivity): RunInfo {
+  return {
+    runId,
+    loopId: state.loopId,
+    status: state.status,
+    activity: activity ?? state.status,
+    iterations: modelCalls(state),
+    mode: recordedModePin(state) ?? "full",
+    entries: facts.entries,
+    version: state.version,
+    bytes: facts.bytes,
+    startedAt: facts.startedAt,
+    updatedAt: facts.updatedAt,
+    tokens: tokensOf(state),
+    ...(state.status === "interrupted" && state.interruption
+      ? { interrupted: { reason: state.interruption.reason, cause: state.interruption.cause } }
+      : {}),
+    ...(state.status === "cancelled" && state.cancelled ? { cancelled: { reason: state.cancelled.reason } } : {}),
+  };
+}
+
+/**
+ * Why a run stopped, on one line for text output: `model-error: AI_APICallError (status 401, not
+ * retryable): Unauthorized`, the reason alone without a cause, "" for a run that did not stop.
+ * Control characters in the error's text are escaped (`\u001b`), so it cannot drive the terminal.
+ */
+export function stoppedText(info: RunInfo): string {
+  const i = info.interrupted;
+  const text =
+    i === undefined
+      ? info.cancelled === undefined
+        ? ""
+        : `cancelled: ${info.cancelled.reason}`
+      : i.cause === undefined
+        ? i.reason
+        : `${i.reason}: ${describeCause(i.cause)}`;
+  return text.replace(/\p{Cc}/gu, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+}
+
+/** The run's token usage as `loom runs` shows it (archived model frames are not read back for a listing). */
+function tokensOf(state: RunState): RunInfo["tokens"] {
+  const usage = tokenUsage(state);
+  return { input: usage.inputTokens, output: usage.outputTokens };
+}
+
+/** Completed model frames: the model calls a run made. */
+export const modelCalls = (state: RunState): number =>
+  Object.values(state.frames).filter((f) => f.status === "completed" && parseFrameId(f.frameId)?.kind === "model")
+    .length;
