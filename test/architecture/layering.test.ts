@@ -18,7 +18,7 @@ describe("the layering of src (DESIGN.md §1)", () => {
     expect(checkLayering(edges).unplaced).toEqual([]);
   });
 
-  it("imports only downwards: core ← events ← projections ← machines/policies ← tools ← models ← runtime ← adapters/read ← index ← viewer ← cli", () => {
+  it("imports only downwards: core ← events ← projections ← machines/policies ← tools ← models ← runtime ← adapters ← index ← read ← viewer ← cli", () => {
     expect(checkLayering(edges).upward).toEqual([]);
   });
 

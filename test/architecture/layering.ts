@@ -21,11 +21,13 @@ export const LAYERS: readonly (readonly string[])[] = [
   /* 5 */ ["models"], // the Model SPI and the scripted model: the runtime calls them
   /* 6 */ ["runtime"], // the durable driver: the only layer that awaits a store for a run
   // Adapters over the runtime (MCP tools, OpenTelemetry spans, PostgreSQL workers, the AI SDK's
-  // useChat stream), and the one read layer of the CLI and the viewer (issue 35).
-  /* 7 */ ["mcp", "otel", "postgres", "ai-sdk", "read"],
+  // useChat stream).
+  /* 7 */ ["mcp", "otel", "postgres", "ai-sdk"],
   /* 8 */ ["index"], // the public API (`loom-agent`): named re-exports of the layers below
-  /* 9 */ ["viewer"], // the journal viewer (`loom-agent/viewer`)
-  /* 10 */ ["cli"], // the `loom` command: `loom view` starts the viewer
+  // The one read layer of the CLI and the viewer (issue 35): it reads runs through the public API.
+  /* 9 */ ["read"],
+  /* 10 */ ["viewer"], // the journal viewer (`loom-agent/viewer`)
+  /* 11 */ ["cli"], // the `loom` command: `loom view` starts the viewer
 ];
 
 /** A unit's layer, by name. */
