@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
+import { createCipheriv, createDecipheriv, createHash, createHmac, randomBytes } from "node:crypto";
 import { brotliCompressSync, brotliDecompressSync, constants, gunzipSync, gzipSync } from "node:zlib";
 import { LoomError } from "../core/errors.ts";
 
@@ -166,7 +166,9 @@ export function payloadCodec(options: PayloadCodecOptions): PayloadCodec {
   };
 
   /** Applies the steps; returns the bytes and how. */
-  const encodeRaw = async (plain: Buffer, doing: string) => {
+  // `convergent`: the IV is derived from the key and the bytes, so the same blob encodes to the
+  // same bytes and keeps its ref (blobs are content-addressed; a frame's envelope names the ref).
+  const encodeRaw = async (plain: Buffer, doing: string, convergent = false) => {
     const codec: string[] = [];
     let bytes = plain;
     if (options.compress !== undefined && plain.byteLength >= minBytes) {
@@ -183,7 +185,12 @@ export function payloadCodec(options: PayloadCodecOptions): PayloadCodec {
     if (keys !== undefined) {
       keyId = keys.currentKeyId();
       const key = await keyOf(keyId, doing);
-      const iv = randomBytes(12);
+      const iv = convergent
+        ? createHmac("sha256", createHash("sha256").update("loom-blob-iv").update(key).digest())
+            .update(bytes)
+            .digest()
+            .subarray(0, 12)
+        : randomBytes(12);
       const cipher = createCipheriv(AES, key, iv);
       cipher.setAAD(Buffer.from(JSON.stringify([codec, keyId]))); // the steps before it, and the key id
       codec.push(AES);
@@ -250,7 +257,8 @@ export function payloadCodec(options: PayloadCodecOptions): PayloadCodec {
       }
     },
     async encodeBytes(plain) {
-      const { codec, keyId, bytes } = await encodeRaw(Buffer.from(plain), "cannot encrypt a blob");
+      const { codec, keyId, bytes } = await encodeRaw(Buffer.from(plain), "cannot encrypt a blob", true);
+      if (codec.length === 0) return plain; // left as it is: reads back as a blob written without the codec
       const header = Buffer.from(`${JSON.stringify({ codec, keyId })}\n`);
       return Buffer.concat([BLOB_MAGIC, header, bytes]);
     },

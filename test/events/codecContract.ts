@@ -102,6 +102,7 @@ export function codecContract(name: string, open: () => Promise<CodecFixture>): 
         const bytes = Buffer.from(JSON.stringify({ html: page }));
         const { ref } = await journal.blobs!.put(bytes);
         expect(Buffer.from(await journal.blobs!.get(ref)).toString()).toBe(bytes.toString());
+        expect((await journal.blobs!.put(bytes)).ref, "the same bytes keep their ref").toBe(ref);
         expect(Buffer.from(await plain.blobs!.get(ref)).toString()).not.toContain("the ledger balances");
 
         await journal.store.append("r2", payloadEntries().slice(0, 5), { expectedVersion: 0 });
