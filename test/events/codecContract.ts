@@ -9,10 +9,12 @@ import {
   staticKeys,
 } from "../../src/events/codec.ts";
 import { withCodec } from "../../src/events/codecStore.ts";
+import { compact } from "../../src/events/compact.ts";
 import { readJournal } from "../../src/events/journal.ts";
+import { readArchived } from "../../src/events/readArchived.ts";
 import type { ArchivedFrame, Journal } from "../../src/events/spi.ts";
 import type { EntryOf, NewEntry } from "../../src/events/types.ts";
-import { frameCompleted, frameStarted, runCompleted } from "./entries.ts";
+import { frameCompleted, frameStarted, runCompleted, runStarted, turn } from "./entries.ts";
 
 /** What an adapter's test file gives the codec contract: a fresh journal (store, blobs, archive) and its cleanup. */
 export interface CodecFixture {
@@ -116,6 +118,21 @@ export function codecContract(name: string, open: () => Promise<CodecFixture>): 
         expect(JSON.stringify(await journal.archive!.get(put.ref))).toBe(JSON.stringify([frame]));
         expect(JSON.stringify(await plain.archive!.get(put.ref))).not.toContain("the ledger balances");
       });
+    });
+
+    it("compacts through the codec: the archive holds the moved frames encoded, and reads them back", async () => {
+      const journal = withCodec(plain, payloadCodec({ compress: "gzip", minBytes: 1, encrypt: { keys: keys("k1") } }));
+      const output = (i: number, j: number) => ({ i, j, html: page });
+      const written = [runStarted("demo"), ...[0, 1, 2].flatMap((i) => turn("demo", i, 2, (j) => output(i, j)))];
+      await journal.store.append("r7", written, { expectedVersion: 0 });
+      const result = await compact(journal, "r7", { keepTurns: 1 });
+      expect(result.frameIds).toHaveLength(4);
+      const frame = await readArchived(journal, "demo#turn:0:tool:1", { runId: "r7" });
+      expect(JSON.stringify(frame?.completed.data)).toBe(
+        JSON.stringify({ frameId: "demo#turn:0:tool:1", output: output(0, 1) }),
+      );
+      expect(JSON.stringify(await plain.archive!.get(result.archiveRef!))).not.toContain("the ledger balances");
+      expect((await readJournal(journal, "r7")).at(-1)?.type).toBe("frames.archived");
     });
 
     it("reads entries written under key k1 after the provider's current key becomes k2", async () => {
