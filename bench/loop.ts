@@ -27,10 +27,14 @@
  *
  *   node --import tsx bench/loop.ts
  */
+
+import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
+import { type PayloadCodecOptions, payloadCodec, staticKeys } from "../src/events/codec.ts";
+import { withCodec } from "../src/events/codecStore.ts";
 import { createJournal, openSqliteJournal } from "../src/events/journal.ts";
 import { memoryStore } from "../src/events/memory.ts";
 import { encodeRow } from "../src/events/sqliteRows.ts";
@@ -199,6 +203,17 @@ try {
   const memory = await timeRuns(() => ({ journal: createJournal({ store: memoryStore() }) }));
   const full = await sqliteAndFloor("full");
   const normal = await sqliteAndFloor("normal");
+  // The payload codec (issue 33) on the SQLite journal at synchronous=normal (opt-in; off above).
+  const keys = staticKeys({ current: "k1", keys: { k1: randomBytes(32) } });
+  const coded = async (options: PayloadCodecOptions) =>
+    timeRuns((i) => {
+      const j = openSqliteJournal(join(dir, `codec-${Object.keys(options).join("-")}-${i}.db`), {
+        synchronous: "normal",
+      });
+      return { journal: withCodec(j, payloadCodec(options)), done: () => j.close() };
+    });
+  const gzip = await coded({ compress: "gzip" });
+  const gzipAes = await coded({ compress: "gzip", encrypt: { keys } });
 
   // Resume of a completed run: read, validate, fold, and return the recorded output.
   let resume = Number.POSITIVE_INFINITY;
@@ -228,6 +243,8 @@ try {
       row(raw, full.floor, full.floor),
       row("sqlite, synchronous=normal", normal.ours, normal.floor),
       row(raw, normal.floor, normal.floor),
+      row("sqlite, normal, codec gzip", gzip, normal.floor),
+      row("sqlite, normal, codec gzip + aes-256-gcm", gzipAes, normal.floor),
     ],
   );
   printTable(

@@ -38,6 +38,7 @@ export {
 } from "./core/index.ts";
 export { isMissingDependencyError, MissingDependencyError } from "./core/optional.ts";
 export { describeCause, errorCause } from "./events/errorCause.ts";
+// The payload codec (issue 33): compression and encryption of what the journal stores.
 export {
   type AcquireOptions,
   type AppendOptions,
@@ -51,12 +52,17 @@ export {
   type BlobStore,
   type CallSettledData,
   type ClaimCheckEnvelope,
+  type CodecEnvelope,
   type CompactOptions,
   type CompactRequest,
   type CompactResult,
   type CompletedRunValue,
+  type Compression,
   checkRunId,
   claimCheckOf,
+  codecArchive,
+  codecBlobStore,
+  codecStore,
   compact,
   createJournal,
   type DecisionRecordedData,
@@ -75,12 +81,15 @@ export {
   type FramesArchivedData,
   type InterruptReason,
   isClaimCheckEnvelope,
+  isCodecEnvelope,
   isJournalFileError,
+  isPayloadCodecError,
   isPruneNotSupportedError,
   type Journal,
   type JournalEntry,
   JournalFileError,
   type JournalFileErrorCode,
+  type KeyProvider,
   type ListRunsOptions,
   MAX_RUN_ID_BYTES,
   type MemoryStoreOptions,
@@ -90,11 +99,16 @@ export {
   type NewEntry,
   type OpenJournal,
   openSqliteJournal,
+  type PayloadCodec,
+  PayloadCodecError,
+  type PayloadCodecErrorCode,
+  type PayloadCodecOptions,
   type PinnedMode,
   PruneNotSupportedError,
   type PruneOptions,
   type PruneRequest,
   type PruneResult,
+  payloadCodec,
   pruneRuns,
   type ReadArchivedOptions,
   RUN_ID_RULE,
@@ -118,7 +132,9 @@ export {
   sqliteArchive,
   sqliteBlobStore,
   sqliteStore,
+  staticKeys,
   validateEntries,
+  withCodec,
 } from "./events/index.ts";
 export type { AgentLoopContext, AgentLoopInput, Backoff, Interruption } from "./machines/agentLoop.machine.ts";
 export {

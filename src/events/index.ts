@@ -2,6 +2,20 @@
 export { memoryArchive, type SqliteArchiveStore, sqliteArchive } from "./archive.ts";
 export { dirBlobStore, memoryBlobStore, refDigest, sqliteBlobStore } from "./blobs.ts";
 export { type ClaimCheckEnvelope, claimCheckOf, isClaimCheckEnvelope } from "./claimCheck.ts";
+export {
+  type CodecEnvelope,
+  type Compression,
+  isCodecEnvelope,
+  isPayloadCodecError,
+  type KeyProvider,
+  type PayloadCodec,
+  PayloadCodecError,
+  type PayloadCodecErrorCode,
+  type PayloadCodecOptions,
+  payloadCodec,
+  staticKeys,
+} from "./codec.ts";
+export { codecArchive, codecBlobStore, codecStore, withCodec } from "./codecStore.ts";
 export { type CompactOptions, type CompactResult, compact } from "./compact.ts";
 export { checkRunId, escapeRunId, MAX_RUN_ID_BYTES, RUN_ID_RULE, runIdProblem } from "./ids.ts";
 export { createJournal, type OpenJournal, openSqliteJournal, readJournal } from "./journal.ts";

@@ -1,4 +1,5 @@
 import { isClaimCheckEnvelope } from "./claimCheck.ts";
+import { isCodecEnvelope } from "./codec.ts";
 import type { EntryType } from "./types.ts";
 
 /**
@@ -146,17 +147,30 @@ function checkCause(c: unknown, at = "data.cause"): void {
   }
 }
 
+/**
+ * The payload codec's mark (src/events/codecStore.ts): `data.encoded` lists the fields that hold
+ * a codec envelope in place of their value. Returns the list.
+ */
+function checkEncoded(d: Data): readonly string[] {
+  const fields = strings(d, "encoded");
+  for (const f of fields) {
+    if (!isCodecEnvelope(d[f])) throw new Bad(`data.${f}`, "is marked encoded but holds no codec envelope");
+  }
+  return fields;
+}
+
 /** Checks `data` against the schema of `type` (known to be a valid type). */
 export function checkData(type: EntryType, data: unknown, seq: number | undefined): void {
   if (typeof data !== "object" || data === null || Array.isArray(data)) {
     throw new Bad("data", `must be an object, found ${kind(data)}`);
   }
   const d = data as Data;
+  const encoded = d.encoded === undefined ? undefined : checkEncoded(d);
   switch (type) {
     case "run.started": {
       str(d, "loopId");
       const input = d.input;
-      if (typeof input !== "string" && !Array.isArray(input)) {
+      if (!encoded?.includes("input") && typeof input !== "string" && !Array.isArray(input)) {
         throw new Bad("data.input", `must be a string or an array of messages, found ${kind(input)}`);
       }
       strings(d, "tools");
@@ -196,6 +210,7 @@ export function checkData(type: EntryType, data: unknown, seq: number | undefine
       checkArchived(d, seq);
       return;
     case "run.completed": {
+      if (encoded?.includes("output")) return;
       const o = d.output as Data | undefined;
       if (typeof o !== "object" || o === null) throw new Bad("data.output", `must be an object, found ${kind(o)}`);
       if (typeof o.content !== "string") {

@@ -1,4 +1,5 @@
 import { JournalFormatError } from "../core/errors.ts";
+import { type CodecEnvelope, PayloadCodecError } from "./codec.ts";
 import { isModePinDecision, readModePin } from "./modePin.ts";
 import { Bad, checkData, type Data, kind, TYPES } from "./schema.ts";
 import {
@@ -88,6 +89,7 @@ export function validateEntries(
       }
       if (typeof meta.at !== "string") throw new Bad("meta.at", `must be a string, found ${kind(meta.at)}`);
       checkData(type as EntryType, e.data, seq);
+      if ((e.data as Data).encoded !== undefined) codecRequired(runId, seq, e.data as Data);
       if (type === "decision.recorded") checkPin(runId, e.data as DecisionRecordedData, seq);
       if (frames !== undefined && frameError === undefined) {
         const problem = trackFrame(frames, type, e.data as Data);
@@ -106,6 +108,18 @@ export function validateEntries(
   }
   if (gaps !== undefined) checkGaps(runId, gaps, removed, lenientUpTo);
   if (frameError !== undefined) throw frameError;
+}
+
+/** An entry still encoded reached the journal's reader: the store was opened without its codec. */
+function codecRequired(runId: string, seq: number, d: Data): never {
+  const field = (d.encoded as string[])[0] as string;
+  const envelope = d[field] as CodecEnvelope;
+  const key = envelope.keyId === undefined ? "" : `, key ${envelope.keyId}`;
+  throw new PayloadCodecError(
+    "codecRequired",
+    `run ${runId} seq ${seq}: its ${field} is encoded (${envelope.codec.join(" + ")}${key}); open the journal with its codec: withCodec(journal, payloadCodec({ … }))`,
+    envelope.keyId,
+  );
 }
 
 /** A mode pin must hold a mode (the one reader raises JournalFormatError naming the decision). */

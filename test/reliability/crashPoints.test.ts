@@ -1,8 +1,12 @@
+import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { memoryBlobStore } from "../../src/events/blobs.ts";
+import { payloadCodec, staticKeys } from "../../src/events/codec.ts";
+import { codecBlobStore, codecStore } from "../../src/events/codecStore.ts";
 import { parseFrameId } from "../../src/events/ids.ts";
 import { createJournal, readJournal } from "../../src/events/journal.ts";
 import { memoryStore } from "../../src/events/memory.ts";
+import type { BlobStore } from "../../src/events/spi.ts";
 import type { EventStore } from "../../src/events/store.ts";
 import { postgresStore } from "../../src/postgres.ts";
 import type { ToolCallLogMode } from "../../src/projections/types.ts";
@@ -40,12 +44,28 @@ const INPUT = "reconcile the ledger";
 interface Backend {
   readonly name: string;
   fresh(label: string): Promise<{ store: EventStore; runId: string }>;
+  /** A fresh blob store (default: in memory). */
+  blobs?(): BlobStore;
 }
 
 const memory: Backend = {
   name: "memory (JSON text)",
   fresh: async () => ({ store: memoryStore({ json: true }), runId: "r" }),
 };
+
+// The same store through the payload codec (issue 33): every payload compressed and encrypted,
+// blobs too; the output and both logs must still come back byte-identical after each crash.
+const codec = payloadCodec({
+  compress: "gzip",
+  minBytes: 1,
+  encrypt: { keys: staticKeys({ current: "k1", keys: { k1: randomBytes(32) } }) },
+});
+const memoryCodec: Backend = {
+  name: "memory (JSON text) + gzip + aes-256-gcm",
+  fresh: async () => ({ store: codecStore(memoryStore({ json: true }), codec), runId: "r" }),
+  blobs: () => codecBlobStore(memoryBlobStore(), codec),
+};
+const blobsOf = (backend: Backend) => backend.blobs?.() ?? memoryBlobStore();
 
 // A crashed attempt stops its actors while tool calls are still settling; xstate warns for each
 // late event. Expected here, and hundreds of them would bury real output.
@@ -79,7 +99,7 @@ async function uninterrupted(backend: Backend, mode: ToolCallLogMode): Promise<R
   const counting = crashingStore(store, Number.POSITIVE_INFINITY);
   const journal = createJournal({ store });
   const world = flakyWorld();
-  const sink = kitchenSink({ turns: TURNS, mode, blobs: memoryBlobStore(), flaky: world });
+  const sink = kitchenSink({ turns: TURNS, mode, blobs: blobsOf(backend), flaky: world });
   const output = JSON.stringify(
     await sink.loop.run({ runId, input: INPUT, journal: createJournal({ store: counting }) }),
   );
@@ -118,7 +138,7 @@ async function crashAndResume(
 ): Promise<Landed | number> {
   const at = `${backend.name}, ${mode}, crash after append ${k}`;
   const { store, runId } = await backend.fresh(`${mode}-${k}`);
-  const blobs = memoryBlobStore(); // outlives the crash, like the store
+  const blobs = blobsOf(backend); // outlives the crash, like the store
   const world: FlakyWorld = flakyWorld(); // and so does the flaky world
   const first = kitchenSink({ turns: TURNS, mode, blobs, flaky: world });
   const crashing = crashingStore(store, k);
@@ -225,9 +245,12 @@ async function everyCrashPoint(backend: Backend, mode: ToolCallLogMode, concurre
 const FLOOR = 1 + (21 + 6) + 20 + 1;
 
 describe.each(["full", "lean"] as const)("a crash at every append point of a %s 20-turn run", (mode) => {
-  it(`resumes each to the uninterrupted output and logs, runs no completed tool twice, and leaves a valid journal (${CALL_KINDS.length} call kinds, retries in play)`, async () => {
-    expect(await everyCrashPoint(memory, mode, 4)).toBeGreaterThanOrEqual(FLOOR);
-  });
+  it.each([memory, memoryCodec])(
+    `$name: resumes each to the uninterrupted output and logs, runs no completed tool twice, and leaves a valid journal (${CALL_KINDS.length} call kinds, retries in play)`,
+    async (backend) => {
+      expect(await everyCrashPoint(backend, mode, 4)).toBeGreaterThanOrEqual(FLOOR);
+    },
+  );
 });
 
 // Skipped without LOOM_PG_URL: there is no PostgreSQL server to crash against (`npm run test:pg`

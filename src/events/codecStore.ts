@@ -1,0 +1,184 @@
+import { type CodecEnvelope, isCodecEnvelope, type PayloadCodec, PayloadCodecError } from "./codec.ts";
+import type { ArchivedFrame, ArchiveStore, BlobStore, Journal } from "./spi.ts";
+import type { EventStore } from "./store.ts";
+import type { EntryType, JournalEntry, NewEntry } from "./types.ts";
+
+/**
+ * The codec applied to a journal: an `EventStore` decorator (and the same for blobs and the
+ * archive) that encodes the payload fields of each entry's data on the way in and decodes them on
+ * the way out. Everything else (ids, digests, types, the claim-check envelope) stays in the clear,
+ * so stores index, fence and prune as before.
+ *
+ * An encoded entry lists its encoded fields in `data.encoded` (last in the data). Decoding
+ * replaces each in place and drops the mark, so the data reads back with its members in the
+ * order they were written; an entry without the mark (a journal written without a codec, or
+ * before it was turned on) reads as it always did, and an output that merely looks like an
+ * envelope stays plain data.
+ */
+
+/** The data fields a codec encodes, by entry type: run inputs, frame outputs (model responses, tool outputs), results. */
+export const PAYLOAD_FIELDS: Partial<Record<EntryType, readonly string[]>> = {
+  "run.started": ["input"],
+  "frame.completed": ["output"],
+  "call.settled": ["result"],
+  "run.completed": ["output"],
+};
+
+/** The mark an encoded entry's data carries: the fields it encoded. */
+export const ENCODED_MARK = "encoded";
+
+type Data = Record<string, unknown>;
+
+/** The entry with its payload fields encoded (itself when the codec leaves them all as they are). */
+export async function encodeEntry<E extends { type: string; data: unknown }>(
+  codec: PayloadCodec,
+  entry: E,
+): Promise<E> {
+  const fields = PAYLOAD_FIELDS[entry.type as EntryType];
+  const data = entry.data as Data;
+  if (fields === undefined || typeof data !== "object" || data === null) return entry;
+  // A claim-checked output is an envelope naming a blob: its bytes go through the blob store's codec.
+  if (entry.type === "frame.completed" && data.claimChecked === true) return entry;
+  let out: Data | undefined;
+  const encoded: string[] = [];
+  for (const field of fields) {
+    if (data[field] === undefined) continue;
+    const envelope = await codec.encode(data[field]);
+    if (envelope === undefined) continue;
+    out ??= { ...data };
+    out[field] = envelope;
+    encoded.push(field);
+  }
+  if (out === undefined) return entry;
+  out[ENCODED_MARK] = encoded;
+  return { ...entry, data: out };
+}
+
+/** The entry with the fields its mark lists decoded; `where` names it in errors. */
+export async function decodeEntry<E extends { type: string; data: unknown }>(
+  codec: PayloadCodec,
+  entry: E,
+  where: string,
+): Promise<E> {
+  const data = entry.data as Data;
+  const mark = typeof data === "object" && data !== null ? data[ENCODED_MARK] : undefined;
+  if (mark === undefined) return entry;
+  if (!Array.isArray(mark)) throw new PayloadCodecError("malformed", `${where}: data.encoded must list fields`);
+  const out: Data = {};
+  for (const key of Object.keys(data)) {
+    if (key === ENCODED_MARK) continue;
+    const value = data[key];
+    if (!mark.includes(key)) {
+      out[key] = value;
+      continue;
+    }
+    if (!isCodecEnvelope(value)) {
+      throw new PayloadCodecError("malformed", `${where} (${key}): marked encoded but holds no codec envelope`);
+    }
+    out[key] = await codec.decode(value, `${where} (${key})`);
+  }
+  return { ...entry, data: out };
+}
+
+/**
+ * The store with the codec applied: entries are encoded before they are appended (a key that is
+ * missing or invalid throws `PayloadCodecError` naming it, and nothing is written) and decoded
+ * as they are read. The wrapped store's optional methods (`holder`, `prune`, `watch`) pass through.
+ *
+ * @example
+ * const store = codecStore(sqliteStore("./loom.db"), payloadCodec({ compress: "brotli" }));
+ */
+export function codecStore(store: EventStore, codec: PayloadCodec): EventStore {
+  const wrapped: EventStore = {
+    async append(runId, entries, options) {
+      const encoded: NewEntry[] = [];
+      for (const e of entries) encoded.push(await encodeEntry(codec, e));
+      return store.append(runId, encoded, options);
+    },
+    async read(runId, options) {
+      const entries = await store.read(runId, options);
+      const out: JournalEntry[] = [];
+      for (const e of entries) out.push(await decodeEntry(codec, e, `run ${runId} seq ${e.seq}`));
+      return out;
+    },
+    listRuns: (options) => store.listRuns(options),
+    acquire: (runId, options) => store.acquire(runId, options),
+    renew: (lease, leaseMs) => store.renew(lease, leaseMs),
+    release: (lease) => store.release(lease),
+    requestCancel: (runId, reason) => store.requestCancel(runId, reason),
+    compact: (runId, request) => store.compact(runId, request), // the marker holds no payload
+    close: () => store.close(),
+  };
+  if (store.holder) wrapped.holder = store.holder.bind(store);
+  if (store.prune) wrapped.prune = store.prune.bind(store);
+  if (store.watch) wrapped.watch = store.watch.bind(store);
+  return wrapped;
+}
+
+/**
+ * Blobs (claim-checked outputs) through the codec. The ref is the hash of the stored (encoded)
+ * bytes, which the blob store verifies; the frame's own digest stays over the plaintext. Blobs
+ * written without the codec read as they are.
+ *
+ * @example
+ * const blobs = codecBlobStore(dirBlobStore("./blobs"), codec);
+ */
+export function codecBlobStore(blobs: BlobStore, codec: PayloadCodec): BlobStore {
+  return {
+    put: async (bytes) => blobs.put(await codec.encodeBytes(bytes)),
+    get: async (ref) => codec.decodeBytes(await blobs.get(ref), `blob ${ref}`),
+    has: (ref) => blobs.has(ref),
+    close: () => blobs.close(),
+  };
+}
+
+const frameWhere = (f: ArchivedFrame, ref: string) => `archived frame ${f.frameId} (batch ${ref})`;
+
+/**
+ * The archive through the codec: archived entries are encoded like journal entries.
+ *
+ * @example
+ * const archive = codecArchive(memoryArchive(), codec);
+ */
+export function codecArchive(archive: ArchiveStore, codec: PayloadCodec): ArchiveStore {
+  const map = async (f: ArchivedFrame, op: <E extends JournalEntry>(e: E) => Promise<E>): Promise<ArchivedFrame> => ({
+    ...f,
+    started: await op(f.started),
+    completed: await op(f.completed),
+    ...(f.attempts === undefined ? {} : { attempts: await Promise.all(f.attempts.map(op)) }),
+  });
+  return {
+    async put(runId, frames) {
+      const out: ArchivedFrame[] = [];
+      for (const f of frames) out.push(await map(f, (e) => encodeEntry(codec, e)));
+      return archive.put(runId, out);
+    },
+    async get(ref) {
+      const out: ArchivedFrame[] = [];
+      for (const f of await archive.get(ref)) out.push(await map(f, (e) => decodeEntry(codec, e, frameWhere(f, ref))));
+      return out;
+    },
+    close: () => archive.close(),
+  };
+}
+
+/**
+ * A journal whose store, blobs and archive all go through `codec` (opt-in per journal). Closing
+ * it closes the parts it wraps. With SQLite, a compaction then archives first and compacts
+ * second (still safe: idempotent), not in one transaction.
+ *
+ * @example
+ * const codec = payloadCodec({ compress: "gzip", encrypt: { keys: staticKeys({ current: "k1", keys: { k1 } }) } });
+ * const journal = withCodec(openSqliteJournal("./loom.db"), codec);
+ * await loop.run({ runId, journal, input: "hello" });
+ */
+export function withCodec<J extends Journal>(journal: J, codec: PayloadCodec): J {
+  return {
+    ...journal,
+    store: codecStore(journal.store, codec),
+    ...(journal.blobs === undefined ? {} : { blobs: codecBlobStore(journal.blobs, codec) }),
+    ...(journal.archive === undefined ? {} : { archive: codecArchive(journal.archive, codec) }),
+  };
+}
+
+export type { CodecEnvelope };

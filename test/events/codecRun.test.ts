@@ -1,0 +1,62 @@
+import { randomBytes } from "node:crypto";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { memoryBlobStore } from "../../src/events/blobs.ts";
+import { payloadCodec, staticKeys } from "../../src/events/codec.ts";
+import { withCodec } from "../../src/events/codecStore.ts";
+import { type OpenJournal, openSqliteJournal } from "../../src/events/journal.ts";
+import { kitchenSink } from "../support/kitchenSink.ts";
+import { logsOf } from "../support/loop.ts";
+import { tempDir } from "./tmp.ts";
+
+/**
+ * A whole run through the codec: the digests (ADR 0142 D2) are taken over the plaintext before
+ * the codec sees anything, so the run's value and both logs are byte-identical to the same run on
+ * a journal without it, while what the store holds is encoded.
+ */
+describe("a loop run on a journal with the payload codec", () => {
+  let tmp: ReturnType<typeof tempDir>;
+  let plainJournal: OpenJournal;
+  let codedFile: OpenJournal;
+  beforeEach(() => {
+    tmp = tempDir();
+    plainJournal = openSqliteJournal(tmp.file("plain.db"));
+    codedFile = openSqliteJournal(tmp.file("coded.db"));
+  });
+  afterEach(async () => {
+    await plainJournal.close();
+    await codedFile.close();
+    tmp.remove();
+  });
+
+  it.each(["full", "lean"] as const)(
+    "%s: ends with the same value and the same full and lean logs (digests included), stored encoded",
+    async (mode) => {
+      const codec = payloadCodec({
+        compress: "brotli",
+        minBytes: 1,
+        encrypt: { keys: staticKeys({ current: "k1", keys: { k1: randomBytes(32) } }) },
+      });
+      const coded = withCodec(codedFile, codec);
+      const blobs = memoryBlobStore(); // the same blobs for both: claim-check envelopes name the same refs
+      const plainRun = await kitchenSink({ turns: 6, mode, blobs }).loop.run({
+        runId: "r",
+        input: "go",
+        journal: plainJournal,
+      });
+      const codedRun = await kitchenSink({ turns: 6, mode, blobs }).loop.run({
+        runId: "r",
+        input: "go",
+        journal: coded,
+      });
+      expect(JSON.stringify(codedRun)).toBe(JSON.stringify(plainRun));
+      expect(await logsOf(coded, "r")).toEqual(await logsOf(plainJournal, "r"));
+      // Served again from the journal: the completed run's recorded value, decoded.
+      const again = await kitchenSink({ turns: 6, mode, blobs }).loop.run({ runId: "r", journal: coded });
+      expect(JSON.stringify(again)).toBe(JSON.stringify(plainRun));
+      const raw = JSON.stringify(await codedFile.store.read("r"));
+      expect(raw).toContain('"__loomCodec":1');
+      expect(raw).not.toContain("short page 1");
+      expect(JSON.stringify(await plainJournal.store.read("r"))).toContain("short page 1");
+    },
+  );
+});
