@@ -27,6 +27,29 @@ if grep -qE '\.map$' "$work/files.txt"; then
   exit 1
 fi
 grep -qx 'LICENSE' "$work/files.txt" || { echo "the tarball has no LICENSE" >&2; exit 1; }
+# The packed README and guides link to the guides, their screenshots and the examples: each
+# relative link (outside code) must name a file the tarball holds, so the installed docs work.
+mkdir -p "$work/unpacked" && tar -xzf "$tarball" -C "$work/unpacked"
+node --input-type=module -e '
+import { existsSync, readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+const [dir, ...pages] = process.argv.slice(1);
+const missing = [];
+for (const page of pages) {
+  let fenced = false;
+  for (const line of readFileSync(join(dir, page), "utf8").split("\n")) {
+    if (line.startsWith("```")) fenced = !fenced;
+    if (fenced || line.startsWith("```")) continue;
+    for (const [, path] of line.replace(/`[^`]*`/g, "").matchAll(/\]\(([^)\s#]*)[^)\s]*\)/g)) {
+      if (path && !/^[a-z][a-z+.-]*:/i.test(path) && !existsSync(join(dir, dirname(page), path))) missing.push(`${page}: ${path}`);
+    }
+  }
+}
+if (missing.length) {
+  console.error(`the packed docs link to files the tarball lacks:\n  ${missing.join("\n  ")}`);
+  process.exit(1);
+}
+' "$work/unpacked/package" $(grep -E '\.md$' "$work/files.txt")
 
 npx publint run "$tarball" --strict
 npx attw "$tarball" --profile esm-only

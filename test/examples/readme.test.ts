@@ -1,7 +1,6 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { main } from "../../src/cli/main.ts";
 import { packageRoot } from "../../src/cli/packageRoot.ts";
 
 const root = packageRoot();
@@ -9,17 +8,6 @@ const FENCE = "```";
 const readme = readFileSync(join(root, "README.md"), "utf8");
 const blocks = (lang: string) =>
   [...readme.matchAll(new RegExp(`${FENCE}${lang}\\n([\\s\\S]*?)\\n${FENCE}`, "g"))].map((m) => m[1]);
-
-const print = async (argv: string[]) => {
-  let out = "";
-  const code = await main(argv, {
-    stdout: { write: (t: string) => (out += t) },
-    stderr: { write: () => true },
-    cwd: root,
-  });
-  expect(code).toBe(0);
-  return out.trimEnd();
-};
 
 describe("README.md", () => {
   it("opens with the two commands for a fresh machine", () => {
@@ -32,26 +20,6 @@ describe("README.md", () => {
 
   it("shows examples/quickstart.ts as it is", () => {
     expect(blocks("ts")).toContain(readFileSync(join(root, "examples/quickstart.ts"), "utf8").trimEnd());
-  });
-
-  it("shows examples/approvals.ts as it is", () => {
-    expect(blocks("ts")).toContain(readFileSync(join(root, "examples/approvals.ts"), "utf8").trimEnd());
-  });
-
-  it("shows examples/operating.ts as it is", () => {
-    expect(blocks("ts")).toContain(readFileSync(join(root, "examples/operating.ts"), "utf8").trimEnd());
-  });
-
-  it("shows examples/mcp.ts as it is", () => {
-    expect(blocks("ts")).toContain(readFileSync(join(root, "examples/mcp.ts"), "utf8").trimEnd());
-  });
-
-  it("shows examples/sub-agents.ts as it is", () => {
-    expect(blocks("ts")).toContain(readFileSync(join(root, "examples/sub-agents.ts"), "utf8").trimEnd());
-  });
-
-  it("shows examples/use-chat.ts as it is", () => {
-    expect(blocks("ts")).toContain(readFileSync(join(root, "examples/use-chat.ts"), "utf8").trimEnd());
   });
 
   it("says how to install the package from a clone, naming the tarball npm pack writes", () => {
@@ -68,12 +36,5 @@ describe("README.md", () => {
     const script = readFileSync(join(root, "scripts/test-package.sh"), "utf8");
     expect(script).toMatch(/^npm pack /m);
     expect(script).toContain('npm install --no-audit --no-fund --loglevel=error "$tarball"');
-  });
-
-  it("shows the diagrams `loom machine … --mermaid` prints", async () => {
-    expect(blocks("mermaid")).toEqual([
-      await print(["machine", "agentLoop", "--mermaid"]),
-      await print(["machine", "modePin", "--mermaid"]),
-    ]);
   });
 });
