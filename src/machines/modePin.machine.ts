@@ -212,6 +212,10 @@ const same = (d: ModePinDecision): ByCompletion => ({ open: d, completed: d });
  * chart is the rule; this table is what it decides, read by {@link resolveModePin} instead of
  * stepping the chart for every run, and checked against the chart stepped over every combination
  * (test/machines/modePin.test.ts), so the two cannot drift apart.
+ *
+ * @example
+ * MODE_PIN_DECISIONS.none.lean.open; // { state: "pinned-lean", mode: "lean", appendPin: true }
+ * MODE_PIN_DECISIONS.lean.full.completed.state; // "mismatch-error"
  */
 export const MODE_PIN_DECISIONS: {
   readonly [R in ToolCallLogMode | "none"]: { readonly [C in ToolCallLogMode | "unset"]: ByCompletion };
