@@ -194,7 +194,9 @@ describe("MODE_PIN_DECISIONS: the chart's decision for every combination of the 
   }
 
   const cases = recordedPins.flatMap((recorded) =>
-    configuredModes.flatMap((configured) => completions.map((runCompleted) => ({ recorded, configured, runCompleted }))),
+    configuredModes.flatMap((configured) =>
+      completions.map((runCompleted) => ({ recorded, configured, runCompleted })),
+    ),
   );
 
   it("covers all 18 combinations (3 recorded × 3 configured × completed or not)", () => {
