@@ -138,7 +138,9 @@ export {
 } from "./events/index.ts";
 export type { AgentLoopContext, AgentLoopInput, Backoff, Interruption } from "./machines/agentLoop.machine.ts";
 export {
+  MODE_PIN_DECISIONS,
   type ModePinContext,
+  type ModePinDecision,
   type ModePinEvent,
   type ModePinInput,
   type ModePinResolution,

@@ -1,4 +1,4 @@
-import { assign, initialTransition, setup, transition } from "xstate";
+import { assign, setup } from "xstate";
 import { AgentLoopConfigError } from "../core/errors.ts";
 import { DECISION_SOURCES, modePinId } from "../events/ids.ts";
 import type { DecisionRecordedData } from "../events/types.ts";
@@ -188,10 +188,61 @@ export interface ModePinResolution {
   readonly error?: AgentLoopConfigError;
 }
 
+/** What the chart decides from one combination of a run's facts (the run and loop ids aside). */
+export interface ModePinDecision {
+  readonly state: ModePinState;
+  /** The log's shape: the pin in force, or the recorded shape (full when no pin) on a mismatch. */
+  readonly mode: ToolCallLogMode;
+  /** The chart asks for `journalPin`: the pin is appended. */
+  readonly appendPin: boolean;
+}
+
+const decision = (state: ModePinState, mode: ToolCallLogMode, appendPin = false): ModePinDecision => ({
+  state,
+  mode,
+  appendPin,
+});
+/** The facts of one column: the run is still open, or the journal holds `run.completed`. */
+type ByCompletion = { readonly open: ModePinDecision; readonly completed: ModePinDecision };
+const same = (d: ModePinDecision): ByCompletion => ({ open: d, completed: d });
+
 /**
- * Steps {@link modePinMachine} over a run's facts (pure: `initialTransition`/`transition`, actions
- * returned as objects) and says what the runtime must do. Throws `AgentLoopConfigError` at once
- * for an invalid `configured` value; returns a mismatch as `error` (code `toolCallLogMismatch`)
+ * What {@link modePinMachine} decides for every combination of a run's facts: the recorded pin
+ * (none, full, lean) × the configured option (unset, full, lean) × whether the run completed. The
+ * chart is the rule; this table is what it decides, read by {@link resolveModePin} instead of
+ * stepping the chart for every run, and checked against the chart stepped over every combination
+ * (test/machines/modePin.test.ts), so the two cannot drift apart.
+ *
+ * @example
+ * MODE_PIN_DECISIONS.none.lean.open; // { state: "pinned-lean", mode: "lean", appendPin: true }
+ * MODE_PIN_DECISIONS.lean.full.completed.state; // "mismatch-error"
+ */
+export const MODE_PIN_DECISIONS: {
+  readonly [R in ToolCallLogMode | "none"]: { readonly [C in ToolCallLogMode | "unset"]: ByCompletion };
+} = {
+  none: {
+    unset: same(decision("unset", "full")),
+    // A completed run takes no late pin: its recorded shape (full) passes, lean contradicts it.
+    full: { open: decision("pinned-full", "full", true), completed: decision("unset", "full") },
+    lean: { open: decision("pinned-lean", "lean", true), completed: decision("mismatch-error", "full") },
+  },
+  full: {
+    unset: same(decision("pinned-full", "full")),
+    full: same(decision("pinned-full", "full")),
+    lean: same(decision("mismatch-error", "full")),
+  },
+  lean: {
+    unset: same(decision("pinned-lean", "lean")),
+    full: same(decision("mismatch-error", "lean")),
+    lean: same(decision("pinned-lean", "lean")),
+  },
+};
+
+/**
+ * What the runtime must do for a run's facts: the decision of {@link modePinMachine} for them
+ * (read from {@link MODE_PIN_DECISIONS}), with the pin to append (the `journalPin` action's
+ * params) or the error to throw. Throws `AgentLoopConfigError` at once for an invalid
+ * `configured` value; returns a mismatch as `error` (code `toolCallLogMismatch`, naming the run)
  * for the runtime to throw before any append.
  *
  * @example
@@ -200,52 +251,10 @@ export interface ModePinResolution {
  */
 export function resolveModePin(request: ResolveModePinRequest): ModePinResolution {
   const configured = validateToolCallLogMode(request.configured, request.loopId);
-  // The chart decides from four facts, the run id aside (only a mismatch's message names it): a
-  // decision it made once is looked up, not stepped again (stepping it cost a one-turn run a tenth).
-  const key = `${request.recorded}|${configured}|${request.runCompleted}|${request.loopId}`;
-  const known = decided.get(key);
-  if (known !== undefined) return resolution(known, request.loopId);
-  const resolved = stepModePin(request, configured);
-  if (resolved.error === undefined) {
-    if (decided.size >= 256) decided.clear();
-    decided.set(key, { state: resolved.state, mode: resolved.mode, appendPin: resolved.appendPin });
-  }
-  return resolved;
-}
-
-/** What the chart decided for a run's facts, when it decided no mismatch (see {@link resolveModePin}). */
-interface Decided {
-  readonly state: ModePinState;
-  readonly mode: ToolCallLogMode;
-  readonly appendPin: boolean;
-}
-
-/** The chart's decisions by their facts (`recorded|configured|runCompleted|loopId`). */
-const decided = new Map<string, Decided>();
-
-/** A decision as `resolveModePin` returns it: a pin of its own for each run that appends one. */
-function resolution({ state, mode, appendPin }: Decided, loopId: string): ModePinResolution {
-  return appendPin ? { state, mode, appendPin, pin: pinDecision(loopId, mode) } : { state, mode, appendPin };
-}
-
-/** Steps {@link modePinMachine} over the run's facts (the decision {@link resolveModePin} looks up). */
-function stepModePin(request: ResolveModePinRequest, configured: ToolCallLogMode | undefined): ModePinResolution {
-  let [snapshot] = initialTransition(modePinMachine, { loopId: request.loopId, runId: request.runId });
-  if (request.recorded !== undefined) {
-    [snapshot] = transition(modePinMachine, snapshot, { type: "PIN_RECORDED", mode: request.recorded });
-  }
-  if (request.runCompleted) [snapshot] = transition(modePinMachine, snapshot, { type: "RUN_COMPLETED" });
-  const [last, actions] = transition(modePinMachine, snapshot, { type: "CONFIGURED", mode: configured });
-  const state = last.value as ModePinState;
-  const journal = actions.find((a) => a.type === "journalPin");
-  const recordedShape = request.recorded ?? "full";
-  if (state === "mismatch-error") {
-    return { state, mode: recordedShape, appendPin: false, error: mismatchError(request, recordedShape, configured) };
-  }
-  const mode = last.context.pin ?? "full";
-  return journal
-    ? { state, mode, appendPin: true, pin: journal.params as PinDecision }
-    : { state, mode, appendPin: false };
+  const column = MODE_PIN_DECISIONS[request.recorded ?? "none"][configured ?? "unset"];
+  const { state, mode, appendPin } = request.runCompleted ? column.completed : column.open;
+  if (state === "mismatch-error") return { state, mode, appendPin, error: mismatchError(request, mode, configured) };
+  return appendPin ? { state, mode, appendPin, pin: pinDecision(request.loopId, mode) } : { state, mode, appendPin };
 }
 
 function mismatchError(

@@ -1,4 +1,4 @@
-import { createActor, type InspectionEvent, type Observer } from "xstate";
+import type { InspectionEvent, Observer } from "xstate";
 import { RunCancelledError } from "../core/errors.ts";
 import { checkRunId, toolStepId } from "../events/ids.ts";
 import { responseAt } from "../projections/runState.ts";
@@ -13,7 +13,7 @@ import { holdRun, type RunOwnership } from "./ownership.ts";
 import { hydrateForLog } from "./readers.ts";
 import type { RunContext } from "./runContext.ts";
 import { type RunOptions, RunSession } from "./session.ts";
-import { machineForRun } from "./sharedMachine.ts";
+import { createRunActor } from "./sharedMachine.ts";
 import { type AgentStream, chainListeners, streamOf } from "./stream.ts";
 import { resolveApprovals } from "./subRunApprovals.ts";
 import { toolCallActors } from "./toolActors.ts";
@@ -153,15 +153,13 @@ async function runHeld(
   fence: Fence,
   signal: AbortSignal,
 ): Promise<AgentOutput> {
-  // Built once per loop; the run's own actors are bound to its actor below (sharedMachine.ts).
+  // The chart is built once per loop; the run's own actors are bound to its actor (sharedMachine.ts).
   const calls = toolCallActors(session);
   const loop = { ...loopActors(session, fence, calls.chartedCalls), plainCalls: calls.plainCalls };
-  const { machine, bind } = machineForRun(config, loop, calls.chart);
-  const actor = createActor(machine, {
+  const actor = createRunActor(config, loop, calls.chart, {
     input: { runId: request.runId, loopId: config.id, maxIterations: config.maxIterations ?? DEFAULT_MAX_ITERATIONS },
     ...(request.inspect ? { inspect: request.inspect } : {}),
   });
-  bind(actor);
   const done = new Promise<void>((resolve, reject) => {
     actor.subscribe({ complete: resolve, error: reject });
   });

@@ -1,171 +1,112 @@
 import {
+  type Actor,
+  type ActorLogic,
+  type ActorOptions,
   type AnyActorLogic,
   type AnyActorRef,
-  type AnyEventObject,
-  fromCallback,
-  fromPromise,
-  type PromiseSnapshot,
+  type AnyActorScope,
+  createActor,
+  type EventObject,
+  type Snapshot,
 } from "xstate";
-import { agentLoopMachine } from "../machines/agentLoop.machine.ts";
+import { type AgentLoopInput, agentLoopMachine } from "../machines/agentLoop.machine.ts";
 import { toolCallMachine } from "../machines/toolCall.machine.ts";
-import { ownStop, StepStop } from "./stepSignals.ts";
 
 /**
  * The agent loop's chart with the runtime's actors provided, built once per loop instead of once
  * per run. `machine.provide(...)` builds a new machine (its state nodes, and every transition xstate
  * memoizes on them) each time; measured on one-turn runs through a PostgreSQL worker, that was
  * about a tenth of the worker's CPU. A run's actors close over its session, so the shared machine
- * holds stand-ins that, when started, look the run's own implementation up by the actor system
- * they run in (one per run: `createActor` makes it) and call it.
- *
- * Only promise and callback actors (`fromPromise`, `fromCallback`) can stand in this way; when any
- * actor is another kind, the run gets a machine of its own as before.
+ * holds stand-ins: actor logic (xstate's `ActorLogic` interface, nothing else) that hands each of
+ * its calls to the run's own logic for that actor, found by the actor system the call is made in
+ * (one per run: `createActor` makes it). The run's own logic (`fromPromise`, `fromCallback`) is
+ * then what runs, snapshots, events and stops as xstate makes them.
  */
 
 type AnyActorSystem = AnyActorRef["system"];
-/** A promise actor's creator, or a callback actor's callback: what a stand-in calls. */
-type Creator = (args: { input: unknown; system: AnyActorSystem; self: AnyActorRef }) => unknown;
-type Kind = "promise" | "callback";
+/** Any snapshot: a stand-in holds whatever its run's logic makes. */
+type AnySnapshot = Snapshot<unknown>;
 
-/** A logic's `start`: the same source for every `fromPromise` (every `fromCallback`), so it tells the kind. */
-const STARTS = new Map<string, Kind>([
-  [String(fromPromise(async () => undefined).start), "promise"],
-  [String(fromCallback(() => {}).start), "callback"],
-]);
+/** The run's own logic, by actor (`loop:prepare`, `tool:runTool`), by the actor system of its actor (alive as long as the run). */
+const bound = new WeakMap<AnyActorSystem, ReadonlyMap<string, AnyActorLogic>>();
 
-const creatorOf = (logic: unknown): { readonly kind: Kind; readonly creator: Creator } | undefined => {
-  const l = logic as { config?: unknown; start?: unknown } | null;
-  if (typeof l?.config !== "function" || typeof l.start !== "function") return undefined;
-  const kind = STARTS.get(String(l.start));
-  return kind === undefined ? undefined : { kind, creator: l.config as Creator };
+/**
+ * The run's logic while `createActor` makes its actor: the actors of the chart's first state are
+ * made inside it (their initial snapshots), before the actor and its system are handed back.
+ */
+let constructing: ReadonlyMap<string, AnyActorLogic> | undefined;
+
+const runLogic = (scope: AnyActorScope, key: string): AnyActorLogic => {
+  let logics = bound.get(scope.system);
+  if (logics === undefined && constructing !== undefined) {
+    logics = constructing;
+    bound.set(scope.system, logics);
+  }
+  const logic = logics?.get(key);
+  if (logic === undefined) throw new Error(`internal: actor ${key} has no implementation bound for this run`);
+  return logic;
 };
 
-/** The run's implementations, by the actor system of its actor (the key stays alive as long as the run). */
-const bound = new WeakMap<AnyActorSystem, ReadonlyMap<string, Creator>>();
-
-const implementation = (system: AnyActorSystem, key: string): Creator => {
-  const creator = bound.get(system)?.get(key);
-  if (creator === undefined) throw new Error(`internal: actor ${key} has no implementation bound for this run`);
-  return creator;
-};
-
-/** A callback actor's stand-in: xstate's own logic, calling the run's callback. */
-const callbackStandIn = (key: string) =>
-  fromCallback((args) => implementation(args.system, key)(args) as (() => void) | undefined);
+/**
+ * The stand-in for one actor of the chart: each method of the logic interface that xstate calls
+ * with the actor's scope is the run's logic's own. `getPersistedSnapshot` gets no scope to find
+ * the run by: it returns the snapshot as it is, as promise and callback logic persist theirs (a
+ * run persists through its journal, never through a snapshot).
+ */
+function standIn(key: string): ActorLogic<AnySnapshot, EventObject, unknown> {
+  return {
+    transition: (snapshot, event, scope) => runLogic(scope, key).transition(snapshot, event, scope),
+    getInitialSnapshot: (scope, input) => runLogic(scope, key).getInitialSnapshot(scope, input),
+    restoreSnapshot: (persisted, scope) => {
+      const logic = runLogic(scope, key);
+      return logic.restoreSnapshot ? logic.restoreSnapshot(persisted, scope) : persisted;
+    },
+    start: (snapshot, scope) => runLogic(scope, key).start?.(snapshot, scope),
+    getPersistedSnapshot: (snapshot) => snapshot,
+  };
+}
 
 /** Shared machines by loop (its config), and the actor names they were built for. */
 const shared = new WeakMap<object, { readonly names: string; readonly machine: typeof agentLoopMachine }>();
 
-type Snap = PromiseSnapshot<unknown, unknown>;
-const RESOLVE = "xstate.promise.resolve";
-const REJECT = "xstate.promise.reject";
-const STOP = "xstate.stop";
-
-/** The stand-ins' stops, by actor: what `xstate.stop` aborts. */
-const stops = new WeakMap<AnyActorRef, StepStop>();
+type Logics = Readonly<Record<string, AnyActorLogic>>;
 
 /**
- * A stand-in: `fromPromise`'s logic (the same snapshots and events), except that the actor's abort
- * signal is made only when its creator reads `signal` (a step served from the journal never does;
- * an executed step takes the actor's stop as its own, see `StepSignals`, and makes one only if its
- * effect reads it). An AbortController per actor was the largest single cost of starting one.
+ * The actor of one run of the loop `loopKey` (its config): the loop's shared chart, run with `loop`
+ * (the loop's actors) and `tool` (each tool call's), made with `options` and not started.
  */
-const promiseStandIn = (key: string) => {
-  const initial = (input: unknown): Snap => ({ status: "active", output: undefined, error: undefined, input });
-  return {
-    config: key,
-    transition: (state: Snap, event: AnyEventObject, scope: { self: AnyActorRef }): Snap => {
-      if (state.status !== "active") return state;
-      switch (event.type) {
-        case RESOLVE:
-          return { ...state, status: "done", output: event.data, input: undefined };
-        case REJECT:
-          return { ...state, status: "error", error: event.data, input: undefined };
-        case STOP:
-          stops.get(scope.self)?.abort();
-          return { ...state, status: "stopped", input: undefined };
-        default:
-          return state;
-      }
-    },
-    start: (state: Snap, { self, system, emit }: { self: AnyActorRef; system: AnyActorSystem; emit: unknown }) => {
-      if (state.status !== "active") return;
-      const stop = new StepStop();
-      stops.set(self, stop);
-      const args = {
-        input: state.input,
-        system,
-        self,
-        emit,
-        get signal(): AbortSignal {
-          return stop.signal;
-        },
-      };
-      ownStop(args, stop);
-      let running: PromiseLike<unknown>;
-      try {
-        running = implementation(system, key)(args) as PromiseLike<unknown>;
-      } catch (e) {
-        running = Promise.reject(e);
-      }
-      // Not awaited in an async function: the run's own promise is handed on as it is, not wrapped in another.
-      Promise.resolve(running).then(
-        (data) => {
-          if (self.getSnapshot().status === "active") self.send({ type: RESOLVE, data });
-        },
-        (data) => {
-          if (self.getSnapshot().status === "active") self.send({ type: REJECT, data });
-        },
-      );
-    },
-    getInitialSnapshot: (_: unknown, input: unknown) => initial(input),
-    getPersistedSnapshot: (snapshot: Snap) => snapshot,
-    restoreSnapshot: (snapshot: Snap) => snapshot,
-  } as unknown as AnyActorLogic;
-};
-
-/**
- * The machine for one run whose actors are `loop` (the loop's) and `tool` (each tool call's), and
- * `bind`, to call with the run's actor before starting it.
- */
-export function machineForRun(
+export function createRunActor(
   loopKey: object,
-  loop: Readonly<Record<string, AnyActorLogic>>,
-  tool: Readonly<Record<string, AnyActorLogic>>,
-): { readonly machine: typeof agentLoopMachine; bind(actor: AnyActorRef): void } {
-  const creators = new Map<string, Creator>();
-  const kinds: string[] = [];
-  const read = (prefix: string, actors: Readonly<Record<string, AnyActorLogic>>) => {
-    for (const [name, logic] of Object.entries(actors)) {
-      const c = creatorOf(logic);
-      if (c === undefined) continue;
-      creators.set(`${prefix}:${name}`, c.creator);
-      kinds.push(`${prefix}:${name}:${c.kind}`);
-    }
-  };
-  read("loop", loop);
-  read("tool", tool);
-  if (creators.size !== Object.keys(loop).length + Object.keys(tool).length) {
-    const machine = agentLoopMachine.provide({
-      actors: { ...loop, toolCall: toolCallMachine.provide({ actors: tool }) },
-    } as never);
-    return { machine, bind: () => {} };
+  loop: Logics,
+  tool: Logics,
+  options: ActorOptions<typeof agentLoopMachine> & { readonly input: AgentLoopInput },
+): Actor<typeof agentLoopMachine> {
+  const logics = new Map<string, AnyActorLogic>();
+  for (const [name, logic] of Object.entries(loop)) logics.set(`loop:${name}`, logic);
+  for (const [name, logic] of Object.entries(tool)) logics.set(`tool:${name}`, logic);
+  const machine = sharedMachine(loopKey, [...logics.keys()].join(","), loop, tool);
+  constructing = logics;
+  let actor: Actor<typeof agentLoopMachine>;
+  try {
+    actor = createActor(machine, options);
+  } finally {
+    constructing = undefined;
   }
-  const names = kinds.join(",");
+  bound.set(actor.system, logics);
+  return actor;
+}
+
+/** The loop's chart with stand-ins for the actors named `names`, built once per loop (and again if they change). */
+function sharedMachine(loopKey: object, names: string, loop: Logics, tool: Logics): typeof agentLoopMachine {
   let entry = shared.get(loopKey);
   if (entry?.names !== names) {
-    const stand = (prefix: string, actors: Readonly<Record<string, AnyActorLogic>>) =>
-      Object.fromEntries(
-        Object.keys(actors).map((name) => {
-          const key = `${prefix}:${name}`;
-          return [name, kinds.includes(`${key}:callback`) ? callbackStandIn(key) : promiseStandIn(key)];
-        }),
-      );
+    const stand = (prefix: string, actors: Logics) =>
+      Object.fromEntries(Object.keys(actors).map((name) => [name, standIn(`${prefix}:${name}`)]));
     const machine = agentLoopMachine.provide({
       actors: { ...stand("loop", loop), toolCall: toolCallMachine.provide({ actors: stand("tool", tool) }) },
-    } as never);
+    });
     entry = { names, machine };
     shared.set(loopKey, entry);
   }
-  return { machine: entry.machine, bind: (actor) => bound.set(actor.system, creators) };
+  return entry.machine;
 }

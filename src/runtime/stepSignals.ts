@@ -79,17 +79,6 @@ export class StepStop {
 const noop = () => {};
 
 /**
- * The stops of actors whose step may take them as their own, by the object the actor's creator is
- * given (sharedMachine.ts's stand-ins register theirs): no AbortSignal is made for the actor then.
- */
-const ownStops = new WeakMap<object, StepStop>();
-
-/** Registers `stop` as the own stop of the actor whose creator is given `args` (see `StepSignals.link`). */
-export function ownStop(args: object, stop: StepStop): void {
-  ownStops.set(args, stop);
-}
-
-/**
  * What stops one call of the `plainCalls` actor (it is no actor of its own): aborted by `stop`,
  * as xstate stops an actor (with an AbortError); its signal is made only if its step reads it.
  */
@@ -130,16 +119,15 @@ export class StepSignals {
 
   /**
    * The stop of one step whose actor is `actor` (what its creator was given, or a plain call's
-   * stop): the actor's own stop when it has one (no second one for the step), else a stop that
-   * follows its AbortSignal (xstate's own actors). The run's abort reaches it too, until released.
+   * stop): a plain call's own stop (no second one for the step), else a stop that follows the
+   * actor's AbortSignal (xstate's own actors). The run's abort reaches it too, until released.
    */
   link(actor: StepStop | { readonly signal: AbortSignal }): StepStop {
     const run = this.run;
-    const own = actor instanceof StepStop ? actor : ownStops.get(actor);
-    if (own !== undefined) {
-      if (run?.aborted) own.abort(run.reason);
-      else if (run !== undefined && !own.aborted) this.live.add(own);
-      return own;
+    if (actor instanceof StepStop) {
+      if (run?.aborted) actor.abort(run.reason);
+      else if (run !== undefined && !actor.aborted) this.live.add(actor);
+      return actor;
     }
     const signal = actor.signal;
     const stop = new StepStop();

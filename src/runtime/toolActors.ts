@@ -1,9 +1,8 @@
-import { fromCallback, fromPromise } from "xstate";
+import { fromPromise } from "xstate";
 import { digestOfRecorded } from "../core/digest.ts";
 import { DECISION_SOURCES, idempotencyKey, outcomeId, toolStepId } from "../events/ids.ts";
 import type { CallSettledData, ModelResponse, NewEntry, SettledReason, ToolCall } from "../events/types.ts";
-import type { PlainCallsEvent } from "../machines/agentLoop.machine.ts";
-import type { CheckOutput, RunToolOutput, ToolCallInput, ToolCallParentEvent } from "../machines/toolCall.machine.ts";
+import type { CheckOutput, RunToolOutput, ToolCallInput } from "../machines/toolCall.machine.ts";
 import { responseAt } from "../projections/runState.ts";
 import { AppendAfterCloseError } from "./appender.ts";
 import { approvalActor } from "./approvalActor.ts";
@@ -11,8 +10,9 @@ import { answersSearchTools, SEARCH_TOOLS, SKILL_ACTIVATION, searchTools } from 
 import type { Tool } from "./config.ts";
 import { durableStep } from "./durableStep.ts";
 import { toolAttemptError, toolPolicy } from "./failurePolicy.ts";
+import { plainCallsActor } from "./plainCalls.ts";
 import type { RunSession } from "./session.ts";
-import { CallStop, type StepStop } from "./stepSignals.ts";
+import type { StepStop } from "./stepSignals.ts";
 import { isSubAgentTool } from "./subAgentTools.ts";
 import { subRunWaits } from "./subRuns.ts";
 import { invalidInputMessage, noCanonicalForm } from "./toolInput.ts";
@@ -274,56 +274,14 @@ export function toolCallActors(session: RunSession) {
   const checkCall = fromPromise<CheckOutput, ToolCallInput>(({ input }) => check(input));
   const runTool = fromPromise<RunToolOutput, ToolCallInput>((actor) => run(actor.input, actor));
 
-  /**
-   * A call that cannot wait (no approval, one attempt: see {@link chartedCalls}): the toolCall
-   * chart's only path for it, validating → running → settled, told as the chart tells it.
-   */
-  async function plainCall(input: ToolCallInput, stop: CallStop): Promise<ToolCallParentEvent> {
-    const { index, stepId } = input;
-    const checked = await check(input);
-    if (checked.kind === "settled") return { type: "CALL.SETTLED", index, status: checked.status };
-    if (checked.kind === "run") {
-      const ran = await run(input, stop);
-      if (ran.status === "pending") return { type: "CALL.PENDING", index, stepId }; // a sub-agent waits for an approval
-      if (ran.status !== "retry") return { type: "CALL.SETTLED", index, status: ran.status };
-    }
-    throw new Error(`internal: call ${stepId} may wait (${checked.kind}) but was dispatched without its chart`);
-  }
-
-  /**
-   * The loop chart's one actor for every call that cannot wait, for the whole run: each call it
-   * is told to run reports back as a toolCall chart does. An actor a call (or a child machine)
-   * cost more than the instant call itself. Stopped, its calls' signals abort and they report nothing.
-   */
-  const plainCalls = fromCallback<PlainCallsEvent, { runId: string }>(({ receive, sendBack }) => {
-    const live = new Set<CallStop>();
-    const stopAll = () => {
-      for (const call of live) call.stop();
-      live.clear();
-    };
-    receive((event) => {
-      if (event.type === "CALLS.STOP") return stopAll();
-      for (const input of event.calls) {
-        const call = new CallStop();
-        live.add(call);
-        plainCall(input, call).then(
-          (told) => {
-            if (live.delete(call)) sendBack(told);
-          },
-          (error: unknown) => {
-            if (live.delete(call)) sendBack({ type: "CALL.FAILED", index: input.index, error });
-          },
-        );
-      }
-    });
-    return stopAll;
-  });
+  /** A call that cannot wait (see {@link chartedCalls}): run by the loop's one `plainCalls` actor. */
+  const plainCalls = plainCallsActor({ check, run });
 
   /**
    * The calls of a response that need their own toolCall chart: a tool that asks for approval, or
    * may be tried again (its retry policy, or a failed attempt the journal holds), or runs a
    * sub-agent (whose chart the inspector shows under the call's actor), can wait, and a wait is a
-   * state of the chart. The others are dispatched as `plainCall`s.
+   * state of the chart. The others are dispatched as plain calls (plainCalls.ts).
    */
   function chartedCalls(turn: number, response: ModelResponse): readonly number[] | undefined {
     let charted: number[] | undefined;

@@ -3,12 +3,15 @@ import { initialTransition, type SnapshotFrom, transition } from "xstate";
 import { adjacencyMapToArray, getAdjacencyMap, getShortestPaths } from "xstate/graph";
 import { isAgentLoopConfigError } from "../../src/core/errors.ts";
 import {
+  MODE_PIN_DECISIONS,
+  type ModePinDecision,
   type ModePinEvent,
   type ModePinState,
   modePinMachine,
   resolveModePin,
   validateToolCallLogMode,
 } from "../../src/machines/modePin.machine.ts";
+import type { ToolCallLogMode } from "../../src/projections/types.ts";
 
 type Snapshot = SnapshotFrom<typeof modePinMachine>;
 const input = { loopId: "support", runId: "run-1" };
@@ -157,6 +160,77 @@ describe("modePinMachine paths (xstate/graph)", () => {
     // Every (start, event) cell of the table is an edge of the graph (the final state's are self-loops).
     const cells = Object.keys(TABLE).length * Object.keys(EVENTS).length;
     expect(covered.size).toBe(cells);
+  });
+});
+
+describe("MODE_PIN_DECISIONS: the chart's decision for every combination of the facts", () => {
+  const recordedPins = [undefined, "full", "lean"] as const;
+  const configuredModes = [undefined, "full", "lean"] as const;
+  const completions = [false, true] as const;
+
+  /**
+   * The chart stepped over a run's facts with the pure transition(): the journal's facts (in
+   * `order`: they may be folded either way), then the configured option; what it decides.
+   */
+  function stepChart(
+    loopId: string,
+    recorded: ToolCallLogMode | undefined,
+    configured: ToolCallLogMode | undefined,
+    runCompleted: boolean,
+    order: "pin first" | "completion first",
+  ) {
+    const facts: ModePinEvent[] = [];
+    if (recorded !== undefined) facts.push({ type: "PIN_RECORDED", mode: recorded });
+    if (runCompleted) facts.push({ type: "RUN_COMPLETED" });
+    if (order === "completion first") facts.reverse();
+    let [snapshot] = initialTransition(modePinMachine, { loopId, runId: "run-1" });
+    for (const fact of facts) [snapshot] = transition(modePinMachine, snapshot, fact);
+    const [last, actions] = transition(modePinMachine, snapshot, { type: "CONFIGURED", mode: configured });
+    const state = last.value as ModePinState;
+    const journalPin = actions.filter((a) => a.type === "journalPin");
+    const mode = state === "mismatch-error" ? (recorded ?? "full") : (last.context.pin ?? "full");
+    const decided: ModePinDecision = { state, mode, appendPin: journalPin.length > 0 };
+    return { decided, pins: journalPin.map((a) => a.params) };
+  }
+
+  const cases = recordedPins.flatMap((recorded) =>
+    configuredModes.flatMap((configured) =>
+      completions.map((runCompleted) => ({ recorded, configured, runCompleted })),
+    ),
+  );
+
+  it("covers all 18 combinations (3 recorded × 3 configured × completed or not)", () => {
+    expect(cases).toHaveLength(18);
+    const cells = Object.values(MODE_PIN_DECISIONS).flatMap((row) =>
+      Object.values(row).flatMap((column) => [column.open, column.completed]),
+    );
+    expect(cells).toHaveLength(18);
+  });
+
+  for (const { recorded, configured, runCompleted } of cases) {
+    const title = `recorded ${recorded ?? "none"} × configured ${configured ?? "unset"} × ${runCompleted ? "completed" : "open"}`;
+    it(`${title}: the table says what the chart decides`, () => {
+      const column = MODE_PIN_DECISIONS[recorded ?? "none"][configured ?? "unset"];
+      const cell = runCompleted ? column.completed : column.open;
+      for (const loopId of ["support", "billing"]) {
+        for (const order of ["pin first", "completion first"] as const) {
+          const chart = stepChart(loopId, recorded, configured, runCompleted, order);
+          expect(cell, `${loopId}, ${order}`).toEqual(chart.decided);
+          // What resolveModePin returns is the table's cell, with the chart's own journalPin params.
+          const r = resolveModePin({ loopId, runId: "run-1", recorded, configured, runCompleted });
+          expect({ state: r.state, mode: r.mode, appendPin: r.appendPin }).toEqual(chart.decided);
+          expect(r.pin === undefined ? [] : [r.pin]).toEqual(chart.pins);
+          expect(r.error !== undefined).toBe(chart.decided.state === "mismatch-error");
+        }
+      }
+    });
+  }
+
+  it("a mismatch found in the table names the run it was found in", () => {
+    for (const runId of ["run-7", "run-8"]) {
+      const r = resolveModePin({ loopId: "support", runId, recorded: "full", configured: "lean", runCompleted: true });
+      expect(r.error?.message).toMatch(new RegExp(`^run ${runId} \\(loop support\\) recorded toolCallLog "full"`));
+    }
   });
 });
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { withLimits } from "../../src/runtime/failurePolicy.ts";
-import { CallStop, ownStop, StepSignals, StepStop } from "../../src/runtime/stepSignals.ts";
+import { CallStop, StepSignals, StepStop } from "../../src/runtime/stepSignals.ts";
 
 /** What xstate gives an actor's creator: an object with the actor's signal. */
 const actorArgs = (signal = new AbortController().signal) => ({ signal });
@@ -43,9 +43,7 @@ describe("StepSignals: a step's stop aborts as AbortSignal.any([run, actor]) wou
 
   it("without a run signal the actor's own stop is the step's; disposed, the run's abort reaches no step", () => {
     const own = new StepStop();
-    const args = actorArgs();
-    ownStop(args, own);
-    expect(new StepSignals(undefined).link(args)).toBe(own);
+    expect(new StepSignals(undefined).link(own)).toBe(own);
     const run = new AbortController();
     const steps = new StepSignals(run.signal);
     const a = steps.link(actorArgs());
