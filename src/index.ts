@@ -138,6 +138,7 @@ export {
 } from "./events/index.ts";
 export type { AgentLoopContext, AgentLoopInput, Backoff, Interruption } from "./machines/agentLoop.machine.ts";
 export {
+  type ByCompletion,
   MODE_PIN_DECISIONS,
   type ModePinContext,
   type ModePinDecision,
@@ -389,3 +390,4 @@ export {
   SubAgentCancelledError,
   SubAgentPendingError,
 } from "./runtime/subRuns.ts";
+export type { ToolRun } from "./tools/spi.ts";

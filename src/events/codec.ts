@@ -35,7 +35,9 @@ export interface CodecEnvelope {
  * keys in the provider for as long as entries written under them are to be read.
  */
 export interface KeyProvider {
+  /** The id of the key new payloads are encrypted with. */
   currentKeyId(): string;
+  /** The key of id `keyId` (32 bytes), or undefined when the provider has none of that id. */
   key(keyId: string): Uint8Array | undefined | Promise<Uint8Array | undefined>;
 }
 

@@ -203,7 +203,8 @@ const decision = (state: ModePinState, mode: ToolCallLogMode, appendPin = false)
   appendPin,
 });
 /** The facts of one column: the run is still open, or the journal holds `run.completed`. */
-type ByCompletion = { readonly open: ModePinDecision; readonly completed: ModePinDecision };
+/** A mode-pin decision for a run still open and for one that completed (`MODE_PIN_DECISIONS`' cells). */
+export type ByCompletion = { readonly open: ModePinDecision; readonly completed: ModePinDecision };
 const same = (d: ModePinDecision): ByCompletion => ({ open: d, completed: d });
 
 /**

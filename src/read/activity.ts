@@ -9,7 +9,7 @@ import { type RunInfo, stoppedText } from "./runInfo.ts";
 
 /**
  * How to resume run `runId` of loop `loopId`, as a command a user can type: the CLI names
- * `loom resume` for a loop it defines, {@link programResume} otherwise.
+ * `loom resume` for a loop it defines, `loop.run({ runId, journal })` otherwise.
  */
 export type ResumeCommand = (runId: string, loopId: string | undefined) => string;
 

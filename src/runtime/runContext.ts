@@ -89,6 +89,8 @@ export class RunContext implements ToolRun {
    * The run is going in this process: its events, its inspector (with its root actor) and the
    * answers it was given become its children's. Called where the run's actor is made
    * (`agentLoop.ts`); returns the removal, called where it ends.
+   *
+   * @internal
    */
   attach(
     events: RunEventEmitter,
