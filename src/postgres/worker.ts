@@ -30,6 +30,12 @@ export interface WorkerOptions {
   /** How long a claim lasts without renewal (default 30 s); renewed every third of it while working. */
   readonly leaseMs?: number;
   /**
+   * The monotonic clock, in ms, that a run's lease is timed by before each model or tool call
+   * (default `performance.now`; see `HeldLease`): never the wall clock, which can jump. For tests
+   * that watch or fake when the lease was last checked.
+   */
+  readonly now?: () => number;
+  /**
    * How long to wait before looking again when no run is due (default 1 s). Runs submitted or
    * handed back are announced with NOTIFY and claimed at once; the poll finds the rest (a lease
    * that ran out, a retry whose backoff ended, an announcement missed during an outage).
@@ -86,6 +92,7 @@ export function startWorker(options: WorkerOptions): Worker {
   const fast = ownStore(journal.store);
   const owner = options.owner ?? `${hostname()}:${process.pid}:${randomBytes(3).toString("hex")}`;
   const leaseMs = options.leaseMs ?? 30_000;
+  const now = options.now ?? (() => performance.now());
   const pollMs = options.pollMs ?? 1000;
   const concurrency = options.concurrency ?? 1;
   for (const [id, loop] of Object.entries(loops)) {
@@ -136,7 +143,7 @@ export function startWorker(options: WorkerOptions): Worker {
     if (claim.owned !== undefined) owned = claim.owned.lease;
     else {
       try {
-        sentAt = performance.now();
+        sentAt = now();
         owned = await journal.store.acquire(runId, { owner, leaseMs });
       } catch (e) {
         if (!isRunBusyError(e)) throw e;
@@ -158,6 +165,7 @@ export function startWorker(options: WorkerOptions): Worker {
     const held = new HeldLease(journal.store, owned, {
       leaseMs,
       sentAt,
+      now,
       onRenewed(renewed) {
         // cancelRun from any process: the run stops at its next step and ends with run.cancelled.
         if (renewed.cancelRequested !== undefined && !controller.signal.aborted)
@@ -232,7 +240,7 @@ export function startWorker(options: WorkerOptions): Worker {
         continue;
       }
       let claimed: Claimed<Pickup>;
-      const claimedAt = performance.now(); // a run's lease taken by the claim is proved from here
+      const claimedAt = now(); // a run's lease taken by the claim is proved from here
       try {
         const free = concurrency - active.size;
         claimed =

@@ -27,6 +27,8 @@ interface Invocation {
   readonly run: string;
   readonly step: string;
   readonly at: number;
+  /** ms since a lease check last read the worker's clock, at the call (null: no check ever did). */
+  readonly sinceCheck: number | null;
 }
 
 // Skipped without LOOM_PG_URL (store.test.ts prints the one line saying so): workers need a server.
@@ -108,14 +110,19 @@ describe.skipIf(PG_URL === undefined)("startWorker, a worker paused past its lea
         }
       }
       const all = invocations();
-      const stale = all.filter((x) => {
+      const late = all.filter((x) => {
         const done = completedAt.get(`${x.run}/${x.step}`);
         return done !== undefined && x.at > done;
       });
+      // A process stopped between a call's lease check and the call itself (the next instructions:
+      // no check can close that window) shows the pause since its check; any other late call is
+      // one that started without a check, the fault this test is for.
+      const pausedAfterCheck = late.filter((x) => x.sinceCheck !== null && x.sinceCheck >= PAUSE_MS / 2);
+      const stale = late.filter((x) => !pausedAfterCheck.includes(x));
       const owners = await sql<{ token: number }>(`SELECT token FROM "${schema}".loom_owners`);
       const takeovers = owners.filter((o) => o.token > 1).length;
       console.log(
-        `paused workers: ${WAVES} waves, ${runIds.length} runs, runs held at each pause ${held.join("/")}, takeovers ${takeovers}, model/tool invocations ${all.length}, stale ${stale.length}${stale.length ? `: ${JSON.stringify(stale.slice(0, 5))}` : ""}`,
+        `paused workers: ${WAVES} waves, ${runIds.length} runs, runs held at each pause ${held.join("/")}, takeovers ${takeovers}, model/tool invocations ${all.length}, stopped between check and call ${pausedAfterCheck.length}, stale ${stale.length}${stale.length ? `: ${JSON.stringify(stale.slice(0, 5))}` : ""}`,
       );
       expect(
         held.every((n) => n > 0),
