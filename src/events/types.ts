@@ -58,7 +58,14 @@ export type SettledReason =
   | "skill-activation";
 
 /** Why a run stopped before its answer. */
-export type InterruptReason = "aborted" | "max-iterations" | "approval-pending" | "model-error" | "deadline";
+export type InterruptReason =
+  | "aborted"
+  | "max-iterations"
+  | "approval-pending"
+  | "model-error"
+  | "deadline"
+  /** A limit of the run's budget was reached before a model call (`detail`: the limit, the usage, the limits). */
+  | "budget";
 
 /** `run.started`: the run's first entry. */
 export interface RunStartedData {

@@ -31,6 +31,7 @@ import { causeOf, modelPolicy, runDeadline } from "./failurePolicy.ts";
 import { hydrateArchived } from "./readers.ts";
 import type { RunSession } from "./session.ts";
 import { CallStop } from "./stepSignals.ts";
+import { isSubAgentTool } from "./subAgentTools.ts";
 import { recordedToolCallIds, recordedTraceContext, traceContextDecision } from "./telemetry.ts";
 import { prepareToolSources } from "./toolSources.ts";
 
@@ -83,6 +84,7 @@ export function loopActors(
         ...lists,
         ...traceEntry,
         ...deadline.append,
+        ...session.budget.startEntries(config.id),
       );
       session.startConversation(session.state.input ?? "");
       return { kind: "ready" };
@@ -122,6 +124,10 @@ export function loopActors(
     if (session.pace !== undefined) await session.pace(); // a replay's; not a tick every turn of every run
     if (turn > 0) session.pushToolResults(turn - 1, responseAt(session.state, turn - 1) as ModelResponse);
     const frameId = modelFrameId(config.id, turn);
+    if (session.budget.active && session.state.frames[frameId]?.status !== "completed") {
+      const breach = await budgetCheck(turn);
+      if (breach !== undefined) return { ok: false, reason: "budget", detail: breach };
+    }
     const digest = session.nextPromptDigest();
     let streamed: number | undefined; // the attempt whose deltas watchers were sent
     const result = await durableStep<ModelResponse, ModelResponse>(
@@ -177,6 +183,15 @@ export function loopActors(
       default: // aborted (a model call's unknown outcome is always asked again)
         return { ok: false, reason: "aborted", detail: null };
     }
+  }
+
+  /** The budget's check before the model call of `turn` (one not recorded yet); a sub-agent's usage read anew after its turn. */
+  function budgetCheck(turn: number) {
+    const previous = turn > 0 ? responseAt(session.state, turn - 1) : undefined;
+    const tool = (name: string) => session.tools[name];
+    if (previous?.toolCalls.some((c) => Object.hasOwn(session.tools, c.name) && isSubAgentTool(tool(c.name) as object)))
+      session.budget.subAgentsRan();
+    return session.budget.check();
   }
 
   /**

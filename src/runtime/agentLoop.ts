@@ -172,6 +172,7 @@ async function runHeld(
   signal.addEventListener("abort", onAbort, { once: true });
   // Its events, answers and inspector become its sub-agents' (agentTool), through the run's context.
   const detach = session.run.attach(session.events, request.approvals, request.inspect, actor);
+  session.run.useBudget(() => session.budget.remaining());
   try {
     actor.start();
     await done;

@@ -1,5 +1,6 @@
 import type { BlobStore } from "../events/spi.ts";
 import type { Model } from "../models/types.ts";
+import type { Budget } from "../policies/budget.ts";
 import type { DefinitionChangePolicy } from "../policies/definition.ts";
 import type { RetryPolicy } from "../policies/retry.ts";
 import type { ToolCallLogMode } from "../projections/types.ts";
@@ -173,4 +174,13 @@ export interface AgentLoopConfig<M extends ToolCallLogMode | undefined = ToolCal
    * agentLoop$({ id: "support", model, timeouts: { modelAttemptMs: 30_000, runMs: 15 * 60_000 } });
    */
   readonly timeouts?: TimeoutsConfig;
+  /**
+   * The budget of every run of the loop (a run's own `budget` overrides it): limits on model
+   * calls, tokens and cost, checked before each model call; reached, the run interrupts with
+   * reason `"budget"`. A worker's runs are held to it too.
+   *
+   * @example
+   * agentLoop$({ id: "support", model, budget: { cost: 0.25, prices: { "gpt-4o-mini": { inputPerMillion: 0.15, outputPerMillion: 0.6 } } } });
+   */
+  readonly budget?: Budget;
 }

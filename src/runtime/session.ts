@@ -5,10 +5,12 @@ import { toolStepId } from "../events/ids.ts";
 import type { Journal } from "../events/spi.ts";
 import type { Message, ModelResponse, ToolCall } from "../events/types.ts";
 import type { ToolDescriptor } from "../models/types.ts";
+import type { Budget } from "../policies/budget.ts";
 import type { RunEvent } from "../projections/events.ts";
 import type { RunState } from "../projections/runState.ts";
 import type { ToolCallLogMode } from "../projections/types.ts";
 import type { Appender } from "./appender.ts";
+import { RunBudget } from "./budget.ts";
 import { toolDescriptors } from "./builtins.ts";
 import type { AgentLoopConfig, Tool } from "./config.ts";
 import {
@@ -80,6 +82,15 @@ export interface RunOptions {
    * it short; what it throws is ignored. `loop.stream` gives the same events as an async iterable.
    */
   readonly onEvent?: (event: RunEvent) => void;
+  /**
+   * Limits on the run's model calls, tokens and cost (its sub-agents' usage included), checked
+   * before each model call: once one is reached the run interrupts with reason `"budget"` and the
+   * figures; run it again with a higher limit to go on. Overrides the loop's `budget`.
+   *
+   * @example
+   * await loop.run({ runId, journal, input, budget: { outputTokens: 20_000 } });
+   */
+  readonly budget?: Budget;
 }
 
 /**
@@ -128,6 +139,8 @@ export class RunSession {
   private lastBreath = performance.now();
   /** Links each step's signal to the run's (made at the first step: after the run's own listeners). */
   private steps: StepSignals | undefined;
+  /** The run's budget: its usage so far and the check made before each model call. */
+  readonly budget: RunBudget;
   /** What the model is told it can call (the same list on every call of the run; tool sources' added in prepare). */
   toolDescriptors: readonly ToolDescriptor[];
   /** The run's tools by name: the loop's, plus its tool sources' once prepare resolved them (toolSources.ts). */
@@ -142,6 +155,7 @@ export class RunSession {
     this.toolDescriptors = toolDescriptors(config);
     this.events = new RunEventEmitter(options.journal.store, options.runId, options.onEvent);
     this.tools = config.tools ?? {};
+    this.budget = new RunBudget(options.budget ?? config.budget, options.journal, options.runId, config.model.id);
   }
 
   get state(): RunState {
@@ -169,6 +183,7 @@ export class RunSession {
     this.promptDigest = digest;
     this.digested = this.messages.length;
     this.messages.push(assistantMessage(response));
+    this.budget.answered(response);
   }
 
   /**
