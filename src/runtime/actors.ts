@@ -7,7 +7,7 @@ import {
   RunCancelledError,
 } from "../core/errors.ts";
 import { jsonRoundTrip } from "../core/jsonForm.ts";
-import { modelFrameId, modePinId, toolStepId } from "../events/ids.ts";
+import { contextDecisionId, modelFrameId, modePinId, toolStepId } from "../events/ids.ts";
 import { readJournal } from "../events/journal.ts";
 import { readModePin } from "../events/modePin.ts";
 import type { Message, ModelResponse, NewEntry, RunStartedData, ToolCall } from "../events/types.ts";
@@ -19,6 +19,7 @@ import type {
   PrepareOutput,
 } from "../machines/agentLoop.machine.ts";
 import { resolveModePin } from "../machines/modePin.machine.ts";
+import { applyContext, type ContextChoice } from "../policies/context.ts";
 import { type DefinitionPin, definitionPin, describeChange, unacceptedChanges } from "../policies/definition.ts";
 import { attemptError } from "../policies/retry.ts";
 import { foldEntries, type RunState, responseAt } from "../projections/runState.ts";
@@ -26,6 +27,7 @@ import { Appender, type Fence } from "./appender.ts";
 import { askModel } from "./askModel.ts";
 import type { AgentLoopConfig } from "./config.ts";
 import { interruptionEntry } from "./control/hooks.ts";
+import { contextPromptDigest } from "./conversation.ts";
 import { durableStep } from "./durableStep.ts";
 import { causeOf, modelPolicy, runDeadline } from "./failurePolicy.ts";
 import { hydrateArchived } from "./readers.ts";
@@ -128,7 +130,14 @@ export function loopActors(
       const breach = await budgetCheck(turn);
       if (breach !== undefined) return { ok: false, reason: "budget", detail: breach };
     }
-    const digest = session.nextPromptDigest();
+    const chained = session.nextPromptDigest();
+    const context = await contextChoice(turn, frameId);
+    const digest = context === undefined ? chained : contextPromptDigest(chained, context);
+    // The prompt is made only for a call that runs (a served one needs its digest alone).
+    session.prompt =
+      context === undefined || session.state.frames[frameId]?.status === "completed"
+        ? undefined
+        : applyContext(session.messages, session.turnStarts, config.id, context);
     let streamed: number | undefined; // the attempt whose deltas watchers were sent
     const result = await durableStep<ModelResponse, ModelResponse>(
       session,
@@ -183,6 +192,38 @@ export function loopActors(
       default: // aborted (a model call's unknown outcome is always asked again)
         return { ok: false, reason: "aborted", detail: null };
     }
+  }
+
+  /**
+   * The context decision of model call `turn`: served when journaled; else, for a call not started
+   * yet, decided by the loop's policy and journaled with the call's frame.started. A call the
+   * journal started without one (recorded before the policy was configured) is sent as recorded.
+   */
+  async function contextChoice(turn: number, frameId: string): Promise<ContextChoice | undefined> {
+    const id = contextDecisionId(config.id, turn);
+    const recorded = session.state.decisions[id];
+    if (recorded !== undefined) return recorded.choice as ContextChoice;
+    const policy = config.context;
+    if (policy === undefined || session.state.frames[frameId] !== undefined) return undefined;
+    const previous = turn > 0 ? session.state.decisions[contextDecisionId(config.id, turn - 1)] : undefined;
+    const view = {
+      loopId: config.id,
+      turn,
+      messages: session.messages,
+      turnStarts: session.turnStarts,
+      previous: previous?.choice as ContextChoice | undefined,
+    };
+    const choice = jsonRoundTrip(await policy.decide(view, askForContext)) as ContextChoice;
+    // Written with the call's frame.started: a crash before it leaves neither, and the policy decides again.
+    session.appender.defer({ type: "decision.recorded", data: { decisionId: id, source: "context-policy", choice } });
+    return choice;
+  }
+
+  /** The run's model asked once, without tools, for a context policy (a summary): its answer is journaled in the decision. */
+  async function askForContext(messages: readonly Message[]): Promise<string> {
+    const signal = options.signal ?? new AbortController().signal;
+    const response = await config.model.generate({ messages, tools: [], signal });
+    return typeof response.content === "string" ? response.content : "";
   }
 
   /** The budget's check before the model call of `turn` (one not recorded yet); a sub-agent's usage read anew after its turn. */

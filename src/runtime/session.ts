@@ -130,6 +130,10 @@ export class RunSession {
   /** The run's deadline (ms since the epoch) as journaled, when the loop has `timeouts.runMs`. */
   deadlineAt: number | undefined;
   readonly messages: Message[] = [];
+  /** Where each answered turn starts in `messages`: the index of its assistant message (context policies read it). */
+  readonly turnStarts: number[] = [];
+  /** What the next model call is sent when a context policy made it; else `messages`. */
+  prompt: readonly Message[] | undefined;
   /** Chained prompt digest up to the last model call, and how many messages it covers. */
   promptDigest = "";
   private digested = 0;
@@ -182,6 +186,7 @@ export class RunSession {
   modelAnswered(digest: string, response: ModelResponse): void {
     this.promptDigest = digest;
     this.digested = this.messages.length;
+    this.turnStarts.push(this.messages.length);
     this.messages.push(assistantMessage(response));
     this.budget.answered(response);
   }
