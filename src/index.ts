@@ -204,6 +204,7 @@ export const modePinMachine: typeof modePinChart = modePinChart;
 export const toolCallMachine: typeof toolCallChart = toolCallChart;
 export {
   approvalId,
+  contextDecisionId,
   idempotencyKey,
   modelFrameId,
   modePinId,
@@ -232,6 +233,30 @@ export type {
   ToolCall,
   ToolDescriptor,
 } from "./models/types.ts";
+export {
+  addUsage,
+  type Budget,
+  type BudgetBreach,
+  type BudgetLimit,
+  type BudgetUsage,
+  budgetBreach,
+  costOf,
+  type ModelPrice,
+  NO_USAGE,
+  type PriceTable,
+  remainingBudget,
+} from "./policies/budget.ts";
+export {
+  type AskModel,
+  applyContext,
+  type ContextChoice,
+  type ContextPolicy,
+  type ContextView,
+  keepAll,
+  recentTurns,
+  type SummarizeOptions,
+  summarize,
+} from "./policies/context.ts";
 export {
   DEFINITION_CHANGE_KINDS,
   type DefinitionChange,
@@ -307,6 +332,8 @@ export type {
   ToolCallLogMode,
 } from "./projections/types.ts";
 export { type TokenUsage, tokenUsage } from "./projections/usage.ts";
+// Sessions, context policies and budgets (issue 32).
+export type { SendRequest, SessionReply } from "./runtime/agentLoop.ts";
 export { type AgentLoop, agentLoop$, type RunRequest } from "./runtime/agentLoop.ts";
 export {
   type AgentToolOptions,
@@ -320,6 +347,7 @@ export {
   type SubAgentLimit,
   SubAgentLimitError,
 } from "./runtime/agentTool.ts";
+export { usageOfRun } from "./runtime/budget.ts";
 export type {
   AgentLoopConfig,
   ApprovalAnswer,
@@ -376,6 +404,16 @@ export {
   verifyTurnResults,
 } from "./runtime/readers.ts";
 export type { RunContext } from "./runtime/runContext.ts";
+export {
+  isSessionBusyError,
+  nextSessionTurn,
+  runConversation,
+  SessionBusyError,
+  type SessionTurn,
+  sessionHistory,
+  sessionRunId,
+  sessionRuns,
+} from "./runtime/sessions.ts";
 export type { AgentStream } from "./runtime/stream.ts";
 export {
   AmbiguousApprovalError,
