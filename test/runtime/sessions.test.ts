@@ -42,7 +42,7 @@ describe("sessions: a conversation of many runs", () => {
     expect(history.some((m) => m.role === "system")).toBe(false);
     // Run 2 started with the history of run 1 and its message: the history is a projection of the runs.
     const started = (await readJournal(journal, "s/2"))[0];
-    expect(JSON.stringify((started?.data as { input: unknown }).input)).toBe(
+    expect(JSON.stringify((started?.data as { input: unknown } | undefined)?.input)).toBe(
       JSON.stringify([...(await runConversation(journal, "s/1")), { role: "user", content: "orbits" }]),
     );
   });
