@@ -1,6 +1,8 @@
+import type { BudgetBreach } from "../policies/budget.ts";
 import { activityLabel, type ResumeCommand, stoppedOrNext } from "../read/activity.ts";
 import { clip, int, kB } from "../read/format.ts";
 import type { RunInfo } from "../read/runInfo.ts";
+import { budgetText } from "../read/runInfo.ts";
 import { type CallView, type RunView, type TurnView, turnsOf } from "../read/runView.ts";
 import { FORM_TOKEN_FIELD, type PendingApproval } from "./actions.ts";
 import { duration, type Html, href, html, jsonText, page, when } from "./html.ts";
@@ -137,7 +139,7 @@ function timeline(view: RunView, runId: string, subRuns?: ReadonlyMap<string, st
     for (const call of turn.calls) rows.push(callRow(call, runId, subRuns?.get(call.stepId)));
   }
   const end = view.interruption
-    ? html`<tr class="end interrupted"><td colspan="7">interrupted: <strong>${view.interruption.reason}</strong>${view.interruption.cause ? ` — ${view.interruption.cause.name}: ${view.interruption.cause.message}` : ""}</td></tr>`
+    ? html`<tr class="end interrupted"><td colspan="7">interrupted: <strong>${view.interruption.reason}</strong>${view.interruption.cause ? ` — ${view.interruption.cause.name}: ${view.interruption.cause.message}` : ""}${view.interruption.reason === "budget" ? ` — ${budgetText(view.interruption.detail as BudgetBreach)}` : ""}</td></tr>`
     : view.status === "completed"
       ? html`<tr class="end completed"><td colspan="7">completed after ${int(view.turnCount)} model calls</td></tr>`
       : view.status === "failed"
