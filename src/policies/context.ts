@@ -52,6 +52,7 @@ export type AskModel = (messages: readonly Message[]) => Promise<string>;
  */
 export interface ContextPolicy {
   readonly name: string;
+  /** What the model is sent before model call `view.turn`: a choice journaled once, served on resume. */
   decide(view: ContextView, ask: AskModel): ContextChoice | Promise<ContextChoice>;
 }
 
