@@ -119,18 +119,19 @@ export function agentLoop$<M extends ToolCallLogMode | undefined = undefined>(
   const run = (request: RunRequest) => runLoop(config, request) as Promise<AgentOutput<M>>;
   const stream = (request: RunRequest) =>
     streamOf<M>((onEvent) => run({ ...request, onEvent: chainListeners(request.onEvent, onEvent) }));
-  const send = (request: SendRequest) => sendMessage(request, run) as Promise<SessionReply<M>>;
+  // Sessions this loop is sending a message to, by store: a second send to one is refused at once.
+  // (Another loop object or process racing for the same run id meets the run's lease instead.)
+  const sending = new WeakMap<EventStore, Set<string>>();
+  const send = (request: SendRequest) => sendMessage(request, run, sending) as Promise<SessionReply<M>>;
   const sendStream = (request: SendRequest) =>
     streamOf<M>((onEvent) => send({ ...request, onEvent: chainListeners(request.onEvent, onEvent) }));
   return { config, run, stream, send, sendStream };
 }
 
-/** Sessions with a send under way in this process, by store: a second send to one is refused at once. */
-const sending = new WeakMap<EventStore, Set<string>>();
-
 async function sendMessage(
   request: SendRequest,
   run: (request: RunRequest) => Promise<AgentOutput>,
+  sending: WeakMap<EventStore, Set<string>>,
 ): Promise<SessionReply> {
   const { sessionId, message, ...rest } = request;
   checkRunId(sessionId, "loop.send");

@@ -69,6 +69,18 @@ describe("sessions: a conversation of many runs", () => {
     expect((await sessionHistory(journal, "b")).filter((m) => m.role === "user")).toHaveLength(3);
   });
 
+  it("refuses one of two sends racing from two loop objects for the same message run", async () => {
+    const journal = jsonJournal();
+    const results = await Promise.allSettled([
+      sessionLoop().send({ sessionId: "race", journal, message: "tides" }),
+      sessionLoop().send({ sessionId: "race", journal, message: "moons" }),
+    ]);
+    const refused = results.filter((r) => r.status === "rejected").map((r) => (r as PromiseRejectedResult).reason);
+    expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(1);
+    expect(refused.map((e) => isSessionBusyError(e) && e.runId)).toEqual(["race/0"]);
+    expect(await sessionRuns(journal, "race")).toEqual(["race/0"]);
+  });
+
   it("streams a message's run with sendStream", async () => {
     const journal = jsonJournal();
     const stream = sessionLoop().sendStream({ sessionId: "st", journal, message: "tides" });
