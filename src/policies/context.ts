@@ -25,6 +25,11 @@ export interface ContextChoice {
   readonly summary?: string;
   /** The turns the summary covers (from turn 0), so the next decision can keep it. */
   readonly summarizedTurns?: number;
+  /**
+   * Set by the runtime when the policy asked the model (`ask`): the calls and the tokens they used,
+   * journaled with the decision so that a budget counts them live and after a resume alike.
+   */
+  readonly asked?: { readonly modelCalls: number; readonly inputTokens: number; readonly outputTokens: number };
 }
 
 /** What a policy decides from: the conversation before model call `turn`, and the last decision. */

@@ -25,6 +25,7 @@ import { attemptError } from "../policies/retry.ts";
 import { foldEntries, type RunState, responseAt } from "../projections/runState.ts";
 import { Appender, type Fence } from "./appender.ts";
 import { askModel } from "./askModel.ts";
+import { CONTEXT_SOURCE } from "./budget.ts";
 import type { AgentLoopConfig } from "./config.ts";
 import { interruptionEntry } from "./control/hooks.ts";
 import { contextPromptDigest } from "./conversation.ts";
@@ -132,6 +133,7 @@ export function loopActors(
     }
     const chained = session.nextPromptDigest();
     const context = await contextChoice(turn, frameId);
+    if (context?.asked !== undefined) session.budget.askedForContext(context.asked); // a summary's calls count too
     const digest = context === undefined ? chained : contextPromptDigest(chained, context);
     // The prompt is made only for a call that runs (a served one needs its digest alone).
     session.prompt =
@@ -213,17 +215,19 @@ export function loopActors(
       turnStarts: session.turnStarts,
       previous: previous?.choice as ContextChoice | undefined,
     };
-    const choice = jsonRoundTrip(await policy.decide(view, askForContext)) as ContextChoice;
+    const asked = { modelCalls: 0, inputTokens: 0, outputTokens: 0 };
+    const ask = async (messages: readonly Message[]) => {
+      const response = await config.model.generate({ messages, tools: [], signal: options.signal ?? NEVER });
+      asked.modelCalls++;
+      asked.inputTokens += countOf(response.usage?.inputTokens);
+      asked.outputTokens += countOf(response.usage?.outputTokens);
+      return typeof response.content === "string" ? response.content : "";
+    };
+    const decided = await policy.decide(view, ask);
+    const choice = jsonRoundTrip(asked.modelCalls === 0 ? decided : { ...decided, asked }) as ContextChoice;
     // Written with the call's frame.started: a crash before it leaves neither, and the policy decides again.
-    session.appender.defer({ type: "decision.recorded", data: { decisionId: id, source: "context-policy", choice } });
+    session.appender.defer({ type: "decision.recorded", data: { decisionId: id, source: CONTEXT_SOURCE, choice } });
     return choice;
-  }
-
-  /** The run's model asked once, without tools, for a context policy (a summary): its answer is journaled in the decision. */
-  async function askForContext(messages: readonly Message[]): Promise<string> {
-    const signal = options.signal ?? new AbortController().signal;
-    const response = await config.model.generate({ messages, tools: [], signal });
-    return typeof response.content === "string" ? response.content : "";
   }
 
   /** The budget's check before the model call of `turn` (one not recorded yet); a sub-agent's usage read anew after its turn. */
@@ -308,6 +312,10 @@ function startTelemetry(session: RunSession, state: RunState): NewEntry[] {
   if (onEvent !== undefined) session.events.observe((event) => onEvent.call(scope, event));
   return recorded === undefined && scope.carrier !== undefined ? [traceContextDecision(loopId, scope.carrier)] : [];
 }
+
+/** A signal never aborted: a context policy's model call in a run given none. */
+const NEVER = new AbortController().signal;
+const countOf = (n: unknown): number => (typeof n === "number" && Number.isFinite(n) ? n : 0);
 
 /** The run's deadline (`timeouts.runMs`, journaled at its start) has passed: it stops for good. */
 function pastDeadline(deadlineAt: number): CallModelOutput {

@@ -18,6 +18,8 @@ import { foldRun } from "./readers.ts";
 /** `<loop>#model`: the model id a budgeted run is priced with, journaled at its start (read by its parent's budget). */
 export const modelIdDecisionId = (loopId: string): string => `${loopId}#model`;
 const MODEL_ID_SOURCE = "budget-model";
+/** The source of context decisions (actors.ts): a summary's model calls are journaled in them. */
+export const CONTEXT_SOURCE = "context-policy";
 
 /**
  * A run's budget in this process: the usage of its own model calls (summed as they are answered,
@@ -58,6 +60,16 @@ export class RunBudget {
     this.#own = addUsage(this.#own, usageOfResponse(response, this.modelId, this.budget.prices));
   }
 
+  /** Counts the model calls a context policy made (journaled in its decision) toward the run's own figures. */
+  askedForContext(asked: {
+    readonly modelCalls: number;
+    readonly inputTokens: number;
+    readonly outputTokens: number;
+  }): void {
+    if (this.budget === undefined) return;
+    this.#own = addUsage(this.#own, pricedAsk(asked, this.modelId, this.budget.prices));
+  }
+
   /** A sub-agent may have run since the last look: its usage is read again before the next check. */
   subAgentsRan(): void {
     this.#below = undefined;
@@ -91,6 +103,16 @@ function usageOfResponse(response: ModelResponse, modelId: string | undefined, p
   return { modelCalls: 1, ...tokens, cost: costOf(tokens, modelId, prices) };
 }
 
+/** A context decision's `asked` figures, priced. */
+function pricedAsk(
+  asked: { readonly modelCalls?: unknown; readonly inputTokens?: unknown; readonly outputTokens?: unknown },
+  modelId: string | undefined,
+  prices: PriceTable | undefined,
+): BudgetUsage {
+  const tokens = { inputTokens: numberOr0(asked.inputTokens), outputTokens: numberOr0(asked.outputTokens) };
+  return { modelCalls: numberOr0(asked.modelCalls), ...tokens, cost: costOf(tokens, modelId, prices) };
+}
+
 const numberOr0 = (n: unknown): number => (typeof n === "number" && Number.isFinite(n) ? n : 0);
 
 /**
@@ -107,6 +129,11 @@ export function usageOfRun(state: RunState, fallbackModelId: string | undefined,
     | undefined;
   const modelId = typeof recorded?.modelId === "string" ? recorded.modelId : fallbackModelId;
   let used = NO_USAGE;
+  for (const decision of Object.values(state.decisions)) {
+    const asked = (decision.choice as { asked?: unknown } | null)?.asked;
+    if (decision.source === CONTEXT_SOURCE && typeof asked === "object" && asked !== null)
+      used = addUsage(used, pricedAsk(asked, modelId, prices));
+  }
   for (const frame of Object.values(state.frames)) {
     if (frame.status !== "completed" || parseFrameId(frame.frameId)?.kind !== "model") continue;
     const response = ("output" in frame ? frame.output : undefined) as ModelResponse | undefined;

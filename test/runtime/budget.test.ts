@@ -3,6 +3,7 @@ import { readJournal } from "../../src/events/journal.ts";
 import type { ModelResponse } from "../../src/events/types.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
 import { budgetBreach, remainingBudget } from "../../src/policies/budget.ts";
+import { summarize } from "../../src/policies/context.ts";
 import { agentLoop$ } from "../../src/runtime/agentLoop.ts";
 import { agentTool } from "../../src/runtime/agentTool.ts";
 import type { Tool } from "../../src/runtime/config.ts";
@@ -127,6 +128,38 @@ describe("budgets on a run", () => {
       { decisionId: "n#model", source: "budget-model", choice: { modelId: "m-1" } },
     ]);
     expect((await types(a)).length).toBe(withBudget.length - 1);
+  });
+});
+
+describe("budgets and a context policy's model calls", () => {
+  it("counts a summary's calls and tokens, journaled with the decision, the same after a resume", async () => {
+    const journal = jsonJournal();
+    let summaries = 0;
+    const model = scriptedModel(({ messages }): ModelResponse => {
+      if (messages[0]?.role === "system" && messages[0].content.startsWith("Summarize")) {
+        summaries++;
+        return { content: "so far", toolCalls: [], usage: { inputTokens: 1_000, outputTokens: 50 } };
+      }
+      const last = messages.at(-1);
+      const turn = last?.role === "tool" ? (last.output as number) : 0;
+      return {
+        toolCalls: [{ id: `c${turn}`, name: "add", input: { a: turn } }],
+        usage: { inputTokens: 10, outputTokens: 1 },
+      };
+    });
+    const loop = agentLoop$({ id: "s", model, tools: { add }, context: summarize({ keepTurns: 1, every: 2 }) });
+    // Calls 0-2 (30 tokens); before call 3, the summary (1,000), then call 3 (10): 1,040 ≥ 1,000 stops call 4.
+    const e = await interrupted(loop.run({ runId: "r", journal, input: "go", budget: { inputTokens: 1_000 } }));
+    expect(e.run.reason).toBe("budget");
+    expect(summaries).toBe(1);
+    const used = async () =>
+      ((await readJournal(journal, "r")).at(-1)?.data as { detail?: { used?: unknown } } | undefined)?.detail?.used;
+    const first = await used();
+    expect(first).toEqual({ modelCalls: 5, inputTokens: 1_040, outputTokens: 54, cost: 0 });
+    // Resumed with the same budget: the summary is served, counted again from its decision, not asked again.
+    await interrupted(loop.run({ runId: "r", journal, budget: { inputTokens: 1_000 } }));
+    expect(await used()).toEqual(first);
+    expect(summaries).toBe(1);
   });
 });
 
