@@ -133,7 +133,7 @@ export function loopActors(
     }
     const chained = session.nextPromptDigest();
     const context = await contextChoice(turn, frameId);
-    if (context?.asked !== undefined) session.budget.askedForContext(context.asked); // a summary's calls count too
+    if (context?.asked !== undefined) session.budget.askedForContext(turn, context.asked); // a summary's calls count too
     const digest = context === undefined ? chained : contextPromptDigest(chained, context);
     // The prompt is made only for a call that runs (a served one needs its digest alone).
     session.prompt =
@@ -236,7 +236,7 @@ export function loopActors(
     const tool = (name: string) => session.tools[name];
     if (previous?.toolCalls.some((c) => Object.hasOwn(session.tools, c.name) && isSubAgentTool(tool(c.name) as object)))
       session.budget.subAgentsRan();
-    return session.budget.check();
+    return session.budget.check(turn);
   }
 
   /**

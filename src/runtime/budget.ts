@@ -30,6 +30,10 @@ export const CONTEXT_SOURCE = "context-policy";
 export class RunBudget {
   #own: BudgetUsage = NO_USAGE;
   #below: BudgetUsage | undefined;
+  /** The last model call the check let through (its retries are not checked again; turns only go up). */
+  #admitted = -1;
+  /** The last turn whose context decision's model calls are counted. */
+  #asked = -1;
 
   constructor(
     readonly budget: Budget | undefined,
@@ -61,12 +65,12 @@ export class RunBudget {
   }
 
   /** Counts the model calls a context policy made (journaled in its decision) toward the run's own figures. */
-  askedForContext(asked: {
-    readonly modelCalls: number;
-    readonly inputTokens: number;
-    readonly outputTokens: number;
-  }): void {
-    if (this.budget === undefined) return;
+  askedForContext(
+    turn: number,
+    asked: { readonly modelCalls: number; readonly inputTokens: number; readonly outputTokens: number },
+  ): void {
+    if (this.budget === undefined || turn <= this.#asked) return; // a retried model call reads its decision again
+    this.#asked = turn;
     this.#own = addUsage(this.#own, pricedAsk(asked, this.modelId, this.budget.prices));
   }
 
@@ -81,10 +85,16 @@ export class RunBudget {
     return addUsage(this.#own, this.#below);
   }
 
-  /** The limit reached before the next model call, or undefined (the call may be made). */
-  async check(): Promise<BudgetBreach | undefined> {
-    if (this.budget === undefined) return undefined;
-    return budgetBreach(await this.used(), this.budget);
+  /**
+   * The limit reached before model call `turn`, or undefined (the call may be made). A call let
+   * through is not judged again when its attempt failed and is tried again: what its own context
+   * decision asked the model is counted after the check, as it is when a resume makes the call.
+   */
+  async check(turn: number): Promise<BudgetBreach | undefined> {
+    if (this.budget === undefined || turn <= this.#admitted) return undefined;
+    const breach = budgetBreach(await this.used(), this.budget);
+    if (breach === undefined) this.#admitted = turn;
+    return breach;
   }
 
   /** What a sub-agent started now may spend: the budget less what the run has used, or undefined without one. */

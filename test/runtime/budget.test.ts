@@ -147,10 +147,31 @@ describe("budgets and a context policy's model calls", () => {
         usage: { inputTokens: 10, outputTokens: 1 },
       };
     });
-    const loop = agentLoop$({ id: "s", model, tools: { add }, context: summarize({ keepTurns: 1, every: 2 }) });
+    let failed = false;
+    const flaky = {
+      ...model,
+      // Call 3's first attempt fails and is tried again: its decision (and the summary in it) is read twice.
+      async generate(request: Parameters<typeof model.generate>[0]) {
+        const last = request.messages.at(-1);
+        if (!failed && request.tools.length > 0 && last?.role === "tool" && last.output === 3) {
+          failed = true;
+          throw Object.assign(new Error("busy"), { status: 503 });
+        }
+        return model.generate(request);
+      },
+      stream: undefined,
+    };
+    const loop = agentLoop$({
+      id: "s",
+      model: flaky,
+      tools: { add },
+      context: summarize({ keepTurns: 1, every: 2 }),
+      retry: { model: { initialDelayMs: 1, maxDelayMs: 1 } },
+    });
     // Calls 0-2 (30 tokens); before call 3, the summary (1,000), then call 3 (10): 1,040 ≥ 1,000 stops call 4.
     const e = await interrupted(loop.run({ runId: "r", journal, input: "go", budget: { inputTokens: 1_000 } }));
     expect(e.run.reason).toBe("budget");
+    expect(failed).toBe(true);
     expect(summaries).toBe(1);
     const used = async () =>
       ((await readJournal(journal, "r")).at(-1)?.data as { detail?: { used?: unknown } } | undefined)?.detail?.used;
