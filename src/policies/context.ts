@@ -21,6 +21,11 @@ export interface ContextChoice {
   readonly referenceBefore: number;
   /** Turns left out between the head and `from` (what the note says). */
   readonly omittedTurns: number;
+  /**
+   * Messages of the head left out: `[from, to)`, with a note saying how many (a session's older
+   * history, which a run gets as its input). Absent: the head is sent whole.
+   */
+  readonly omittedInput?: readonly [number, number];
   /** What the left-out turns said, in the model's words (the `summarize` policy). */
   readonly summary?: string;
   /** The turns the summary covers (from turn 0), so the next decision can keep it. */
@@ -76,23 +81,48 @@ export function keepAll(view: ContextView): ContextChoice {
  * Keeps the last `turns` turns as they were; the `references` turns before them (default: as many)
  * are sent with each tool output replaced by a reference to its step (id, digest, bytes: the full
  * output stays in the journal, `resolveStep` reads it); older turns are left out, with a note.
- * The prompt then stays within a bound however long the run goes.
+ * The prompt then stays within a bound however long the run goes. With `userMessages`, the run's
+ * input (a session's history: `loop.send`) is cut too: its system messages and everything from
+ * its `userMessages`-th last user message on are kept (the run's own message is the last one),
+ * the older history is left out, with a note.
  *
  * @example
  * agentLoop$({ id: "researcher", model, tools, context: recentTurns(20) });
+ * agentLoop$({ id: "chat", model, tools, context: recentTurns(20, { userMessages: 10 }) }); // a session's last 10 messages
  */
-export function recentTurns(turns: number, options: { readonly references?: number } = {}): ContextPolicy {
+export function recentTurns(
+  turns: number,
+  options: { readonly references?: number; readonly userMessages?: number } = {},
+): ContextPolicy {
   checkCount("recentTurns", turns);
   const references = options.references ?? turns;
   checkCount("recentTurns references", references);
+  const userMessages = options.userMessages;
+  if (userMessages !== undefined) checkCount("recentTurns userMessages", userMessages, 1);
   return {
     name: "recentTurns",
     decide(view) {
       const kept = Math.max(0, view.turn - turns);
       const first = Math.max(0, kept - references);
-      return window(view, first, kept);
+      const choice = window(view, first, kept);
+      const omitted = userMessages === undefined ? undefined : olderInput(view.messages, choice.head, userMessages);
+      return omitted === undefined ? choice : { ...choice, omittedInput: omitted };
     },
   };
+}
+
+/**
+ * The part of the input (`messages[0, head)`) older than its `keep`-th last user message, after
+ * its leading system messages, or undefined when nothing is left out.
+ */
+function olderInput(messages: readonly Message[], head: number, keep: number): [number, number] | undefined {
+  let start = 0;
+  while (start < head && messages[start]?.role === "system") start++;
+  let seen = 0;
+  for (let at = head - 1; at >= start; at--) {
+    if (messages[at]?.role === "user" && ++seen === keep) return at > start ? [start, at] : undefined;
+  }
+  return undefined;
 }
 
 /** How `summarize` works (see {@link summarize}). */
@@ -159,7 +189,15 @@ export function applyContext(
   loopId: string,
   choice: ContextChoice,
 ): Message[] {
-  const out: Message[] = messages.slice(0, choice.head);
+  const omit = choice.omittedInput;
+  const out: Message[] =
+    omit === undefined
+      ? messages.slice(0, choice.head)
+      : [
+          ...messages.slice(0, omit[0]),
+          { role: "user", content: `(${omit[1] - omit[0]} earlier messages of this conversation are left out.)` },
+          ...messages.slice(omit[1], choice.head),
+        ];
   if (choice.summary !== undefined) {
     out.push({ role: "user", content: `Summary of the earlier conversation:\n${choice.summary}` });
   }

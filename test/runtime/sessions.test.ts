@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readJournal } from "../../src/events/journal.ts";
+import type { Message } from "../../src/events/types.ts";
 import {
   isAgentInterruptedError,
   isSessionBusyError,
@@ -9,6 +10,10 @@ import {
   sessionHistory,
   sessionRuns,
 } from "../../src/index.ts";
+import { scriptedModel } from "../../src/models/scripted.ts";
+import { recentTurns } from "../../src/policies/context.ts";
+import { agentLoop$ } from "../../src/runtime/agentLoop.ts";
+import { foldRun } from "../../src/runtime/readers.ts";
 import { tempDir } from "../events/tmp.ts";
 import { sessionLoop } from "../fixtures/sessionLoop.ts";
 import { jsonJournal } from "../support/loop.ts";
@@ -79,6 +84,29 @@ describe("sessions: a conversation of many runs", () => {
     expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(1);
     expect(refused.map((e) => isSessionBusyError(e) && e.runId)).toEqual(["race/0"]);
     expect(await sessionRuns(journal, "race")).toEqual(["race/0"]);
+  });
+
+  it("a context policy with userMessages keeps a long session's prompt to its last messages; the history keeps all", async () => {
+    const journal = jsonJournal();
+    const prompts: Message[][] = [];
+    const model = scriptedModel(({ messages }) => {
+      prompts.push([...messages]);
+      const last = messages.at(-1) as { content: string };
+      return { content: `re: ${last.content}`, toolCalls: [] };
+    });
+    const loop = agentLoop$({ id: "c", model, system: "Be brief.", context: recentTurns(4, { userMessages: 2 }) });
+    for (let i = 0; i < 6; i++) await loop.send({ sessionId: "long", journal, message: `m${i}` });
+    expect(prompts.at(-1)).toEqual([
+      { role: "system", content: "Be brief." },
+      { role: "user", content: "(8 earlier messages of this conversation are left out.)" },
+      { role: "user", content: "m4" },
+      { role: "assistant", content: "re: m4", toolCalls: [] },
+      { role: "user", content: "m5" },
+    ]);
+    expect((await sessionHistory(journal, "long")).filter((m) => m.role === "user")).toHaveLength(6);
+    // The decision, journaled with the run, names the part of the input left out.
+    const state = await foldRun(journal, "long/5");
+    expect(state.decisions["c#turn:0:context"]?.choice).toMatchObject({ omittedInput: [1, 9] });
   });
 
   it("streams a message's run with sendStream", async () => {
