@@ -130,6 +130,44 @@ describe("context policy: summarize", () => {
   });
 });
 
+describe("context policy: a model call stopped mid-flight", () => {
+  it("is resumed with the decision journaled with its frame.started: the summary is served, not asked again", async () => {
+    const journal = jsonJournal();
+    const policy = () => summarize({ keepTurns: 5, every: 10 });
+    let summaries = 0;
+    let hang = true;
+    const controller = new AbortController();
+    const model = scriptedModel(({ messages, request }): ModelResponse | Promise<ModelResponse> => {
+      const first = messages[0];
+      if (first?.role === "system" && first.content.startsWith(SUMMARY_ASK)) {
+        summaries++;
+        return { content: `summary ${summaries}`, toolCalls: [] };
+      }
+      const last = messages.at(-1);
+      const turn = last?.role === "tool" ? (last.output as { page: number }).page + 1 : 0;
+      if (turn === 15 && hang) {
+        // The first summary was just made for this call; the process stops while the model answers.
+        queueMicrotask(() => controller.abort());
+        return new Promise((_, reject) =>
+          request.signal.addEventListener("abort", () => reject(request.signal.reason)),
+        );
+      }
+      if (turn < 20) return { toolCalls: [{ id: `c${turn}`, name: "fetch", input: { page: turn } }] };
+      return { content: "done", toolCalls: [] };
+    });
+    const fetch: Tool = { description: "fetches", execute: (input) => ({ page: (input as { page: number }).page }) };
+    const loop = agentLoop$({ id: "reader", model, tools: { fetch }, context: policy() });
+    const stopped = await loop.run({ runId: "r", journal, input: "read", signal: controller.signal }).catch((e) => e);
+    expect(isAgentInterruptedError(stopped)).toBe(true);
+    const state = await foldRun(journal, "r");
+    expect(state.frames[modelFrameId("reader", 15)]?.status).toBe("started");
+    expect(state.decisions[contextDecisionId("reader", 15)]?.choice).toMatchObject({ summary: "summary 1" });
+    hang = false;
+    expect((await loop.run({ runId: "r", journal })).content).toBe("done");
+    expect(summaries).toBe(1); // turn 15's summary served on the resume (the next is due at turn 25)
+  });
+});
+
 describe("applyContext", () => {
   it("replaces older tool outputs by a reference to their step, digest and bytes", () => {
     const messages: Message[] = [
