@@ -121,8 +121,8 @@ function turnPart(travel: Travel, index: number): Html | string {
   const turn = turnAt(state, parseFrameId(id.replace(/:(outcome|approval)$/, ""))?.turn ?? state.turnCount - 1);
   if (!turn) return "";
   return html`<h2>Turn ${turn.turn} at this point</h2>${timelineTable([
-    modelRow(turn, travel.runId),
-    ...turn.calls.map((c) => callRow(c, travel.runId)),
+    modelRow(turn, state, travel.runId),
+    ...turn.calls.map((c) => callRow(c, state, travel.runId)),
   ])}`;
 }
 

@@ -8,8 +8,9 @@ import {
   runIdProblem,
 } from "../../index.ts";
 import { type RunStory, runStory } from "../../read/story.ts";
+import { endText, stepLabel } from "../../read/timeline.ts";
 import { activityText, runInfoOf } from "../activity.ts";
-import { journalSource, type RunInfo, stoppedText, withJournal } from "../db.ts";
+import { journalSource, type RunInfo, withJournal } from "../db.ts";
 import { clip, count, int, oneLine, printable } from "../format.ts";
 import { type CliIo, println } from "../io.ts";
 import { type JournalCommonOptions, withJournalOptions } from "../program.ts";
@@ -112,9 +113,11 @@ function printStory(io: CliIo, run: { info: RunInfo; story: RunStory }, json: bo
     const time = t.durationMs === undefined ? "" : `, ${int(t.durationMs)} ms`;
     const usage = t.usage ? `, ${int(t.usage.inputTokens ?? 0)}→${int(t.usage.outputTokens ?? 0)} tokens` : "";
     const retries = t.failedAttempts ? `, ${count(t.failedAttempts, "failed attempt")}` : "";
-    out(`turn ${t.turn}  model ${t.status}${time}${usage}${retries}${t.text ? `: ${clip(oneLine(t.text), 100)}` : ""}`);
+    out(
+      `turn ${t.turn}  model ${stepLabel(t.status)}${time}${usage}${retries}${t.text ? `: ${clip(oneLine(t.text), 100)}` : ""}`,
+    );
     for (const tool of t.tools) {
-      const parts = [tool.reason ? `${tool.status} (${tool.reason})` : tool.status];
+      const parts = [tool.reason ? `${stepLabel(tool.status)} (${tool.reason})` : stepLabel(tool.status)];
       if (tool.durationMs !== undefined) parts.push(`${int(tool.durationMs)} ms`);
       if (tool.bytes !== undefined) parts.push(count(tool.bytes, "byte"));
       if (tool.approval) {
@@ -132,10 +135,9 @@ function printStory(io: CliIo, run: { info: RunInfo; story: RunStory }, json: bo
     }
   }
   const end = story.ended;
+  // The timeline's last word, as the viewer's run page ends its timeline.
   if (end?.type === "completed") out(`answer  ${clip(oneLine(end.content), 200)}`);
-  else if (end?.type === "cancelled") out(`stopped ${stoppedText(info)}`);
-  else if (end?.type === "failed") out(`stopped failed: ${printable(`${end.error.name}: ${end.error.message}`)}`);
-  else if (end?.type === "interrupted") out(`stopped ${stoppedText(info)}`);
+  else if (end) out(`stopped ${printable(endText(end))}`);
   for (const p of story.pendingApprovals) {
     const where = p.runId === info.runId ? "" : ` in sub-agent run ${p.runId}`; // answered there, then resume this run
     out(
