@@ -88,10 +88,12 @@ export function evolveView(view: RunView, entry: JournalEntry): RunView {
       break;
     }
     case "run.failed":
+      nothingWaits(view);
       view.status = "failed";
       view.error = { name: entry.data.error.name, message: entry.data.error.message };
       break;
     case "run.cancelled":
+      nothingWaits(view);
       view.status = "cancelled";
       view.cancelled = { reason: entry.data.reason };
       break;
@@ -155,6 +157,11 @@ export function foldView(entries: Iterable<JournalEntry>): RunView {
 
 function resumed(view: RunView): void {
   if (view.status === "interrupted") view.status = "running";
+  nothingWaits(view);
+}
+
+/** The run goes on or ended: no call waits for an approval any more (each stands asked again). */
+function nothingWaits(view: RunView): void {
   view.interruption = undefined;
   for (const stepId of view.pending) {
     const call = callAt(view, stepId);
