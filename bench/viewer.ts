@@ -208,6 +208,9 @@ try {
       "× loom show": (kept / show).toFixed(2),
     },
   ]);
+  console.log(
+    `RESULT ${JSON.stringify({ turns: TURNS, entries: big.length, showMs: show, runPageMs: run, travelColdMs: travelCold, sliderMs: slider, liveFreshMs: fresh, liveKeptMs: kept })}`,
+  );
 } finally {
   await viewer.stop();
   await readonly.close();
