@@ -154,7 +154,7 @@ export {
 export type { ToolCallInput } from "./machines/toolCall.machine.ts";
 
 // The statecharts, typed by a `typeof` so the API reference names xstate's machine type instead
-// of expanding every state's inferred config (their states are in the README's diagrams).
+// of expanding every state's inferred config (their states are in docs/statecharts.md's diagrams).
 import { agentLoopMachine as agentLoopChart } from "./machines/agentLoop.machine.ts";
 import { modePinMachine as modePinChart } from "./machines/modePin.machine.ts";
 import { toolCallMachine as toolCallChart } from "./machines/toolCall.machine.ts";

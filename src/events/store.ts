@@ -158,7 +158,7 @@ export interface EventStore {
   /** Removes `removeSeqs` and appends `marker`, atomically; `ConcurrencyError` if the stream moved. */
   compact(runId: string, request: CompactRequest): Promise<{ version: number }>;
   /**
-   * Optional: removes finished runs (completed or failed) older than the cutoff, with the blobs
+   * Optional: removes finished runs (completed, failed or cancelled) older than the cutoff, with the blobs
    * and archive batches in the store's own database that no remaining run names (`pruneRuns`).
    */
   prune?(request: PruneRequest): Promise<PruneResult>;

@@ -10,7 +10,7 @@ import type { RunTelemetry } from "./telemetry.ts";
 export type { InputCheck, Tool, ToolContext, ToolSource, ToolSourceContext } from "../tools/spi.ts";
 
 /**
- * The loop's failure policy for its calls (see README "Failure policy: retries and timeouts").
+ * The loop's failure policy for its calls (see docs/failure-policy.md).
  * Fields not given come from `DEFAULT_MODEL_RETRY` (3 attempts, retrying what says it may
  * succeed later: HTTP 408/409/429/5xx, network errors, `isRetryable`) and `DEFAULT_TOOL_RETRY`
  * (one attempt).
