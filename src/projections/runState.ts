@@ -200,6 +200,7 @@ export const runStateProjection: Projection<RunState> = {
             inputDigest: d?.inputDigest ?? known?.inputDigest ?? "",
             status: d?.failed || known?.status === "failed" ? "failed" : "completed",
             archived: { ref: entry.data.archiveRef, digest: d?.digest ?? null, bytes: d?.bytes ?? 0 },
+            ...(d?.original ? { recorded: d.original } : {}),
           };
           if (!d?.failed) countTurn(state, frameId);
         }

@@ -3,7 +3,9 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { digestOf } from "../../src/core/digest.ts";
 import { payloadCodec, staticKeys } from "../../src/events/codec.ts";
 import { withCodec } from "../../src/events/codecStore.ts";
+import { compact } from "../../src/events/compact.ts";
 import { readJournal } from "../../src/events/journal.ts";
+import { readArchived } from "../../src/events/readArchived.ts";
 import {
   isRedactionError,
   type RedactionError,
@@ -12,7 +14,7 @@ import {
   verifyRedacted,
   withRedaction,
 } from "../../src/events/redact.ts";
-import type { Journal } from "../../src/events/spi.ts";
+import type { ArchivedFrame, Journal } from "../../src/events/spi.ts";
 import type { JournalEntry } from "../../src/events/types.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
 import { showStep } from "../../src/read/step.ts";
@@ -195,6 +197,21 @@ export function redactContract(name: string, open: () => Promise<RedactFixture>)
         ok: true,
         reproduced: true,
       });
+    });
+
+    it("compaction keeps the original's digest in its marker: the lean log is unchanged, the archived frame verifies", async () => {
+      const journal = withRedaction(plain, rules());
+      const out = await loop("lean").run({ runId: "cmp", input: "go", journal });
+      const before = await logsOf(journal, "cmp");
+      const result = await compact(journal, "cmp", { keepTurns: 1 });
+      expect(result.frameIds).toEqual(["crm#turn:0:tool:0", "crm#turn:1:tool:0"]);
+      expect((await logsOf(journal, "cmp")).lean).toBe(before.lean);
+      expect(JSON.stringify(out.toolCallLog)).toBe(before.lean);
+      const frame = await readArchived(journal, "crm#turn:0:tool:0", { runId: "cmp" });
+      expect(((frame as ArchivedFrame).completed.data.output as { email: string }).email).toBe("[redacted]");
+      expect(verifyRedacted(customer(1), frame?.completed as JournalEntry).ok).toBe(true);
+      const step = await resolveStep(journal, "crm#turn:0:tool:0", { runId: "cmp" });
+      expect(step.source).toBe("archive");
     });
 
     it("a function redacts too (recorded as fn: true), verified by the digest alone; one that throws writes nothing", async () => {
