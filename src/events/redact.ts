@@ -348,11 +348,11 @@ async function redactEntry(redactor: Redaction, runId: string, entry: NewEntry, 
  * @example
  * const store = redactingStore(sqliteStore("./loom.db"), redaction({ paths: ["$..password"] }));
  */
-export function redactingStore(
-  store: EventStore,
-  redactor: Redaction,
-  blobRecords: BlobRecords = new Map(),
-): EventStore {
+export function redactingStore(store: EventStore, redactor: Redaction): EventStore {
+  return redactingStoreWith(store, redactor, new Map());
+}
+
+function redactingStoreWith(store: EventStore, redactor: Redaction, blobRecords: BlobRecords): EventStore {
   const wrapped: EventStore = {
     ...bound(store),
     async append(runId, entries, options) {
@@ -425,7 +425,7 @@ export function withRedaction<J extends Journal>(journal: J, redactor: Redaction
   const records: BlobRecords = new Map();
   return {
     ...journal,
-    store: redactingStore(journal.store, redactor, records),
+    store: redactingStoreWith(journal.store, redactor, records),
     ...(journal.blobs === undefined ? {} : { blobs: redactingBlobs(journal.blobs, redactor, records) }),
   };
 }
