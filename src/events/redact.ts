@@ -184,7 +184,7 @@ function concreteKeys(path: string): (string | number)[] {
 /** Where a payload is: handed to a redaction function, so it can tell a tool's output from a run's input. */
 export interface RedactionContext {
   readonly runId: string;
-  /** The entry's type (`run.started`, `frame.completed`…), or `"blob"` for a claim-checked output's bytes. */
+  /** The entry's type (`run.started`, `frame.completed`…), or `"blob"` for a claim-checked output's bytes (then `runId` is `"(blob)"`: a blob is put before its frame names it). */
   readonly type: EntryType | "blob";
   /** The data field: `input`, `output` or `result`. */
   readonly field: string;

@@ -1,6 +1,8 @@
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { agentLoop$, openSqliteJournal, redaction, scriptedModel, withRedaction } from "../../src/index.ts";
+import { showStep } from "../../src/read/step.ts";
+import { stepPage } from "../../src/viewer/stepPage.ts";
 import { loom, tempDir } from "./support.ts";
 
 /** `loom show` of a redacted step: the stored (redacted) output, the original's digest, and no hash check claimed. */
@@ -42,5 +44,19 @@ describe("loom show on a redacted journal", () => {
     expect(r.stdout).not.toContain("c1@example.com");
     const story = await loom(dir, ["show", "r1", "--db", db]);
     expect(story.code, story.stderr).toBe(0);
+  });
+
+  it("the viewer's step page says the same", async () => {
+    const file = openSqliteJournal(db, { readonly: true });
+    try {
+      const page = stepPage(await showStep(file, "crm#turn:0:tool:0", "r1"));
+      expect(page).toContain("not verified: the output is redacted, and the digests cover the original");
+      expect(page).toMatch(
+        /<dt>redacted<\/dt><dd class="redacted">\$\[(&#39;|')email(&#39;|')\]: the digest above is the original's/,
+      );
+      expect(page).not.toContain("c1@example.com");
+    } finally {
+      await file.close();
+    }
   });
 });
