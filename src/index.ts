@@ -213,6 +213,22 @@ export {
   toolListId,
   toolStepId,
 } from "./events/ids.ts";
+// Redaction (issue 33): fields replaced in what the journal stores, verified by the original's digest.
+export {
+  isRedactionError,
+  type Redaction,
+  type RedactionContext,
+  RedactionError,
+  type RedactionErrorCode,
+  type RedactionOptions,
+  type RedactionRecord,
+  type RedactionVerdict,
+  redactedFields,
+  redactingStore,
+  redaction,
+  verifyRedacted,
+  withRedaction,
+} from "./events/redact.ts";
 export { type ListedTool, readToolList, TOOL_LIST_SOURCE, type ToolListChoice } from "./events/toolList.ts";
 export {
   isModelCapabilityError,
@@ -358,7 +374,12 @@ export {
   runActivity,
   type SubRunCancel,
 } from "./runtime/control.ts";
-export { AgentInterruptedError, isAgentInterruptedError } from "./runtime/errors.ts";
+export {
+  AgentInterruptedError,
+  isAgentInterruptedError,
+  isRedactedHistoryError,
+  RedactedHistoryError,
+} from "./runtime/errors.ts";
 export { type FollowOptions, followRun } from "./runtime/follow.ts";
 export { HeldLease, type HoldLeaseOptions, holdLease, LEASE_MARGIN } from "./runtime/heldLease.ts";
 export { type ModelStreamDelta, type StreamModelCallOptions, streamModelCall } from "./runtime/modelStream.ts";

@@ -27,6 +27,7 @@ import { askModel } from "./askModel.ts";
 import type { AgentLoopConfig } from "./config.ts";
 import { interruptionEntry } from "./control/hooks.ts";
 import { durableStep } from "./durableStep.ts";
+import { RedactedHistoryError } from "./errors.ts";
 import { causeOf, modelPolicy, runDeadline } from "./failurePolicy.ts";
 import { hydrateArchived } from "./readers.ts";
 import type { RunSession } from "./session.ts";
@@ -103,6 +104,8 @@ export function loopActors(
     if (state.status === "completed") return { kind: "completed" };
     if (state.status === "cancelled") throw new RunCancelledError(runId, state.cancelled?.reason ?? "");
     if (!session.replaying) checkDefinition(runId, config, state.definition);
+    if (!session.replaying && state.redacted)
+      throw new RedactedHistoryError(runId, state.redacted.seq, state.redacted.type);
     const lists = await prepareToolSources(session, state); // journaled lists; a source's first one asked live
     // A late pin (ADR 0142 D3); a deadline configured after the run started runs from now.
     const deadline = runDeadline(config, state, Date.now());

@@ -66,3 +66,38 @@ export function isAgentInterruptedError<M extends ToolCallLogMode | undefined = 
   const log: readonly (AgentStep | LeanAgentStep)[] = e.run.toolCallLog;
   return log.every((step) => isLeanAgentStep(step) === (mode === "lean"));
 }
+
+/**
+ * A run whose journal holds redacted entries (`withRedaction`) cannot be resumed: the model would
+ * be fed the redacted history, not what it was fed live, and the prompt digests the journal
+ * recorded would not hold. Thrown before anything is appended; a completed run still resolves to
+ * its recorded (redacted) value. Start a new run (or `forkRun` before `seq`, the first redacted entry).
+ *
+ * @example
+ * try {
+ *   await loop.run({ runId, journal });
+ * } catch (e) {
+ *   if (e instanceof RedactedHistoryError) console.error(`run ${e.runId} was redacted at seq ${e.seq}`);
+ * }
+ */
+export class RedactedHistoryError extends LoomError {
+  readonly runId: string;
+  /** The first redacted entry. */
+  readonly seq: number;
+  constructor(runId: string, seq: number, type: string) {
+    super(
+      "redactedHistory",
+      `run ${runId} cannot be resumed: its journal was redacted (first at seq ${seq}, ${type}), so the model would not be fed what it was fed live; start a new run, or fork this one before seq ${seq} (forkRun) and resume the fork`,
+    );
+    this.runId = runId;
+    this.seq = seq;
+  }
+}
+
+/**
+ * True when `e` is a {@link RedactedHistoryError}.
+ *
+ * @example
+ * if (isRedactedHistoryError(e)) await forkRun(journal, e.runId, { at: e.seq - 1, newRunId });
+ */
+export const isRedactedHistoryError = (e: unknown): e is RedactedHistoryError => e instanceof RedactedHistoryError;

@@ -71,9 +71,17 @@ function printStep(io: CliIo, stepId: string, shown: ShownStep, json: boolean): 
       : `tool    ${printable(toolName ?? "?")} (iteration ${iteration ?? "?"})`;
   println(io.stdout, `${what}, status ${status}, read from the ${source}`);
   println(io.stdout, `digest  ${digest} (${count(bytes, "byte")})`);
+  if (shown.redacted) {
+    const r = shown.redacted;
+    const how = [r.paths.length > 0 ? r.paths.join(", ") : "", r.fn ? "by the redaction function" : ""]
+      .filter(Boolean)
+      .join("; ");
+    println(io.stdout, `redacted ${printable(how)}: the digest above is the original's (the lean log's);`);
+    println(io.stdout, "        whoever holds the original checks it with verifyRedacted(original, entry)");
+  }
   println(
     io.stdout,
-    `        ${verified.length > 0 ? `verified: ${verified.join("; ")}` : "not verified: nothing else records it yet (the run stopped before its next model call)"}`,
+    `        ${verified.length > 0 ? `verified: ${verified.join("; ")}` : shown.redacted ? "not verified: the output is redacted, and the digests cover the original" : "not verified: nothing else records it yet (the run stopped before its next model call)"}`,
   );
   println(io.stdout, "output:");
   println(io.stdout, JSON.stringify(output, null, 2) ?? "undefined");
