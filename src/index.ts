@@ -202,6 +202,7 @@ export const modePinMachine: typeof modePinChart = modePinChart;
  * ```
  */
 export const toolCallMachine: typeof toolCallChart = toolCallChart;
+// Schedules: a loop started at each tick of a cron pattern (issue 31).
 export {
   approvalId,
   idempotencyKey,
@@ -210,6 +211,8 @@ export {
   outcomeId,
   type ParsedFrameId,
   parseFrameId,
+  scheduleRunId,
+  scheduleTickOf,
   toolListId,
   toolStepId,
 } from "./events/ids.ts";
@@ -358,7 +361,13 @@ export {
   runActivity,
   type SubRunCancel,
 } from "./runtime/control.ts";
-export { AgentInterruptedError, isAgentInterruptedError } from "./runtime/errors.ts";
+export {
+  AgentInterruptedError,
+  isAgentInterruptedError,
+  isScheduleError,
+  ScheduleError,
+  type ScheduleErrorCode,
+} from "./runtime/errors.ts";
 export { type FollowOptions, followRun } from "./runtime/follow.ts";
 export { HeldLease, type HoldLeaseOptions, holdLease, LEASE_MARGIN } from "./runtime/heldLease.ts";
 export { type ModelStreamDelta, type StreamModelCallOptions, streamModelCall } from "./runtime/modelStream.ts";
@@ -376,6 +385,23 @@ export {
   verifyTurnResults,
 } from "./runtime/readers.ts";
 export type { RunContext } from "./runtime/runContext.ts";
+export {
+  type FiredTick,
+  fireDueTicks,
+  type RunSchedulesOptions,
+  runSchedules,
+  type SkippedTicks,
+  type TickReport,
+} from "./runtime/runSchedules.ts";
+export {
+  type DueTicks,
+  dueTicks,
+  initialCursor,
+  type MissedTicks,
+  type Schedule,
+  type ScheduleConfig,
+  schedule,
+} from "./runtime/schedule.ts";
 export type { AgentStream } from "./runtime/stream.ts";
 export {
   AmbiguousApprovalError,

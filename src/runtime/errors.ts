@@ -66,3 +66,36 @@ export function isAgentInterruptedError<M extends ToolCallLogMode | undefined = 
   const log: readonly (AgentStep | LeanAgentStep)[] = e.run.toolCallLog;
   return log.every((step) => isLeanAgentStep(step) === (mode === "lean"));
 }
+
+/** Why a schedule was refused: its cron pattern, its time zone, or another of its settings. */
+export type ScheduleErrorCode = "invalidCron" | "invalidTimezone" | "invalidSchedule";
+
+/**
+ * A schedule (`schedule({ id, cron, ... })`) that cannot be used: a cron pattern the parser
+ * refuses (`invalidCron`), a time zone that is not an IANA name (`invalidTimezone`), or another
+ * bad setting (`invalidSchedule`). Thrown when the schedule is made, before anything runs.
+ *
+ * @example
+ * try {
+ *   schedule({ id: "digest", cron: "0 9 * * *", timezone: "Europe/Pariss", loop, input: () => "Send the digest" });
+ * } catch (e) {
+ *   if (isScheduleError(e)) console.error(e.code, e.message); // "invalidTimezone", names the schedule and the fix
+ * }
+ */
+export class ScheduleError extends LoomError {
+  declare readonly code: ScheduleErrorCode;
+  /** The id of the schedule refused (as given). */
+  readonly scheduleId: string;
+  constructor(code: ScheduleErrorCode, scheduleId: string, message: string, options?: { cause?: unknown }) {
+    super(code, message, options);
+    this.scheduleId = scheduleId;
+  }
+}
+
+/**
+ * True when `e` is a {@link ScheduleError}.
+ *
+ * @example
+ * if (isScheduleError(e) && e.code === "invalidCron") console.error(`fix the pattern of ${e.scheduleId}`);
+ */
+export const isScheduleError = (e: unknown): e is ScheduleError => e instanceof ScheduleError;
