@@ -8,6 +8,7 @@ import { registerMachine } from "./commands/machine.ts";
 import { registerPrune } from "./commands/prune.ts";
 import { registerResume } from "./commands/resume.ts";
 import { registerRuns } from "./commands/runs.ts";
+import { registerSchedule } from "./commands/schedule.ts";
 import { registerShow } from "./commands/show.ts";
 import { registerView } from "./commands/view.ts";
 import { DEFAULT_DB } from "./db.ts";
@@ -115,6 +116,7 @@ export function buildProgram(io: CliIo): Command {
     registerInspect,
     registerMachine,
     registerView,
+    registerSchedule,
   ]) {
     register(program, io);
   }

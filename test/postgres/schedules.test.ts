@@ -1,10 +1,13 @@
 import { writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { scriptedModel } from "../../src/models/scripted.ts";
 import { isNotPostgresJournalError } from "../../src/postgres/errors.ts";
 import { fireDueOnPostgres, openPostgresJournal, POSTGRES_SCHEMA_VERSION } from "../../src/postgres.ts";
 import { agentLoop$ } from "../../src/runtime/agentLoop.ts";
 import { type MissedTicks, schedule } from "../../src/runtime/schedule.ts";
+import { loom } from "../cli/support.ts";
 import { tempDir } from "../events/tmp.ts";
 import { jsonJournal } from "../support/loop.ts";
 import { type Worker as Process, startWorker as startProcess } from "../support/processes.ts";
@@ -193,6 +196,27 @@ describe.skipIf(PG_URL === undefined)("schedules on PostgreSQL", () => {
     expect(POSTGRES_SCHEMA_VERSION).toBe(5);
     expect(await sql(`SELECT value FROM "${schema}".loom_meta WHERE key = 'schema_version'`)).toEqual([{ value: "5" }]);
     expect(await scheduled(schema, "hourly")).toEqual([hour(0)]);
+  });
+
+  it("loom schedule run --pg submits the due ticks to the workers", async () => {
+    const schema = freshSchema("schedcli");
+    const journal = openPostgresJournal(PG_URL as string, { schema });
+    cleanups.push(
+      () => dropSchema(schema),
+      () => journal.close(),
+    );
+    await journal.store.listRuns(); // the journal the CLI is pointed at exists
+    const fixture = join(import.meta.dirname, "../fixtures/schedules.ts");
+    const argv = ["schedule", "run", fixture, "--pg", PG_URL as string, "--pg-schema", schema];
+    const r = await loom(tmpdir(), [...argv, "--now", "2026-01-02T08:00:10Z"]);
+    expect(r.stderr).toBe("");
+    expect(r.stdout).toBe("submitted hourly@2026-01-02T08:00:00.000Z\nsubmitted morning@2026-01-02T08:00:00.000Z\n");
+    expect(await sql(`SELECT run_id FROM "${schema}".loom_leases ORDER BY run_id`)).toEqual([
+      { run_id: "hourly@2026-01-02T08:00:00.000Z" },
+      { run_id: "morning@2026-01-02T08:00:00.000Z" },
+    ]);
+    // The place is kept in loom_schedules: the same look again submits nothing.
+    expect((await loom(tmpdir(), [...argv, "--now", "2026-01-02T08:00:20Z"])).stdout).toBe("");
   });
 
   it("refuses a journal that is not on PostgreSQL", async () => {
