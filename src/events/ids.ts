@@ -262,7 +262,7 @@ export function escapeRunId(runId: unknown): string {
 /**
  * The run id of a schedule's tick: `<scheduleId>@<tick as ISO 8601 UTC, ms>`. The same schedule and
  * tick give the same id in every process, so a tick fired twice (two schedulers, a retry after a
- * crash) names one run, which the journal starts once. The schedule id follows {@link isIdName}.
+ * crash) names one run, which the journal starts once. The schedule id follows `isIdName` (so it holds no `@`).
  *
  * @example
  * scheduleRunId("digest", new Date("2026-03-01T09:00:00Z")); // "digest@2026-03-01T09:00:00.000Z"

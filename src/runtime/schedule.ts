@@ -39,14 +39,23 @@ export interface ScheduleConfig {
 
 /** A checked schedule (`schedule(...)`): its settings with defaults, and its ticks. */
 export interface Schedule {
+  /** Its id, the prefix of its runs' ids. */
   readonly id: string;
+  /** Its cron pattern, as given. */
   readonly cron: string;
+  /** The time zone its pattern is read in (`"UTC"` unless given). */
   readonly timezone: string;
+  /** The loop each tick starts. */
   readonly loop: AgentLoop;
+  /** A tick's run input. */
   readonly input: (tick: Date) => string | readonly Message[];
+  /** The policy for missed ticks. */
   readonly missed: MissedTicks;
+  /** The most ticks one look fires. */
   readonly maxMissed: number;
+  /** How old a due tick may be and still count as on time. */
   readonly lateAfterMs: number;
+  /** No tick before it, if given. */
   readonly startAt: Date | undefined;
   /** The first tick after `after` (exclusive), or undefined if the pattern has no more. */
   nextTick(after: Date): Date | undefined;
