@@ -1,6 +1,6 @@
 import type { Journal } from "../events/spi.ts";
 import type { FiredTick, SkippedTicks, TickReport } from "../runtime/runSchedules.ts";
-import { dueTicks, initialCursor, type Schedule } from "../runtime/schedule.ts";
+import { dueTicks, initialCursor, type Schedule, tickInput } from "../runtime/schedule.ts";
 import type { PgDatabase } from "./database.ts";
 import { databaseOf, submitRun } from "./submit.ts";
 
@@ -14,7 +14,10 @@ export interface SchedulerOptions {
   readonly now?: () => Date;
   /** The longest wait between two looks (default 1 s); a look also comes at each schedule's next tick. */
   readonly pollMs?: number;
-  /** Told of each look that failed (the database is down…); the scheduler keeps looking. */
+  /**
+   * Told of each look that failed (the database is down…; the scheduler keeps looking), and of each
+   * tick not fired because its `input(tick)` threw (`ScheduleError`, code `inputFailed`).
+   */
   readonly onError?: (error: unknown) => void;
   /** Told of each look that fired or skipped ticks, in the process that did it. */
   readonly onTicks?: (report: TickReport) => void;
@@ -35,7 +38,14 @@ export interface Scheduler {
  * tick, only if it is still the one read. A process that dies mid-look rolls the cursor back: the
  * next look submits the same ticks again, which names the same runs, so no tick runs twice.
  */
-async function lookAt(db: PgDatabase, journal: Journal, s: Schedule, now: Date, report: Looked): Promise<void> {
+async function lookAt(
+  db: PgDatabase,
+  journal: Journal,
+  s: Schedule,
+  now: Date,
+  report: Looked,
+  onError: (error: unknown) => void,
+): Promise<void> {
   const t = db.tables;
   const client = await db.pool.connect();
   try {
@@ -57,8 +67,19 @@ async function lookAt(db: PgDatabase, journal: Journal, s: Schedule, now: Date, 
     const fired: FiredTick[] = [];
     for (const tick of due.fire) {
       const runId = s.runIdOf(tick);
+      let input: ReturnType<Schedule["input"]>;
+      try {
+        input = tickInput(s, tick);
+      } catch (e) {
+        onError(e); // not fired; the schedule goes on
+        continue;
+      }
       // Its own transaction: a tick submitted before a crash here is only queued again next time.
-      await submitRun(journal, { runId, loop: s.loop, input: s.input(tick) });
+      await submitRun(journal, { runId, loop: s.loop, input }).catch((e: unknown) => {
+        // The run is in the journal with another input (input(tick) changed since): queue that run.
+        if ((e as { code?: unknown }).code !== "inputMismatch") throw e;
+        return submitRun(journal, { runId, loop: s.loop });
+      });
       fired.push({ scheduleId: s.id, tick, runId });
     }
     if (due.cursor.getTime() !== Number(read)) {
@@ -101,13 +122,18 @@ interface Looked {
 export async function fireDueOnPostgres(
   journal: Journal,
   schedules: readonly Schedule[],
-  options: { readonly now?: () => Date } = {},
+  options: {
+    readonly now?: () => Date;
+    /** Told of a tick not fired because its `input(tick)` threw (`ScheduleError`, `inputFailed`). */
+    readonly onError?: (error: unknown) => void;
+  } = {},
 ): Promise<TickReport> {
   const db = databaseOf(journal, "fireDueOnPostgres");
   await db.ready;
   const now = (options.now ?? (() => new Date()))();
   const report: Looked = { fired: [], skipped: [] };
-  for (const s of schedules) await lookAt(db, journal, s, now, report);
+  const onError = options.onError ?? (() => {});
+  for (const s of schedules) await lookAt(db, journal, s, now, report, onError);
   return report;
 }
 
@@ -136,8 +162,15 @@ export function startScheduler(options: SchedulerOptions): Scheduler {
   const pollMs = options.pollMs ?? 1000;
   let stopping = false;
   let wake = () => {};
+  const tell = (e: unknown) => {
+    try {
+      onError?.(e);
+    } catch {
+      // a throwing reporter must not stop the scheduler
+    }
+  };
   const look = async () => {
-    const report = await fireDueOnPostgres(journal, schedules, { now });
+    const report = await fireDueOnPostgres(journal, schedules, { now, onError: tell });
     if (report.fired.length > 0 || report.skipped.length > 0) onTicks?.(report);
     return report;
   };
@@ -147,11 +180,7 @@ export function startScheduler(options: SchedulerOptions): Scheduler {
       try {
         await look();
       } catch (e) {
-        try {
-          onError?.(e);
-        } catch {
-          // a throwing reporter must not stop the scheduler
-        }
+        tell(e);
       }
       const next = Math.min(...schedules.map((s) => s.nextTick(at)?.getTime() ?? Number.POSITIVE_INFINITY));
       const ms = Math.max(1, Math.min(pollMs, next - at.getTime()));

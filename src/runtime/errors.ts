@@ -67,13 +67,17 @@ export function isAgentInterruptedError<M extends ToolCallLogMode | undefined = 
   return log.every((step) => isLeanAgentStep(step) === (mode === "lean"));
 }
 
-/** Why a schedule was refused: its cron pattern, its time zone, or another of its settings. */
-export type ScheduleErrorCode = "invalidCron" | "invalidTimezone" | "invalidSchedule";
+/**
+ * Why a schedule was refused (its cron pattern, its time zone, another setting), or why a tick of it
+ * could not be fired (`inputFailed`: its `input(tick)` threw).
+ */
+export type ScheduleErrorCode = "invalidCron" | "invalidTimezone" | "invalidSchedule" | "inputFailed";
 
 /**
  * A schedule (`schedule({ id, cron, ... })`) that cannot be used: a cron pattern the parser
  * refuses (`invalidCron`), a time zone that is not an IANA name (`invalidTimezone`), or another
- * bad setting (`invalidSchedule`). Thrown when the schedule is made, before anything runs.
+ * bad setting (`invalidSchedule`). Thrown when the schedule is made, before anything runs. A tick
+ * whose `input(tick)` throws is reported (`onError`) as `inputFailed` and not fired.
  *
  * @example
  * try {

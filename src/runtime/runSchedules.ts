@@ -1,6 +1,6 @@
 import { scheduleTickOf } from "../events/ids.ts";
 import type { Journal } from "../events/spi.ts";
-import { dueTicks, initialCursor, type Schedule } from "./schedule.ts";
+import { dueTicks, initialCursor, type Schedule, tickInput } from "./schedule.ts";
 
 /** A tick a scheduler fired: which schedule, when, and the run it names. */
 export interface FiredTick {
@@ -78,7 +78,7 @@ async function runTick(journal: Journal, s: Schedule, fired: FiredTick, signal: 
   await s.loop.run({
     runId: fired.runId,
     journal,
-    ...(existing.length === 0 ? { input: s.input(fired.tick) } : {}),
+    ...(existing.length === 0 ? { input: tickInput(s, fired.tick) } : {}),
     ...(signal ? { signal } : {}),
   });
 }
@@ -143,11 +143,14 @@ export async function runSchedules(
   const { signal } = options;
   const found = byId(schedules);
   const inHand = new Map<string, Promise<void>>();
+  // Ticks this process fired: one whose run failed before its journal began is not fired again.
+  const firedHere = new Set<string>();
   while (!signal?.aborted) {
     const at = now();
-    const report = await planTicks(journal, schedules, at, new Set(inHand.keys()));
+    const report = await planTicks(journal, schedules, at, firedHere);
     if (report.fired.length > 0 || report.skipped.length > 0) options.onTicks?.(report);
     for (const f of report.fired) {
+      firedHere.add(f.runId);
       const done = runTick(journal, found.get(f.scheduleId) as Schedule, f, signal)
         .catch((e) => options.onError?.(e, f.runId))
         .finally(() => inHand.delete(f.runId));

@@ -144,6 +144,23 @@ export function schedule(config: ScheduleConfig): Schedule {
   });
 }
 
+/**
+ * A tick's run input: `s.input(tick)`, or `ScheduleError` (`inputFailed`) naming the schedule and
+ * the tick when it throws (the tick is then not fired; the schedule goes on).
+ */
+export function tickInput(s: Schedule, tick: Date): string | readonly Message[] {
+  try {
+    return s.input(tick);
+  } catch (e) {
+    throw new ScheduleError(
+      "inputFailed",
+      s.id,
+      `schedule ${JSON.stringify(s.id)}: input(${tick.toISOString()}) threw (${(e as Error)?.message ?? String(e)}), so run ${s.runIdOf(tick)} was not started; fix the input function (later ticks still fire)`,
+      { cause: e },
+    );
+  }
+}
+
 /** What one look at a schedule decides ({@link dueTicks}). */
 export interface DueTicks {
   /** The ticks to fire now, oldest first. */

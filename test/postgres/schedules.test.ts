@@ -172,7 +172,9 @@ describe.skipIf(PG_URL === undefined)("schedules on PostgreSQL", () => {
     await fireDueOnPostgres(journal, [s], { now });
     // The cursor rolled back, as a crash between the submit and the commit leaves it.
     await sql(`UPDATE "${schema}".loom_schedules SET cursor_ms = $1`, [T0]);
-    const again = await fireDueOnPostgres(journal, [s], { now });
+    // Its input function changed since (a deploy): the recorded run is queued again, not a second one.
+    const changed = schedule({ id: "hourly", cron: "0 * * * *", loop, input: (t) => `v2 ${t.toISOString()}` });
+    const again = await fireDueOnPostgres(journal, [changed], { now });
     expect(again.fired.map((f) => f.runId)).toEqual([hour(1)]);
     expect(await scheduled(schema, "hourly")).toEqual([hour(1)]);
     const started = await sql(`SELECT seq FROM "${schema}".loom_journal WHERE run_id = $1 AND type = 'run.started'`, [
@@ -196,6 +198,34 @@ describe.skipIf(PG_URL === undefined)("schedules on PostgreSQL", () => {
     expect(POSTGRES_SCHEMA_VERSION).toBe(5);
     expect(await sql(`SELECT value FROM "${schema}".loom_meta WHERE key = 'schema_version'`)).toEqual([{ value: "5" }]);
     expect(await scheduled(schema, "hourly")).toEqual([hour(0)]);
+  });
+
+  it("a tick whose input throws is reported and passed over; the schedule goes on", async () => {
+    const schema = freshSchema("schedinput");
+    const journal = openPostgresJournal(PG_URL as string, { schema });
+    cleanups.push(
+      () => dropSchema(schema),
+      () => journal.close(),
+    );
+    const s = schedule({
+      id: "hourly",
+      cron: "0 * * * *",
+      loop,
+      missed: "all",
+      startAt: new Date(T0),
+      input: (t) => {
+        if (t.getTime() === T0 + 3_600_000) throw new Error("no data");
+        return t.toISOString();
+      },
+    });
+    const errors: unknown[] = [];
+    const report = await fireDueOnPostgres(journal, [s], {
+      now: () => new Date(T0 + 2 * 3_600_000),
+      onError: (e) => errors.push(e),
+    });
+    expect(errors).toMatchObject([{ code: "inputFailed", scheduleId: "hourly" }]);
+    expect(report.fired.map((f) => f.runId)).toEqual([hour(0), hour(2)]);
+    expect(await scheduled(schema, "hourly")).toEqual([hour(0), hour(2)]);
   });
 
   it("loom schedule run --pg submits the due ticks to the workers", async () => {

@@ -117,6 +117,33 @@ describe("fireDueTicks (the embedded scheduler, one look)", () => {
   });
 });
 
+describe("a tick whose input throws", () => {
+  it("is reported as inputFailed, naming the schedule and tick, and later ticks still run", async () => {
+    const { loop } = countedLoop();
+    const s = schedule({
+      id: "hourly",
+      cron: "0 * * * *",
+      loop,
+      missed: "all",
+      startAt: hours(1),
+      input: (t) => {
+        if (t.getTime() === hours(1).getTime()) throw new Error("no data for 01:00");
+        return `digest ${t.toISOString()}`;
+      },
+    });
+    const journal = jsonJournal();
+    const errors: { e: unknown; runId: string }[] = [];
+    await fireDueTicks(journal, [s], { now: () => hours(2, 1000), onError: (e, runId) => errors.push({ e, runId }) });
+    expect(errors).toHaveLength(1);
+    expect(errors[0]?.runId).toBe("hourly@2026-01-01T01:00:00.000Z");
+    expect(errors[0]?.e).toMatchObject({ code: "inputFailed", scheduleId: "hourly" });
+    expect(String((errors[0]?.e as Error | undefined)?.message)).toContain(
+      "input(2026-01-01T01:00:00.000Z) threw (no data for 01:00)",
+    );
+    expect(await runIds(journal)).toEqual(["hourly@2026-01-01T02:00:00.000Z"]);
+  });
+});
+
 describe("runSchedules (the embedded scheduler, running)", () => {
   it("fires each tick as the clock reaches it, once, and ends when aborted", async () => {
     const { loop, calls } = countedLoop();
