@@ -202,6 +202,7 @@ export const modePinMachine: typeof modePinChart = modePinChart;
  * ```
  */
 export const toolCallMachine: typeof toolCallChart = toolCallChart;
+// Schedules: a loop started at each tick of a cron pattern (issue 31).
 export {
   approvalId,
   idempotencyKey,
@@ -210,6 +211,8 @@ export {
   outcomeId,
   type ParsedFrameId,
   parseFrameId,
+  scheduleRunId,
+  scheduleTickOf,
   toolListId,
   toolStepId,
 } from "./events/ids.ts";
@@ -378,7 +381,10 @@ export {
   AgentInterruptedError,
   isAgentInterruptedError,
   isRedactedHistoryError,
+  isScheduleError,
   RedactedHistoryError,
+  ScheduleError,
+  type ScheduleErrorCode,
 } from "./runtime/errors.ts";
 export { type FollowOptions, followRun } from "./runtime/follow.ts";
 export { HeldLease, type HoldLeaseOptions, holdLease, LEASE_MARGIN } from "./runtime/heldLease.ts";
@@ -397,6 +403,23 @@ export {
   verifyTurnResults,
 } from "./runtime/readers.ts";
 export type { RunContext } from "./runtime/runContext.ts";
+export {
+  type FiredTick,
+  fireDueTicks,
+  type RunSchedulesOptions,
+  runSchedules,
+  type SkippedTicks,
+  type TickReport,
+} from "./runtime/runSchedules.ts";
+export {
+  type DueTicks,
+  dueTicks,
+  initialCursor,
+  type MissedTicks,
+  type Schedule,
+  type ScheduleConfig,
+  schedule,
+} from "./runtime/schedule.ts";
 export type { AgentStream } from "./runtime/stream.ts";
 export {
   AmbiguousApprovalError,

@@ -9,6 +9,7 @@ import { registerMachine } from "./commands/machine.ts";
 import { registerPrune } from "./commands/prune.ts";
 import { registerResume } from "./commands/resume.ts";
 import { registerRuns } from "./commands/runs.ts";
+import { registerSchedule } from "./commands/schedule.ts";
 import { registerShow } from "./commands/show.ts";
 import { registerView } from "./commands/view.ts";
 import { DEFAULT_DB } from "./db.ts";
@@ -135,6 +136,7 @@ export function buildProgram(io: CliIo): Command {
     registerInspect,
     registerMachine,
     registerView,
+    registerSchedule,
   ]) {
     register(program, io);
   }
