@@ -202,6 +202,12 @@ export const modePinMachine: typeof modePinChart = modePinChart;
  * ```
  */
 export const toolCallMachine: typeof toolCallChart = toolCallChart;
+// Run snapshots (issue 33): a resume reads the latest snapshot and the entries after it.
+export {
+  isSnapshotError,
+  SnapshotError,
+  type SnapshotErrorCode,
+} from "./core/errors.ts";
 export {
   approvalId,
   idempotencyKey,
@@ -213,6 +219,7 @@ export {
   toolListId,
   toolStepId,
 } from "./events/ids.ts";
+export type { StoredSnapshot } from "./events/store.ts";
 export { type ListedTool, readToolList, TOOL_LIST_SOURCE, type ToolListChoice } from "./events/toolList.ts";
 export {
   isModelCapabilityError,
@@ -274,6 +281,12 @@ export {
   looksLikeError,
   toolNamesByIteration,
 } from "./projections/readers.ts";
+export {
+  checkRunSnapshot,
+  runSnapshotOf,
+  type SnapshotAnchor,
+  type SnapshotCheck,
+} from "./projections/runSnapshot.ts";
 export {
   type ApprovalWaitState,
   type AttemptState,
@@ -376,6 +389,13 @@ export {
   verifyTurnResults,
 } from "./runtime/readers.ts";
 export type { RunContext } from "./runtime/runContext.ts";
+export {
+  type ReadRunState,
+  readRunState,
+  type SnapshotConfig,
+  type SnapshotReadOptions,
+  writeRunSnapshot,
+} from "./runtime/snapshots.ts";
 export type { AgentStream } from "./runtime/stream.ts";
 export {
   AmbiguousApprovalError,
