@@ -9,9 +9,10 @@ import { migrateFromV1, renameV1 } from "./migrate.ts";
  * `loom_runs.watched_until`: appends announce themselves only for runs someone follows. 4 added
  * `loom_leases.woken`: a run queued by a sub-agent's approval is claimed though its journal ends
  * approval-pending (leases.ts); and `loom_runs_id_c`, the run ids in "C" order, so the runs under
- * a prefix (a run's sub-agents) are a range of an index whatever the database's collation.
+ * a prefix (a run's sub-agents) are a range of an index whatever the database's collation. 5 added
+ * `loom_snapshots`, each run's latest snapshot (a new table: nothing else changes).
  */
-export const POSTGRES_SCHEMA_VERSION = 4;
+export const POSTGRES_SCHEMA_VERSION = 5;
 
 /** Loom's table names, qualified by the schema when one is configured. */
 export interface Tables {
@@ -37,6 +38,8 @@ export interface Tables {
   readonly owners: string;
   /** Cancel requests (`requestCancel`): one row per run someone asked to cancel, with the reason. */
   readonly cancels: string;
+  /** Each run's latest snapshot of its folded state (`writeSnapshot`): run id, seq, digest, body. */
+  readonly snapshots: string;
   /** Every entry as text (`select * from loom_journal`), for reading the tables with psql. */
   readonly journal: string;
   /**
@@ -72,6 +75,7 @@ export function tablesIn(schema: string | undefined): Tables {
     leases: q("loom_leases"),
     owners: q("loom_owners"),
     cancels: q("loom_cancels"),
+    snapshots: q("loom_snapshots"),
     journal: q("loom_journal"),
     channel: `loom_due_${sha256Hex(schema ?? "").slice(0, 16)}`,
     appended: `loom_app_${sha256Hex(schema ?? "").slice(0, 16)}`,
@@ -145,6 +149,12 @@ CREATE TABLE IF NOT EXISTS ${t.cancels} (
   run_id text PRIMARY KEY,
   reason text NOT NULL,
   requested_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE IF NOT EXISTS ${t.snapshots} (
+  seq integer NOT NULL,
+  run_id text PRIMARY KEY,
+  digest text NOT NULL,
+  body text NOT NULL
 );
 CREATE OR REPLACE VIEW ${t.journal} AS
   SELECT r.run_id, e.seq, ty.type, ${sqlDataText("encode(e.digest, 'hex')")} AS data,

@@ -1,3 +1,4 @@
+import Database from "better-sqlite3";
 import { afterAll, describe, expect, it } from "vitest";
 import { LONG_LOOP, longRunEntries, longRunLoop, longRunTemplate, writeLongRun } from "../../bench/longRun.ts";
 import { canonicalJson, type SnapshotError, sha256Hex } from "../../src/core/index.ts";
@@ -6,12 +7,14 @@ import { compact } from "../../src/events/compact.ts";
 import { createJournal, type OpenJournal, openSqliteJournal, readJournal } from "../../src/events/journal.ts";
 import { memoryStore } from "../../src/events/memory.ts";
 import type { Journal } from "../../src/events/spi.ts";
+import { sqliteStore } from "../../src/events/sqlite.ts";
 import type { EventStore } from "../../src/events/store.ts";
 import type { JournalEntry, RunStartedData } from "../../src/events/types.ts";
 import { foldEntries } from "../../src/projections/runState.ts";
 import { forkRun } from "../../src/runtime/control.ts";
 import { foldRun, rebuildToolCallLog } from "../../src/runtime/readers.ts";
 import { readRunState, writeRunSnapshot } from "../../src/runtime/snapshots.ts";
+import { snapshotContract } from "../events/snapshotContract.ts";
 import { tempDir } from "../events/tmp.ts";
 
 const tmp = tempDir("loom-snapshots-");
@@ -33,6 +36,13 @@ function withoutSnapshots(store: EventStore): EventStore {
   const { writeSnapshot: _w, latestSnapshot: _l, ...rest } = store;
   return rest;
 }
+
+snapshotContract("memory", async () => ({ store: memoryStore({ json: true }) }));
+snapshotContract("memory (frozen entries)", async () => ({ store: memoryStore() }));
+snapshotContract("sqlite", async () => {
+  const dir = tempDir("loom-snapshot-contract-");
+  return { store: sqliteStore(dir.file("c.db")), cleanup: async () => dir.remove() };
+});
 
 let template: RunStartedData;
 const templateOnce = async () => (template ??= await longRunTemplate());
@@ -211,6 +221,29 @@ describe("run snapshots", () => {
     expect(read).toMatchObject({ snapshotSeq: 0, tail: 42 });
     const out = await longRunLoop(10, { snapshots: { every: 5 } }).run({ runId: "r", journal });
     expect(out.content).toBe("done");
+  });
+
+  it("a SQLite file from before snapshots is read in full, read-only too, and gets the table when opened to write", async () => {
+    const file = tmp.file("older.db");
+    const journal = openSqliteJournal(file);
+    await writeLongRun(journal.store, "r", await templateOnce(), 5, "completed");
+    await journal.close();
+    const db = new Database(file);
+    db.exec("DROP TABLE loom_snapshots");
+    db.close();
+    const reader = openSqliteJournal(file, { readonly: true });
+    try {
+      expect(await readRunState(reader, "r")).toMatchObject({ snapshotSeq: 0, tail: 24 });
+    } finally {
+      await reader.close();
+    }
+    const writer = openSqliteJournal(file);
+    try {
+      expect(await writeRunSnapshot(writer, "r")).toBe(24);
+      expect(await readRunState(writer, "r")).toMatchObject({ snapshotSeq: 24, tail: 0 });
+    } finally {
+      await writer.close();
+    }
   });
 
   it("refuses a snapshots option that is not a positive number of entries", () => {
