@@ -16,6 +16,7 @@ import { foldRun, rebuildToolCallLog } from "../../src/runtime/readers.ts";
 import { readRunState, writeRunSnapshot } from "../../src/runtime/snapshots.ts";
 import { snapshotContract } from "../events/snapshotContract.ts";
 import { tempDir } from "../events/tmp.ts";
+import { crashingStore } from "../support/loop.ts";
 
 const tmp = tempDir("loom-snapshots-");
 afterAll(() => tmp.remove());
@@ -243,6 +244,27 @@ describe("run snapshots", () => {
       expect(await readRunState(writer, "r")).toMatchObject({ snapshotSeq: 24, tail: 0 });
     } finally {
       await writer.close();
+    }
+  });
+
+  it("a run that crashes at any append, with snapshots on, resumes to the log of a clean run", async () => {
+    const clean = journalOnMemory();
+    await longRunLoop(6).run({ runId: "r", journal: clean, input: "go" });
+    const expected = JSON.stringify(await rebuildToolCallLog(clean, "r", "full"));
+    const appends = 8; // the clean run's store appends (each a crash point)
+    for (let k = 0; k <= appends; k++) {
+      const inner = memoryStore({ json: true });
+      const loop = longRunLoop(6, { snapshots: { every: 3 } });
+      await loop.run({ runId: "r", journal: createJournal({ store: crashingStore(inner, k) }), input: "go" }).then(
+        () => undefined,
+        () => undefined,
+      );
+      const journal = createJournal({ store: inner });
+      const out = await loop.run({ runId: "r", journal, input: "go" });
+      expect(out.content, `crash at append ${k}`).toBe("done");
+      expect(JSON.stringify(await rebuildToolCallLog(journal, "r", "full")), `crash at append ${k}`).toBe(expected);
+      expect(stateText(await foldRun(journal, "r"))).toBe(stateText(foldEntries(await readJournal(journal, "r"))));
+      expect((await inner.latestSnapshot?.("r"))?.seq ?? 0).toBeGreaterThan(0);
     }
   });
 
