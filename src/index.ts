@@ -203,6 +203,12 @@ export const modePinMachine: typeof modePinChart = modePinChart;
  */
 export const toolCallMachine: typeof toolCallChart = toolCallChart;
 // Schedules: a loop started at each tick of a cron pattern (issue 31).
+// Run snapshots (issue 33): a resume reads the latest snapshot and the entries after it.
+export {
+  isSnapshotError,
+  SnapshotError,
+  type SnapshotErrorCode,
+} from "./core/errors.ts";
 export {
   approvalId,
   idempotencyKey,
@@ -232,6 +238,7 @@ export {
   verifyRedacted,
   withRedaction,
 } from "./events/redact.ts";
+export type { StoredSnapshot } from "./events/store.ts";
 export { type ListedTool, readToolList, TOOL_LIST_SOURCE, type ToolListChoice } from "./events/toolList.ts";
 export {
   isModelCapabilityError,
@@ -293,6 +300,12 @@ export {
   looksLikeError,
   toolNamesByIteration,
 } from "./projections/readers.ts";
+export {
+  checkRunSnapshot,
+  runSnapshotOf,
+  type SnapshotAnchor,
+  type SnapshotCheck,
+} from "./projections/runSnapshot.ts";
 export {
   type ApprovalWaitState,
   type AttemptState,
@@ -420,6 +433,14 @@ export {
   type ScheduleConfig,
   schedule,
 } from "./runtime/schedule.ts";
+
+  type ReadRunState,
+  readRunState,
+  type SnapshotConfig,
+  type SnapshotReadOptions,
+  writeRunSnapshot,
+} from "./runtime/snapshots.ts";
+
 export type { AgentStream } from "./runtime/stream.ts";
 export {
   AmbiguousApprovalError,

@@ -418,3 +418,44 @@ export class ToolSourceError extends LoomError {
  * ```
  */
 export const isToolSourceError = guard(ToolSourceError);
+
+/** Why a run snapshot was not used (`SnapshotError.code`). */
+export type SnapshotErrorCode =
+  | "snapshotDigestMismatch"
+  | "snapshotUnreadable"
+  | "snapshotStale"
+  | "snapshotWriteFailed";
+
+/**
+ * A run snapshot (the folded state a resume starts from) that was not trusted, or could not be
+ * written. Never thrown at a run: the reader folds the whole journal instead and hands this to
+ * its warning hook (`snapshots.onWarning`, `foldRun(..., { onSnapshotWarning })`), so the run's
+ * outcome never depends on a snapshot.
+ *
+ * @example
+ * agentLoop$({ id: "support", model, snapshots: { every: 500, onWarning: (e) => log.warn(e.code, e.message) } });
+ */
+export class SnapshotError extends LoomError {
+  declare readonly code: SnapshotErrorCode;
+  readonly runId: string;
+  /** The seq the snapshot was taken at. */
+  readonly seq: number;
+  constructor(code: SnapshotErrorCode, runId: string, seq: number, message: string, options?: { cause?: unknown }) {
+    super(code, `run ${runId} snapshot at seq ${seq}: ${message}`, options);
+    this.runId = runId;
+    this.seq = seq;
+  }
+}
+
+/**
+ * True when `e` is a {@link SnapshotError}: a snapshot ignored (the whole journal was folded
+ * instead) or one that could not be written.
+ *
+ * @example
+ * ```ts
+ * const state = await foldRun(journal, "run-1", {
+ *   onSnapshotWarning: (e) => isSnapshotError(e) && console.warn(e.code, e.message),
+ * });
+ * ```
+ */
+export const isSnapshotError = guard(SnapshotError);

@@ -122,6 +122,13 @@ export function pickedUpJournal(
         return store.read(id, options);
       },
     },
+    // The claim read every entry already: the resume folds those rather than read a snapshot too.
+    latestSnapshot: {
+      value: (id: string) =>
+        id === runId && primed !== undefined
+          ? Promise.resolve(undefined)
+          : (store.latestSnapshot?.(id) ?? Promise.resolve(undefined)),
+    },
     append: {
       value: async (id: string, added: readonly NewEntry[], options: AppendOptions) => {
         primed = undefined; // a later read must see what was written

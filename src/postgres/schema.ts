@@ -10,7 +10,8 @@ import { migrateFromV1, renameV1 } from "./migrate.ts";
  * `loom_leases.woken`: a run queued by a sub-agent's approval is claimed though its journal ends
  * approval-pending (leases.ts); and `loom_runs_id_c`, the run ids in "C" order, so the runs under
  * a prefix (a run's sub-agents) are a range of an index whatever the database's collation. 5 added
- * `loom_schedules`: each schedule's last handled tick (scheduler.ts), a new table only.
+ * `loom_schedules`, each schedule's last handled tick (scheduler.ts), and `loom_snapshots`, each
+ * run's latest snapshot: new tables only.
  */
 export const POSTGRES_SCHEMA_VERSION = 5;
 
@@ -38,6 +39,8 @@ export interface Tables {
   readonly owners: string;
   /** Cancel requests (`requestCancel`): one row per run someone asked to cancel, with the reason. */
   readonly cancels: string;
+  /** Each run's latest snapshot of its folded state (`writeSnapshot`): run id, seq, digest, body. */
+  readonly snapshots: string;
   /** Every entry as text (`select * from loom_journal`), for reading the tables with psql. */
   readonly journal: string;
   /** One row per schedule: the last tick it handled (fired or skipped), moved under a row lock (scheduler.ts). */
@@ -75,6 +78,7 @@ export function tablesIn(schema: string | undefined): Tables {
     leases: q("loom_leases"),
     owners: q("loom_owners"),
     cancels: q("loom_cancels"),
+    snapshots: q("loom_snapshots"),
     journal: q("loom_journal"),
     schedules: q("loom_schedules"),
     channel: `loom_due_${sha256Hex(schema ?? "").slice(0, 16)}`,
@@ -154,6 +158,12 @@ CREATE TABLE IF NOT EXISTS ${t.schedules} (
   schedule_id text PRIMARY KEY,
   cursor_ms bigint NOT NULL,
   updated_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE IF NOT EXISTS ${t.snapshots} (
+  seq integer NOT NULL,
+  run_id text PRIMARY KEY,
+  digest text NOT NULL,
+  body text NOT NULL
 );
 CREATE OR REPLACE VIEW ${t.journal} AS
   SELECT r.run_id, e.seq, ty.type, ${sqlDataText("encode(e.digest, 'hex')")} AS data,

@@ -8,7 +8,6 @@ import {
 } from "../core/errors.ts";
 import { jsonRoundTrip } from "../core/jsonForm.ts";
 import { modelFrameId, modePinId, toolStepId } from "../events/ids.ts";
-import { readJournal } from "../events/journal.ts";
 import { readModePin } from "../events/modePin.ts";
 import type { Message, ModelResponse, NewEntry, RunStartedData, ToolCall } from "../events/types.ts";
 import type {
@@ -21,7 +20,7 @@ import type {
 import { resolveModePin } from "../machines/modePin.machine.ts";
 import { type DefinitionPin, definitionPin, describeChange, unacceptedChanges } from "../policies/definition.ts";
 import { attemptError } from "../policies/retry.ts";
-import { foldEntries, type RunState, responseAt } from "../projections/runState.ts";
+import { type RunState, responseAt } from "../projections/runState.ts";
 import { Appender, type Fence } from "./appender.ts";
 import { askModel } from "./askModel.ts";
 import type { AgentLoopConfig } from "./config.ts";
@@ -31,6 +30,7 @@ import { RedactedHistoryError } from "./errors.ts";
 import { causeOf, modelPolicy, runDeadline } from "./failurePolicy.ts";
 import { hydrateArchived } from "./readers.ts";
 import type { RunSession } from "./session.ts";
+import { readRunState, SnapshotSchedule } from "./snapshots.ts";
 import { CallStop } from "./stepSignals.ts";
 import { recordedToolCallIds, recordedTraceContext, traceContextDecision } from "./telemetry.ts";
 import { prepareToolSources } from "./toolSources.ts";
@@ -48,9 +48,16 @@ export function loopActors(
   const runId = options.runId;
 
   const prepare = fromPromise<PrepareOutput, { runId: string }>(async () => {
-    const entries = await readJournal(options.journal, runId);
-    const state = foldEntries(entries);
+    // The latest snapshot and the entries after it, when the store keeps snapshots; else every entry.
+    const onSnapshotWarning = config.snapshots?.onWarning;
+    const read = await readRunState(options.journal, runId, onSnapshotWarning ? { onSnapshotWarning } : undefined);
+    const state = read.state;
     session.appender = new Appender(options.journal.store, runId, state, fence);
+    if (config.snapshots !== undefined && !session.replaying) {
+      const schedule = new SnapshotSchedule(options.journal, runId, config.snapshots, read.snapshotSeq);
+      session.snapshots = schedule;
+      session.appender.onDurable = (version) => schedule.durable(version);
+    }
     // The journal's one pin reader (readJournal has refused a damaged pin already, naming its seq).
     const pinDecision = state.decisions[modePinId(config.id)];
     const recorded = pinDecision ? readModePin(runId, pinDecision) : undefined;

@@ -182,6 +182,7 @@ async function runHeld(
     // Results deferred to a next append that never came (the run threw): journaled, or a resume would
     // see their effects' outcome as unknown. A failure here leaves the run's own outcome as it is.
     await session.appender?.flush().catch(() => {});
+    await session.snapshots?.settled(); // written beside the run: done before the journal may be closed
     const end = actor.getSnapshot();
     session.telemetry?.end(
       end.value === "completed" || end.value === "interrupted"

@@ -58,6 +58,8 @@ export class Appender {
    * A listener that throws is ignored: watching a run never changes it.
    */
   onAppended: ((entries: AppendedEntries) => void) | undefined;
+  /** Told the durable version after each store append (the run's snapshot schedule). Must not throw. */
+  onDurable: ((version: number) => void) | undefined;
 
   constructor(
     private readonly store: EventStore,
@@ -236,6 +238,7 @@ export class Appender {
         await this.store.append(this.runId, entries, options);
         this.durable = expectedVersion + entries.length;
         this.state.version = this.durable;
+        this.onDurable?.(this.durable);
         return;
       } catch (e) {
         if (isOwnershipLostError(e)) this.lost(e);

@@ -18,6 +18,7 @@ import {
   resolveClaimCheck,
   toolResultMessage,
 } from "./conversation.ts";
+import { readRunState, type SnapshotReadOptions } from "./snapshots.ts";
 
 /**
  * Readers that await the journal: fold a run, read archived outputs back, rebuild the log,
@@ -38,15 +39,18 @@ export class StepResolutionError extends LoomError {
 export const isStepResolutionError = (e: unknown): e is StepResolutionError => e instanceof StepResolutionError;
 
 /**
- * Reads a run's journal (validated) and folds it: what a resume reads. Archived frames keep only
- * their digests; {@link hydrateArchived} reads their outputs back.
+ * Reads a run's journal (validated) and folds it: what a resume reads. Where the store keeps
+ * snapshots (`AgentLoopConfig.snapshots`, `writeRunSnapshot`), only the entries after the latest
+ * one are read; a snapshot that does not check out is told to `options.onSnapshotWarning` and the
+ * whole journal is folded. Archived frames keep only their digests; {@link hydrateArchived} reads
+ * their outputs back.
  *
  * @example
  * const state = await foldRun(journal, "run-1");
  * state.status; // "completed"; state._output is the loop's value
  */
-export async function foldRun(journal: Journal, runId: string): Promise<RunState> {
-  return foldEntries(await readJournal(journal, runId));
+export async function foldRun(journal: Journal, runId: string, options?: SnapshotReadOptions): Promise<RunState> {
+  return (await readRunState(journal, runId, options)).state;
 }
 
 /** Which archived frames to read back. */
