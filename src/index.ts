@@ -433,7 +433,7 @@ export {
   type ScheduleConfig,
   schedule,
 } from "./runtime/schedule.ts";
-
+export {
   type ReadRunState,
   readRunState,
   type SnapshotConfig,
