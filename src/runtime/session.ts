@@ -110,6 +110,8 @@ export class RunSession {
    * comparing prompt digests or the loop's definition, which the stand-in loop cannot reproduce.
    */
   replaying = false;
+  /** `prepare` got the run ready: the chart walks it (a failure from here on may be journaled: `failedEntry`). */
+  prepared = false;
   /** The run's lease, checked by the local clock before each effect starts (set once the run is held). */
   lease: HeldLease | undefined;
   /** The run's telemetry in this process (`config.telemetry`), once prepare started it. */
