@@ -167,6 +167,12 @@ const nextBatchOf = (context: AgentLoopContext, count: number) => {
 };
 
 /**
+ * The fence refused an append or a renewal found the run taken over: whatever the run was doing
+ * stops (with the state it runs in, its actors), and nothing more is journaled.
+ */
+const LOST_ENDS = { target: "#agentLoop.lost", actions: "noteLost" } as const;
+
+/**
  * The agent loop: model → tool calls (one child actor each, run concurrently) → results back →
  * repeat. It decides; the runtime's actors (`prepare`, `modelCalls`, `toolCall`'s actors,
  * `plainCalls`, `complete`, `interrupt`) do the journaled work. Resuming a run is running this chart again from
@@ -257,6 +263,7 @@ export const agentLoopMachine = setup({
     }),
     // The calls after those dispatched so far, up to a batch (the first batch comes with the response).
     nextBatch: assign(({ context }) => nextBatchOf(context, callCount(context))),
+    noteLost: assign({ lost: ({ event }) => (event.type === "LOST" ? event.error : undefined) }),
     // The first cancel wins (its reason is the one journaled).
     noteCancel: assign({
       cancel: ({ context, event }) =>
@@ -294,15 +301,10 @@ export const agentLoopMachine = setup({
     lost: undefined,
   }),
   initial: "starting",
-  on: {
-    // The fence refused an append or a renewal found the run taken over: whatever the run was
-    // doing stops (its actors with the states they run in), and nothing more is journaled.
-    LOST: { target: ".lost", actions: assign({ lost: ({ event }) => event.error }) },
-    // Noted wherever the run cannot stop at once; `running` stops for it (see there).
-    CANCEL: { actions: "noteCancel" },
-  },
   states: {
     starting: {
+      // Noted: prepare decides whether there is a run to cancel (a completed one stays completed).
+      on: { CANCEL: { actions: "noteCancel" }, LOST: LOST_ENDS },
       invoke: {
         id: "prepare",
         src: "prepare",
@@ -356,6 +358,7 @@ export const agentLoopMachine = setup({
         },
         // Leaving running stops the model call and the tool calls in flight; the run ends cancelled.
         CANCEL: { target: "cancelling", actions: "noteCancel" },
+        LOST: LOST_ENDS,
       },
       states: {
         deciding: {
@@ -470,6 +473,7 @@ export const agentLoopMachine = setup({
     // The run's ending is journaled by the one `end` actor, in the state named for it. A cancel that
     // comes meanwhile is noted: it wins over an interruption, not over an answer already journaled.
     finishing: {
+      on: { CANCEL: { actions: "noteCancel" }, LOST: LOST_ENDS },
       invoke: {
         id: "end",
         src: "end",
@@ -486,6 +490,7 @@ export const agentLoopMachine = setup({
       },
     },
     interrupting: {
+      on: { CANCEL: { actions: "noteCancel" }, LOST: LOST_ENDS },
       invoke: {
         id: "end",
         src: "end",
@@ -505,6 +510,7 @@ export const agentLoopMachine = setup({
       },
     },
     cancelling: {
+      on: { LOST: LOST_ENDS },
       invoke: {
         id: "end",
         src: "end",
@@ -515,6 +521,7 @@ export const agentLoopMachine = setup({
     },
     // The first error is the run's: one from journaling the failure itself does not replace it.
     failing: {
+      on: { LOST: LOST_ENDS },
       invoke: {
         id: "end",
         src: "end",
