@@ -74,6 +74,9 @@ export interface Interruption {
  * (with its reason, whatever the reason is), `run.cancelled` or `run.failed` (the actor decides
  * whether a failure is the run's for good: see the runtime's `failedEntry`). A run whose ownership
  * was lost has no ending entry: it no longer owns the run.
+ *
+ * @example
+ * const ending: Ending = { kind: "interrupted", turn: 3, reason: "approval-pending", detail: { stepIds }, pending: stepIds };
  */
 export type Ending =
   | { readonly kind: "completed"; readonly turn: number; readonly content: string }
@@ -120,6 +123,9 @@ export type ModelCallEvent =
  * interrupts, `aborted`), `CANCEL` (control: a cancel request, read at hold time, by a renewal, or
  * refused by the fence; the run ends `cancelled`), `LOST` (the fence: another owner has the run;
  * it ends `lost` at once, appending nothing).
+ *
+ * @example
+ * actor.send({ type: "CANCEL", reason: "operator stop" } satisfies StopEvent); // the run ends cancelled
  */
 export type StopEvent =
   | { readonly type: "ABORT"; readonly reason?: unknown }
@@ -175,9 +181,14 @@ const LOST_ENDS = { target: "#agentLoop.lost", actions: "noteLost" } as const;
 /**
  * The agent loop: model → tool calls (one child actor each, run concurrently) → results back →
  * repeat. It decides; the runtime's actors (`prepare`, `modelCalls`, `toolCall`'s actors,
- * `plainCalls`, `complete`, `interrupt`) do the journaled work. Resuming a run is running this chart again from
+ * `plainCalls`, `end`) do the journaled work. Resuming a run is running this chart again from
  * the start: every step the journal recorded is served by the durable step instead of run, so live
  * and resumed runs take the same path. xstate's persisted snapshots are never used.
+ *
+ * It owns every ending: the final states `completed`, `interrupted`, `cancelled`, `failed` and
+ * `lost`, each but `lost` journaled by the one `end` actor (see {@link Ending}), reached by the
+ * chart's own decisions or by a {@link StopEvent} from outside; the runtime maps the final state to
+ * what `loop.run` returns or throws.
  */
 export const agentLoopMachine = setup({
   types: {
