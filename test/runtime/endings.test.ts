@@ -3,6 +3,9 @@ import { AgentLoopConfigError, isRunFailedError } from "../../src/core/errors.ts
 import { readJournal } from "../../src/events/journal.ts";
 import type { Journal } from "../../src/events/spi.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
+import { foldView } from "../../src/read/evolveView.ts";
+import { chartStateOf } from "../../src/read/runView.ts";
+import { runStory } from "../../src/read/story.ts";
 import { agentLoop$ } from "../../src/runtime/agentLoop.ts";
 import type { AgentLoopConfig, Tool } from "../../src/runtime/config.ts";
 import { runActivity } from "../../src/runtime/control/activity.ts";
@@ -60,6 +63,15 @@ describe("a run that fails for good", () => {
     expect(state.status).toBe("failed");
     expect(state.error).toEqual({ name: "Error", message: "boom" });
     expect((await runActivity(journal, "f2")).activity).toBe("failed");
+    // What `loom show` tells and the viewer's view of the run.
+    const entries = await readJournal(journal, "f2");
+    expect((await runStory(journal, "f2", entries)).ended).toEqual({
+      type: "failed",
+      error: { name: "Error", message: "boom" },
+    });
+    const view = foldView(entries);
+    expect(view.status).toBe("failed");
+    expect(chartStateOf(view)).toBe("failed");
     const events = [];
     for await (const event of followRun(journal, "f2")) events.push(event);
     expect(events.at(-1)).toMatchObject({ type: "run-failed", runId: "f2", error: { name: "Error", message: "boom" } });
