@@ -23,6 +23,7 @@ export {
   isReplayDivergenceError,
   isRunBusyError,
   isRunCancelledError,
+  isRunFailedError,
   isToolSourceError,
   JournalFormatError,
   LoomError,
@@ -31,6 +32,7 @@ export {
   ReplayDivergenceError,
   RunBusyError,
   RunCancelledError,
+  RunFailedError,
   type RunHolderInfo,
   sha256Hex,
   ToolSourceError,
@@ -136,7 +138,15 @@ export {
   validateEntries,
   withCodec,
 } from "./events/index.ts";
-export type { AgentLoopContext, AgentLoopInput, Backoff, Interruption } from "./machines/agentLoop.machine.ts";
+// How a run ends, and the events that end it from outside (issue 35: the chart owns every ending).
+export type {
+  AgentLoopContext,
+  AgentLoopInput,
+  Backoff,
+  Ending,
+  Interruption,
+  StopEvent,
+} from "./machines/agentLoop.machine.ts";
 export {
   type ByCompletion,
   MODE_PIN_DECISIONS,

@@ -48,6 +48,7 @@ export class Appender {
   private durable: number;
   private closedBecause: string | undefined;
   private lostTo: OwnershipLostError | undefined;
+  private refusedWith: unknown;
   /** Store appends made (each one transaction): what a turn costs in commits. */
   appends = 0;
   /**
@@ -243,7 +244,10 @@ export class Appender {
       } catch (e) {
         if (isOwnershipLostError(e)) this.lost(e);
         if (isRunCancelledError(e)) this.fence?.onCancelled?.(e); // the run stops and ends with run.cancelled
-        if (!isConcurrencyError(e) || !(await this.foldCompaction(expectedVersion))) throw e;
+        if (!isConcurrencyError(e) || !(await this.foldCompaction(expectedVersion))) {
+          this.refusedWith ??= e;
+          throw e;
+        }
       }
     }
   }
@@ -275,6 +279,14 @@ export class Appender {
     this.lostTo = error;
     this.closedBecause ??= "ownership lost";
     this.fence?.onLost(error);
+  }
+
+  /**
+   * The first error the store failed an append with (refused, unreachable, a crash), if any: a run
+   * that fails then cannot journal its failure either (the journal is what failed).
+   */
+  get storeFailure(): unknown {
+    return this.refusedWith;
   }
 
   /** Why appends are refused for good, if the lease was lost. */

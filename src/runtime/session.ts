@@ -111,6 +111,8 @@ export class RunSession {
    * comparing prompt digests or the loop's definition, which the stand-in loop cannot reproduce.
    */
   replaying = false;
+  /** `prepare` got the run ready: the chart walks it (a failure from here on may be journaled: `failedEntry`). */
+  prepared = false;
   /** The run's lease, checked by the local clock before each effect starts (set once the run is held). */
   lease: HeldLease | undefined;
   /** Writes the run's snapshots as it goes (`config.snapshots`), once prepare read the journal. */
