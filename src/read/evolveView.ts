@@ -123,14 +123,7 @@ export function evolveArchived(view: RunView, frame: ArchivedFrame): RunView {
     turn.model.startedAt = startedAt;
     turn.model.endedAt = completed.meta.at;
     const response = (completed.data.failed ? {} : (completed.data.output ?? {})) as Partial<ModelResponse>;
-    if (typeof response.content === "string") turn.model.content = response.content;
-    if (response.finishReason !== undefined) turn.model.finishReason = response.finishReason;
-    if (response.usage) {
-      turn.model.usage = response.usage;
-      view.tokens.input += response.usage.inputTokens ?? 0;
-      view.tokens.output += response.usage.outputTokens ?? 0;
-      view.tokens.reported = true;
-    }
+    takeResponse(view, turn, response);
     const calls = Array.isArray(response.toolCalls) ? response.toolCalls : [];
     calls.forEach((c, j) => {
       const was = turn.calls[j];
@@ -216,14 +209,7 @@ function onCompleted(
     const response = (data.output ?? {}) as Partial<ModelResponse>;
     turn.model.status = "completed";
     turn.model.endedAt = at;
-    if (typeof response.content === "string") turn.model.content = response.content;
-    if (response.finishReason !== undefined) turn.model.finishReason = response.finishReason;
-    if (response.usage) {
-      turn.model.usage = response.usage;
-      view.tokens.input += response.usage.inputTokens ?? 0;
-      view.tokens.output += response.usage.outputTokens ?? 0;
-      view.tokens.reported = true;
-    }
+    takeResponse(view, turn, response);
     const calls = Array.isArray(response.toolCalls) ? response.toolCalls : [];
     turn.calls = calls.map((c, j) => ({
       stepId: toolStepId(id.loopId, id.turn, j),
@@ -334,5 +320,17 @@ function onArchived(view: RunView, frameId: string, failed: boolean, digest: str
       call.digest = digest;
       call.bytes = bytes;
     }
+  }
+}
+
+/** A model response's text, finish reason and usage, into its turn and the run's token count (live and archived alike). */
+function takeResponse(view: RunView, turn: ReturnType<typeof ensureTurn>, response: Partial<ModelResponse>): void {
+  if (typeof response.content === "string") turn.model.content = response.content;
+  if (response.finishReason !== undefined) turn.model.finishReason = response.finishReason;
+  if (response.usage) {
+    turn.model.usage = response.usage;
+    view.tokens.input += response.usage.inputTokens ?? 0;
+    view.tokens.output += response.usage.outputTokens ?? 0;
+    view.tokens.reported = true;
   }
 }
