@@ -36,7 +36,8 @@ export interface CallView {
   /** Failed attempts (`attempt.failed`), the last one's error. */
   failures: number;
   lastError?: AttemptError;
-  approval?: { readonly approved: boolean };
+  /** The answer to its approval: approved or declined, by whom, why (as recorded). */
+  approval?: { readonly approved: boolean; readonly by?: string; readonly reason?: string };
   /** Moved to the archive by compaction. */
   archived?: boolean;
 }

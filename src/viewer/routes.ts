@@ -18,7 +18,7 @@ import type { LivePart } from "./live.ts";
 import { isLive, type RunPageInput, runPage, runPart } from "./runPage.ts";
 import { runRows, runsPage } from "./runsPage.ts";
 import { confirmPage, problemPage, stepPage } from "./stepPage.ts";
-import { buildTravel, extendTravel, logsAt, type Travel } from "./travel.ts";
+import { buildTravel, buildTravelLog, extendTravel, logsFrom, type Travel, type TravelLog } from "./travel.ts";
 import { atPart, travelPage } from "./travelPage.ts";
 
 /** Time-travel states kept for this many runs (the most recently viewed). */
@@ -33,6 +33,8 @@ export class Pages {
   private readonly machine: AnyStateMachine;
   private readonly source: string;
   private readonly travels = new Map<string, Travel>();
+  /** Each kept travel's logs, read once (a travel extended is a new one: its logs are read again). */
+  private readonly travelLogs = new WeakMap<Travel, Promise<TravelLog>>();
   private readonly resumeCommand: ResumeCommand | undefined;
 
   constructor(options: {
@@ -100,7 +102,13 @@ export class Pages {
     if (travel === undefined) return undefined;
     const last = travel.entries.length;
     const index = Number.isInteger(at) ? Math.min(Math.max(at, 0), last) : last;
-    const logs = await logsAt(this.journal, travel, index);
+    let log = this.travelLogs.get(travel);
+    if (log === undefined) {
+      log = buildTravelLog(this.journal, travel);
+      this.travelLogs.set(travel, log);
+      log.catch(() => this.travelLogs.delete(travel)); // a failed read is tried again next time
+    }
+    const logs = logsFrom(await log, index);
     if (partOnly) return atPart(travel, index, logs).text;
     return travelPage(travel, index, logs, chartSvg(this.machine, travel.states[index]?.chart));
   }

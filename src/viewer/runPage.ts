@@ -1,9 +1,8 @@
-import type { BudgetBreach } from "../policies/budget.ts";
 import { activityLabel, type ResumeCommand, stoppedOrNext } from "../read/activity.ts";
 import { clip, int, kB } from "../read/format.ts";
 import type { RunInfo } from "../read/runInfo.ts";
-import { budgetText } from "../read/runInfo.ts";
 import { type CallView, type RunView, type TurnView, turnsOf } from "../read/runView.ts";
+import { callStatus, endText, modelStatus, runEnd, stepLabel } from "../read/timeline.ts";
 import { FORM_TOKEN_FIELD, type PendingApproval } from "./actions.ts";
 import { duration, type Html, href, html, jsonText, page, when } from "./html.ts";
 
@@ -135,24 +134,19 @@ export const timelineTable = (rows: Html | Html[] | string): Html =>
 function timeline(view: RunView, runId: string, subRuns?: ReadonlyMap<string, string>): Html {
   const rows: Html[] = [];
   for (const turn of turnsOf(view)) {
-    rows.push(modelRow(turn, runId));
-    for (const call of turn.calls) rows.push(callRow(call, runId, subRuns?.get(call.stepId)));
+    rows.push(modelRow(turn, view, runId));
+    for (const call of turn.calls) rows.push(callRow(call, view, runId, subRuns?.get(call.stepId)));
   }
-  const end = view.interruption
-    ? html`<tr class="end interrupted"><td colspan="7">interrupted: <strong>${view.interruption.reason}</strong>${view.interruption.cause ? ` — ${view.interruption.cause.name}: ${view.interruption.cause.message}` : ""}${view.interruption.reason === "budget" ? ` — ${budgetText(view.interruption.detail as BudgetBreach)}` : ""}</td></tr>`
-    : view.status === "completed"
-      ? html`<tr class="end completed"><td colspan="7">completed after ${int(view.turnCount)} model calls</td></tr>`
-      : view.status === "failed"
-        ? html`<tr class="end failed"><td colspan="7">failed: ${view.error?.name}: ${view.error?.message}</td></tr>`
-        : view.status === "cancelled"
-          ? html`<tr class="end cancelled"><td colspan="7">cancelled: ${view.cancelled?.reason ?? ""}</td></tr>`
-          : "";
+  // The timeline's last word, as `loom show` ends a run's story.
+  const ended = runEnd(view);
+  const end = ended ? html`<tr class="end ${ended.type}"><td colspan="7">${endText(ended)}</td></tr>` : "";
   return timelineTable([...rows, html`${end}`]);
 }
 
 /** A model call's row of the timeline. */
-export function modelRow(turn: TurnView, runId: string): Html {
+export function modelRow(turn: TurnView, view: RunView, runId: string): Html {
   const m = turn.model;
+  const status = modelStatus(turn, view);
   const detail = [
     m.usage ? `${int(m.usage.inputTokens ?? 0)} in · ${int(m.usage.outputTokens ?? 0)} out tokens` : "",
     m.finishReason ? `finish: ${m.finishReason}` : "",
@@ -162,7 +156,7 @@ export function modelRow(turn: TurnView, runId: string): Html {
   return html`<tr class="model" data-turn="${turn.turn}">
 <td>${turn.turn}</td>
 <td>${m.status === "completed" ? html`<a href="${href("runs", runId, "steps", turn.stepId)}">model call</a>` : "model call"}</td>
-<td><span class="status ${m.status}">${m.status === "started" ? (m.retryAt ? "backing off" : "calling") : m.status}</span></td>
+<td><span class="status ${status}">${stepLabel(status)}</span></td>
 <td class="num">${duration(m.startedAt, m.endedAt)}</td>
 <td class="num"></td>
 <td>${retries(m.failures, m.lastError)}</td>
@@ -171,7 +165,8 @@ export function modelRow(turn: TurnView, runId: string): Html {
 }
 
 /** A tool call's row of the timeline; `subRun`: the sub-agent run the call runs, linked. */
-export function callRow(call: CallView, runId: string, subRun?: string): Html {
+export function callRow(call: CallView, view: RunView, runId: string, subRun?: string): Html {
+  const status = callStatus(call, view);
   const ended = call.status === "ok" || call.status === "error";
   const detail = [
     call.approval ? (call.approval.approved ? "approved" : "declined") : "",
@@ -182,7 +177,7 @@ export function callRow(call: CallView, runId: string, subRun?: string): Html {
   return html`<tr class="call" data-step="${call.stepId}">
 <td></td>
 <td class="tool">↳ ${ended ? html`<a href="${href("runs", runId, "steps", call.stepId)}">${call.toolName}</a>` : call.toolName}</td>
-<td><span class="status ${call.status}">${call.status}</span></td>
+<td><span class="status ${status}">${stepLabel(status)}</span></td>
 <td class="num">${duration(call.startedAt, call.endedAt)}</td>
 <td class="num">${call.bytes === undefined ? "" : int(call.bytes)}</td>
 <td>${retries(call.failures, call.lastError)}</td>
