@@ -27,7 +27,9 @@ describe("a budget stop, as the CLI and the viewer show it", () => {
     await budgetStopped(db);
     const figures = "inputTokens 200 of 200 reached; used 2 model calls, 200 in / 14 out tokens, cost 0";
     const show = await loom(dir, ["show", "b-1", "--db", db]);
-    expect(show.stdout).toContain(`stopped budget: ${figures}`);
+    // The ending in the words of the one read layer (src/read/timeline.ts), as the viewer says it.
+    const ending = `interrupted: budget: ${figures}. Raise the budget and resume the run`;
+    expect(show.stdout).toContain(`stopped ${ending}`);
     const runs = await loom(dir, ["runs", "--db", db]);
     expect(runs.stdout).toContain("budget: inputTokens 200 of 200 reached");
     const [run] = JSON.parse((await loom(dir, ["runs", "--db", db, "--json"])).stdout);
@@ -39,7 +41,7 @@ describe("a budget stop, as the CLI and the viewer show it", () => {
     const viewer = await startViewer({ journal });
     try {
       const page = await (await fetch(`${viewer.url}/runs/b-1`)).text();
-      expect(page).toContain(`interrupted: <strong>budget</strong> — ${figures}`);
+      expect(page).toContain(`<tr class="end interrupted"><td colspan="7">${ending}</td></tr>`);
     } finally {
       await viewer.stop();
       await journal.close();
