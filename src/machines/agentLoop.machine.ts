@@ -81,6 +81,8 @@ export interface AgentLoopContext {
   dispatched: number;
   /** Step ids of calls waiting for an approval. */
   pending: string[];
+  /** Step ids of calls waiting for a time or an event (docs/waits.md). */
+  waiting: string[];
   interrupt: Interruption | undefined;
   /** The wait before the model is called again, while `running.backingOff`. */
   backoff: Backoff | undefined;
@@ -167,7 +169,7 @@ export const agentLoopMachine = setup({
       });
     }),
     complete: fromPromise<void, { turn: number; content: string }>(async () => {}),
-    interrupt: fromPromise<void, Interruption & { turn: number; pending: string[] }>(async () => {}),
+    interrupt: fromPromise<void, Interruption & { turn: number; pending: string[]; waiting: string[] }>(async () => {}),
   },
   delays: {
     // Computed by the runtime from the journaled retryAt and its clock: the chart only waits it.
@@ -185,13 +187,17 @@ export const agentLoopMachine = setup({
       return output?.ok === true && output.settled === true && hasCalls(output.response);
     },
     withinLimit: ({ context }) => context.turn < context.maxIterations,
-    // The call that settles is the response's last one open, and none waits for an approval: the turn ended.
+    // The call that settles is the response's last one open, and none waits (an approval, a time, an event): the turn ended.
     lastSettled: ({ context }) =>
-      context.open === 1 && context.pending.length === 0 && context.dispatched >= callCount(context),
+      context.open === 1 &&
+      context.pending.length === 0 &&
+      context.waiting.length === 0 &&
+      context.dispatched >= callCount(context),
     // As lastSettled, and the next turn is within maxIterations (withinLimit once nextTurn has counted it).
     lastSettledNextWithinLimit: ({ context }) =>
       context.open === 1 &&
       context.pending.length === 0 &&
+      context.waiting.length === 0 &&
       context.dispatched >= callCount(context) &&
       context.turn + 1 < context.maxIterations,
     // The current batch ended and the response has calls not dispatched yet.
@@ -234,6 +240,7 @@ export const agentLoopMachine = setup({
       batchStart: 0,
       dispatched: 0,
       pending: context.pending.length === 0 ? context.pending : [],
+      waiting: context.waiting.length === 0 ? context.waiting : [],
     })),
   },
 }).createMachine({
@@ -250,6 +257,7 @@ export const agentLoopMachine = setup({
     batchStart: 0,
     dispatched: 0,
     pending: [],
+    waiting: [],
     interrupt: undefined,
     backoff: undefined,
     error: undefined,
@@ -378,6 +386,13 @@ export const agentLoopMachine = setup({
                 pending: ({ context, event }) => [...context.pending, event.stepId],
               }),
             },
+            // A call waits for a time or an event: the run interrupts once no call is open (after approvals).
+            "CALL.WAITING": {
+              actions: assign({
+                open: ({ context }) => context.open - 1,
+                waiting: ({ context, event }) => [...context.waiting, event.stepId],
+              }),
+            },
             "CALL.FAILED": { target: "#agentLoop.failed", actions: assign({ error: ({ event }) => event.error }) },
           },
           always: [
@@ -395,6 +410,14 @@ export const agentLoopMachine = setup({
                   reason: "approval-pending" as const,
                   detail: { stepIds: context.pending },
                 }),
+              }),
+            },
+            {
+              // No approval pending: the calls that wait for a time or an event stop the run (it holds nothing while they wait).
+              guard: ({ context }) => context.open === 0 && context.waiting.length > 0,
+              target: "#agentLoop.interrupting",
+              actions: assign({
+                interrupt: ({ context }) => ({ reason: "waiting" as const, detail: { stepIds: context.waiting } }),
               }),
             },
           ],
@@ -420,6 +443,7 @@ export const agentLoopMachine = setup({
           detail: context.interrupt?.detail ?? null,
           ...(context.interrupt?.cause === undefined ? {} : { cause: context.interrupt.cause }),
           pending: context.pending,
+          waiting: context.waiting,
         }),
         onDone: { target: "interrupted" },
         onError: { target: "failed", actions: assign({ error: ({ event }) => event.error }) },

@@ -5,6 +5,7 @@ import type { Interruption } from "../../machines/agentLoop.machine.ts";
 import { approvalExpiry } from "../../policies/approval.ts";
 import { responseAt } from "../../projections/runState.ts";
 import type { RunSession } from "../session.ts";
+import { waitingDetail } from "../waits.ts";
 
 /**
  * The few places the loop's runtime consults run control (cancel, approval expiry): small
@@ -21,13 +22,19 @@ function cancellationOf(session: RunSession, detail: unknown): RunCancelledError
 /**
  * The entry that ends a stopping run (the `interrupt` actor appends it): `run.cancelled` when the
  * stop is a cancellation (`cancelRun`), else `run.interrupted`, which for `approval-pending` also
- * journals when each waiting call's approval expires (its tool's `approvalTimeoutMs`).
+ * journals when each waiting call's approval expires (its tool's `approvalTimeoutMs`), and for
+ * `waiting` when each wait is next due (`waitingDetail`).
  */
 export function interruptionEntry(session: RunSession, input: Interruption & { readonly turn: number }): NewEntry {
   const cancelled = cancellationOf(session, input.detail);
   if (cancelled) return { type: "run.cancelled", data: { reason: cancelled.reason } };
   const { reason, cause } = input;
-  const detail = reason === "approval-pending" ? withExpiries(session, input.detail, Date.now()) : input.detail;
+  const detail =
+    reason === "approval-pending"
+      ? withExpiries(session, input.detail, Date.now())
+      : reason === "waiting"
+        ? waitingDetail(session.state, (input.detail as { stepIds: string[] }).stepIds)
+        : input.detail;
   return { type: "run.interrupted", data: cause === undefined ? { reason, detail } : { reason, detail, cause } };
 }
 
