@@ -403,21 +403,15 @@ export const agentLoopMachine = setup({
               actions: "nextBatch", // after its exit stopped the batch, before its entry dispatches the next
             },
             {
-              guard: ({ context }) => context.open === 0 && context.pending.length > 0,
+              // No call open and some wait: the run stops (it holds nothing while they wait). Approvals
+              // first: a person must answer before the turn can go on; the run's waits come back on resume.
+              guard: ({ context }) => context.open === 0 && (context.pending.length > 0 || context.waiting.length > 0),
               target: "#agentLoop.interrupting",
               actions: assign({
-                interrupt: ({ context }) => ({
-                  reason: "approval-pending" as const,
-                  detail: { stepIds: context.pending },
-                }),
-              }),
-            },
-            {
-              // No approval pending: the calls that wait for a time or an event stop the run (it holds nothing while they wait).
-              guard: ({ context }) => context.open === 0 && context.waiting.length > 0,
-              target: "#agentLoop.interrupting",
-              actions: assign({
-                interrupt: ({ context }) => ({ reason: "waiting" as const, detail: { stepIds: context.waiting } }),
+                interrupt: ({ context }) =>
+                  context.pending.length > 0
+                    ? { reason: "approval-pending" as const, detail: { stepIds: context.pending } }
+                    : { reason: "waiting" as const, detail: { stepIds: context.waiting } },
               }),
             },
           ],

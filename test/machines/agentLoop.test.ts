@@ -76,6 +76,8 @@ const EVENTS = {
   "CALL.SETTLED 1": { type: "CALL.SETTLED", index: 1, status: "error" },
   "CALL.PENDING 0": { type: "CALL.PENDING", index: 0, stepId: step0 },
   "CALL.PENDING 1": { type: "CALL.PENDING", index: 1, stepId: step1 },
+  "CALL.WAITING 0": { type: "CALL.WAITING", index: 0, stepId: step0 },
+  "CALL.WAITING 1": { type: "CALL.WAITING", index: 1, stepId: step1 },
   "CALL.FAILED 1": { type: "CALL.FAILED", index: 1, error: "append failed" },
   // The actor that runs the calls that cannot wait failed itself (a call's failure is its CALL.FAILED).
   "plainCalls throws": error("plainCalls", "lost"),
@@ -108,6 +110,7 @@ const START = {
   "dispatching 2 plain calls": [...toCallingModel, "model calls 2 plain tools"],
   "dispatching 2 plain calls, 1 open": [...toCallingModel, "model calls 2 plain tools", "CALL.SETTLED 0"],
   "dispatching, 1 open, 1 pending": [...toDispatching, "CALL.PENDING 0"],
+  "dispatching, 1 open, 1 waiting": [...toDispatching, "CALL.WAITING 0"],
   "dispatching the last turn, 1 open": [
     ...toDispatching,
     "CALL.SETTLED 0",
@@ -167,6 +170,8 @@ const TWO_OPEN = {
   "CALL.SETTLED 1": ["running.dispatching"],
   "CALL.PENDING 0": ["running.dispatching"],
   "CALL.PENDING 1": ["running.dispatching"],
+  "CALL.WAITING 0": ["running.dispatching"],
+  "CALL.WAITING 1": ["running.dispatching"],
   "CALL.FAILED 1": ["failed", ...STOP_CALLS, ...LEAVE],
   "plainCalls throws": ["failed", ...STOP_CALLS, ...LEAVE],
   "modelCalls throws": ["failed", ...STOP_CALLS, ...LEAVE],
@@ -179,6 +184,8 @@ const LAST_OPEN_INTERRUPTS = {
   "CALL.SETTLED 0": ["interrupting", ...STOP_CALLS, ...LEAVE, "spawn interrupt"],
   "CALL.PENDING 1": ["interrupting", ...STOP_CALLS, ...LEAVE, "spawn interrupt"],
   "CALL.PENDING 0": ["interrupting", ...STOP_CALLS, ...LEAVE, "spawn interrupt"],
+  "CALL.WAITING 1": ["interrupting", ...STOP_CALLS, ...LEAVE, "spawn interrupt"],
+  "CALL.WAITING 0": ["interrupting", ...STOP_CALLS, ...LEAVE, "spawn interrupt"],
   "CALL.FAILED 1": ["failed", ...STOP_CALLS, ...LEAVE],
   "plainCalls throws": ["failed", ...STOP_CALLS, ...LEAVE],
   "modelCalls throws": ["failed", ...STOP_CALLS, ...LEAVE],
@@ -218,6 +225,8 @@ const TABLE: Record<Start, Partial<Record<EventName, readonly string[]>>> = {
     "CALL.SETTLED 1": ["running.dispatching"],
     "CALL.PENDING 0": ["running.dispatching"],
     "CALL.PENDING 1": ["running.dispatching"],
+    "CALL.WAITING 0": ["running.dispatching"],
+    "CALL.WAITING 1": ["running.dispatching"],
     "CALL.FAILED 1": ["failed", STOP_PLAIN, ...LEAVE],
     "plainCalls throws": ["failed", STOP_PLAIN, ...LEAVE],
     "modelCalls throws": ["failed", STOP_PLAIN, ...LEAVE],
@@ -229,6 +238,8 @@ const TABLE: Record<Start, Partial<Record<EventName, readonly string[]>>> = {
     "CALL.SETTLED 0": ["running.callingModel", CALL_MODEL],
     "CALL.PENDING 1": ["interrupting", ...LEAVE, "spawn interrupt"],
     "CALL.PENDING 0": ["interrupting", ...LEAVE, "spawn interrupt"],
+    "CALL.WAITING 1": ["interrupting", ...LEAVE, "spawn interrupt"],
+    "CALL.WAITING 0": ["interrupting", ...LEAVE, "spawn interrupt"],
     "CALL.FAILED 1": ["failed", STOP_PLAIN, ...LEAVE],
     "plainCalls throws": ["failed", STOP_PLAIN, ...LEAVE],
     "modelCalls throws": ["failed", STOP_PLAIN, ...LEAVE],
@@ -240,6 +251,7 @@ const TABLE: Record<Start, Partial<Record<EventName, readonly string[]>>> = {
     "CALL.SETTLED 0": ["running.callingModel", ...STOP_CALLS, CALL_MODEL],
   },
   "dispatching, 1 open, 1 pending": LAST_OPEN_INTERRUPTS,
+  "dispatching, 1 open, 1 waiting": LAST_OPEN_INTERRUPTS,
   "dispatching the last turn, 1 open": LAST_OPEN_INTERRUPTS,
   finishing: {
     "complete done": ["completed", "stop complete"],
@@ -267,6 +279,7 @@ describe("agentLoopMachine transitions (pure)", () => {
       batchStart: 0,
       dispatched: 0,
       pending: [],
+      waiting: [],
       interrupt: undefined,
       error: undefined,
     });
@@ -460,6 +473,29 @@ describe("agentLoopMachine context and actor inputs (pure)", () => {
     expect(both.context.interrupt?.detail).toEqual({ stepIds: [step0, step1] });
   });
 
+  it("interrupts with waiting, naming the waiting step ids, once no call is open", () => {
+    const [next, actions] = step(reach(START["dispatching, 1 open, 1 waiting"]), "CALL.SETTLED 1");
+    expect(next.context.interrupt).toEqual({ reason: "waiting", detail: { stepIds: [step0] } });
+    expect(actions.at(-1)?.params).toMatchObject({
+      src: "interrupt",
+      input: { turn: 0, reason: "waiting", detail: { stepIds: [step0] }, pending: [], waiting: [step0] },
+    });
+    const [both] = step(reach(START["dispatching, 1 open, 1 waiting"]), "CALL.WAITING 1");
+    expect(both.context.interrupt?.detail).toEqual({ stepIds: [step0, step1] });
+  });
+
+  it("picks approval-pending over waiting when calls of a turn do both", () => {
+    const [next, actions] = step(reach(START["dispatching, 1 open, 1 waiting"]), "CALL.PENDING 1");
+    expect(next.context.interrupt).toEqual({ reason: "approval-pending", detail: { stepIds: [step1] } });
+    expect(actions.at(-1)?.params).toMatchObject({ input: { pending: [step1], waiting: [step0] } });
+  });
+
+  it("waits for the open calls before interrupting for a wait", () => {
+    const next = reach([...toDispatching, "CALL.WAITING 0"]);
+    expect(stateOf(next)).toBe("running.dispatching");
+    expect(next.context).toMatchObject({ open: 1, waiting: [step0], interrupt: undefined });
+  });
+
   it("waits for the open calls before interrupting for a pending approval", () => {
     const next = reach([...toDispatching, "CALL.PENDING 0"]);
     expect(stateOf(next)).toBe("running.dispatching");
@@ -583,7 +619,7 @@ describe("agentLoopMachine paths (xstate/graph)", () => {
     const label = (t: AnyTransitionDefinition) => defined.get(t) ?? `not defined: ${t.eventType}`;
     expect([...taken].map(label).sort()).toEqual([...defined.values()].sort());
     // starting 3, running (ABORT, modelCalls and plainCalls errors) 3, deciding 2, callingModel 6, backingOff 1,
-    // dispatching 5 + 2, finishing 2, interrupting 2
-    expect(defined.size).toBe(26);
+    // dispatching 6 + 2, finishing 2, interrupting 2
+    expect(defined.size).toBe(27);
   });
 });
