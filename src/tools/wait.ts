@@ -164,3 +164,44 @@ export function parseEventToken(token: string): { readonly runId: string; readon
 export function eventTokenDigest(token: string): string {
   return createHash("sha256").update(token, "utf8").digest("hex");
 }
+
+/** The input of {@link sleepTool}: how long, or until when, and why. */
+export interface SleepToolInput {
+  /** Seconds to sleep. */
+  readonly seconds?: number;
+  /** An ISO 8601 time to sleep until (instead of `seconds`). */
+  readonly until?: string;
+  /** Why: shown to operators while the run waits. */
+  readonly reason?: string;
+}
+
+/**
+ * A built-in tool the model may call to wait durably ("check again in 3 days"): the run stops and
+ * holds nothing until the time comes, then the model is told `{ woke: <time> }`. Add it to a
+ * loop's tools under any name. An input with neither a positive `seconds` nor a valid `until`
+ * throws (the model is told the error).
+ *
+ * @example
+ * agentLoop$({ id: "reminders", model, tools: { sleep: sleepTool } });
+ */
+export const sleepTool = {
+  description:
+    "Wait durably, then continue: for `seconds` seconds, or until the ISO 8601 time `until`. The run stops while it waits and resumes when the time comes; the result says when it woke.",
+  inputSchema: {
+    type: "object",
+    properties: {
+      seconds: { type: "number", minimum: 0, description: "seconds to wait" },
+      until: { type: "string", description: "ISO 8601 time to wait until" },
+      reason: { type: "string", description: "why, shown to operators" },
+    },
+    additionalProperties: false,
+  },
+  execute(input: SleepToolInput, context: WaitContext): WaitRequest {
+    const what = typeof input?.reason === "string" ? { what: input.reason } : {};
+    if (typeof input?.until === "string" && !Number.isNaN(Date.parse(input.until)))
+      return context.waitUntil(input.until, what);
+    if (typeof input?.seconds === "number" && Number.isFinite(input.seconds) && input.seconds >= 0)
+      return context.sleep(input.seconds * 1000, what);
+    throw new TypeError('sleep needs { "seconds": <number ≥ 0> } or { "until": "<ISO 8601 time>" }');
+  },
+};
