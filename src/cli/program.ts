@@ -10,6 +10,7 @@ import { registerResume } from "./commands/resume.ts";
 import { registerRuns } from "./commands/runs.ts";
 import { registerShow } from "./commands/show.ts";
 import { registerView } from "./commands/view.ts";
+import { registerWaits } from "./commands/waits.ts";
 import { DEFAULT_DB } from "./db.ts";
 import type { CliIo } from "./io.ts";
 import { type JournalOptions, PG_ENV } from "./journalSource.ts";
@@ -109,6 +110,7 @@ export function buildProgram(io: CliIo): Command {
     registerLog,
     registerShow,
     registerControl,
+    registerWaits,
     registerResume,
     registerCompact,
     registerPrune,

@@ -212,8 +212,7 @@ export function startWorker(options: WorkerOptions): Worker {
         } else if (reason === "approval-pending" || reason === "waiting") {
           // A durable wait parks the run as an approval does: due at its first wake or timeout (docs/waits.md).
           await lease.waitForApproval(runId, owner, held.token);
-        }
-        else await lease.finishAndRelease(runId, owner, held.token);
+        } else await lease.finishAndRelease(runId, owner, held.token);
         released = true;
       } else if (reason === "aborted" && controller.signal.aborted) await lease.releaseNow(runId, owner);
       else {

@@ -1,5 +1,13 @@
 import type { Command } from "commander";
-import { listPendingApprovals, type PendingApproval, parseFrameId, readJournal, runIdProblem } from "../../index.ts";
+import {
+  listPendingApprovals,
+  listWaits,
+  type PendingApproval,
+  parseFrameId,
+  type RunWait,
+  readJournal,
+  runIdProblem,
+} from "../../index.ts";
 import { type RunStory, runStory } from "../../read/story.ts";
 import { activityText, runInfoOf } from "../activity.ts";
 import { type JournalSource, journalSource, type RunInfo, stoppedText, withJournal } from "../db.ts";
@@ -56,20 +64,26 @@ export function registerShow(program: Command, io: CliIo): void {
 }
 
 /** The story of the run an argument names, when it is no step id but the id of a run in the journal. */
-async function runNamed(source: JournalSource, arg: string): Promise<{ info: RunInfo; story: RunStory } | undefined> {
+async function runNamed(
+  source: JournalSource,
+  arg: string,
+): Promise<{ info: RunInfo; story: RunStory; waits: RunWait[] } | undefined> {
   // A sub-agent's run id (`<parent>/<stepId>`) reads as a step id too: a run of that id wins.
   if (runIdProblem(arg) !== undefined || (parseFrameId(arg) !== undefined && !arg.includes("/"))) return undefined;
   return withJournal(source, async (journal) => {
     if (!(await journal.store.listRuns()).some((r) => r.runId === arg)) return undefined;
     const entries = await readJournal(journal, arg);
-    return { info: await runInfoOf(journal, arg, entries), story: await runStory(journal, arg, entries) };
+    const story = await runStory(journal, arg, entries);
+    // Sleeps and event waits (docs/waits.md): approvals are the story's pendingApprovals.
+    const waits = (await listWaits(journal, { runId: arg })).filter((w) => w.kind !== "approval");
+    return { info: await runInfoOf(journal, arg, entries), story, waits };
   });
 }
 
-function printStory(io: CliIo, run: { info: RunInfo; story: RunStory }, json: boolean): void {
-  const { info, story } = run;
+function printStory(io: CliIo, run: { info: RunInfo; story: RunStory; waits: RunWait[] }, json: boolean): void {
+  const { info, story, waits } = run;
   if (json) {
-    println(io.stdout, JSON.stringify({ ...info, story }, null, 2));
+    println(io.stdout, JSON.stringify({ ...info, story, waits }, null, 2));
     return;
   }
   const out = (line: string) => println(io.stdout, line);
@@ -119,6 +133,13 @@ function printStory(io: CliIo, run: { info: RunInfo; story: RunStory }, json: bo
     const where = p.runId === info.runId ? "" : ` in sub-agent run ${p.runId}`; // answered there, then resume this run
     out(
       `waiting ${printable(p.stepId)} (${printable(p.toolName)})${where} for approval: loom approve '${printable(p.stepId)}' --run ${where ? `'${p.runId}'` : info.runId}`,
+    );
+  }
+  for (const w of waits) {
+    const what = w.what === undefined ? "" : ` "${printable(w.what)}"`;
+    const when = w.kind === "sleep" ? ` until ${w.until}` : w.expiresAt ? ` until ${w.expiresAt} at most` : "";
+    out(
+      `waiting ${printable(w.stepId)} (${printable(w.toolName)}) for ${w.kind === "sleep" ? "a time" : "an event"}${what}${when}: ${printable(w.deliver)}`,
     );
   }
 }
