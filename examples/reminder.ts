@@ -18,7 +18,10 @@ export function reminderLoop(sent: string[] = []) {
   ]);
   const notify = {
     description: "sends the user a message",
-    execute: ({ text }: { text: string }) => (sent.push(text), { sent: true }),
+    execute: ({ text }: { text: string }) => {
+      sent.push(text); // in real life: a message to the user
+      return { sent: true };
+    },
   };
   return agentLoop$({ id: "reminder", model, tools: { sleep: sleepTool, notify } });
 }

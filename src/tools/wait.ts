@@ -196,6 +196,7 @@ export const sleepTool = {
     },
     additionalProperties: false,
   },
+  /** Returns the wait: until `until` when it is a valid time, else `seconds` from now. */
   execute(input: SleepToolInput, context: WaitContext): WaitRequest {
     const what = typeof input?.reason === "string" ? { what: input.reason } : {};
     if (typeof input?.until === "string" && !Number.isNaN(Date.parse(input.until)))

@@ -60,9 +60,8 @@ describe.skipIf(PG_URL === undefined)("durable waits with startWorker", () => {
     expect(await lease("sleeper")).toEqual({ owner: null, due: false }); // parked until its wake time
     const entries = await readJournal(journal, "sleeper");
     const interrupted = entries.at(-1);
-    const until_ = (interrupted?.data as { detail: { expiresAt: Record<string, string> } }).detail.expiresAt[
-      "nap#turn:0:tool:0"
-    ] as string;
+    const detail = (interrupted?.data as { detail?: { expiresAt?: Record<string, string> } } | undefined)?.detail;
+    const until_ = detail?.expiresAt?.["nap#turn:0:tool:0"] as string;
 
     const second = startWorker({ journal, loops: { nap: loop }, pollMs: 20, onError: () => {} });
     await until("the run to complete", completed("sleeper"));
