@@ -3,6 +3,7 @@ import {
   isStepResolutionError,
   type Journal,
   listPendingApprovals,
+  listWaits,
   parseFrameId,
   readJournal,
   runIdProblem,
@@ -87,6 +88,11 @@ export class Pages {
       view: kept.view,
       info: await kept.info(),
       pending: mayWait(kept.view, subRuns) ? await this.pending(runId) : [],
+      // Sleeps and event waits (docs/waits.md); approvals are `pending`, listed with their buttons.
+      waits:
+        kept.view.interruption?.reason === "waiting"
+          ? (await listWaits(this.journal, { runId })).filter((w) => w.kind !== "approval")
+          : [],
       actions: this.actions !== undefined,
       token: this.token,
       subRuns,

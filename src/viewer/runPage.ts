@@ -1,3 +1,4 @@
+import type { RunWait } from "../index.ts";
 import { activityLabel, type ResumeCommand, stoppedOrNext } from "../read/activity.ts";
 import { clip, int, kB } from "../read/format.ts";
 import type { RunInfo } from "../read/runInfo.ts";
@@ -17,6 +18,8 @@ export interface RunPageInput {
   readonly info: RunInfo;
   /** The calls waiting for an approval (from the run-control API, or read from the interruption). */
   readonly pending: readonly PendingApproval[];
+  /** The run's sleeps and event waits (`listWaits`): what, until when, how to end each. */
+  readonly waits?: readonly RunWait[];
   /** Whether to show the buttons (the viewer was given the run-control API). */
   readonly actions: boolean;
   /** The server's form token, put in each form (see `FORM_TOKEN_FIELD`). */
@@ -43,7 +46,7 @@ export const isLive = (view: RunView): boolean =>
   view.status !== "completed" && view.status !== "failed" && view.status !== "cancelled";
 
 /** What `#run` holds (the part the live feed refreshes). */
-export function runPart({ view, info, pending, actions, subRuns, token, resumeCommand }: RunPageInput): Html {
+export function runPart({ view, info, pending, waits, actions, subRuns, token, resumeCommand }: RunPageInput): Html {
   const runId = info.runId;
   const stopped = stoppedOrNext(info, resumeCommand);
   return html`<h1>Run <code>${runId}</code> <span class="status ${info.activity}">${activityLabel(info.activity)}</span>${isLive(view) ? html` <span class="live" title="updates while the run goes on">● live</span>` : ""}</h1>
@@ -61,6 +64,7 @@ ${view.answer !== undefined ? html`<dt>answer</dt><dd class="answer">${clip(view
 </dl>
 <p class="links"><a href="${href("runs", runId, "travel")}">Time travel ⟷</a></p>
 ${pendingPart(runId, pending, actions, token)}
+${waitsPart(waits ?? [])}
 ${actions ? controlPart(view, runId, token) : ""}
 <pre id="live-text" class="live-text" hidden></pre>
 <h2>Timeline</h2>
@@ -88,6 +92,19 @@ ${
 </form>`
     : ""
 }
+</div>`,
+)}
+</section>`;
+}
+
+/** The run's sleeps and event waits: each call, what it waits for, until when, and how it ends. */
+function waitsPart(waits: readonly RunWait[]): Html | string {
+  if (waits.length === 0) return "";
+  return html`<section class="waits"><h2>Waiting</h2>
+${waits.map(
+  (w) => html`<div class="wait" data-step="${w.stepId}">
+<p><strong>${w.toolName}</strong> <code>${w.stepId}</code> · ${w.kind === "sleep" ? "a time" : "an event"}${w.what ? html` · ${w.what}` : ""}${w.until ? html` · until ${when(w.until)}` : ""}${w.expiresAt ? html` · expires ${when(w.expiresAt)}` : ""}</p>
+<p class="how">${w.deliver}</p>
 </div>`,
 )}
 </section>`;
