@@ -99,7 +99,7 @@ export function buildProgram(io: CliIo): Command {
         "that is not a Loom journal. Exit codes: 0 ok, 1 failure, 2 usage. With --json, errors are JSON",
         'on stdout too: { "error": { "code", "message" } }.',
         "",
-        "runs, log, show, approvals, approve, deny, cancel, fork, prune and view read a PostgreSQL journal too:",
+        "runs, log, show, approvals, approve, deny, cancel, fork, waits, wake, deliver, prune and view read a PostgreSQL journal too:",
         `--pg <url> [--pg-schema <name>], or ${PG_ENV.url} [${PG_ENV.schema}] in the environment when no --db is given`,
         "(--db <file> always means that SQLite file). PostgreSQL needs the pg package: npm install pg.",
       ].join("\n"),
