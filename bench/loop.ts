@@ -25,6 +25,10 @@
  * each piece followed an fsync or a sleep). The store alone, its appends replayed back to back,
  * costs what the floor costs within a few %.
  *
+ * It ends with one line `RESULT {json}` of the same figures (µs a turn; ratios of wall times).
+ * Issue 33's codec target: the loop with gzip within 1.3× of the same journal without it
+ * (`gzip.vsNormal`).
+ *
  *   node --import tsx bench/loop.ts
  */
 
@@ -257,6 +261,22 @@ try {
         "entries per append": full.entries / full.appends,
       },
     ],
+  );
+  const us = (t: { wall: number; cpu: number }) => ({ wallUs: perTurn(t.wall), cpuUs: perTurn(t.cpu) });
+  console.log(
+    `RESULT ${JSON.stringify({
+      bench: "loop",
+      turns: TURNS,
+      repeats: REPEATS,
+      none: us(none),
+      memory: us(memory),
+      full: { ...us(full.ours), floor: us(full.floor), ratio: full.ours.wall / full.floor.wall },
+      normal: { ...us(normal.ours), floor: us(normal.floor), ratio: normal.ours.wall / normal.floor.wall },
+      gzip: { ...us(gzip), ratio: gzip.wall / normal.floor.wall, vsNormal: gzip.wall / normal.ours.wall },
+      gzipAes: { ...us(gzipAes), ratio: gzipAes.wall / normal.floor.wall },
+      resumeMs: resume,
+      appendsPerTurn: full.appends / MODEL_CALLS,
+    })}`,
   );
 } finally {
   rmSync(dir, { recursive: true, force: true });

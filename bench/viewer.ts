@@ -180,6 +180,10 @@ try {
   const last = big.at(-1)?.seq ?? 0;
   if (render === undefined) throw new Error("no run big");
   const kept = await median(15, () => render(last));
+  // The slider's part made in this process (no HTTP): what the viewer spends per move, transfer aside.
+  const mid = Math.floor(big.length / 2);
+  await pages.travel("big", 0, true); // reads the logs once
+  const sliderPart = await median(15, () => pages.travel("big", mid, true));
   printTable(`Render time, ${TURNS}-turn run (${big.length.toLocaleString("en-US")} entries), median of 15`, [
     { what: "loom show big (open, read, fold, print)", ms: show.toFixed(1), "× loom show": "1.00" },
     {
@@ -198,6 +202,11 @@ try {
       "× loom show": (slider / show).toFixed(2),
     },
     {
+      what: "slider move, its #at part made in-process (no HTTP)",
+      ms: sliderPart.toFixed(1),
+      "× loom show": (sliderPart / show).toFixed(2),
+    },
+    {
       what: "live page per append, before: #run read, folded and rendered afresh",
       ms: fresh.toFixed(1),
       "× loom show": (fresh / show).toFixed(2),
@@ -208,6 +217,9 @@ try {
       "× loom show": (kept / show).toFixed(2),
     },
   ]);
+  console.log(
+    `RESULT ${JSON.stringify({ turns: TURNS, entries: big.length, showMs: show, runPageMs: run, travelColdMs: travelCold, sliderMs: slider, sliderPartMs: sliderPart, liveFreshMs: fresh, liveKeptMs: kept })}`,
+  );
 } finally {
   await viewer.stop();
   await readonly.close();

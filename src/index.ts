@@ -23,6 +23,7 @@ export {
   isReplayDivergenceError,
   isRunBusyError,
   isRunCancelledError,
+  isRunFailedError,
   isToolSourceError,
   JournalFormatError,
   LoomError,
@@ -31,6 +32,7 @@ export {
   ReplayDivergenceError,
   RunBusyError,
   RunCancelledError,
+  RunFailedError,
   type RunHolderInfo,
   sha256Hex,
   ToolSourceError,
@@ -136,7 +138,15 @@ export {
   validateEntries,
   withCodec,
 } from "./events/index.ts";
-export type { AgentLoopContext, AgentLoopInput, Backoff, Interruption } from "./machines/agentLoop.machine.ts";
+// How a run ends, and the events that end it from outside (issue 35: the chart owns every ending).
+export type {
+  AgentLoopContext,
+  AgentLoopInput,
+  Backoff,
+  Ending,
+  Interruption,
+  StopEvent,
+} from "./machines/agentLoop.machine.ts";
 export {
   type ByCompletion,
   MODE_PIN_DECISIONS,
@@ -154,7 +164,7 @@ export {
 export type { ToolCallInput } from "./machines/toolCall.machine.ts";
 
 // The statecharts, typed by a `typeof` so the API reference names xstate's machine type instead
-// of expanding every state's inferred config (their states are in the README's diagrams).
+// of expanding every state's inferred config (their states are in docs/statecharts.md's diagrams).
 import { agentLoopMachine as agentLoopChart } from "./machines/agentLoop.machine.ts";
 import { modePinMachine as modePinChart } from "./machines/modePin.machine.ts";
 import { toolCallMachine as toolCallChart } from "./machines/toolCall.machine.ts";
@@ -202,6 +212,13 @@ export const modePinMachine: typeof modePinChart = modePinChart;
  * ```
  */
 export const toolCallMachine: typeof toolCallChart = toolCallChart;
+// Schedules: a loop started at each tick of a cron pattern (issue 31).
+// Run snapshots (issue 33): a resume reads the latest snapshot and the entries after it.
+export {
+  isSnapshotError,
+  SnapshotError,
+  type SnapshotErrorCode,
+} from "./core/errors.ts";
 export {
   approvalId,
   idempotencyKey,
@@ -210,9 +227,28 @@ export {
   outcomeId,
   type ParsedFrameId,
   parseFrameId,
+  scheduleRunId,
+  scheduleTickOf,
   toolListId,
   toolStepId,
 } from "./events/ids.ts";
+// Redaction (issue 33): fields replaced in what the journal stores, verified by the original's digest.
+export {
+  isRedactionError,
+  type Redaction,
+  type RedactionContext,
+  RedactionError,
+  type RedactionErrorCode,
+  type RedactionOptions,
+  type RedactionRecord,
+  type RedactionVerdict,
+  redactedFields,
+  redactingStore,
+  redaction,
+  verifyRedacted,
+  withRedaction,
+} from "./events/redact.ts";
+export type { StoredSnapshot } from "./events/store.ts";
 export { type ListedTool, readToolList, TOOL_LIST_SOURCE, type ToolListChoice } from "./events/toolList.ts";
 export {
   isModelCapabilityError,
@@ -275,6 +311,12 @@ export {
   looksLikeError,
   toolNamesByIteration,
 } from "./projections/readers.ts";
+export {
+  checkRunSnapshot,
+  runSnapshotOf,
+  type SnapshotAnchor,
+  type SnapshotCheck,
+} from "./projections/runSnapshot.ts";
 export {
   type ApprovalWaitState,
   type AttemptState,
@@ -374,7 +416,15 @@ export {
   type WokenRun,
   wakeDueRuns,
 } from "./runtime/control.ts";
-export { AgentInterruptedError, isAgentInterruptedError } from "./runtime/errors.ts";
+export {
+  AgentInterruptedError,
+  isAgentInterruptedError,
+  isRedactedHistoryError,
+  isScheduleError,
+  RedactedHistoryError,
+  ScheduleError,
+  type ScheduleErrorCode,
+} from "./runtime/errors.ts";
 export { type FollowOptions, followRun } from "./runtime/follow.ts";
 export { HeldLease, type HoldLeaseOptions, holdLease, LEASE_MARGIN } from "./runtime/heldLease.ts";
 export { type ModelStreamDelta, type StreamModelCallOptions, streamModelCall } from "./runtime/modelStream.ts";
@@ -392,6 +442,31 @@ export {
   verifyTurnResults,
 } from "./runtime/readers.ts";
 export type { RunContext } from "./runtime/runContext.ts";
+export {
+  type FiredTick,
+  fireDueTicks,
+  type RunSchedulesOptions,
+  runSchedules,
+  type SkippedTicks,
+  type TickReport,
+} from "./runtime/runSchedules.ts";
+export {
+  type DueTicks,
+  dueTicks,
+  initialCursor,
+  type MissedTicks,
+  type Schedule,
+  type ScheduleConfig,
+  schedule,
+} from "./runtime/schedule.ts";
+export {
+  type ReadRunState,
+  readRunState,
+  type SnapshotConfig,
+  type SnapshotReadOptions,
+  writeRunSnapshot,
+} from "./runtime/snapshots.ts";
+
 export type { AgentStream } from "./runtime/stream.ts";
 export {
   AmbiguousApprovalError,

@@ -14,6 +14,12 @@ export {
   WorkerDatabaseError,
 } from "./postgres/errors.ts";
 export { openPostgresJournal } from "./postgres/journal.ts";
+export {
+  fireDueOnPostgres,
+  type Scheduler,
+  type SchedulerOptions,
+  startScheduler,
+} from "./postgres/scheduler.ts";
 export { POSTGRES_SCHEMA_VERSION } from "./postgres/schema.ts";
 export { type PostgresEventStore, postgresStore } from "./postgres/store.ts";
 export { type SubmitRequest, submitRun } from "./postgres/submit.ts";

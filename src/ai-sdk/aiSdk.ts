@@ -69,7 +69,7 @@ export interface FromAiSdkOptions {
  * parsed (malformed text gives an `InvalidToolInput`, never a throw); `usage` and
  * `finishReason` are read from either specification's shape.
  *
- * The loop streams whenever the model can (README "Streaming models"): when the model has
+ * The loop streams whenever the model can (docs/streaming.md): when the model has
  * `doStream`, the Model has `stream` and the loop calls it, with or without watchers; it calls
  * `doGenerate` only for a model without `doStream`, or whose `doStream` is not implemented (a
  * `MockLanguageModelV3` given only `doGenerate` throws "Not implemented": the adapter turns that

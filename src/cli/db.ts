@@ -7,9 +7,11 @@ import {
   openSqliteJournal,
   readJournal,
   type SqliteOptions,
+  withCodec,
 } from "../index.ts";
-import { CliError } from "./io.ts";
-import { type JournalSource, withPostgresJournal } from "./journalSource.ts";
+import { type CodecKeyOptions, cliCodec, codecErrorForCli } from "./codecKeys.ts";
+import { CliError, type CliIo } from "./io.ts";
+import { dbPath, type JournalSource, withPostgresJournal } from "./journalSource.ts";
 import { runsFromClone } from "./packageRoot.ts";
 
 export { entryBytes, modelCalls, type RunInfo, runInfo, stoppedText } from "../read/runInfo.ts";
@@ -27,6 +29,15 @@ export { DEFAULT_DB, dbPath, type JournalSource, journalSource } from "./journal
 export const withJournal = <T>(source: JournalSource | string, fn: (journal: OpenJournal) => Promise<T>): Promise<T> =>
   opened(source, { readonly: true }, fn);
 
+/**
+ * The SQLite journal of a command that takes `--db` only (compact, resume, inspect), read through
+ * the codec its `--codec-keys` (or `LOOM_CODEC_KEYS`) gives.
+ */
+export const sqliteSource = (io: CliIo, options: { db?: string } & CodecKeyOptions): JournalSource => {
+  const path = dbPath(io, options.db);
+  return { kind: "sqlite", path, label: path, codec: cliCodec(io, options) };
+};
+
 /** {@link withJournal} for commands that write (`compact`, `resume`, `approve`…). */
 export const withWritableJournal = <T>(
   source: JournalSource | string,
@@ -39,7 +50,14 @@ function opened<T>(
   fn: (journal: OpenJournal) => Promise<T>,
 ): Promise<T> {
   if (typeof source === "string") return openedFor(source, options, fn);
-  return source.kind === "sqlite" ? openedFor(source.path, options, fn) : withPostgresJournal(source, fn);
+  // Read through the codec (compression told by each envelope, keys from --codec-keys); a codec
+  // error names the key id and says how to pass it.
+  const codec = source.codec;
+  const through = (journal: OpenJournal) =>
+    fn(codec === undefined ? journal : withCodec(journal, codec)).catch((e: unknown) => {
+      throw codecErrorForCli(e);
+    });
+  return source.kind === "sqlite" ? openedFor(source.path, options, through) : withPostgresJournal(source, through);
 }
 
 async function openedFor<T>(

@@ -1,5 +1,6 @@
 import { resolve } from "node:path";
-import type { OpenJournal } from "../index.ts";
+import type { OpenJournal, PayloadCodec } from "../index.ts";
+import { cliCodec } from "./codecKeys.ts";
 import { CliError, type CliIo, UsageError } from "./io.ts";
 
 /**
@@ -7,7 +8,7 @@ import { CliError, type CliIo, UsageError } from "./io.ts";
  * take it from their options and the environment ({@link journalSource}), open it with
  * `withJournal` (db.ts) and work on the journal alone, whichever it is.
  */
-export type JournalSource =
+export type JournalSource = (
   | { readonly kind: "sqlite"; readonly path: string; readonly label: string }
   | {
       readonly kind: "postgres";
@@ -16,13 +17,19 @@ export type JournalSource =
       /** What named the database, for messages: `--pg` or `LOOM_PG_URL`. */
       readonly via: "--pg" | "LOOM_PG_URL";
       readonly label: string;
-    };
+    }
+) & {
+  /** The payload codec the journal is read through (codecKeys.ts): envelopes decoded, keys from `--codec-keys`. */
+  readonly codec?: PayloadCodec;
+};
 
 /** The options of a command that opens a journal (`withJournalOptions` in program.ts adds them). */
 export interface JournalOptions {
   readonly db?: string;
   readonly pg?: string;
   readonly pgSchema?: string;
+  /** The key file of an encrypted journal (`--codec-keys`; else `LOOM_CODEC_KEYS`). */
+  readonly codecKeys?: string;
 }
 
 /** The journal file every command reads: `--db`, relative to the working directory. */
@@ -50,7 +57,7 @@ export function journalSource(io: CliIo, options: JournalOptions): JournalSource
       );
     }
     const path = dbPath(io, options.db);
-    return { kind: "sqlite", path, label: path };
+    return { kind: "sqlite", path, label: path, codec: cliCodec(io, options) };
   }
   const schema = options.pgSchema ?? nonEmpty(env[PG_ENV.schema]);
   return {
@@ -59,6 +66,7 @@ export function journalSource(io: CliIo, options: JournalOptions): JournalSource
     ...(schema === undefined ? {} : { schema }),
     via: options.pg === undefined ? PG_ENV.url : "--pg",
     label: postgresLabel(url, schema),
+    codec: cliCodec(io, options),
   };
 }
 

@@ -1,4 +1,5 @@
 import { Command, InvalidArgumentError, Option } from "commander";
+import { CODEC_KEYS_ENV } from "./codecKeys.ts";
 import { registerCompact } from "./commands/compact.ts";
 import { registerControl } from "./commands/control.ts";
 import { registerDemo } from "./commands/demo.ts";
@@ -8,6 +9,7 @@ import { registerMachine } from "./commands/machine.ts";
 import { registerPrune } from "./commands/prune.ts";
 import { registerResume } from "./commands/resume.ts";
 import { registerRuns } from "./commands/runs.ts";
+import { registerSchedule } from "./commands/schedule.ts";
 import { registerShow } from "./commands/show.ts";
 import { registerView } from "./commands/view.ts";
 import { registerWaits } from "./commands/waits.ts";
@@ -19,12 +21,25 @@ import { packageVersion } from "./packageRoot.ts";
 /** The options every command takes. */
 export interface CommonOptions {
   readonly db: string;
+  /** The key file of an encrypted journal (`--codec-keys`; else `LOOM_CODEC_KEYS`). */
+  readonly codecKeys?: string;
   readonly verbose?: boolean;
 }
 
 /** Adds `--db` and `--verbose` to a command that reads a journal (each command lists them in its own --help). */
 export function withCommon(command: Command): Command {
   return withVerbose(command.addOption(new Option("--db <file>", "the SQLite journal file").default(DEFAULT_DB)));
+}
+
+/** Adds `--codec-keys` to a command that reads a SQLite journal with `withCommon` (compact, resume, inspect). */
+export const withCodecKeys = (command: Command): Command => command.addOption(codecKeysOption());
+
+/** `--codec-keys <file>`: the keys of an encrypted journal (codecKeys.ts). */
+function codecKeysOption(): Option {
+  return new Option(
+    "--codec-keys <file>",
+    `an encrypted journal's keys: a JSON file of key id → key (base64 of 32 bytes; default: ${CODEC_KEYS_ENV}); a compressed journal needs none`,
+  );
 }
 
 /** The options of a command that reads a SQLite file or a PostgreSQL database (`journalSource`). */
@@ -52,7 +67,8 @@ export function withJournalOptions(command: Command): Command {
           "--pg-schema <name>",
           `with a PostgreSQL journal: the schema of Loom's tables (default: ${PG_ENV.schema})`,
         ),
-      ),
+      )
+      .addOption(codecKeysOption()),
   );
 }
 
@@ -102,6 +118,11 @@ export function buildProgram(io: CliIo): Command {
         "runs, log, show, approvals, approve, deny, cancel, fork, waits, wake, deliver, prune and view read a PostgreSQL journal too:",
         `--pg <url> [--pg-schema <name>], or ${PG_ENV.url} [${PG_ENV.schema}] in the environment when no --db is given`,
         "(--db <file> always means that SQLite file). PostgreSQL needs the pg package: npm install pg.",
+        "",
+        "They read a journal written through the payload codec (withCodec) too: compression is told by each entry;",
+        `an encrypted one needs its keys: --codec-keys <file> or ${CODEC_KEYS_ENV}, a JSON file of key id → key`,
+        '(base64 of 32 bytes, e.g. { "k1": "…", "k2": "…" }; what they write is encrypted under the last key).',
+        "A key the file lacks is an error naming its id (exit code 1).",
       ].join("\n"),
     );
   for (const register of [
@@ -117,6 +138,7 @@ export function buildProgram(io: CliIo): Command {
     registerInspect,
     registerMachine,
     registerView,
+    registerSchedule,
   ]) {
     register(program, io);
   }

@@ -379,6 +379,43 @@ export class RunCancelledError extends LoomError {
 export const isRunCancelledError = guard(RunCancelledError);
 
 /**
+ * The run failed for good earlier: its journal ends with `run.failed` (an error that was not one of
+ * Loom's own refusals ended it, once it had started). `loop.run` on it runs nothing and rejects with
+ * this error, which carries the recorded one (`recorded`: its name, code and message). A failed run
+ * is never resumed: start a new run, or fork this one from a step (`forkRun`, `loom fork`).
+ *
+ * @example
+ * await loop.run({ runId, journal }).catch((e) => {
+ *   if (isRunFailedError(e)) console.error(`run ${e.runId} failed earlier: ${e.recorded.message}`);
+ *   else throw e;
+ * });
+ */
+export class RunFailedError extends LoomError {
+  readonly runId: string;
+  /** The error the run failed with, as `run.failed` journaled it. */
+  readonly recorded: { readonly name: string; readonly code?: string; readonly message: string };
+  constructor(runId: string, recorded: { readonly name: string; readonly code?: string; readonly message: string }) {
+    super(
+      "runFailed",
+      `run ${runId} failed (${recorded.name}: ${recorded.message}); a failed run is never resumed: start a new run, or fork this one from a step (forkRun, loom fork) to try again from there.`,
+    );
+    this.runId = runId;
+    this.recorded = recorded;
+  }
+}
+
+/**
+ * True when `e` is a {@link RunFailedError}: the run's journal ends with `run.failed`.
+ *
+ * @example
+ * await loop.run({ runId, journal }).catch((e) => {
+ *   if (isRunFailedError(e)) console.log(`failed earlier: ${e.recorded.name}`);
+ *   else throw e;
+ * });
+ */
+export const isRunFailedError = guard(RunFailedError);
+
+/**
  * A run's tool source (an MCP server, `toolSources`) could not list its tools when the run needed
  * the list (its start, or the first resume after the source was added). Nothing was appended:
  * make the source reachable and run again. A run whose list is journaled never asks again.
@@ -418,3 +455,44 @@ export class ToolSourceError extends LoomError {
  * ```
  */
 export const isToolSourceError = guard(ToolSourceError);
+
+/** Why a run snapshot was not used (`SnapshotError.code`). */
+export type SnapshotErrorCode =
+  | "snapshotDigestMismatch"
+  | "snapshotUnreadable"
+  | "snapshotStale"
+  | "snapshotWriteFailed";
+
+/**
+ * A run snapshot (the folded state a resume starts from) that was not trusted, or could not be
+ * written. Never thrown at a run: the reader folds the whole journal instead and hands this to
+ * its warning hook (`snapshots.onWarning`, `foldRun(..., { onSnapshotWarning })`), so the run's
+ * outcome never depends on a snapshot.
+ *
+ * @example
+ * agentLoop$({ id: "support", model, snapshots: { every: 500, onWarning: (e) => log.warn(e.code, e.message) } });
+ */
+export class SnapshotError extends LoomError {
+  declare readonly code: SnapshotErrorCode;
+  readonly runId: string;
+  /** The seq the snapshot was taken at. */
+  readonly seq: number;
+  constructor(code: SnapshotErrorCode, runId: string, seq: number, message: string, options?: { cause?: unknown }) {
+    super(code, `run ${runId} snapshot at seq ${seq}: ${message}`, options);
+    this.runId = runId;
+    this.seq = seq;
+  }
+}
+
+/**
+ * True when `e` is a {@link SnapshotError}: a snapshot ignored (the whole journal was folded
+ * instead) or one that could not be written.
+ *
+ * @example
+ * ```ts
+ * const state = await foldRun(journal, "run-1", {
+ *   onSnapshotWarning: (e) => isSnapshotError(e) && console.warn(e.code, e.message),
+ * });
+ * ```
+ */
+export const isSnapshotError = guard(SnapshotError);

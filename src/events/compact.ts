@@ -3,6 +3,7 @@ import { LoomError } from "../core/errors.ts";
 import type { SqliteArchiveStore } from "./archive.ts";
 import { parseFrameId } from "./ids.ts";
 import { readJournal } from "./journal.ts";
+import { redactedFields } from "./redact.ts";
 import type { ArchivedFrame, Journal } from "./spi.ts";
 import type { SqliteEventStore } from "./sqlite.ts";
 import { sqliteFileOf } from "./sqliteFile.ts";
@@ -64,12 +65,16 @@ function plan(entries: readonly JournalEntry[], keepTurns: number) {
     removeSeqs.push(completed.seq);
     const failed = completed.data.failed === true;
     const d = failed ? { digest: null, bytes: 0 } : digestOf(completed.data.output);
+    // A redacted output: the marker keeps the digest its frame recorded (the original's, the lean log's).
+    const redacted = redactedFields(completed.data).some((r) => r.field === "output" && r.blob === undefined);
+    const original = redacted && !failed && completed.data.digest !== undefined ? completed.data : undefined;
     digests[f.frameId] = {
       digest: d.digest,
       bytes: d.bytes,
       effect: started.data.effect,
       inputDigest: started.data.inputDigest,
       ...(failed ? { failed: true } : {}),
+      ...(original ? { original: { digest: original.digest ?? null, bytes: original.bytes ?? 0 } } : {}),
     };
   }
   removeSeqs.sort((a, b) => a - b);

@@ -77,15 +77,15 @@ export const approvalId = (stepId: string): string => `${stepId}:approval`;
 export const waitId = (stepId: string): string => `${stepId}:wait`;
 
 /**
- * The step an approval or outcome decision id answers for, or undefined for another id: the
- * inverse of {@link approvalId} and {@link outcomeId}.
+ * The step an approval, outcome or wait decision id answers for, or undefined for another id: the
+ * inverse of {@link approvalId}, {@link outcomeId} and {@link waitId}.
  *
  * @example
  * decisionStepOf("support#turn:0:tool:1:approval", "approval"); // "support#turn:0:tool:1"
  * decisionStepOf("support#toolCallLog", "outcome"); // undefined
  */
-export function decisionStepOf(decisionId: string, kind: "approval" | "outcome"): string | undefined {
-  const suffix = kind === "approval" ? ":approval" : ":outcome";
+export function decisionStepOf(decisionId: string, kind: "approval" | "outcome" | "wait"): string | undefined {
+  const suffix = `:${kind}`;
   return decisionId.endsWith(suffix) ? decisionId.slice(0, -suffix.length) : undefined;
 }
 
@@ -261,4 +261,32 @@ export function escapeRunId(runId: unknown): string {
     (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`,
   );
   return runId.length > 80 ? `${quoted}… (${runId.length} characters)` : quoted;
+}
+
+/**
+ * The run id of a schedule's tick: `<scheduleId>@<tick as ISO 8601 UTC, ms>`. The same schedule and
+ * tick give the same id in every process, so a tick fired twice (two schedulers, a retry after a
+ * crash) names one run, which the journal starts once. The schedule id follows `isIdName` (so it holds no `@`).
+ *
+ * @example
+ * scheduleRunId("digest", new Date("2026-03-01T09:00:00Z")); // "digest@2026-03-01T09:00:00.000Z"
+ */
+export const scheduleRunId = (scheduleId: string, tick: Date): string => `${scheduleId}@${tick.toISOString()}`;
+
+const TICK_ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+
+/**
+ * The tick a schedule's run id names, or undefined when `runId` is not a run of that schedule:
+ * the inverse of {@link scheduleRunId}. Ids of one schedule sort by tick (fixed-width ISO form).
+ *
+ * @example
+ * scheduleTickOf("digest@2026-03-01T09:00:00.000Z", "digest"); // Date 2026-03-01T09:00:00.000Z
+ * scheduleTickOf("digest-2@2026-03-01T09:00:00.000Z", "digest"); // undefined
+ */
+export function scheduleTickOf(runId: string, scheduleId: string): Date | undefined {
+  if (!runId.startsWith(`${scheduleId}@`)) return undefined;
+  const iso = runId.slice(scheduleId.length + 1);
+  if (!TICK_ISO.test(iso)) return undefined;
+  const tick = new Date(iso);
+  return Number.isNaN(tick.getTime()) || tick.toISOString() !== iso ? undefined : tick;
 }

@@ -42,6 +42,7 @@ export type {
   PruneRequest,
   RunLease,
   RunSummary,
+  StoredSnapshot,
 } from "./store.ts";
 export * from "./types.ts";
 export { checkNewEntries, validateEntries } from "./validate.ts";

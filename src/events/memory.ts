@@ -10,6 +10,7 @@ import type {
   ListRunsOptions,
   RunLease,
   RunSummary,
+  StoredSnapshot,
 } from "./store.ts";
 import { type EntryMeta, type JournalEntry, type NewEntry, SCHEMA_VERSION } from "./types.ts";
 import { checkNewEntries, dataText } from "./validate.ts";
@@ -51,6 +52,8 @@ export function memoryStore(options: MemoryStoreOptions = {}): EventStore {
   const watchers = new AppendWatchers();
   /** Cancel requests by run: the reason (see `requestCancel`). */
   const cancels = new Map<string, string>();
+  /** The latest snapshot of each run (`writeSnapshot`). */
+  const snapshots = new Map<string, StoredSnapshot>();
 
   const version = (kept: Kept[] | undefined) =>
     kept === undefined || kept.length === 0 ? 0 : kept[kept.length - 1]!.seq;
@@ -178,6 +181,19 @@ export function memoryStore(options: MemoryStoreOptions = {}): EventStore {
 
     async holder(runId: string) {
       return liveHolder(owners.get(runId), Date.now());
+    },
+
+    async writeSnapshot(runId: string, snapshot: StoredSnapshot) {
+      checkRunId(runId, "writeSnapshot");
+      const known = snapshots.get(runId);
+      if (known === undefined || known.seq < snapshot.seq) {
+        snapshots.set(runId, { seq: snapshot.seq, digest: snapshot.digest, body: snapshot.body });
+      }
+    },
+
+    async latestSnapshot(runId: string) {
+      checkRunId(runId, "latestSnapshot");
+      return snapshots.get(runId);
     },
 
     async close() {},

@@ -29,10 +29,12 @@ export const isPruneNotSupportedError = (e: unknown): e is PruneNotSupportedErro
   e instanceof PruneNotSupportedError;
 
 /**
- * Retention: removes the runs that finished (completed or failed) before `completedBefore`, with
- * their entries, their archived frames and the blobs that no remaining run names (blobs are
- * content-addressed, so two runs can share one). Interrupted runs are kept whatever their age:
- * they can be resumed (an approval, a higher iteration limit, a retry after a model error).
+ * Retention: removes the runs that finished (completed, failed or cancelled) before
+ * `completedBefore`, with their entries, their archived frames and the blobs that no remaining
+ * run names (blobs are content-addressed, so two runs can share one). A cancelled run has ended
+ * for good (`loop.run` on it rejects with `RunCancelledError`), so it goes as a failed one does.
+ * Interrupted runs are kept whatever their age: they can be resumed (an approval, a higher
+ * iteration limit, a retry after a model error).
  * Runs go in batches, one transaction each, skipping any run a writer holds, so live runs go on
  * while it works. Throws `PruneNotSupportedError` for a store that cannot prune.
  *

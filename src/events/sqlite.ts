@@ -23,6 +23,7 @@ import type {
   ListRunsOptions,
   RunLease,
   RunSummary,
+  StoredSnapshot,
 } from "./store.ts";
 import { type EntryType, type JournalEntry, type NewEntry, SCHEMA_VERSION } from "./types.ts";
 
@@ -130,6 +131,23 @@ export function sqliteStoreOn(shared: SqliteFile): SqliteEventStore {
     ownerRow = exists === undefined ? null : ownerSql().get;
     return ownerRow ?? undefined;
   };
+  // Snapshots: one row per run, the latest. Prepared on first use; a file opened read-only that
+  // predates the table has no snapshot to read.
+  let snapshotRead: Database.Statement | null | undefined;
+  const snapshotOf = () => {
+    if (snapshotRead !== undefined) return snapshotRead ?? undefined;
+    const exists = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'loom_snapshots'").get();
+    snapshotRead =
+      exists === undefined ? null : db.prepare("SELECT seq, digest, body FROM loom_snapshots WHERE run_id = ?");
+    return snapshotRead ?? undefined;
+  };
+  let snapshotWrite: Database.Statement | undefined;
+  const putSnapshot = () =>
+    (snapshotWrite ??= db.prepare(
+      `INSERT INTO loom_snapshots (run_id, seq, digest, body) VALUES (?, ?, ?, ?)
+       ON CONFLICT (run_id) DO UPDATE SET seq = excluded.seq, digest = excluded.digest, body = excluded.body
+       WHERE excluded.seq > loom_snapshots.seq`,
+    ));
   const put = (runId: string, r: OwnerRow) => ownerSql().set.run(runId, r.token, r.owner, r.host, r.pid, r.expiresAt);
   const cancelOf = (runId: string) => ownerSql().cancel.get(runId) as string | undefined;
 
@@ -284,6 +302,17 @@ export function sqliteStoreOn(shared: SqliteFile): SqliteEventStore {
 
     async holder(runId: string) {
       return liveHolder(ownerRead()?.get(runId) as OwnerRow | undefined, Date.now());
+    },
+
+    async writeSnapshot(runId: string, snapshot: StoredSnapshot) {
+      checkRunId(runId, "writeSnapshot");
+      // Needs no fsync of its own: a snapshot lost to a power loss is folded again from the entries.
+      lightly(() => putSnapshot().run(runId, snapshot.seq, snapshot.digest, snapshot.body));
+    },
+
+    async latestSnapshot(runId: string) {
+      checkRunId(runId, "latestSnapshot");
+      return snapshotOf()?.get(runId) as StoredSnapshot | undefined;
     },
 
     async close() {

@@ -107,6 +107,19 @@ export interface PruneResult {
 }
 
 /**
+ * A run's folded state as a store keeps it (`EventStore.writeSnapshot`): opaque to the store,
+ * which only keeps the latest per run. Made and checked by `src/projections/runSnapshot.ts`.
+ */
+export interface StoredSnapshot {
+  /** The seq of the last entry the state folded. */
+  readonly seq: number;
+  /** sha256 hex of `body`: a body that does not match is never trusted. */
+  readonly digest: string;
+  /** The snapshot as JSON text. */
+  readonly body: string;
+}
+
+/**
  * The event store SPI: small on purpose. Adapters are factories returning plain objects
  * (`memoryStore()`, `sqliteStore(path)`, `postgresStore(url)`); one contract suite
  * (test/events/storeContract.ts) holds every adapter to the same behaviour.
@@ -158,7 +171,7 @@ export interface EventStore {
   /** Removes `removeSeqs` and appends `marker`, atomically; `ConcurrencyError` if the stream moved. */
   compact(runId: string, request: CompactRequest): Promise<{ version: number }>;
   /**
-   * Optional: removes finished runs (completed or failed) older than the cutoff, with the blobs
+   * Optional: removes finished runs (completed, failed or cancelled) older than the cutoff, with the blobs
    * and archive batches in the store's own database that no remaining run names (`pruneRuns`).
    */
   prune?(request: PruneRequest): Promise<PruneResult>;
@@ -169,6 +182,14 @@ export interface EventStore {
    * is harmless. `followRun` uses it, and polls a store without it.
    */
   watch?(runId: string, onAppend: () => void): () => void;
+  /**
+   * Optional (memory, SQLite and PostgreSQL have it): keeps `snapshot` as the run's latest, unless
+   * the store holds one at a higher seq already. Never changes the entries. A store without it
+   * (or without `latestSnapshot`) is read in full on every resume.
+   */
+  writeSnapshot?(runId: string, snapshot: StoredSnapshot): Promise<void>;
+  /** Optional, with `writeSnapshot`: the run's latest snapshot as written, unchecked (the reader checks it). */
+  latestSnapshot?(runId: string): Promise<StoredSnapshot | undefined>;
   /** Releases the connection or file (a database handed in by the caller stays open). */
   close(): Promise<void>;
 }

@@ -176,6 +176,8 @@ export interface ArchivedFrameDigest {
   readonly inputDigest?: string;
   /** The frame completed as failed (no output; its outcome decision stays in the hot journal). */
   readonly failed?: boolean;
+  /** A redacted output (`withRedaction`): the digest its frame recorded, the original's (the lean log's); `digest` is the stored output's. */
+  readonly original?: { readonly digest: string | null; readonly bytes: number };
 }
 
 /** `frames.archived`: the marker `compact` leaves where it moved frames to the archive. */

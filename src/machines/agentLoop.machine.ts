@@ -24,7 +24,13 @@ export const CALL_BATCH = 128;
  * (or the conversation of a recorded run restored). The chart then walks the run from turn 0: a
  * resumed run's recorded steps are served from the journal by the same actors that run new ones.
  */
-export type PrepareOutput = { readonly kind: "completed" } | { readonly kind: "ready" };
+export type PrepareOutput =
+  | { readonly kind: "completed" }
+  | { readonly kind: "ready" }
+  /** The journal already ends the run with `run.cancelled`: the run ends so again, appending nothing. */
+  | { readonly kind: "cancelled"; readonly reason: string }
+  /** The journal already ends the run with `run.failed`: the run reports `error` again, appending nothing. */
+  | { readonly kind: "failed"; readonly error: unknown };
 
 export type CallModelOutput =
   | {
@@ -63,6 +69,28 @@ export interface Interruption {
   readonly cause?: ErrorCause;
 }
 
+/**
+ * How a run ends, as the chart's one `end` actor journals it: `run.completed`, `run.interrupted`
+ * (with its reason, whatever the reason is), `run.cancelled` or `run.failed` (the actor decides
+ * whether a failure is the run's for good: see the runtime's `failedEntry`). A run whose ownership
+ * was lost has no ending entry: it no longer owns the run.
+ *
+ * @example
+ * const ending: Ending = { kind: "interrupted", turn: 3, reason: "approval-pending", detail: { stepIds }, pending: stepIds, waiting: [] };
+ */
+export type Ending =
+  | { readonly kind: "completed"; readonly turn: number; readonly content: string }
+  | (Interruption & {
+      readonly kind: "interrupted";
+      readonly turn: number;
+      /** Calls waiting for an approval (an `approval-pending` interruption). */
+      readonly pending: readonly string[];
+      /** Calls waiting for a time or an event (a `waiting` interruption; docs/waits.md). */
+      readonly waiting: readonly string[];
+    })
+  | { readonly kind: "cancelled"; readonly reason: string }
+  | { readonly kind: "failed"; readonly error: unknown };
+
 /** `agentLoopMachine`'s context: where the loop is (turn, open and pending calls). */
 export interface AgentLoopContext {
   readonly runId: string;
@@ -87,6 +115,10 @@ export interface AgentLoopContext {
   /** The wait before the model is called again, while `running.backingOff`. */
   backoff: Backoff | undefined;
   error: unknown;
+  /** A cancel the run was told of (`CANCEL`): it ends `cancelled` once what it is doing lets it. */
+  cancel: { readonly reason: string; readonly error?: unknown } | undefined;
+  /** The ownership the run lost (`LOST`): it ends `lost`, appending nothing. */
+  lost: unknown;
 }
 
 /** What the `modelCalls` actor reports of the model call it was told to make. */
@@ -95,10 +127,21 @@ export type ModelCallEvent =
   /** The call threw (its durable step could not journal, the journal diverged): the run fails. */
   | { readonly type: "MODEL.FAILED"; readonly error: unknown };
 
-export type AgentLoopEvent =
-  | ToolCallParentEvent
-  | ModelCallEvent
-  | { readonly type: "ABORT"; readonly reason?: unknown };
+/**
+ * How the run is told that it must end from outside: `ABORT` (the caller's signal: the run
+ * interrupts, `aborted`), `CANCEL` (control: a cancel request, read at hold time, by a renewal, or
+ * refused by the fence; the run ends `cancelled`), `LOST` (the fence: another owner has the run;
+ * it ends `lost` at once, appending nothing).
+ *
+ * @example
+ * actor.send({ type: "CANCEL", reason: "operator stop" } satisfies StopEvent); // the run ends cancelled
+ */
+export type StopEvent =
+  | { readonly type: "ABORT"; readonly reason?: unknown }
+  | { readonly type: "CANCEL"; readonly reason: string; readonly error?: unknown }
+  | { readonly type: "LOST"; readonly error: unknown };
+
+export type AgentLoopEvent = ToolCallParentEvent | ModelCallEvent | StopEvent;
 
 /**
  * What the loop tells its `modelCalls` actor: call the model for this turn (it reports back with
@@ -139,11 +182,22 @@ const nextBatchOf = (context: AgentLoopContext, count: number) => {
 };
 
 /**
+ * The fence refused an append or a renewal found the run taken over: whatever the run was doing
+ * stops (with the state it runs in, its actors), and nothing more is journaled.
+ */
+const LOST_ENDS = { target: "#agentLoop.lost", actions: "noteLost" } as const;
+
+/**
  * The agent loop: model → tool calls (one child actor each, run concurrently) → results back →
  * repeat. It decides; the runtime's actors (`prepare`, `modelCalls`, `toolCall`'s actors,
- * `plainCalls`, `complete`, `interrupt`) do the journaled work. Resuming a run is running this chart again from
+ * `plainCalls`, `end`) do the journaled work. Resuming a run is running this chart again from
  * the start: every step the journal recorded is served by the durable step instead of run, so live
  * and resumed runs take the same path. xstate's persisted snapshots are never used.
+ *
+ * It owns every ending: the final states `completed`, `interrupted`, `cancelled`, `failed` and
+ * `lost`, each but `lost` journaled by the one `end` actor (see {@link Ending}), reached by the
+ * chart's own decisions or by a {@link StopEvent} from outside; the runtime maps the final state to
+ * what `loop.run` returns or throws.
  */
 export const agentLoopMachine = setup({
   types: {
@@ -168,8 +222,8 @@ export const agentLoopMachine = setup({
           queueMicrotask(() => sendBack({ type: "CALL.SETTLED", index, status: "ok" }));
       });
     }),
-    complete: fromPromise<void, { turn: number; content: string }>(async () => {}),
-    interrupt: fromPromise<void, Interruption & { turn: number; pending: string[]; waiting: string[] }>(async () => {}),
+    // Appends the run's ending entry: the one actor that does (whichever way the run ends).
+    end: fromPromise<void, Ending>(async () => {}),
   },
   delays: {
     // Computed by the runtime from the journaled retryAt and its clock: the chart only waits it.
@@ -202,6 +256,8 @@ export const agentLoopMachine = setup({
       context.turn + 1 < context.maxIterations,
     // The current batch ended and the response has calls not dispatched yet.
     batchEnded: ({ context }) => context.open === 0 && context.dispatched < callCount(context),
+    // A cancel came while the run could not stop at once (preparing, journaling an ending).
+    cancelNoted: ({ context }) => context.cancel !== undefined,
   },
   actions: {
     // A toolCall child chart for each call of the current batch that can wait; the others to the
@@ -231,6 +287,12 @@ export const agentLoopMachine = setup({
     }),
     // The calls after those dispatched so far, up to a batch (the first batch comes with the response).
     nextBatch: assign(({ context }) => nextBatchOf(context, callCount(context))),
+    noteLost: assign({ lost: ({ event }) => (event.type === "LOST" ? event.error : undefined) }),
+    // The first cancel wins (its reason is the one journaled).
+    noteCancel: assign({
+      cancel: ({ context, event }) =>
+        context.cancel ?? (event.type === "CANCEL" ? { reason: event.reason, error: event.error } : undefined),
+    }),
     // One assign, not one a key: each assign makes a new snapshot, and this one comes every turn.
     nextTurn: assign(({ context }) => ({
       turn: context.turn + 1,
@@ -261,19 +323,41 @@ export const agentLoopMachine = setup({
     interrupt: undefined,
     backoff: undefined,
     error: undefined,
+    cancel: undefined,
+    lost: undefined,
   }),
   initial: "starting",
   states: {
     starting: {
+      // Noted: prepare decides whether there is a run to cancel (a completed one stays completed).
+      on: { CANCEL: { actions: "noteCancel" }, LOST: LOST_ENDS },
       invoke: {
         id: "prepare",
         src: "prepare",
         input: ({ context }) => ({ runId: context.runId }),
         onDone: [
           { guard: ({ event }) => event.output.kind === "completed", target: "completed" },
+          {
+            guard: ({ event }) => event.output.kind === "cancelled",
+            target: "cancelled",
+            actions: assign({
+              cancel: ({ event }) => (event.output.kind === "cancelled" ? { reason: event.output.reason } : undefined),
+            }),
+          },
+          {
+            guard: ({ event }) => event.output.kind === "failed",
+            target: "failed",
+            actions: assign({
+              error: ({ event }) => (event.output.kind === "failed" ? event.output.error : undefined),
+            }),
+          },
+          { guard: "cancelNoted", target: "cancelling" },
           { target: "running" },
         ],
-        onError: { target: "failed", actions: assign({ error: ({ event }) => event.error }) },
+        onError: [
+          { guard: "cancelNoted", target: "cancelling" },
+          { target: "failing", actions: assign({ error: ({ event }) => event.error }) },
+        ],
       },
     },
     running: {
@@ -284,13 +368,13 @@ export const agentLoopMachine = setup({
           id: "modelCalls",
           src: "modelCalls",
           input: ({ context }) => ({ runId: context.runId }),
-          onError: { target: "failed", actions: assign({ error: ({ event }) => event.error }) },
+          onError: { target: "failing", actions: assign({ error: ({ event }) => event.error }) },
         },
         {
           id: "plainCalls",
           src: "plainCalls",
           input: ({ context }) => ({ runId: context.runId }),
-          onError: { target: "failed", actions: assign({ error: ({ event }) => event.error }) },
+          onError: { target: "failing", actions: assign({ error: ({ event }) => event.error }) },
         },
       ],
       on: {
@@ -298,6 +382,9 @@ export const agentLoopMachine = setup({
           target: "interrupting",
           actions: assign({ interrupt: ({ event }) => ({ reason: "aborted" as const, detail: event.reason ?? null }) }),
         },
+        // Leaving running stops the model call and the tool calls in flight; the run ends cancelled.
+        CANCEL: { target: "cancelling", actions: "noteCancel" },
+        LOST: LOST_ENDS,
       },
       states: {
         deciding: {
@@ -361,7 +448,7 @@ export const agentLoopMachine = setup({
                 actions: assign({ response: ({ event }) => (event.output.ok ? event.output.response : undefined) }),
               },
             ],
-            "MODEL.FAILED": { target: "#agentLoop.failed", actions: assign({ error: ({ event }) => event.error }) },
+            "MODEL.FAILED": { target: "#agentLoop.failing", actions: assign({ error: ({ event }) => event.error }) },
           },
         },
         // A failed model attempt waits here before the next one (an abort interrupts the wait).
@@ -393,7 +480,7 @@ export const agentLoopMachine = setup({
                 waiting: ({ context, event }) => [...context.waiting, event.stepId],
               }),
             },
-            "CALL.FAILED": { target: "#agentLoop.failed", actions: assign({ error: ({ event }) => event.error }) },
+            "CALL.FAILED": { target: "#agentLoop.failing", actions: assign({ error: ({ event }) => event.error }) },
           },
           always: [
             {
@@ -418,20 +505,32 @@ export const agentLoopMachine = setup({
         },
       },
     },
+    // The run's ending is journaled by the one `end` actor, in the state named for it. A cancel that
+    // comes meanwhile is noted: it wins over an interruption, not over an answer already journaled.
     finishing: {
+      on: { CANCEL: { actions: "noteCancel" }, LOST: LOST_ENDS },
       invoke: {
-        id: "complete",
-        src: "complete",
-        input: ({ context }) => ({ turn: context.turn, content: context.response?.content ?? "" }),
+        id: "end",
+        src: "end",
+        input: ({ context }): Ending => ({
+          kind: "completed",
+          turn: context.turn,
+          content: context.response?.content ?? "",
+        }),
         onDone: { target: "completed" },
-        onError: { target: "failed", actions: assign({ error: ({ event }) => event.error }) },
+        onError: [
+          { guard: "cancelNoted", target: "cancelling" },
+          { target: "failing", actions: assign({ error: ({ event }) => event.error }) },
+        ],
       },
     },
     interrupting: {
+      on: { CANCEL: { actions: "noteCancel" }, LOST: LOST_ENDS },
       invoke: {
-        id: "interrupt",
-        src: "interrupt",
-        input: ({ context }) => ({
+        id: "end",
+        src: "end",
+        input: ({ context }): Ending => ({
+          kind: "interrupted",
           turn: context.turn,
           reason: context.interrupt?.reason ?? "aborted",
           detail: context.interrupt?.detail ?? null,
@@ -439,12 +538,39 @@ export const agentLoopMachine = setup({
           pending: context.pending,
           waiting: context.waiting,
         }),
-        onDone: { target: "interrupted" },
-        onError: { target: "failed", actions: assign({ error: ({ event }) => event.error }) },
+        onDone: [{ guard: "cancelNoted", target: "cancelling" }, { target: "interrupted" }],
+        onError: [
+          { guard: "cancelNoted", target: "cancelling" },
+          { target: "failing", actions: assign({ error: ({ event }) => event.error }) },
+        ],
+      },
+    },
+    cancelling: {
+      on: { LOST: LOST_ENDS },
+      invoke: {
+        id: "end",
+        src: "end",
+        input: ({ context }): Ending => ({ kind: "cancelled", reason: context.cancel?.reason ?? "" }),
+        onDone: { target: "cancelled" },
+        onError: { target: "failing", actions: assign({ error: ({ event }) => event.error }) },
+      },
+    },
+    // The first error is the run's: one from journaling the failure itself does not replace it.
+    failing: {
+      on: { LOST: LOST_ENDS },
+      invoke: {
+        id: "end",
+        src: "end",
+        input: ({ context }): Ending => ({ kind: "failed", error: context.error }),
+        onDone: { target: "failed" },
+        onError: { target: "failed" },
       },
     },
     completed: { type: "final" },
     interrupted: { type: "final" },
+    cancelled: { type: "final" },
     failed: { type: "final" },
+    // Another owner has the run: nothing was journaled for this ending.
+    lost: { type: "final" },
   },
 });

@@ -38,7 +38,7 @@ export type ModePinEvent =
   /** The loop's `toolCallLog` option (already validated; undefined when unset). */
   | { readonly type: "CONFIGURED"; readonly mode: ToolCallLogMode | undefined };
 
-/** `modePinMachine`'s states (see the README's diagram). */
+/** `modePinMachine`'s states (see the diagram in docs/statecharts.md). */
 export type ModePinState = "unset" | "pinned-full" | "pinned-lean" | "mismatch-error";
 
 /** The `journalPin` action's params: the `decision.recorded` data to append. */

@@ -87,7 +87,7 @@ export async function claimOwnRead(
 /** Entries after which a worker has nothing more to do with a run (as the claim's `settled`). */
 function finishes(entries: readonly NewEntry[]): boolean {
   const last = entries[entries.length - 1];
-  if (last?.type === "run.completed" || last?.type === "run.cancelled") return true;
+  if (last?.type === "run.completed" || last?.type === "run.cancelled" || last?.type === "run.failed") return true;
   if (last?.type !== "run.interrupted") return false;
   const reason = last.data.reason;
   // Approvals that expire keep the run queued, due at the first expiry (the worker parks it: waitForApproval).
@@ -122,6 +122,13 @@ export function pickedUpJournal(
         }
         return store.read(id, options);
       },
+    },
+    // The claim read every entry already: the resume folds those rather than read a snapshot too.
+    latestSnapshot: {
+      value: (id: string) =>
+        id === runId && primed !== undefined
+          ? Promise.resolve(undefined)
+          : (store.latestSnapshot?.(id) ?? Promise.resolve(undefined)),
     },
     append: {
       value: async (id: string, added: readonly NewEntry[], options: AppendOptions) => {

@@ -49,6 +49,7 @@ export async function prunePostgres(db: PgDatabase, request: PruneRequest): Prom
         const archives = await client.query(`DELETE FROM ${t.archive} WHERE run_id = ANY($1::text[])`, [ids]);
         await client.query(`DELETE FROM ${t.leases} WHERE run_id = ANY($1::text[])`, [ids]);
         await client.query(`DELETE FROM ${t.cancels} WHERE run_id = ANY($1::text[])`, [ids]);
+        await client.query(`DELETE FROM ${t.snapshots} WHERE run_id = ANY($1::text[])`, [ids]);
         const blobs = await client.query(
           `WITH named AS (DELETE FROM ${t.blobRefs} WHERE run = ANY($1::int[]) RETURNING digest)
            DELETE FROM ${t.blobs} b USING (SELECT DISTINCT digest FROM named) n

@@ -9,9 +9,11 @@ import { migrateFromV1, renameV1 } from "./migrate.ts";
  * `loom_runs.watched_until`: appends announce themselves only for runs someone follows. 4 added
  * `loom_leases.woken`: a run queued by a sub-agent's approval is claimed though its journal ends
  * approval-pending (leases.ts); and `loom_runs_id_c`, the run ids in "C" order, so the runs under
- * a prefix (a run's sub-agents) are a range of an index whatever the database's collation.
+ * a prefix (a run's sub-agents) are a range of an index whatever the database's collation. 5 added
+ * `loom_schedules`, each schedule's last handled tick (scheduler.ts), and `loom_snapshots`, each
+ * run's latest snapshot: new tables only.
  */
-export const POSTGRES_SCHEMA_VERSION = 4;
+export const POSTGRES_SCHEMA_VERSION = 5;
 
 /** Loom's table names, qualified by the schema when one is configured. */
 export interface Tables {
@@ -37,8 +39,12 @@ export interface Tables {
   readonly owners: string;
   /** Cancel requests (`requestCancel`): one row per run someone asked to cancel, with the reason. */
   readonly cancels: string;
+  /** Each run's latest snapshot of its folded state (`writeSnapshot`): run id, seq, digest, body. */
+  readonly snapshots: string;
   /** Every entry as text (`select * from loom_journal`), for reading the tables with psql. */
   readonly journal: string;
+  /** One row per schedule: the last tick it handled (fired or skipped), moved under a row lock (scheduler.ts). */
+  readonly schedules: string;
   /**
    * The NOTIFY channel that announces due runs: one per schema (a hash of its name, as channel
    * names are identifiers of at most 63 characters), so tenants in other schemas are not woken.
@@ -72,7 +78,9 @@ export function tablesIn(schema: string | undefined): Tables {
     leases: q("loom_leases"),
     owners: q("loom_owners"),
     cancels: q("loom_cancels"),
+    snapshots: q("loom_snapshots"),
     journal: q("loom_journal"),
+    schedules: q("loom_schedules"),
     channel: `loom_due_${sha256Hex(schema ?? "").slice(0, 16)}`,
     appended: `loom_app_${sha256Hex(schema ?? "").slice(0, 16)}`,
   };
@@ -145,6 +153,17 @@ CREATE TABLE IF NOT EXISTS ${t.cancels} (
   run_id text PRIMARY KEY,
   reason text NOT NULL,
   requested_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE IF NOT EXISTS ${t.schedules} (
+  schedule_id text PRIMARY KEY,
+  cursor_ms bigint NOT NULL,
+  updated_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE IF NOT EXISTS ${t.snapshots} (
+  seq integer NOT NULL,
+  run_id text PRIMARY KEY,
+  digest text NOT NULL,
+  body text NOT NULL
 );
 CREATE OR REPLACE VIEW ${t.journal} AS
   SELECT r.run_id, e.seq, ty.type, ${sqlDataText("encode(e.digest, 'hex')")} AS data,

@@ -13,6 +13,7 @@ import type {
   ListRunsOptions,
   RunLease,
   RunSummary,
+  StoredSnapshot,
 } from "../events/store.ts";
 import { type EntryType, type JournalEntry, type NewEntry, SCHEMA_VERSION } from "../events/types.ts";
 import { watchAppends } from "./appendNotify.ts";
@@ -156,6 +157,13 @@ function build(t: Tables) {
       `SELECT run_id, version, last_type, entries FROM ${t.runs}
         WHERE run_id COLLATE "C" >= $1 AND run_id COLLATE "C" < $2 ORDER BY run_id COLLATE "C"`,
     ),
+    /** Keeps the run's latest snapshot: replaces the row only with a higher seq. */
+    writeSnapshot: named(
+      `INSERT INTO ${t.snapshots} AS s (run_id, seq, digest, body) VALUES ($1, $2, $3, $4)
+       ON CONFLICT (run_id) DO UPDATE SET seq = EXCLUDED.seq, digest = EXCLUDED.digest, body = EXCLUDED.body
+        WHERE EXCLUDED.seq > s.seq`,
+    ),
+    latestSnapshot: named(`SELECT seq, digest, body FROM ${t.snapshots} WHERE run_id = $1`),
     runsFrom: named(
       `SELECT run_id, version, last_type, entries FROM ${t.runs} WHERE run_id COLLATE "C" >= $1 ORDER BY run_id COLLATE "C"`,
     ),
@@ -316,6 +324,22 @@ export function postgresStoreOn(shared: PgDatabase): PostgresEventStore {
     },
     holder: (runId: string) => owners.holder(runId),
     prune: (request) => prunePostgres(db, request),
+
+    async writeSnapshot(runId: string, snapshot: StoredSnapshot) {
+      checkRunId(runId, "writeSnapshot");
+      await db.ready;
+      await pool.query({
+        ...sql.writeSnapshot,
+        values: [runId, snapshot.seq, snapshot.digest, snapshot.body],
+      });
+    },
+
+    async latestSnapshot(runId: string) {
+      checkRunId(runId, "latestSnapshot");
+      await db.ready;
+      const { rows } = await pool.query<StoredSnapshot>({ ...sql.latestSnapshot, values: [runId] });
+      return rows[0];
+    },
 
     async close() {
       await db.release();

@@ -1,5 +1,6 @@
 import { type ClaimCheckEnvelope, claimCheckOf } from "../events/claimCheck.ts";
 import { modelFrameId, parseFrameId } from "../events/ids.ts";
+import { type RedactionRecord, redactedFields } from "../events/redact.ts";
 import type {
   AttemptError,
   CallSettledData,
@@ -32,6 +33,8 @@ export interface FrameState {
   claimCheck?: ClaimCheckEnvelope;
   /** `digestOf(output)` as the frame recorded it (tool frames written by Loom after 0.1.0). */
   recorded?: { readonly digest: string | null; readonly bytes: number };
+  /** What redaction replaced in the output (`withRedaction`): `recorded` is then the original's digest. */
+  redacted?: readonly RedactionRecord[];
   /** Set when compaction moved the frame: its output lives in the archive under `ref`. */
   archived?: { readonly ref: string; readonly digest: string | null; readonly bytes: number };
 }
@@ -102,6 +105,8 @@ export interface RunState {
   _output: CompletedRunValue | undefined;
   /** Seq of the last entry folded (the version to append after). */
   version: number;
+  /** The first entry whose payload was redacted (`withRedaction`), if any: such a run cannot be resumed. */
+  redacted?: { readonly seq: number; readonly type: string };
 }
 
 /**
@@ -136,6 +141,9 @@ export const runStateProjection: Projection<RunState> = {
   evolve(state, entry) {
     state.runId = entry.runId;
     state.version = entry.seq;
+    if (state.redacted === undefined && (entry.data as { redacted?: unknown }).redacted !== undefined) {
+      state.redacted = { seq: entry.seq, type: entry.type };
+    }
     switch (entry.type) {
       case "run.started":
         state.status = "running";
@@ -172,6 +180,8 @@ export const runStateProjection: Projection<RunState> = {
           if (claimCheck) frame.claimCheck = claimCheck;
           const { digest, bytes } = entry.data;
           if (digest !== undefined) frame.recorded = { digest, bytes: bytes ?? 0 };
+          const redacted = redactedFields(entry.data);
+          if (redacted.length > 0) frame.redacted = redacted;
           countTurn(state, frame.frameId);
         }
         break;
@@ -190,6 +200,7 @@ export const runStateProjection: Projection<RunState> = {
             inputDigest: d?.inputDigest ?? known?.inputDigest ?? "",
             status: d?.failed || known?.status === "failed" ? "failed" : "completed",
             archived: { ref: entry.data.archiveRef, digest: d?.digest ?? null, bytes: d?.bytes ?? 0 },
+            ...(d?.original ? { recorded: d.original } : {}),
           };
           if (!d?.failed) countTurn(state, frameId);
         }

@@ -1,5 +1,6 @@
 import { decisionStepOf } from "../events/ids.ts";
 import {
+  type ArchivedFrame,
   type AttemptError,
   digestOf,
   type JournalEntry,
@@ -9,6 +10,7 @@ import {
   parseFrameId,
   toolStepId,
 } from "../index.ts";
+import { asWaitChoice } from "../policies/wait.ts";
 import {
   type CallView,
   CHUNK,
@@ -87,10 +89,12 @@ export function evolveView(view: RunView, entry: JournalEntry): RunView {
       break;
     }
     case "run.failed":
+      nothingWaits(view);
       view.status = "failed";
       view.error = { name: entry.data.error.name, message: entry.data.error.message };
       break;
     case "run.cancelled":
+      nothingWaits(view);
       view.status = "cancelled";
       view.cancelled = { reason: entry.data.reason };
       break;
@@ -105,6 +109,39 @@ export function evolveView(view: RunView, entry: JournalEntry): RunView {
   return view;
 }
 
+/**
+ * Puts back in `view` what compaction moved out of the journal for one frame (`readArchived`'s
+ * entries: its start, earlier starts and completion): the model's text, usage and tool names,
+ * a call's times. The frame's status stays the one its `frames.archived` marker gave; the run's
+ * does not change (these entries are history, not news).
+ */
+export function evolveArchived(view: RunView, frame: ArchivedFrame): RunView {
+  const { started, completed } = frame;
+  const startedAt = frame.attempts?.[0]?.meta.at ?? started.meta.at; // its first start, as the journal had it
+  const id = parseFrameId(started.data.frameId);
+  if (id?.kind === "model") {
+    const turn = ensureTurn(view, id.turn);
+    turn.model.startedAt = startedAt;
+    turn.model.endedAt = completed.meta.at;
+    const response = (completed.data.failed ? {} : (completed.data.output ?? {})) as Partial<ModelResponse>;
+    takeResponse(view, turn, response);
+    const calls = Array.isArray(response.toolCalls) ? response.toolCalls : [];
+    calls.forEach((c, j) => {
+      const was = turn.calls[j];
+      turn.calls[j] = was
+        ? { ...was, toolName: c.name, input: c.input }
+        : { stepId: toolStepId(id.loopId, id.turn, j), toolName: c.name, input: c.input, status: "asked", failures: 0 };
+    });
+  } else if (id?.kind === "tool") {
+    const call = callAt(view, started.data.frameId);
+    if (call) {
+      call.startedAt = startedAt;
+      call.endedAt = completed.meta.at;
+    }
+  }
+  return view;
+}
+
 /** Folds entries into a fresh view, in place. */
 export function foldView(entries: Iterable<JournalEntry>): RunView {
   let view = initialView();
@@ -114,6 +151,11 @@ export function foldView(entries: Iterable<JournalEntry>): RunView {
 
 function resumed(view: RunView): void {
   if (view.status === "interrupted") view.status = "running";
+  nothingWaits(view);
+}
+
+/** The run goes on or ended: no call waits for an approval any more (each stands asked again). */
+function nothingWaits(view: RunView): void {
   view.interruption = undefined;
   for (const stepId of view.pending) {
     const call = callAt(view, stepId);
@@ -168,14 +210,7 @@ function onCompleted(
     const response = (data.output ?? {}) as Partial<ModelResponse>;
     turn.model.status = "completed";
     turn.model.endedAt = at;
-    if (typeof response.content === "string") turn.model.content = response.content;
-    if (response.finishReason !== undefined) turn.model.finishReason = response.finishReason;
-    if (response.usage) {
-      turn.model.usage = response.usage;
-      view.tokens.input += response.usage.inputTokens ?? 0;
-      view.tokens.output += response.usage.outputTokens ?? 0;
-      view.tokens.reported = true;
-    }
+    takeResponse(view, turn, response);
     const calls = Array.isArray(response.toolCalls) ? response.toolCalls : [];
     turn.calls = calls.map((c, j) => ({
       stepId: toolStepId(id.loopId, id.turn, j),
@@ -237,11 +272,23 @@ function onDecision(view: RunView, decisionId: string, choice: unknown): void {
   if (stepId !== undefined) {
     const call = callAt(view, stepId);
     if (call) {
-      call.approval = { approved: (choice as { approved?: unknown } | null)?.approved === true };
+      const answer = (choice ?? {}) as { approved?: unknown; by?: unknown; reason?: unknown };
+      call.approval = {
+        approved: answer.approved === true,
+        ...(typeof answer.by === "string" ? { by: answer.by } : {}),
+        ...(typeof answer.reason === "string" ? { reason: answer.reason } : {}),
+      };
       // Answered (from another process, while the run stays interrupted): it waits for a resume now.
       if (call.status === "awaiting-approval") call.status = "asked";
     }
     if (view.pending.includes(stepId)) view.pending = view.pending.filter((s) => s !== stepId);
+    return;
+  }
+  const waitStep = decisionStepOf(decisionId, "wait");
+  if (waitStep !== undefined) {
+    const call = callAt(view, waitStep);
+    const wait = asWaitChoice(choice);
+    if (call && wait) call.wait = wait;
     return;
   }
   const failedStep = decisionStepOf(decisionId, "outcome");
@@ -281,5 +328,17 @@ function onArchived(view: RunView, frameId: string, failed: boolean, digest: str
       call.digest = digest;
       call.bytes = bytes;
     }
+  }
+}
+
+/** A model response's text, finish reason and usage, into its turn and the run's token count (live and archived alike). */
+function takeResponse(view: RunView, turn: ReturnType<typeof ensureTurn>, response: Partial<ModelResponse>): void {
+  if (typeof response.content === "string") turn.model.content = response.content;
+  if (response.finishReason !== undefined) turn.model.finishReason = response.finishReason;
+  if (response.usage) {
+    turn.model.usage = response.usage;
+    view.tokens.input += response.usage.inputTokens ?? 0;
+    view.tokens.output += response.usage.outputTokens ?? 0;
+    view.tokens.reported = true;
   }
 }

@@ -7,6 +7,7 @@ import {
   type RunStatus,
   type SettledReason,
 } from "../index.ts";
+import type { WaitChoice } from "../policies/wait.ts";
 
 /**
  * The viewer's projection of a run: its timeline turn by turn (model call, tool calls with
@@ -36,9 +37,12 @@ export interface CallView {
   /** Failed attempts (`attempt.failed`), the last one's error. */
   failures: number;
   lastError?: AttemptError;
-  approval?: { readonly approved: boolean };
+  /** The answer to its approval: approved or declined, by whom, why (as recorded). */
+  approval?: { readonly approved: boolean; readonly by?: string; readonly reason?: string };
   /** Moved to the archive by compaction. */
   archived?: boolean;
+  /** What the call waits for (its `<stepId>:wait`: a time or an event), once it began waiting. */
+  wait?: WaitChoice;
 }
 
 /** One model call and the tool calls it asked for. */

@@ -59,7 +59,9 @@ async function verify(journal: Journal, state: RunState, step: ResolvedStep): Pr
   const verified: string[] = [];
   if (step.source === "archive") verified.push("the digest in the compaction's frames.archived marker");
   // resolveStep compared the output with the digest its frame recorded (frames written by Loom after 0.1.0).
-  if (step.source === "frame" && state.frames[step.stepId]?.recorded) verified.push("the digest its frame recorded");
+  // A redacted output is not the one its frame's digest (the original's) covers: nothing hashes it.
+  if (step.source === "frame" && state.frames[step.stepId]?.recorded && (!step.redacted || step.redacted.blob))
+    verified.push("the digest its frame recorded");
   if (step.claimCheck) verified.push("the blob's sha256 in its claim-check envelope");
   const turn = parseFrameId(step.stepId)?.turn;
   if (turn !== undefined) {

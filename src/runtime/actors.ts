@@ -1,19 +1,13 @@
 import { fromCallback, fromPromise } from "xstate";
 import { digestOf, digestOfRecorded } from "../core/digest.ts";
-import {
-  AgentLoopConfigError,
-  DefinitionChangedError,
-  ReplayDivergenceError,
-  RunCancelledError,
-} from "../core/errors.ts";
+import { AgentLoopConfigError, DefinitionChangedError, ReplayDivergenceError, RunFailedError } from "../core/errors.ts";
 import { jsonRoundTrip } from "../core/jsonForm.ts";
 import { modelFrameId, modePinId, toolStepId } from "../events/ids.ts";
-import { readJournal } from "../events/journal.ts";
 import { readModePin } from "../events/modePin.ts";
 import type { Message, ModelResponse, NewEntry, RunStartedData, ToolCall } from "../events/types.ts";
 import type {
   CallModelOutput,
-  Interruption,
+  Ending,
   ModelCallEvent,
   ModelCallsEvent,
   PrepareOutput,
@@ -21,15 +15,17 @@ import type {
 import { resolveModePin } from "../machines/modePin.machine.ts";
 import { type DefinitionPin, definitionPin, describeChange, unacceptedChanges } from "../policies/definition.ts";
 import { attemptError } from "../policies/retry.ts";
-import { foldEntries, type RunState, responseAt } from "../projections/runState.ts";
+import { type RunState, responseAt } from "../projections/runState.ts";
 import { Appender, type Fence } from "./appender.ts";
 import { askModel } from "./askModel.ts";
 import type { AgentLoopConfig } from "./config.ts";
-import { interruptionEntry } from "./control/hooks.ts";
+import { cancelEnds, failedEntry, interruptionEntry } from "./control/hooks.ts";
 import { durableStep } from "./durableStep.ts";
+import { RedactedHistoryError } from "./errors.ts";
 import { causeOf, modelPolicy, runDeadline } from "./failurePolicy.ts";
 import { hydrateArchived } from "./readers.ts";
 import type { RunSession } from "./session.ts";
+import { readRunState, SnapshotSchedule } from "./snapshots.ts";
 import { CallStop } from "./stepSignals.ts";
 import { recordedToolCallIds, recordedTraceContext, traceContextDecision } from "./telemetry.ts";
 import { prepareToolSources } from "./toolSources.ts";
@@ -47,9 +43,16 @@ export function loopActors(
   const runId = options.runId;
 
   const prepare = fromPromise<PrepareOutput, { runId: string }>(async () => {
-    const entries = await readJournal(options.journal, runId);
-    const state = foldEntries(entries);
+    // The latest snapshot and the entries after it, when the store keeps snapshots; else every entry.
+    const onSnapshotWarning = config.snapshots?.onWarning;
+    const read = await readRunState(options.journal, runId, onSnapshotWarning ? { onSnapshotWarning } : undefined);
+    const state = read.state;
     session.appender = new Appender(options.journal.store, runId, state, fence);
+    if (config.snapshots !== undefined && !session.replaying) {
+      const schedule = new SnapshotSchedule(options.journal, runId, config.snapshots, read.snapshotSeq);
+      session.snapshots = schedule;
+      session.appender.onDurable = (version) => schedule.durable(version);
+    }
     // The journal's one pin reader (readJournal has refused a damaged pin already, naming its seq).
     const pinDecision = state.decisions[modePinId(config.id)];
     const recorded = pinDecision ? readModePin(runId, pinDecision) : undefined;
@@ -85,6 +88,7 @@ export function loopActors(
         ...deadline.append,
       );
       session.startConversation(session.state.input ?? "");
+      session.prepared = true;
       return { kind: "ready" };
     }
     if (state.loopId !== config.id) {
@@ -101,8 +105,14 @@ export function loopActors(
       );
     }
     if (state.status === "completed") return { kind: "completed" };
-    if (state.status === "cancelled") throw new RunCancelledError(runId, state.cancelled?.reason ?? "");
+    // An ended run runs nothing: the chart ends it so again, and nothing is appended.
+    if (state.status === "cancelled") return { kind: "cancelled", reason: state.cancelled?.reason ?? "" };
+    if (state.status === "failed") {
+      return { kind: "failed", error: new RunFailedError(runId, state.error ?? { name: "Error", message: "" }) };
+    }
     if (!session.replaying) checkDefinition(runId, config, state.definition);
+    if (!session.replaying && state.redacted)
+      throw new RedactedHistoryError(runId, state.redacted.seq, state.redacted.type);
     const lists = await prepareToolSources(session, state); // journaled lists; a source's first one asked live
     // A late pin (ADR 0142 D3); a deadline configured after the run started runs from now.
     const deadline = runDeadline(config, state, Date.now());
@@ -114,6 +124,7 @@ export function loopActors(
     // The chart then walks the recorded turns, each step served from the journal: archived outputs first.
     await hydrateArchived(options.journal, state);
     session.startConversation(state.input ?? "");
+    session.prepared = true;
     return { kind: "ready" };
   });
 
@@ -221,20 +232,39 @@ export function loopActors(
     return true;
   }
 
-  // The log is not journaled again: the value returned is rebuilt from the frames (completedOutput).
-  const complete = fromPromise<void, { turn: number; content: string }>(async ({ input }) => {
-    await session.appender.append({
-      type: "run.completed",
-      data: { output: { content: input.content, iterations: input.turn + 1 } },
-    });
+  /**
+   * The one actor that journals how the run ends, whichever way the chart ends it. Once it runs,
+   * work still in flight appends nothing more (`close`), except a completion: nothing is in flight.
+   */
+  const end = fromPromise<void, Ending>(async ({ input }) => {
+    switch (input.kind) {
+      case "completed":
+        // The log is not journaled again: the value returned is rebuilt from the frames (completedOutput).
+        await session.appender.append({
+          type: "run.completed",
+          data: { output: { content: input.content, iterations: input.turn + 1 } },
+        });
+        return;
+      case "interrupted":
+        session.appender.close(input.reason);
+        await session.appender.appendFinal(interruptionEntry(session, input));
+        return;
+      case "cancelled":
+        if (!cancelEnds(session)) return;
+        session.appender.close("cancelled");
+        await session.appender.appendFinal({ type: "run.cancelled", data: { reason: input.reason } });
+        return;
+      case "failed": {
+        const entry = failedEntry(session, input.error);
+        if (entry === undefined) return;
+        session.appender.close("failed");
+        await session.appender.appendFinal(entry);
+        return;
+      }
+    }
   });
 
-  const interrupt = fromPromise<void, Interruption & { turn: number; pending: string[] }>(async ({ input }) => {
-    session.appender.close(input.reason);
-    await session.appender.appendFinal(interruptionEntry(session, input)); // run.cancelled for a cancellation
-  });
-
-  return { prepare, modelCalls, complete, interrupt };
+  return { prepare, modelCalls, end };
 }
 
 /**

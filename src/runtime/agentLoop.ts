@@ -1,13 +1,13 @@
-import type { InspectionEvent, Observer } from "xstate";
-import { RunCancelledError } from "../core/errors.ts";
+import type { Actor, InspectionEvent, Observer } from "xstate";
+import { isRunCancelledError, RunCancelledError } from "../core/errors.ts";
 import { checkRunId, parseFrameId, toolStepId } from "../events/ids.ts";
+import type { agentLoopMachine, StopEvent } from "../machines/agentLoop.machine.ts";
 import { type RunState, responseAt } from "../projections/runState.ts";
 import { completedOutput, projectToolCallLog } from "../projections/toolCallLog.ts";
 import type { AgentOutput, InterruptedAgentRun, RunWait, ToolCallLogMode } from "../projections/types.ts";
 import { loopActors } from "./actors.ts";
 import type { Fence } from "./appender.ts";
 import type { AgentLoopConfig } from "./config.ts";
-import { cancelledOutcome } from "./control/hooks.ts";
 import { AgentInterruptedError } from "./errors.ts";
 import { holdRun, type RunOwnership } from "./ownership.ts";
 import { hydrateForLog } from "./readers.ts";
@@ -116,10 +116,8 @@ async function runLoop(
 ): Promise<AgentOutput> {
   checkRunId(given.runId, "loop.run"); // before anything reads or writes the journal
   const request = await resolveApprovals(given); // a sub-agent's call answered by its step id
-  // Losing the run (a renewal finds it taken over) stops it like an abort, with that error.
-  const lostRun = new AbortController();
-  const signal = request.signal ? AbortSignal.any([request.signal, lostRun.signal]) : lostRun.signal;
-  const session = new RunSession(config, { ...request, signal }, request.runContext);
+  const stop = new RunStop(request.runId, request.signal);
+  const session = new RunSession(config, { ...request, signal: stop.signal }, request.runContext);
   setUp?.(session);
   const held = await holdRun(
     request.journal.store,
@@ -128,22 +126,83 @@ async function runLoop(
     request.ownership,
     request.signal,
     (e) => {
-      session.appender?.lost(e);
-      lostRun.abort(e);
+      session.appender?.lost(e); // tells the fence's onLost, once the appender exists
+      stop.lose(e);
     },
-    (e) => lostRun.abort(e), // cancelRun: stops like an abort, ending with run.cancelled
+    (e) => stop.cancel(e.reason), // a renewal found a cancel request (cancelRun)
   );
   session.lease = held.lease;
   try {
-    if (held.cancelRequested !== undefined) lostRun.abort(new RunCancelledError(request.runId, held.cancelRequested));
+    if (held.cancelRequested !== undefined) stop.cancel(held.cancelRequested); // asked before the run was held
     const fence = {
       token: held.fence,
-      onLost: (e: Error) => lostRun.abort(e),
-      onCancelled: (e: RunCancelledError) => lostRun.abort(e),
+      onLost: (e: Error) => stop.lose(e),
+      onCancelled: (e: RunCancelledError) => stop.cancel(e.reason),
     };
-    return await runHeld(config, request, session, fence, signal);
+    return await runHeld(config, request, session, fence, stop);
   } finally {
     await held.letGo();
+  }
+}
+
+/**
+ * Where the run is told from outside that it must end: the chart gets `CANCEL` (control) or `LOST`
+ * (the fence), or `ABORT` for the caller's signal (`CANCEL` when its reason is a cancellation: a
+ * sub-agent's parent was cancelled). The steps in flight are stopped first, through the run's
+ * signal, so an effect sees the reason (a `RunCancelledError`, an `OwnershipLostError`) rather than
+ * the chart stopping its actor. Told before the chart runs, the event waits for its start.
+ */
+class RunStop {
+  private readonly controller = new AbortController();
+  /** What the run's steps follow: the caller's signal and this run's own stops. */
+  readonly signal: AbortSignal;
+  private actor: Actor<typeof agentLoopMachine> | undefined;
+  private waiting: StopEvent[] = [];
+
+  constructor(
+    private readonly runId: string,
+    private readonly given: AbortSignal | undefined,
+  ) {
+    this.signal = given ? AbortSignal.any([given, this.controller.signal]) : this.controller.signal;
+  }
+
+  /** A cancel request (`cancelRun`) reached the run. */
+  cancel(reason: string): void {
+    this.send(new RunCancelledError(this.runId, reason), { type: "CANCEL", reason });
+  }
+
+  /** Another owner has the run. */
+  lose(error: Error): void {
+    this.send(error, { type: "LOST", error });
+  }
+
+  private send(reason: unknown, event: StopEvent): void {
+    this.controller.abort(reason); // once: the first reason is the one the steps see
+    if (this.actor === undefined) this.waiting.push(event);
+    else if (this.actor.getSnapshot().status === "active") this.actor.send(event);
+  }
+
+  /** Binds the run's started chart: events told before go to it now, and the caller's signal from here on. */
+  start(actor: Actor<typeof agentLoopMachine>): () => void {
+    this.actor = actor;
+    actor.start();
+    for (const event of this.waiting.splice(0)) if (actor.getSnapshot().status === "active") actor.send(event);
+    const given = this.given;
+    if (given === undefined) return () => {};
+    // Aborted before the run started, the steps see it (the model step returns aborted): only a cancellation is told.
+    if (given.aborted) {
+      if (isRunCancelledError(given.reason)) this.send(given.reason, { type: "CANCEL", reason: given.reason.reason });
+      return () => {};
+    }
+    // A microtask later: the signals derived from the run's (a tool's) abort first, with the run's reason.
+    const onAbort = () =>
+      queueMicrotask(() => {
+        if (actor.getSnapshot().status !== "active") return;
+        const reason = given.reason;
+        actor.send(isRunCancelledError(reason) ? { type: "CANCEL", reason: reason.reason } : { type: "ABORT", reason });
+      });
+    given.addEventListener("abort", onAbort, { once: true });
+    return () => given.removeEventListener("abort", onAbort);
   }
 }
 
@@ -152,7 +211,7 @@ async function runHeld(
   request: RunRequest,
   session: RunSession,
   fence: Fence,
-  signal: AbortSignal,
+  stop: RunStop,
 ): Promise<AgentOutput> {
   // The chart is built once per loop; the run's own actors are bound to its actor (sharedMachine.ts).
   const calls = toolCallActors(session);
@@ -164,37 +223,28 @@ async function runHeld(
   const done = new Promise<void>((resolve, reject) => {
     actor.subscribe({ complete: resolve, error: reject });
   });
-  // A microtask later: the signals derived from the run's (a tool's) abort first, with the run's reason
-  // (a RunCancelledError for cancelRun), not with the reason of the chart stopping their actor.
-  const onAbort = () =>
-    queueMicrotask(() => {
-      if (actor.getSnapshot().status === "active") actor.send({ type: "ABORT", reason: signal.reason });
-    });
-  signal.addEventListener("abort", onAbort, { once: true });
   // Its events, answers and inspector become its sub-agents' (agentTool), through the run's context.
   const detach = session.run.attach(session.events, request.approvals, request.inspect, actor);
+  let unlisten = () => {};
   try {
-    actor.start();
+    unlisten = stop.start(actor);
     await done;
   } finally {
     detach();
-    signal.removeEventListener("abort", onAbort);
+    unlisten();
     session.dispose();
-    // Results deferred to a next append that never came (the run threw): journaled, or a resume would
-    // see their effects' outcome as unknown. A failure here leaves the run's own outcome as it is.
+    // Results deferred to a next append that never came (the run failed, lost or ended unjournaled):
+    // journaled, or a resume would see their effects' outcome as unknown. A failure here leaves the run's outcome as it is.
     await session.appender?.flush().catch(() => {});
+    await session.snapshots?.settled(); // written beside the run: done before the journal may be closed
     const end = actor.getSnapshot();
     session.telemetry?.end(
-      end.value === "completed" || end.value === "interrupted"
-        ? { status: end.value }
-        : { status: "failed", error: end.context.error ?? session.appender?.lostOwnership },
+      end.value === "completed" || end.value === "interrupted" || end.value === "cancelled"
+        ? { status: end.value === "completed" ? "completed" : "interrupted" }
+        : { status: "failed", error: end.value === "lost" ? end.context.lost : end.context.error },
     );
   }
-  // An append the fence refused stops the run, whatever state that left the chart in.
-  const lost = session.appender?.lostOwnership;
-  if (lost !== undefined) throw lost;
-  const cancelled = await cancelledOutcome(session);
-  if (cancelled !== undefined) throw cancelled;
+  // The chart's final state is the run's outcome.
   const snapshot = actor.getSnapshot();
   switch (snapshot.value) {
     case "completed": {
@@ -204,6 +254,10 @@ async function runHeld(
     }
     case "interrupted":
       throw new AgentInterruptedError(interruptedRun(session, snapshot.context.pending));
+    case "cancelled":
+      throw new RunCancelledError(request.runId, snapshot.context.cancel?.reason ?? "");
+    case "lost":
+      throw snapshot.context.lost;
     default:
       throw snapshot.context.error;
   }

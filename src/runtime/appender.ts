@@ -48,6 +48,7 @@ export class Appender {
   private durable: number;
   private closedBecause: string | undefined;
   private lostTo: OwnershipLostError | undefined;
+  private refusedWith: unknown;
   /** Store appends made (each one transaction): what a turn costs in commits. */
   appends = 0;
   /**
@@ -58,6 +59,8 @@ export class Appender {
    * A listener that throws is ignored: watching a run never changes it.
    */
   onAppended: ((entries: AppendedEntries) => void) | undefined;
+  /** Told the durable version after each store append (the run's snapshot schedule). Must not throw. */
+  onDurable: ((version: number) => void) | undefined;
 
   constructor(
     private readonly store: EventStore,
@@ -236,11 +239,15 @@ export class Appender {
         await this.store.append(this.runId, entries, options);
         this.durable = expectedVersion + entries.length;
         this.state.version = this.durable;
+        this.onDurable?.(this.durable);
         return;
       } catch (e) {
         if (isOwnershipLostError(e)) this.lost(e);
         if (isRunCancelledError(e)) this.fence?.onCancelled?.(e); // the run stops and ends with run.cancelled
-        if (!isConcurrencyError(e) || !(await this.foldCompaction(expectedVersion))) throw e;
+        if (!isConcurrencyError(e) || !(await this.foldCompaction(expectedVersion))) {
+          this.refusedWith ??= e;
+          throw e;
+        }
       }
     }
   }
@@ -272,6 +279,14 @@ export class Appender {
     this.lostTo = error;
     this.closedBecause ??= "ownership lost";
     this.fence?.onLost(error);
+  }
+
+  /**
+   * The first error the store failed an append with (refused, unreachable, a crash), if any: a run
+   * that fails then cannot journal its failure either (the journal is what failed).
+   */
+  get storeFailure(): unknown {
+    return this.refusedWith;
   }
 
   /** Why appends are refused for good, if the lease was lost. */

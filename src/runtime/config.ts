@@ -4,13 +4,14 @@ import type { DefinitionChangePolicy } from "../policies/definition.ts";
 import type { RetryPolicy } from "../policies/retry.ts";
 import type { ToolCallLogMode } from "../projections/types.ts";
 import type { Tool, ToolSource } from "../tools/spi.ts";
+import type { SnapshotConfig } from "./snapshots.ts";
 import type { RunTelemetry } from "./telemetry.ts";
 
 // The Tool SPI lives below the runtime (models and mcp implement it); the runtime's files import it from here.
 export type { InputCheck, Tool, ToolContext, ToolSource, ToolSourceContext } from "../tools/spi.ts";
 
 /**
- * The loop's failure policy for its calls (see README "Failure policy: retries and timeouts").
+ * The loop's failure policy for its calls (see docs/failure-policy.md).
  * Fields not given come from `DEFAULT_MODEL_RETRY` (3 attempts, retrying what says it may
  * succeed later: HTTP 408/409/429/5xx, network errors, `isRetryable`) and `DEFAULT_TOOL_RETRY`
  * (one attempt).
@@ -173,4 +174,15 @@ export interface AgentLoopConfig<M extends ToolCallLogMode | undefined = ToolCal
    * agentLoop$({ id: "support", model, timeouts: { modelAttemptMs: 30_000, runMs: 15 * 60_000 } });
    */
   readonly timeouts?: TimeoutsConfig;
+  /**
+   * Snapshots of the run's folded state, written beside the run every `every` entries (where the
+   * store keeps them: memory, SQLite, PostgreSQL), so a resume, `foldRun` and `loom` read the
+   * latest snapshot and the entries after it instead of the whole journal. Each is checked by its
+   * digest when read; one that fails is told to `onWarning` and the whole journal is folded.
+   * A resume uses a snapshot found in the journal whether or not this is set.
+   *
+   * @example
+   * agentLoop$({ id: "support", model, tools, snapshots: { every: 1000, onWarning: (e) => log.warn(e.message) } });
+   */
+  readonly snapshots?: SnapshotConfig;
 }

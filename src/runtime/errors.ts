@@ -68,3 +68,75 @@ export function isAgentInterruptedError<M extends ToolCallLogMode | undefined = 
   const log: readonly (AgentStep | LeanAgentStep)[] = e.run.toolCallLog;
   return log.every((step) => isLeanAgentStep(step) === (mode === "lean"));
 }
+
+/**
+ * A run whose journal holds redacted entries (`withRedaction`) cannot be resumed: the model would
+ * be fed the redacted history, not what it was fed live, and the prompt digests the journal
+ * recorded would not hold. Thrown before anything is appended; a completed run still resolves to
+ * its recorded (redacted) value. Start a new run (or `forkRun` before `seq`, the first redacted entry).
+ *
+ * @example
+ * try {
+ *   await loop.run({ runId, journal });
+ * } catch (e) {
+ *   if (e instanceof RedactedHistoryError) console.error(`run ${e.runId} was redacted at seq ${e.seq}`);
+ * }
+ */
+export class RedactedHistoryError extends LoomError {
+  readonly runId: string;
+  /** The first redacted entry. */
+  readonly seq: number;
+  constructor(runId: string, seq: number, type: string) {
+    super(
+      "redactedHistory",
+      `run ${runId} cannot be resumed: its journal was redacted (first at seq ${seq}, ${type}), so the model would not be fed what it was fed live; start a new run, or fork this one before seq ${seq} (forkRun) and resume the fork`,
+    );
+    this.runId = runId;
+    this.seq = seq;
+  }
+}
+
+/**
+ * True when `e` is a {@link RedactedHistoryError}.
+ *
+ * @example
+ * if (isRedactedHistoryError(e)) await forkRun(journal, e.runId, { at: e.seq - 1, newRunId });
+ */
+export const isRedactedHistoryError = (e: unknown): e is RedactedHistoryError => e instanceof RedactedHistoryError;
+
+/**
+ * Why a schedule was refused (its cron pattern, its time zone, another setting), or why a tick of it
+ * could not be fired (`inputFailed`: its `input(tick)` threw).
+ */
+export type ScheduleErrorCode = "invalidCron" | "invalidTimezone" | "invalidSchedule" | "inputFailed";
+
+/**
+ * A schedule (`schedule({ id, cron, ... })`) that cannot be used: a cron pattern the parser
+ * refuses (`invalidCron`), a time zone that is not an IANA name (`invalidTimezone`), or another
+ * bad setting (`invalidSchedule`). Thrown when the schedule is made, before anything runs. A tick
+ * whose `input(tick)` throws is reported (`onError`) as `inputFailed` and not fired.
+ *
+ * @example
+ * try {
+ *   schedule({ id: "digest", cron: "0 9 * * *", timezone: "Europe/Pariss", loop, input: () => "Send the digest" });
+ * } catch (e) {
+ *   if (isScheduleError(e)) console.error(e.code, e.message); // "invalidTimezone", names the schedule and the fix
+ * }
+ */
+export class ScheduleError extends LoomError {
+  declare readonly code: ScheduleErrorCode;
+  /** The id of the schedule refused (as given). */
+  readonly scheduleId: string;
+  constructor(code: ScheduleErrorCode, scheduleId: string, message: string, options?: { cause?: unknown }) {
+    super(code, message, options);
+    this.scheduleId = scheduleId;
+  }
+}
+
+/**
+ * True when `e` is a {@link ScheduleError}.
+ *
+ * @example
+ * if (isScheduleError(e) && e.code === "invalidCron") console.error(`fix the pattern of ${e.scheduleId}`);
+ */
+export const isScheduleError = (e: unknown): e is ScheduleError => e instanceof ScheduleError;

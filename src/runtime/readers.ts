@@ -4,6 +4,7 @@ import { type ClaimCheckEnvelope, claimCheckOf, isClaimCheckEnvelope } from "../
 import { modelFrameId, parseFrameId, toolStepId } from "../events/ids.ts";
 import { readJournal } from "../events/journal.ts";
 import { readArchived } from "../events/readArchived.ts";
+import type { RedactionRecord } from "../events/redact.ts";
 import type { ArchivedFrame, Journal } from "../events/spi.ts";
 import type { Message, ToolCall } from "../events/types.ts";
 import { validateToolCallLogMode } from "../machines/modePin.machine.ts";
@@ -17,6 +18,7 @@ import {
   resolveClaimCheck,
   toolResultMessage,
 } from "./conversation.ts";
+import { readRunState, type SnapshotReadOptions } from "./snapshots.ts";
 
 /**
  * Readers that await the journal: fold a run, read archived outputs back, rebuild the log,
@@ -37,15 +39,18 @@ export class StepResolutionError extends LoomError {
 export const isStepResolutionError = (e: unknown): e is StepResolutionError => e instanceof StepResolutionError;
 
 /**
- * Reads a run's journal (validated) and folds it: what a resume reads. Archived frames keep only
- * their digests; {@link hydrateArchived} reads their outputs back.
+ * Reads a run's journal (validated) and folds it: what a resume reads. Where the store keeps
+ * snapshots (`AgentLoopConfig.snapshots`, `writeRunSnapshot`), only the entries after the latest
+ * one are read; a snapshot that does not check out is told to `options.onSnapshotWarning` and the
+ * whole journal is folded. Archived frames keep only their digests; {@link hydrateArchived} reads
+ * their outputs back.
  *
  * @example
  * const state = await foldRun(journal, "run-1");
  * state.status; // "completed"; state._output is the loop's value
  */
-export async function foldRun(journal: Journal, runId: string): Promise<RunState> {
-  return foldEntries(await readJournal(journal, runId));
+export async function foldRun(journal: Journal, runId: string, options?: SnapshotReadOptions): Promise<RunState> {
+  return (await readRunState(journal, runId, options)).state;
 }
 
 /** Which archived frames to read back. */
@@ -166,6 +171,12 @@ export interface ResolvedStep {
   readonly bytes: number;
   /** The claim-check envelope the runtime recorded (and marked), when it claim-checked the output. */
   readonly claimCheck?: ClaimCheckEnvelope;
+  /**
+   * Set when redaction (`withRedaction`) replaced parts of the output: `output` is the redacted
+   * value, and `digest`/`bytes` are the ORIGINAL's as the frame recorded them (the lean entry's),
+   * which an auditor holding the original checks with `verifyRedacted`.
+   */
+  readonly redacted?: RedactionRecord;
 }
 
 /**
@@ -205,14 +216,19 @@ export async function resolveStep(
     envelope = frame ? claimCheckOf(frame.completed.data) : undefined;
     source = "archive";
   }
-  const { digest, bytes } = digestOf(recorded);
+  const redacted = source === "frame" ? state.frames[stepId]?.redacted?.find((r) => r.field === "output") : undefined;
   const vouched = source === "frame" ? result.recorded : undefined;
+  if (redacted !== undefined && redacted.blob === undefined && vouched) {
+    // The frame's digest is the original's (the lean log's); the output it holds is redacted.
+    return { runId, stepId, source, status: result.status, ...vouched, output: recorded, redacted };
+  }
+  const { digest, bytes } = digestOf(recorded);
   if (vouched && (vouched.digest !== digest || vouched.bytes !== bytes)) {
     throw new IntegrityError(
       `run ${runId}: step ${stepId}'s output hashes to ${digest} (${bytes} bytes), not the ${vouched.digest} (${vouched.bytes} bytes) its frame recorded; the journal was altered: restore it from a backup`,
     );
   }
-  const base = { runId, stepId, source, status: result.status, digest, bytes };
+  const base = { runId, stepId, source, status: result.status, digest, bytes, ...(redacted ? { redacted } : {}) };
   if (!envelope || !journal.blobs) return { ...base, output: recorded };
   const blob = await journal.blobs.get(envelope.ref);
   if (sha256Hex(blob) !== envelope.digest) {
@@ -222,6 +238,9 @@ export async function resolveStep(
   }
   return { ...base, output: JSON.parse(Buffer.from(blob).toString("utf8")), claimCheck: envelope };
 }
+
+const toolFramesOf = (state: RunState, loopId: string, turn: number, calls: number) =>
+  Array.from({ length: calls }, (_, j) => state.frames[toolStepId(loopId, turn, j)]);
 
 async function runHolding(journal: Journal, stepId: string, runId: string | undefined) {
   const read = async (id: string) => {
@@ -284,6 +303,9 @@ export async function verifyTurnResults(journal: Journal, state: RunState, turn:
   const next = state.frames[modelFrameId(loopId, turn + 1)];
   const response = responseAt(state, turn);
   if (!frame || !next || !response) return undefined;
+  // A redacted model response or tool output is not what was fed: the prompt digest cannot vouch for it.
+  if (frame.redacted || toolFramesOf(state, loopId, turn, response.toolCalls.length).some((f) => f?.redacted))
+    return undefined;
   const added: Message[] = [assistantMessage(response)];
   let unmarked = false; // an envelope-shaped output without the runtime's mark (plain data)
   for (let index = 0; index < response.toolCalls.length; index++) {

@@ -23,6 +23,7 @@ import { RunEventEmitter } from "./events.ts";
 import type { HeldLease } from "./heldLease.ts";
 import { recordedOutput } from "./recordedOutput.ts";
 import { RunContext } from "./runContext.ts";
+import type { SnapshotSchedule } from "./snapshots.ts";
 import { StepSignals, type StepStop } from "./stepSignals.ts";
 import type { RunTelemetryScope } from "./telemetry.ts";
 
@@ -122,8 +123,12 @@ export class RunSession {
    * comparing prompt digests or the loop's definition, which the stand-in loop cannot reproduce.
    */
   replaying = false;
+  /** `prepare` got the run ready: the chart walks it (a failure from here on may be journaled: `failedEntry`). */
+  prepared = false;
   /** The run's lease, checked by the local clock before each effect starts (set once the run is held). */
   lease: HeldLease | undefined;
+  /** Writes the run's snapshots as it goes (`config.snapshots`), once prepare read the journal. */
+  snapshots: SnapshotSchedule | undefined;
   /** The run's telemetry in this process (`config.telemetry`), once prepare started it. */
   telemetry: RunTelemetryScope | undefined;
   /** Awaited before each model step of a replay, to watch it step by step. */

@@ -74,6 +74,15 @@ export function validateConfig(config: AgentLoopConfig): void {
     if (!positiveInteger(config.claimCheck.thresholdBytes))
       throw fail(id, "claimCheck.thresholdBytes must be a positive integer");
   }
+  if (config.snapshots !== undefined) {
+    if (!positiveInteger(config.snapshots?.every))
+      throw fail(
+        id,
+        `snapshots.every must be a positive integer (entries between snapshots), not ${String(config.snapshots?.every)}`,
+      );
+    if (config.snapshots.onWarning !== undefined && typeof config.snapshots.onWarning !== "function")
+      throw fail(id, "snapshots.onWarning must be a function");
+  }
   validateToolCallLogMode(config.toolCallLog, id);
   const accept = config.acceptDefinitionChanges;
   if (accept !== undefined && typeof accept !== "function") {

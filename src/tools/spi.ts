@@ -99,8 +99,8 @@ export interface Tool<I = unknown, O = unknown> {
   execute(input: I, context: ToolContext): O | Promise<O>;
   /**
    * Ask before running: `AgentLoopConfig.approve` if set, else the run stops with
-   * `approval-pending` and the caller answers with `run({ approvals })`. See the README's
-   * "Approvals".
+   * `approval-pending` and the caller answers with `run({ approvals })`. See
+   * docs/approvals.md.
    */
   readonly requiresApproval?: boolean;
   /**

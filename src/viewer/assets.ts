@@ -29,9 +29,10 @@ td.depth-1 { padding-left: 24px; } td.depth-2 { padding-left: 44px; } td.depth-3
 td.depth-4 { padding-left: 84px; } td.depth-5 { padding-left: 104px; } td.depth-6 { padding-left: 124px; }
 .status { display: inline-block; padding: 0 7px; border-radius: 10px; font-size: 12px; border: 1px solid var(--line); white-space: nowrap; }
 .status.completed, .status.ok { color: var(--ok); border-color: #4ac26b; }
+.status.cancelled, .status.not-run, .status.new { color: var(--dim); border-color: #afb8c1; }
 .status.failed, .status.error { color: var(--err); border-color: #ff8182; }
-.status.interrupted, .status.awaiting-approval, .status.waiting-for-approval, .status.stalled { color: var(--warn); border-color: #d4a72c; }
-.status.running, .status.started, .status.asked, .status.answered, .status.not-started { color: var(--run); border-color: #54aeff; }
+.status.interrupted, .status.awaiting-approval, .status.waiting-for-approval, .status.waiting, .status.stalled { color: var(--warn); border-color: #d4a72c; }
+.status.running, .status.started, .status.asked, .status.calling, .status.backing-off, .status.answered, .status.not-started { color: var(--run); border-color: #54aeff; }
 .why { color: var(--warn); }
 .filter { display: flex; gap: 6px; margin: 8px 0 12px; }
 .filter a { padding: 3px 10px; border: 1px solid var(--line); border-radius: 14px; text-decoration: none; color: var(--fg); }
@@ -46,6 +47,10 @@ tr.model td { background: var(--soft); }
 td.tool { padding-left: 22px; white-space: nowrap; }
 table.timeline td:last-child, td.why { word-break: break-word; max-width: 640px; }
 tr.end td { font-weight: 600; }
+tr.end.completed td { color: var(--ok); }
+tr.end.failed td { color: var(--err); }
+tr.end.interrupted td { color: var(--warn); }
+tr.end.cancelled td { color: var(--dim); }
 .retries { color: var(--err); }
 section.pending, section.control { border: 1px solid var(--line); border-radius: 6px; padding: 6px 12px 10px; margin: 12px 0; }
 section.pending { border-color: #d4a72c; background: #fffbea; }

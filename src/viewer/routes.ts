@@ -3,7 +3,6 @@ import {
   isStepResolutionError,
   type Journal,
   listPendingApprovals,
-  listWaits,
   parseFrameId,
   readJournal,
   runIdProblem,
@@ -19,7 +18,7 @@ import type { LivePart } from "./live.ts";
 import { isLive, type RunPageInput, runPage, runPart } from "./runPage.ts";
 import { runRows, runsPage } from "./runsPage.ts";
 import { confirmPage, problemPage, stepPage } from "./stepPage.ts";
-import { buildTravel, extendTravel, logsAt, type Travel } from "./travel.ts";
+import { buildTravel, buildTravelLog, extendTravel, logsFrom, type Travel, type TravelLog } from "./travel.ts";
 import { atPart, travelPage } from "./travelPage.ts";
 
 /** Time-travel states kept for this many runs (the most recently viewed). */
@@ -34,6 +33,8 @@ export class Pages {
   private readonly machine: AnyStateMachine;
   private readonly source: string;
   private readonly travels = new Map<string, Travel>();
+  /** Each kept travel's logs, read once (a travel extended is a new one: its logs are read again). */
+  private readonly travelLogs = new WeakMap<Travel, Promise<TravelLog>>();
   private readonly resumeCommand: ResumeCommand | undefined;
 
   constructor(options: {
@@ -88,11 +89,6 @@ export class Pages {
       view: kept.view,
       info: await kept.info(),
       pending: mayWait(kept.view, subRuns) ? await this.pending(runId) : [],
-      // Sleeps and event waits (docs/waits.md); approvals are `pending`, listed with their buttons.
-      waits:
-        kept.view.interruption?.reason === "waiting"
-          ? (await listWaits(this.journal, { runId })).filter((w) => w.kind !== "approval")
-          : [],
       actions: this.actions !== undefined,
       token: this.token,
       subRuns,
@@ -106,7 +102,13 @@ export class Pages {
     if (travel === undefined) return undefined;
     const last = travel.entries.length;
     const index = Number.isInteger(at) ? Math.min(Math.max(at, 0), last) : last;
-    const logs = await logsAt(this.journal, travel, index);
+    let log = this.travelLogs.get(travel);
+    if (log === undefined) {
+      log = buildTravelLog(this.journal, travel);
+      this.travelLogs.set(travel, log);
+      log.catch(() => this.travelLogs.delete(travel)); // a failed read is tried again next time
+    }
+    const logs = logsFrom(await log, index);
     if (partOnly) return atPart(travel, index, logs).text;
     return travelPage(travel, index, logs, chartSvg(this.machine, travel.states[index]?.chart));
   }

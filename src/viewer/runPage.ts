@@ -3,6 +3,7 @@ import { activityLabel, type ResumeCommand, stoppedOrNext } from "../read/activi
 import { clip, int, kB } from "../read/format.ts";
 import type { RunInfo } from "../read/runInfo.ts";
 import { type CallView, type RunView, type TurnView, turnsOf } from "../read/runView.ts";
+import { callStatus, endText, modelStatus, runEnd, stepLabel, waitsOf } from "../read/timeline.ts";
 import { FORM_TOKEN_FIELD, type PendingApproval } from "./actions.ts";
 import { duration, type Html, href, html, jsonText, page, when } from "./html.ts";
 
@@ -18,8 +19,6 @@ export interface RunPageInput {
   readonly info: RunInfo;
   /** The calls waiting for an approval (from the run-control API, or read from the interruption). */
   readonly pending: readonly PendingApproval[];
-  /** The run's sleeps and event waits (`listWaits`): what, until when, how to end each. */
-  readonly waits?: readonly RunWait[];
   /** Whether to show the buttons (the viewer was given the run-control API). */
   readonly actions: boolean;
   /** The server's form token, put in each form (see `FORM_TOKEN_FIELD`). */
@@ -46,7 +45,7 @@ export const isLive = (view: RunView): boolean =>
   view.status !== "completed" && view.status !== "failed" && view.status !== "cancelled";
 
 /** What `#run` holds (the part the live feed refreshes). */
-export function runPart({ view, info, pending, waits, actions, subRuns, token, resumeCommand }: RunPageInput): Html {
+export function runPart({ view, info, pending, actions, subRuns, token, resumeCommand }: RunPageInput): Html {
   const runId = info.runId;
   const stopped = stoppedOrNext(info, resumeCommand);
   return html`<h1>Run <code>${runId}</code> <span class="status ${info.activity}">${activityLabel(info.activity)}</span>${isLive(view) ? html` <span class="live" title="updates while the run goes on">● live</span>` : ""}</h1>
@@ -64,7 +63,7 @@ ${view.answer !== undefined ? html`<dt>answer</dt><dd class="answer">${clip(view
 </dl>
 <p class="links"><a href="${href("runs", runId, "travel")}">Time travel ⟷</a></p>
 ${pendingPart(runId, pending, actions, token)}
-${waitsPart(waits ?? [])}
+${waitsPart(waitsOf(view))}
 ${actions ? controlPart(view, runId, token) : ""}
 <pre id="live-text" class="live-text" hidden></pre>
 <h2>Timeline</h2>
@@ -97,7 +96,7 @@ ${
 </section>`;
 }
 
-/** The run's sleeps and event waits: each call, what it waits for, until when, and how it ends. */
+/** The run's sleeps and event waits (the timeline's `waitsOf`): each call, what it waits for, until when, and how it ends. */
 function waitsPart(waits: readonly RunWait[]): Html | string {
   if (waits.length === 0) return "";
   return html`<section class="waits"><h2>Waiting</h2>
@@ -150,24 +149,19 @@ export const timelineTable = (rows: Html | Html[] | string): Html =>
 function timeline(view: RunView, runId: string, subRuns?: ReadonlyMap<string, string>): Html {
   const rows: Html[] = [];
   for (const turn of turnsOf(view)) {
-    rows.push(modelRow(turn, runId));
-    for (const call of turn.calls) rows.push(callRow(call, runId, subRuns?.get(call.stepId)));
+    rows.push(modelRow(turn, view, runId));
+    for (const call of turn.calls) rows.push(callRow(call, view, runId, subRuns?.get(call.stepId)));
   }
-  const end = view.interruption
-    ? html`<tr class="end interrupted"><td colspan="7">interrupted: <strong>${view.interruption.reason}</strong>${view.interruption.cause ? ` — ${view.interruption.cause.name}: ${view.interruption.cause.message}` : ""}</td></tr>`
-    : view.status === "completed"
-      ? html`<tr class="end completed"><td colspan="7">completed after ${int(view.turnCount)} model calls</td></tr>`
-      : view.status === "failed"
-        ? html`<tr class="end failed"><td colspan="7">failed: ${view.error?.name}: ${view.error?.message}</td></tr>`
-        : view.status === "cancelled"
-          ? html`<tr class="end cancelled"><td colspan="7">cancelled: ${view.cancelled?.reason ?? ""}</td></tr>`
-          : "";
+  // The timeline's last word, as `loom show` ends a run's story.
+  const ended = runEnd(view);
+  const end = ended ? html`<tr class="end ${ended.type}"><td colspan="7">${endText(ended)}</td></tr>` : "";
   return timelineTable([...rows, html`${end}`]);
 }
 
 /** A model call's row of the timeline. */
-export function modelRow(turn: TurnView, runId: string): Html {
+export function modelRow(turn: TurnView, view: RunView, runId: string): Html {
   const m = turn.model;
+  const status = modelStatus(turn, view);
   const detail = [
     m.usage ? `${int(m.usage.inputTokens ?? 0)} in · ${int(m.usage.outputTokens ?? 0)} out tokens` : "",
     m.finishReason ? `finish: ${m.finishReason}` : "",
@@ -177,7 +171,7 @@ export function modelRow(turn: TurnView, runId: string): Html {
   return html`<tr class="model" data-turn="${turn.turn}">
 <td>${turn.turn}</td>
 <td>${m.status === "completed" ? html`<a href="${href("runs", runId, "steps", turn.stepId)}">model call</a>` : "model call"}</td>
-<td><span class="status ${m.status}">${m.status === "started" ? (m.retryAt ? "backing off" : "calling") : m.status}</span></td>
+<td><span class="status ${status}">${stepLabel(status)}</span></td>
 <td class="num">${duration(m.startedAt, m.endedAt)}</td>
 <td class="num"></td>
 <td>${retries(m.failures, m.lastError)}</td>
@@ -186,7 +180,8 @@ export function modelRow(turn: TurnView, runId: string): Html {
 }
 
 /** A tool call's row of the timeline; `subRun`: the sub-agent run the call runs, linked. */
-export function callRow(call: CallView, runId: string, subRun?: string): Html {
+export function callRow(call: CallView, view: RunView, runId: string, subRun?: string): Html {
+  const status = callStatus(call, view);
   const ended = call.status === "ok" || call.status === "error";
   const detail = [
     call.approval ? (call.approval.approved ? "approved" : "declined") : "",
@@ -197,7 +192,7 @@ export function callRow(call: CallView, runId: string, subRun?: string): Html {
   return html`<tr class="call" data-step="${call.stepId}">
 <td></td>
 <td class="tool">↳ ${ended ? html`<a href="${href("runs", runId, "steps", call.stepId)}">${call.toolName}</a>` : call.toolName}</td>
-<td><span class="status ${call.status}">${call.status}</span></td>
+<td><span class="status ${status}">${stepLabel(status)}</span></td>
 <td class="num">${duration(call.startedAt, call.endedAt)}</td>
 <td class="num">${call.bytes === undefined ? "" : int(call.bytes)}</td>
 <td>${retries(call.failures, call.lastError)}</td>

@@ -17,8 +17,15 @@ export function stepPage(step: ShownStep): string {
 <dt>verified</dt><dd class="verified">${
     step.verified.length > 0
       ? html`<ul>${step.verified.map((v) => html`<li>✓ ${v}</li>`)}</ul>`
-      : "not verified: nothing else records it yet (the run stopped before its next model call)"
+      : step.redacted
+        ? "not verified: the output is redacted, and the digests cover the original"
+        : "not verified: nothing else records it yet (the run stopped before its next model call)"
   }</dd>
+${
+  step.redacted
+    ? html`<dt>redacted</dt><dd class="redacted">${[...step.redacted.paths, ...(step.redacted.fn ? ["by the redaction function"] : [])].join(", ")}: the digest above is the original's (the lean log's); whoever holds the original checks it with <code>verifyRedacted(original, entry)</code></dd>`
+    : ""
+}
 ${step.claimCheck ? html`<dt>claim-check</dt><dd><pre>${jsonText(step.claimCheck)}</pre></dd>` : ""}
 </dl>
 <h2>Output</h2>

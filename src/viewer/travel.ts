@@ -1,4 +1,5 @@
 import { Immer } from "immer";
+import { decisionStepOf } from "../events/ids.ts";
 import {
   type AgentStep,
   foldEntries,
@@ -8,6 +9,8 @@ import {
   type LeanAgentStep,
   projectToolCallLog,
 } from "../index.ts";
+import { runStateProjection } from "../projections/runState.ts";
+import { toolCallResult } from "../projections/toolCallLog.ts";
 import { evolveView } from "../read/evolveView.ts";
 import { initialView, type RunView } from "../read/runView.ts";
 import { resolveClaimCheck } from "../runtime/conversation.ts";
@@ -92,4 +95,69 @@ export async function logsAt(journal: Journal, travel: Travel, index: number): P
     }
   }
   return { full: projectToolCallLog(state, "full"), lean: projectToolCallLog(state, "lean"), claimChecked };
+}
+
+/**
+ * A run's tool-call logs for every point of its time travel, read once: both logs at its last
+ * point ({@link logsAt}) and the point at which each call entered them. A slider move then filters
+ * (`logsFrom`) instead of folding the run up to the point, reading its archive and blobs again.
+ */
+export interface TravelLog {
+  /** Both logs at the last point. */
+  readonly last: LogsAt;
+  /** For each call of the logs (by step id), the first point whose logs hold it. */
+  readonly from: ReadonlyMap<string, number>;
+}
+
+/**
+ * Reads `travel`'s logs once (see {@link TravelLog}).
+ *
+ * @example
+ * const log = await buildTravelLog(journal, travel);
+ * logsFrom(log, 40); // what logsAt(journal, travel, 40) reads
+ */
+export async function buildTravelLog(journal: Journal, travel: Travel): Promise<TravelLog> {
+  const last = await logsAt(journal, travel, travel.entries.length);
+  const from = new Map<string, number>();
+  let state = runStateProjection.initial();
+  travel.entries.forEach((entry, i) => {
+    state = runStateProjection.evolve(state, entry);
+    for (const stepId of mayEnd(entry)) {
+      if (!from.has(stepId) && toolCallResult(state, stepId) !== undefined) from.set(stepId, i + 1);
+    }
+  });
+  return { last, from };
+}
+
+/** The tool calls an entry may end: its frame completed, its outcome decided, settled, or archived. */
+function mayEnd(entry: JournalEntry): readonly string[] {
+  switch (entry.type) {
+    case "frame.completed":
+      return [entry.data.frameId];
+    case "call.settled":
+      return [entry.data.stepId];
+    case "decision.recorded": {
+      const stepId = decisionStepOf(entry.data.decisionId, "outcome");
+      return stepId === undefined ? [] : [stepId];
+    }
+    case "frames.archived":
+      return entry.data.frameIds;
+    default:
+      return [];
+  }
+}
+
+/** Both logs at point `index`, from the logs read once: the calls that had entered them by then. */
+export function logsFrom(log: TravelLog, index: number): LogsAt {
+  const { last, from } = log;
+  const keep = last.lean.map((s) => (from.get(s.stepId) ?? Number.POSITIVE_INFINITY) <= index);
+  const claimChecked = new Map<string, { readonly output: unknown } | { readonly problem: string }>();
+  for (const [stepId, blob] of last.claimChecked) {
+    if ((from.get(stepId) ?? Number.POSITIVE_INFINITY) <= index) claimChecked.set(stepId, blob);
+  }
+  return {
+    full: last.full.filter((_, i) => keep[i]),
+    lean: last.lean.filter((_, i) => keep[i]),
+    claimChecked,
+  };
 }

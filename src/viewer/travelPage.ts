@@ -77,15 +77,27 @@ function logList<S extends Step>(
   if (log.length === 0) return html`<p class="empty">no tool call has ended yet</p>`;
   return html`<ol start="0" class="entries">${log.map((s, i) => {
     const stepId = ids[i] ?? "";
-    const blob = claimChecked.get(stepId);
-    return html`<li class="${ended.has(stepId) ? "fresh" : ""}"><pre>${JSON.stringify(s) ?? "undefined"}</pre>${
-      blob === undefined
-        ? ""
-        : "problem" in blob
-          ? html`<p class="problem">claim-checked output not read: ${blob.problem}</p>`
-          : html`<p class="dim">claim-checked: the output the model was fed, from the blob store</p><pre class="resolved">${JSON.stringify(blob.output) ?? "undefined"}</pre>`
-    }</li>`;
+    return html`<li class="${ended.has(stepId) ? "fresh" : ""}">${raw(itemHtml(s, claimChecked.get(stepId)))}</li>`;
   })}</ol>`;
+}
+
+/**
+ * An entry's text on the page, rendered once per entry object: time travel's logs are read once
+ * (`logsFrom` hands out the same entries at every point), so a slider move renders no output again.
+ */
+const rendered = new WeakMap<object, string>();
+function itemHtml(s: Step, blob: ReturnType<LogsAt["claimChecked"]["get"]>): string {
+  const kept = rendered.get(s);
+  if (kept !== undefined) return kept;
+  const text = html`<pre>${JSON.stringify(s) ?? "undefined"}</pre>${
+    blob === undefined
+      ? ""
+      : "problem" in blob
+        ? html`<p class="problem">claim-checked output not read: ${blob.problem}</p>`
+        : html`<p class="dim">claim-checked: the output the model was fed, from the blob store</p><pre class="resolved">${JSON.stringify(blob.output) ?? "undefined"}</pre>`
+  }`.text;
+  rendered.set(s, text);
+  return text;
 }
 
 function entryLabel(entry: Travel["entries"][number]): string {
@@ -121,8 +133,8 @@ function turnPart(travel: Travel, index: number): Html | string {
   const turn = turnAt(state, parseFrameId(id.replace(/:(outcome|approval)$/, ""))?.turn ?? state.turnCount - 1);
   if (!turn) return "";
   return html`<h2>Turn ${turn.turn} at this point</h2>${timelineTable([
-    modelRow(turn, travel.runId),
-    ...turn.calls.map((c) => callRow(c, travel.runId)),
+    modelRow(turn, state, travel.runId),
+    ...turn.calls.map((c) => callRow(c, state, travel.runId)),
   ])}`;
 }
 

@@ -95,8 +95,8 @@ describe("loom show, loom cancel, loom fork", () => {
     const story = await loom(dir, ["show", "order-1", "--db", db]);
     expect(story.code).toBe(0);
     expect(story.stdout).toMatch(/turn 0 {2}model completed/);
-    expect(story.stdout).toContain(`tool refund ${REFUND_STEP}: waiting-for-approval`);
-    expect(story.stdout).toContain("stopped approval-pending");
+    expect(story.stdout).toContain(`tool refund ${REFUND_STEP}: waiting for approval`);
+    expect(story.stdout).toContain("stopped interrupted: approval-pending");
     const json = await loom(dir, ["show", "order-1", "--db", db, "--json"]);
     const parsed = JSON.parse(json.stdout);
     expect(parsed.story.turns[0].tools[0]).toMatchObject({ toolName: "refund", status: "waiting-for-approval" });

@@ -85,12 +85,18 @@ describe("loom machine --mermaid", () => {
   it("labels invoked actors' done/error, always transitions and inline guards", async () => {
     const { stdout } = await loom(".", ["machine", "agentLoop", "--mermaid"]);
     expect(stdout).toContain("starting --> completed : prepare done [output.kind = completed]");
-    expect(stdout).toContain("starting --> failed : prepare error");
+    expect(stdout).toContain("starting --> failing : prepare error");
+    expect(stdout).toContain("starting --> cancelling : prepare done [cancelNoted]<br>prepare error [cancelNoted]");
+    expect(stdout).toContain("failing --> failed : end done<br>end error");
     expect(stdout).toContain("running_deciding --> running_callingModel : always [withinLimit]");
-    expect(stdout).toContain("running_dispatching --> interrupting : always [open = 0 and pending.length > 0]");
-    expect(stdout).toContain("running --> failed : modelCalls error<br>plainCalls error");
+    expect(stdout).toContain(
+      "running_dispatching --> interrupting : always [open = 0 and (pending.length > 0 or waiting.length > 0)]",
+    );
+    expect(stdout).toContain("running --> failing : modelCalls error<br>plainCalls error");
     expect(stdout).toContain("running_callingModel --> interrupting : MODEL.DONE [not output.ok]");
     expect(stdout).toContain("running --> interrupting : ABORT");
+    expect(stdout).toContain("running --> cancelling : CANCEL");
+    expect(stdout).toContain("running --> lost : LOST");
   });
 });
 

@@ -62,7 +62,7 @@ describe("loom runs and loom show: sub-agents' runs", () => {
     await tripJournal(db);
     const { code, stdout } = await loom(dir, ["show", "trip", "--db", db]);
     expect(code).toBe(0);
-    expect(stdout).toContain("tool research planner#turn:0:tool:0: started");
+    expect(stdout).toContain("tool research planner#turn:0:tool:0: waiting for approval"); // its sub-agent waits
     expect(stdout).toContain(`└ sub-agent researcher interrupted, 1 model call: loom show '${CHILD}'`);
     expect(stdout).toContain(
       `waiting booker#turn:0:tool:0 (book) in sub-agent run ${GRANDCHILD} for approval: loom approve 'booker#turn:0:tool:0' --run '${GRANDCHILD}'`,

@@ -42,6 +42,9 @@ const EVENTS = {
   "prepare ready": done("prepare", { kind: "ready" } satisfies PrepareOutput),
   "prepare completed": done("prepare", { kind: "completed" } satisfies PrepareOutput),
   "prepare throws": error("prepare", "divergence"),
+  // The journal ends the run already: it ends so again, appending nothing.
+  "prepare cancelled": done("prepare", { kind: "cancelled", reason: "operator stop" } satisfies PrepareOutput),
+  "prepare failed": done("prepare", { kind: "failed", error: "failed earlier" } satisfies PrepareOutput),
   // Both calls can wait (an approval, a retry): each gets a toolCall chart, which reports with CALL.*.
   "model calls 2 tools": model({
     ok: true,
@@ -86,10 +89,12 @@ const EVENTS = {
   // A toolCall chart's final state: it reported with CALL.* already, so the loop ignores this one.
   "toolCall 0 done": done("call:0", undefined),
   ABORT: { type: "ABORT", reason: "user pressed stop" },
-  "complete done": done("complete", undefined),
-  "complete throws": error("complete", "append failed"),
-  "interrupt done": done("interrupt", undefined),
-  "interrupt throws": error("interrupt", "append failed"),
+  // Control noticed a cancel request (cancelRun); the fence found the run taken over.
+  CANCEL: { type: "CANCEL", reason: "operator stop" },
+  LOST: { type: "LOST", error: "taken over" },
+  // The one actor that journals the run's ending, in every ending state.
+  "end done": done("end", undefined),
+  "end throws": error("end", "append failed"),
 } as const satisfies Record<string, AnyEventObject | ToolCallParentEvent>;
 type EventName = keyof typeof EVENTS;
 
@@ -119,10 +124,17 @@ const START = {
     "CALL.SETTLED 0",
   ],
   finishing: [...toCallingModel, "model answers"],
+  "finishing, cancel noted": [...toCallingModel, "model answers", "CANCEL"],
   interrupting: [...toCallingModel, "ABORT"],
+  "interrupting, cancel noted": [...toCallingModel, "ABORT", "CANCEL"],
+  "starting, cancel noted": ["CANCEL"],
+  cancelling: [...toCallingModel, "CANCEL"],
+  failing: ["prepare throws"],
   completed: ["prepare completed"],
-  interrupted: [...toCallingModel, "ABORT", "interrupt done"],
-  failed: ["prepare throws"],
+  interrupted: [...toCallingModel, "ABORT", "end done"],
+  cancelled: [...toCallingModel, "CANCEL", "end done"],
+  failed: ["prepare throws", "end done"],
+  lost: [...toCallingModel, "LOST"],
 } as const satisfies Record<string, readonly EventName[]>;
 type Start = keyof typeof START;
 
@@ -172,24 +184,36 @@ const TWO_OPEN = {
   "CALL.PENDING 1": ["running.dispatching"],
   "CALL.WAITING 0": ["running.dispatching"],
   "CALL.WAITING 1": ["running.dispatching"],
-  "CALL.FAILED 1": ["failed", ...STOP_CALLS, ...LEAVE],
-  "plainCalls throws": ["failed", ...STOP_CALLS, ...LEAVE],
-  "modelCalls throws": ["failed", ...STOP_CALLS, ...LEAVE],
-  ABORT: ["interrupting", ...STOP_CALLS, ...LEAVE, "spawn interrupt"],
+  "CALL.FAILED 1": ["failing", ...STOP_CALLS, ...LEAVE, "spawn end"],
+  "plainCalls throws": ["failing", ...STOP_CALLS, ...LEAVE, "spawn end"],
+  "modelCalls throws": ["failing", ...STOP_CALLS, ...LEAVE, "spawn end"],
+  ABORT: ["interrupting", ...STOP_CALLS, ...LEAVE, "spawn end"],
+  CANCEL: ["cancelling", ...STOP_CALLS, ...LEAVE, "spawn end"],
+  LOST: ["lost", ...STOP_CALLS, ...LEAVE],
 } as const satisfies Partial<Record<EventName, readonly string[]>>;
 
 /** The last call open (charted): it ends the turn, or the run when another call waits for approval. */
 const LAST_OPEN_INTERRUPTS = {
-  "CALL.SETTLED 1": ["interrupting", ...STOP_CALLS, ...LEAVE, "spawn interrupt"],
-  "CALL.SETTLED 0": ["interrupting", ...STOP_CALLS, ...LEAVE, "spawn interrupt"],
-  "CALL.PENDING 1": ["interrupting", ...STOP_CALLS, ...LEAVE, "spawn interrupt"],
-  "CALL.PENDING 0": ["interrupting", ...STOP_CALLS, ...LEAVE, "spawn interrupt"],
-  "CALL.WAITING 1": ["interrupting", ...STOP_CALLS, ...LEAVE, "spawn interrupt"],
-  "CALL.WAITING 0": ["interrupting", ...STOP_CALLS, ...LEAVE, "spawn interrupt"],
-  "CALL.FAILED 1": ["failed", ...STOP_CALLS, ...LEAVE],
-  "plainCalls throws": ["failed", ...STOP_CALLS, ...LEAVE],
-  "modelCalls throws": ["failed", ...STOP_CALLS, ...LEAVE],
-  ABORT: ["interrupting", ...STOP_CALLS, ...LEAVE, "spawn interrupt"],
+  "CALL.SETTLED 1": ["interrupting", ...STOP_CALLS, ...LEAVE, "spawn end"],
+  "CALL.SETTLED 0": ["interrupting", ...STOP_CALLS, ...LEAVE, "spawn end"],
+  "CALL.PENDING 1": ["interrupting", ...STOP_CALLS, ...LEAVE, "spawn end"],
+  "CALL.PENDING 0": ["interrupting", ...STOP_CALLS, ...LEAVE, "spawn end"],
+  "CALL.WAITING 1": ["interrupting", ...STOP_CALLS, ...LEAVE, "spawn end"],
+  "CALL.WAITING 0": ["interrupting", ...STOP_CALLS, ...LEAVE, "spawn end"],
+  "CALL.FAILED 1": ["failing", ...STOP_CALLS, ...LEAVE, "spawn end"],
+  "plainCalls throws": ["failing", ...STOP_CALLS, ...LEAVE, "spawn end"],
+  "modelCalls throws": ["failing", ...STOP_CALLS, ...LEAVE, "spawn end"],
+  ABORT: ["interrupting", ...STOP_CALLS, ...LEAVE, "spawn end"],
+  CANCEL: ["cancelling", ...STOP_CALLS, ...LEAVE, "spawn end"],
+  LOST: ["lost", ...STOP_CALLS, ...LEAVE],
+} as const satisfies Partial<Record<EventName, readonly string[]>>;
+
+/** A cancel noted while the run could not stop: the ending it was journaling ends in cancelling instead. */
+const CANCEL_NOTED = {
+  "end done": ["cancelling", "stop end", "spawn end"],
+  "end throws": ["cancelling", "stop end", "spawn end"],
+  CANCEL: ["interrupting"],
+  LOST: ["lost", "stop end"],
 } as const satisfies Partial<Record<EventName, readonly string[]>>;
 
 /** `[next state, ...effects]`; an event missing from a row is ignored: same snapshot, no actions. */
@@ -197,26 +221,44 @@ const TABLE: Record<Start, Partial<Record<EventName, readonly string[]>>> = {
   starting: {
     "prepare ready": ["running.callingModel", "stop prepare", "spawn modelCalls", "spawn plainCalls", CALL_MODEL],
     "prepare completed": ["completed", "stop prepare"],
-    "prepare throws": ["failed", "stop prepare"],
+    "prepare cancelled": ["cancelled", "stop prepare"],
+    "prepare failed": ["failed", "stop prepare"],
+    "prepare throws": ["failing", "stop prepare", "spawn end"],
+    // Noted: the run is not walking yet (prepare decides whether there is a run to cancel).
+    CANCEL: ["starting"],
+    LOST: ["lost", "stop prepare"],
+  },
+  "starting, cancel noted": {
+    "prepare ready": ["cancelling", "stop prepare", "spawn end"],
+    "prepare completed": ["completed", "stop prepare"],
+    "prepare cancelled": ["cancelled", "stop prepare"],
+    "prepare failed": ["failed", "stop prepare"],
+    "prepare throws": ["cancelling", "stop prepare", "spawn end"],
+    CANCEL: ["starting"],
+    LOST: ["lost", "stop prepare"],
   },
   callingModel: {
     "model calls 2 tools": ["running.dispatching", "spawn call:0", "spawn call:1"],
     "model calls 2 plain tools": ["running.dispatching", "tell plainCalls CALLS.RUN"],
-    "model answers": ["finishing", ...LEAVE, "spawn complete"],
+    "model answers": ["finishing", ...LEAVE, "spawn end"],
     "model served, its calls settled": ["running.callingModel", CALL_MODEL],
-    "model fails": ["interrupting", ...LEAVE, "spawn interrupt"],
+    "model fails": ["interrupting", ...LEAVE, "spawn end"],
     "model fails, retried": ["running.backingOff", "wait 1000"],
-    "model past the deadline": ["interrupting", ...LEAVE, "spawn interrupt"],
-    "model call throws": ["failed", ...LEAVE],
-    "plainCalls throws": ["failed", ...LEAVE],
-    "modelCalls throws": ["failed", ...LEAVE],
-    ABORT: ["interrupting", ...LEAVE, "spawn interrupt"],
+    "model past the deadline": ["interrupting", ...LEAVE, "spawn end"],
+    "model call throws": ["failing", ...LEAVE, "spawn end"],
+    "plainCalls throws": ["failing", ...LEAVE, "spawn end"],
+    "modelCalls throws": ["failing", ...LEAVE, "spawn end"],
+    ABORT: ["interrupting", ...LEAVE, "spawn end"],
+    CANCEL: ["cancelling", ...LEAVE, "spawn end"],
+    LOST: ["lost", ...LEAVE],
   },
   backingOff: {
     "backoff elapsed": ["running.callingModel", "cancel wait", CALL_MODEL],
-    "plainCalls throws": ["failed", "cancel wait", ...LEAVE],
-    "modelCalls throws": ["failed", "cancel wait", ...LEAVE],
-    ABORT: ["interrupting", "cancel wait", ...LEAVE, "spawn interrupt"],
+    "plainCalls throws": ["failing", "cancel wait", ...LEAVE, "spawn end"],
+    "modelCalls throws": ["failing", "cancel wait", ...LEAVE, "spawn end"],
+    ABORT: ["interrupting", "cancel wait", ...LEAVE, "spawn end"],
+    CANCEL: ["cancelling", "cancel wait", ...LEAVE, "spawn end"],
+    LOST: ["lost", "cancel wait", ...LEAVE],
   },
   "dispatching, 2 open": TWO_OPEN,
   // Plain calls report as charted ones do; leaving the batch early tells the plainCalls actor to stop them.
@@ -227,23 +269,27 @@ const TABLE: Record<Start, Partial<Record<EventName, readonly string[]>>> = {
     "CALL.PENDING 1": ["running.dispatching"],
     "CALL.WAITING 0": ["running.dispatching"],
     "CALL.WAITING 1": ["running.dispatching"],
-    "CALL.FAILED 1": ["failed", STOP_PLAIN, ...LEAVE],
-    "plainCalls throws": ["failed", STOP_PLAIN, ...LEAVE],
-    "modelCalls throws": ["failed", STOP_PLAIN, ...LEAVE],
-    ABORT: ["interrupting", STOP_PLAIN, ...LEAVE, "spawn interrupt"],
+    "CALL.FAILED 1": ["failing", STOP_PLAIN, ...LEAVE, "spawn end"],
+    "plainCalls throws": ["failing", STOP_PLAIN, ...LEAVE, "spawn end"],
+    "modelCalls throws": ["failing", STOP_PLAIN, ...LEAVE, "spawn end"],
+    ABORT: ["interrupting", STOP_PLAIN, ...LEAVE, "spawn end"],
+    CANCEL: ["cancelling", STOP_PLAIN, ...LEAVE, "spawn end"],
+    LOST: ["lost", STOP_PLAIN, ...LEAVE],
   },
   // The last plain call ending leaves nothing to stop: on to the next turn.
   "dispatching 2 plain calls, 1 open": {
     "CALL.SETTLED 1": ["running.callingModel", CALL_MODEL],
     "CALL.SETTLED 0": ["running.callingModel", CALL_MODEL],
-    "CALL.PENDING 1": ["interrupting", ...LEAVE, "spawn interrupt"],
-    "CALL.PENDING 0": ["interrupting", ...LEAVE, "spawn interrupt"],
-    "CALL.WAITING 1": ["interrupting", ...LEAVE, "spawn interrupt"],
-    "CALL.WAITING 0": ["interrupting", ...LEAVE, "spawn interrupt"],
-    "CALL.FAILED 1": ["failed", STOP_PLAIN, ...LEAVE],
-    "plainCalls throws": ["failed", STOP_PLAIN, ...LEAVE],
-    "modelCalls throws": ["failed", STOP_PLAIN, ...LEAVE],
-    ABORT: ["interrupting", STOP_PLAIN, ...LEAVE, "spawn interrupt"],
+    "CALL.PENDING 1": ["interrupting", ...LEAVE, "spawn end"],
+    "CALL.PENDING 0": ["interrupting", ...LEAVE, "spawn end"],
+    "CALL.WAITING 1": ["interrupting", ...LEAVE, "spawn end"],
+    "CALL.WAITING 0": ["interrupting", ...LEAVE, "spawn end"],
+    "CALL.FAILED 1": ["failing", STOP_PLAIN, ...LEAVE, "spawn end"],
+    "plainCalls throws": ["failing", STOP_PLAIN, ...LEAVE, "spawn end"],
+    "modelCalls throws": ["failing", STOP_PLAIN, ...LEAVE, "spawn end"],
+    ABORT: ["interrupting", STOP_PLAIN, ...LEAVE, "spawn end"],
+    CANCEL: ["cancelling", STOP_PLAIN, ...LEAVE, "spawn end"],
+    LOST: ["lost", STOP_PLAIN, ...LEAVE],
   },
   "dispatching, 1 open": {
     ...LAST_OPEN_INTERRUPTS,
@@ -253,17 +299,38 @@ const TABLE: Record<Start, Partial<Record<EventName, readonly string[]>>> = {
   "dispatching, 1 open, 1 pending": LAST_OPEN_INTERRUPTS,
   "dispatching, 1 open, 1 waiting": LAST_OPEN_INTERRUPTS,
   "dispatching the last turn, 1 open": LAST_OPEN_INTERRUPTS,
+  // The run's ending is journaled by the one end actor; a cancel is noted meanwhile, the fence's loss ends it at once.
   finishing: {
-    "complete done": ["completed", "stop complete"],
-    "complete throws": ["failed", "stop complete"],
+    "end done": ["completed", "stop end"],
+    "end throws": ["failing", "stop end", "spawn end"],
+    CANCEL: ["finishing"],
+    LOST: ["lost", "stop end"],
   },
+  // The answer journaled wins over a cancel that came meanwhile; a refused answer ends cancelled.
+  "finishing, cancel noted": { ...CANCEL_NOTED, "end done": ["completed", "stop end"], CANCEL: ["finishing"] },
   interrupting: {
-    "interrupt done": ["interrupted", "stop interrupt"],
-    "interrupt throws": ["failed", "stop interrupt"],
+    "end done": ["interrupted", "stop end"],
+    "end throws": ["failing", "stop end", "spawn end"],
+    CANCEL: ["interrupting"],
+    LOST: ["lost", "stop end"],
+  },
+  "interrupting, cancel noted": CANCEL_NOTED,
+  cancelling: {
+    "end done": ["cancelled", "stop end"],
+    "end throws": ["failing", "stop end", "spawn end"],
+    LOST: ["lost", "stop end"],
+  },
+  // The first error is the run's: failing to journal it still ends the run failed, with that error.
+  failing: {
+    "end done": ["failed", "stop end"],
+    "end throws": ["failed", "stop end"],
+    LOST: ["lost", "stop end"],
   },
   completed: {},
   interrupted: {},
+  cancelled: {},
   failed: {},
+  lost: {},
 };
 
 describe("agentLoopMachine transitions (pure)", () => {
@@ -282,6 +349,8 @@ describe("agentLoopMachine transitions (pure)", () => {
       waiting: [],
       interrupt: undefined,
       error: undefined,
+      cancel: undefined,
+      lost: undefined,
     });
     expect(effects(actions)).toEqual(["spawn prepare"]);
     expect(actions[0]?.params).toMatchObject({ src: "prepare", input: { runId: "run-1" } });
@@ -395,7 +464,7 @@ describe("agentLoopMachine context and actor inputs (pure)", () => {
     const charted = reach(START["dispatching, 2 open"]);
     expect(step(charted, "toolCall 0 done")).toEqual([charted, []]);
     const failed = reach([...START["dispatching 2 plain calls"], "CALL.FAILED 1"]);
-    expect(failed.value).toBe("failed");
+    expect(failed.value).toBe("failing");
     expect(failed.context.error).toBe("append failed");
   });
 
@@ -403,7 +472,7 @@ describe("agentLoopMachine context and actor inputs (pure)", () => {
     const [both, actions] = step(reach([...START["dispatching 2 plain calls"], "CALL.PENDING 0"]), "CALL.SETTLED 1");
     expect(both.value).toBe("interrupting");
     expect(actions.find((a) => a.type === "xstate.spawnChild")?.params).toMatchObject({
-      src: "interrupt",
+      src: "end",
       input: { pending: [step0] },
     });
   });
@@ -416,7 +485,7 @@ describe("agentLoopMachine context and actor inputs (pure)", () => {
       "plainCalls",
     ]); // no child a call or a turn
     const failed = reach([...START["dispatching 2 plain calls"], "plainCalls throws"]);
-    expect(failed.value).toBe("failed");
+    expect(failed.value).toBe("failing");
     expect(failed.context.error).toBe("lost");
   });
 
@@ -425,7 +494,7 @@ describe("agentLoopMachine context and actor inputs (pure)", () => {
     expect(actions.at(-1)?.params).toMatchObject({ input: { turn: 0, content: "Your order ships today." } });
     const bare = model({ ok: true, response: { toolCalls: [] } });
     const [, bareActions] = transition(machine, reach(START.callingModel), asEvent(bare));
-    expect(bareActions.at(-1)?.params).toMatchObject({ src: "complete", input: { turn: 0, content: "" } });
+    expect(bareActions.at(-1)?.params).toMatchObject({ src: "end", input: { turn: 0, content: "" } });
   });
 
   it("keeps the model's response and opens one call per tool call", () => {
@@ -450,7 +519,7 @@ describe("agentLoopMachine context and actor inputs (pure)", () => {
     expect(next.context.turn).toBe(2);
     expect(next.context.interrupt).toEqual({ reason: "max-iterations", detail: { maxIterations: 2 } });
     expect(actions.at(-1)?.params).toMatchObject({
-      src: "interrupt",
+      src: "end",
       input: { turn: 2, reason: "max-iterations", detail: { maxIterations: 2 }, pending: [] },
     });
   });
@@ -466,7 +535,7 @@ describe("agentLoopMachine context and actor inputs (pure)", () => {
     const [next, actions] = step(reach(START["dispatching, 1 open, 1 pending"]), "CALL.SETTLED 1");
     expect(next.context.interrupt).toEqual({ reason: "approval-pending", detail: { stepIds: [step0] } });
     expect(actions.at(-1)?.params).toMatchObject({
-      src: "interrupt",
+      src: "end",
       input: { turn: 0, reason: "approval-pending", detail: { stepIds: [step0] }, pending: [step0] },
     });
     const [both] = step(reach(START["dispatching, 1 open, 1 pending"]), "CALL.PENDING 1");
@@ -477,8 +546,15 @@ describe("agentLoopMachine context and actor inputs (pure)", () => {
     const [next, actions] = step(reach(START["dispatching, 1 open, 1 waiting"]), "CALL.SETTLED 1");
     expect(next.context.interrupt).toEqual({ reason: "waiting", detail: { stepIds: [step0] } });
     expect(actions.at(-1)?.params).toMatchObject({
-      src: "interrupt",
-      input: { turn: 0, reason: "waiting", detail: { stepIds: [step0] }, pending: [], waiting: [step0] },
+      src: "end",
+      input: {
+        kind: "interrupted",
+        turn: 0,
+        reason: "waiting",
+        detail: { stepIds: [step0] },
+        pending: [],
+        waiting: [step0],
+      },
     });
     const [both] = step(reach(START["dispatching, 1 open, 1 waiting"]), "CALL.WAITING 1");
     expect(both.context.interrupt?.detail).toEqual({ stepIds: [step0, step1] });
@@ -487,7 +563,10 @@ describe("agentLoopMachine context and actor inputs (pure)", () => {
   it("picks approval-pending over waiting when calls of a turn do both", () => {
     const [next, actions] = step(reach(START["dispatching, 1 open, 1 waiting"]), "CALL.PENDING 1");
     expect(next.context.interrupt).toEqual({ reason: "approval-pending", detail: { stepIds: [step1] } });
-    expect(actions.at(-1)?.params).toMatchObject({ input: { pending: [step1], waiting: [step0] } });
+    expect(actions.at(-1)?.params).toMatchObject({
+      src: "end",
+      input: { kind: "interrupted", reason: "approval-pending", pending: [step1], waiting: [step0] },
+    });
   });
 
   it("waits for the open calls before interrupting for a wait", () => {
@@ -513,7 +592,7 @@ describe("agentLoopMachine context and actor inputs (pure)", () => {
   it("interrupts with the reason of a model call that failed (model-error)", () => {
     const [next, actions] = step(reach(START.callingModel), "model fails");
     expect(next.context.interrupt).toEqual({ reason: "model-error", detail: { message: "rate limited" } });
-    expect(actions.at(-1)?.params).toMatchObject({ src: "interrupt", input: { reason: "model-error" } });
+    expect(actions.at(-1)?.params).toMatchObject({ src: "end", input: { reason: "model-error" } });
   });
 
   it("waits in backingOff the delay the model call computed, then calls the model again for the same turn", () => {
@@ -534,12 +613,12 @@ describe("agentLoopMachine context and actor inputs (pure)", () => {
   it("interrupts with deadline when the model call finds the run's deadline passed", () => {
     const [next, actions] = step(reach(START.callingModel), "model past the deadline");
     expect(next.context.interrupt).toEqual({ reason: "deadline", detail: { deadlineAt: "2026-12-03T12:00:00.000Z" } });
-    expect(actions.at(-1)?.params).toMatchObject({ src: "interrupt", input: { reason: "deadline" } });
+    expect(actions.at(-1)?.params).toMatchObject({ src: "end", input: { reason: "deadline" } });
   });
 
   it("stops the calls of the turn it leaves, and no longer has them as children", () => {
     const [next] = step(reach(START["dispatching, 2 open"]), "ABORT");
-    expect(Object.keys(next.children)).toEqual(["interrupt"]);
+    expect(Object.keys(next.children)).toEqual(["end"]);
   });
 
   it("dispatches a large response in batches: the next batch once every call of the current one ended", () => {
@@ -567,13 +646,15 @@ describe("agentLoopMachine context and actor inputs (pure)", () => {
     expect(reach(["prepare throws"]).context.error).toBe("divergence");
     expect(reach([...toCallingModel, "model call throws"]).context.error).toBe("append failed");
     expect(reach([...toCallingModel, "modelCalls throws"]).context.error).toBe("gone");
-    expect(reach([...START.finishing, "complete throws"]).context.error).toBe("append failed");
-    expect(reach([...START.interrupting, "interrupt throws"]).context.error).toBe("append failed");
+    expect(reach([...START.finishing, "end throws"]).context.error).toBe("append failed");
+    expect(reach([...START.interrupting, "end throws"]).context.error).toBe("append failed");
+    // Journaling the failure failed too: the run's error stays the first one.
+    expect(reach(["prepare throws", "end throws"]).context.error).toBe("divergence");
   });
 
-  it("is done in completed, interrupted and failed, and only there", () => {
+  it("is done in completed, interrupted, cancelled, failed and lost, and only there", () => {
     for (const [start, events] of Object.entries(START)) {
-      const final = start === "completed" || start === "interrupted" || start === "failed";
+      const final = ["completed", "interrupted", "cancelled", "failed", "lost"].includes(start);
       expect(reach(events).status, start).toBe(final ? "done" : "active");
     }
   });
@@ -588,11 +669,15 @@ describe("agentLoopMachine paths (xstate/graph)", () => {
     const paths = getShortestPaths(machine, options);
     const reached = new Set(paths.map((p) => stateOf(p.state)));
     expect([...reached].sort()).toEqual([
+      "cancelled",
+      "cancelling",
       "completed",
       "failed",
+      "failing",
       "finishing",
       "interrupted",
       "interrupting",
+      "lost",
       "running.backingOff",
       "running.callingModel",
       "running.dispatching",
@@ -618,8 +703,9 @@ describe("agentLoopMachine paths (xstate/graph)", () => {
     expect([...visited].sort()).toEqual([...definedStates(machine)].sort());
     const label = (t: AnyTransitionDefinition) => defined.get(t) ?? `not defined: ${t.eventType}`;
     expect([...taken].map(label).sort()).toEqual([...defined.values()].sort());
-    // starting 3, running (ABORT, modelCalls and plainCalls errors) 3, deciding 2, callingModel 6, backingOff 1,
-    // dispatching 6 + 2, finishing 2, interrupting 2
-    expect(defined.size).toBe(27);
+    // starting 5 + 2 + CANCEL + LOST, running (ABORT, CANCEL, LOST, modelCalls and plainCalls errors) 5, deciding 2,
+    // callingModel 6, backingOff 1, dispatching 5 + 2, finishing 3 + CANCEL + LOST, interrupting 4 + CANCEL + LOST,
+    // cancelling 2 + LOST, failing 2 + LOST
+    expect(defined.size).toBe(47);
   });
 });

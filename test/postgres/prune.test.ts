@@ -83,6 +83,16 @@ describe.skipIf(PG_URL === undefined)("pruneRuns on PostgreSQL", () => {
     expect(await pruneRuns(journal, { completedBefore })).toEqual({ runs: 0, entries: 0, archives: 0, blobs: 0 });
   });
 
+  it("removes a cancelled run too: it has ended for good (a resume of it is refused with RunCancelledError)", async () => {
+    await run("old-cancelled", { n: 4 }, { type: "run.cancelled", data: { reason: "operator stop" } });
+    await age(["old-cancelled"], 10);
+    const done = await pruneRuns(journal, { completedBefore: Date.now() - 7 * DAY });
+    expect(done.runs).toBe(4);
+    const left = (await journal.store.listRuns()).map((r) => r.runId);
+    expect(left).not.toContain("old-cancelled");
+    expect(left).toContain("old-interrupted");
+  });
+
   it("skips a finished run some transaction holds, instead of waiting for it", async () => {
     const holder = new pg.Client({ connectionString: url });
     await holder.connect();

@@ -177,7 +177,7 @@ describe("the cause after a restart", () => {
     const show = await loom(tmp.dir, ["show", "r-401", "--db", file]);
     expect(show.code).toBe(0);
     expect(show.stdout).toContain(
-      "stopped model-error: AI_APICallError (status 401, not retryable): Incorrect API key provided",
+      "stopped interrupted: model-error: AI_APICallError (status 401, not retryable): Incorrect API key provided",
     );
     const log = await loom(tmp.dir, ["log", "r-401", "--db", file]);
     expect(log.stdout.split("\n")[0]).toContain("· interrupted (model-error: AI_APICallError (status 401");

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { type AnyActorLogic, createMachine, fromCallback, fromPromise, toPromise } from "xstate";
-import type { ModelCallsEvent, PlainCallsEvent } from "../../src/machines/agentLoop.machine.ts";
+import type { Ending, ModelCallsEvent, PlainCallsEvent } from "../../src/machines/agentLoop.machine.ts";
 import { createRunActor } from "../../src/runtime/sharedMachine.ts";
 
 /** One run's actors: a one-turn run that answers at once, each actor telling which run it belongs to. */
@@ -19,10 +19,10 @@ function runActors(runId: string, seen: string[], prepare?: AnyActorLogic) {
       });
     }),
     plainCalls: fromCallback<PlainCallsEvent>(() => {}),
-    complete: fromPromise(async () => {
-      seen.push(`${runId} complete`);
+    // The one actor that journals the run's ending (completed here).
+    end: fromPromise<void, Ending>(async ({ input }) => {
+      if (input.kind === "completed") seen.push(`${runId} complete`);
     }),
-    interrupt: fromPromise(async () => {}),
   };
   const tool = {
     checkCall: fromPromise(async () => ({ kind: "run" })),

@@ -1,13 +1,13 @@
 import type { Command } from "commander";
 import { compact } from "../../index.ts";
-import { dbPath, readRun, runInfo, withWritableJournal } from "../db.ts";
+import { dbPath, readRun, runInfo, sqliteSource, withWritableJournal } from "../db.ts";
 import { count, int, kB, printable } from "../format.ts";
 import { type CliIo, println } from "../io.ts";
-import { type CommonOptions, integerOption, withCommon } from "../program.ts";
+import { type CommonOptions, integerOption, withCodecKeys, withCommon } from "../program.ts";
 
 /** `loom compact <runId> --keep-turns N`: old tool frames to the archive, one verified marker in their place. */
 export function registerCompact(program: Command, io: CliIo): void {
-  withCommon(program.command("compact"))
+  withCodecKeys(withCommon(program.command("compact")))
     .description("move the tool frames of a run's older turns to the archive (the logs and `show` still read them)")
     .argument("<runId>", "the run (see `loom runs`)")
     .requiredOption(
@@ -18,7 +18,7 @@ export function registerCompact(program: Command, io: CliIo): void {
     .option("--json", "print the result as JSON")
     .action(async (runId: string, options: CommonOptions & { keepTurns: number; json?: boolean }) => {
       const path = dbPath(io, options.db);
-      const result = await withWritableJournal(path, async (journal) => {
+      const result = await withWritableJournal(sqliteSource(io, options), async (journal) => {
         const before = runInfo(runId, await readRun(journal, runId, path));
         const done = await compact(journal, runId, { keepTurns: options.keepTurns });
         const after = runInfo(runId, await readRun(journal, runId, path));

@@ -2,10 +2,10 @@ import { createInterface } from "node:readline";
 import type { Command } from "commander";
 import type { InspectionEvent } from "xstate";
 import { foldEntries, hydrateArchived, rebuildToolCallLog } from "../../index.ts";
-import { dbPath, readRun, withJournal } from "../db.ts";
+import { dbPath, readRun, sqliteSource, withJournal } from "../db.ts";
 import { count, int, printable } from "../format.ts";
 import { CliError, type CliIo, println } from "../io.ts";
-import { type CommonOptions, integerOption, portOption, withCommon } from "../program.ts";
+import { type CommonOptions, integerOption, portOption, withCodecKeys, withCommon } from "../program.ts";
 import { type ReplayResult, replayRun } from "../replay.ts";
 
 interface InspectOptions extends CommonOptions {
@@ -22,7 +22,7 @@ const FORWARDED = new Set(["@xstate.actor", "@xstate.event", "@xstate.snapshot"]
 
 /** `loom inspect <runId>`: the recorded run replayed through the statecharts, served to the Stately inspector. */
 export function registerInspect(program: Command, io: CliIo): void {
-  withCommon(program.command("inspect"))
+  withCodecKeys(withCommon(program.command("inspect")))
     .description(
       "replay a recorded run through the loop's statecharts (served from its journal: nothing is re-executed), its sub-agents' runs under their calls, and stream it to the Stately inspector through a server on 127.0.0.1 (--host to widen it); exits 1 when the replay does not match the journal",
     )
@@ -46,7 +46,7 @@ export function registerInspect(program: Command, io: CliIo): void {
     .action(async (runId: string, options: InspectOptions) => {
       const path = dbPath(io, options.db);
       // Open (read-only) while the inspector serves: each replay reads archived and claim-checked outputs from it.
-      await withJournal(path, async (journal) => {
+      await withJournal(sqliteSource(io, options), async (journal) => {
         const entries = await readRun(journal, runId, path);
         const state = foldEntries(entries);
         await hydrateArchived(journal, state);

@@ -27,7 +27,7 @@ interface PruneCliOptions extends JournalCommonOptions {
 export function registerPrune(program: Command, io: CliIo): void {
   withJournalOptions(program.command("prune"))
     .description(
-      "remove runs that completed or failed longer ago than a duration, with their archived frames and the blobs no other run names (interrupted runs are kept: they can be resumed)",
+      "remove runs that completed, failed or were cancelled longer ago than a duration, with their archived frames and the blobs no other run names (interrupted runs are kept: they can be resumed; a cancelled one cannot)",
     )
     .requiredOption(
       "--completed-before <duration>",

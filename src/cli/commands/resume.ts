@@ -1,22 +1,22 @@
 import type { Command } from "commander";
 import { type AgentOutput, completedOutput, foldEntries, hydrateForLog, recordedModePin } from "../../index.ts";
-import { dbPath, modelCalls, readRun, withWritableJournal } from "../db.ts";
+import { dbPath, modelCalls, readRun, sqliteSource, withWritableJournal } from "../db.ts";
 import { count, printable } from "../format.ts";
 import { CliError, type CliIo, println } from "../io.ts";
 import { KNOWN_LOOPS } from "../loops.ts";
 import { packageRoot } from "../packageRoot.ts";
-import { type CommonOptions, withCommon } from "../program.ts";
+import { type CommonOptions, withCodecKeys, withCommon } from "../program.ts";
 import { progressBar } from "../progress.ts";
 
 /** `loom resume <runId>`: goes on with a stopped or crashed run of a loop this command defines. */
 export function registerResume(program: Command, io: CliIo): void {
-  withCommon(program.command("resume"))
+  withCodecKeys(withCommon(program.command("resume")))
     .description("resume a stopped or crashed run from its journal (runs of the loops this command defines: loom-demo)")
     .argument("<runId>", "the run (see `loom runs`)")
     .option("--json", "print the run's output as JSON")
     .action(async (runId: string, options: CommonOptions & { json?: boolean }) => {
       const path = dbPath(io, options.db);
-      const result = await withWritableJournal(path, async (journal) => {
+      const result = await withWritableJournal(sqliteSource(io, options), async (journal) => {
         const state = foldEntries(await readRun(journal, runId, path));
         const known = state.loopId === undefined ? undefined : KNOWN_LOOPS.get(state.loopId);
         if (!known && state.status === "completed") {

@@ -1,20 +1,20 @@
 import type { Command } from "commander";
 import {
   listPendingApprovals,
-  listWaits,
+  type OpenJournal,
   type PendingApproval,
   parseFrameId,
-  type RunWait,
   readJournal,
   runIdProblem,
 } from "../../index.ts";
 import { type RunStory, runStory } from "../../read/story.ts";
+import { endText, stepLabel } from "../../read/timeline.ts";
 import { activityText, runInfoOf } from "../activity.ts";
-import { type JournalSource, journalSource, type RunInfo, stoppedText, withJournal } from "../db.ts";
+import { journalSource, type RunInfo, withJournal } from "../db.ts";
 import { clip, count, int, oneLine, printable } from "../format.ts";
 import { type CliIo, println } from "../io.ts";
 import { type JournalCommonOptions, withJournalOptions } from "../program.ts";
-import { showStep } from "../step.ts";
+import { type ShownStep, showStep } from "../step.ts";
 
 interface ShowOptions extends JournalCommonOptions {
   readonly run?: string;
@@ -34,56 +34,72 @@ export function registerShow(program: Command, io: CliIo): void {
     .option("--run <runId>", "the run holding the step (needed when several runs of one loop are in the journal)")
     .option("--json", "print the resolved step as JSON")
     .action(async (stepId: string, options: ShowOptions) => {
-      const journalAt = journalSource(io, options);
-      const run = await runNamed(journalAt, stepId);
-      if (run !== undefined) return printStory(io, run, options.json === true);
-      const waiting = await withJournal(journalAt, async (journal) =>
-        (await listPendingApprovals(journal, options.run === undefined ? {} : { runId: options.run })).filter(
-          (p) => p.stepId === stepId,
-        ),
-      );
-      if (waiting.length === 1) return printWaiting(io, waiting[0] as PendingApproval, options.json === true);
-      const shown = await withJournal(journalAt, (journal) => showStep(journal, stepId, options.run));
-      if (options.json) return println(io.stdout, JSON.stringify(shown, null, 2));
-      const { runId, kind, toolName, iteration, status, source, digest, bytes, verified, output } = shown;
-      println(io.stdout, `step    ${printable(stepId)}`);
-      println(io.stdout, `run     ${printable(runId)}`);
-      const what =
-        kind === "model"
-          ? `model   the model's response (iteration ${iteration})`
-          : `tool    ${printable(toolName ?? "?")} (iteration ${iteration ?? "?"})`;
-      println(io.stdout, `${what}, status ${status}, read from the ${source}`);
-      println(io.stdout, `digest  ${digest} (${count(bytes, "byte")})`);
-      println(
-        io.stdout,
-        `        ${verified.length > 0 ? `verified: ${verified.join("; ")}` : "not verified: nothing else records it yet (the run stopped before its next model call)"}`,
-      );
-      println(io.stdout, "output:");
-      println(io.stdout, JSON.stringify(output, null, 2) ?? "undefined");
+      // One journal opened for the whole command (a PostgreSQL one is a pool and a probe each time).
+      const shown = await withJournal(journalSource(io, options), async (journal): Promise<Shown> => {
+        const run = await runNamed(journal, stepId);
+        if (run !== undefined) return { run };
+        const waiting = (
+          await listPendingApprovals(journal, options.run === undefined ? {} : { runId: options.run })
+        ).filter((p) => p.stepId === stepId);
+        if (waiting.length === 1) return { waiting: waiting[0] as PendingApproval };
+        return { step: await showStep(journal, stepId, options.run) };
+      });
+      if ("run" in shown) return printStory(io, shown.run, options.json === true);
+      if ("waiting" in shown) return printWaiting(io, shown.waiting, options.json === true);
+      printStep(io, stepId, shown.step, options.json === true);
     });
 }
 
-/** The story of the run an argument names, when it is no step id but the id of a run in the journal. */
-async function runNamed(
-  source: JournalSource,
-  arg: string,
-): Promise<{ info: RunInfo; story: RunStory; waits: RunWait[] } | undefined> {
-  // A sub-agent's run id (`<parent>/<stepId>`) reads as a step id too: a run of that id wins.
-  if (runIdProblem(arg) !== undefined || (parseFrameId(arg) !== undefined && !arg.includes("/"))) return undefined;
-  return withJournal(source, async (journal) => {
-    if (!(await journal.store.listRuns()).some((r) => r.runId === arg)) return undefined;
-    const entries = await readJournal(journal, arg);
-    const story = await runStory(journal, arg, entries);
-    // Sleeps and event waits (docs/waits.md): approvals are the story's pendingApprovals.
-    const waits = (await listWaits(journal, { runId: arg })).filter((w) => w.kind !== "approval");
-    return { info: await runInfoOf(journal, arg, entries), story, waits };
-  });
+/** What `loom show <arg>` found: a run's story, a call waiting for approval, or a step that ended. */
+type Shown =
+  | { readonly run: { info: RunInfo; story: RunStory } }
+  | { readonly waiting: PendingApproval }
+  | { readonly step: ShownStep };
+
+/** `loom show <stepId>` of a step that ended: its output, digest and what verified it. */
+function printStep(io: CliIo, stepId: string, shown: ShownStep, json: boolean): void {
+  if (json) {
+    println(io.stdout, JSON.stringify(shown, null, 2));
+    return;
+  }
+  const { runId, kind, toolName, iteration, status, source, digest, bytes, verified, output } = shown;
+  println(io.stdout, `step    ${printable(stepId)}`);
+  println(io.stdout, `run     ${printable(runId)}`);
+  const what =
+    kind === "model"
+      ? `model   the model's response (iteration ${iteration})`
+      : `tool    ${printable(toolName ?? "?")} (iteration ${iteration ?? "?"})`;
+  println(io.stdout, `${what}, status ${status}, read from the ${source}`);
+  println(io.stdout, `digest  ${digest} (${count(bytes, "byte")})`);
+  if (shown.redacted) {
+    const r = shown.redacted;
+    const how = [r.paths.length > 0 ? r.paths.join(", ") : "", r.fn ? "by the redaction function" : ""]
+      .filter(Boolean)
+      .join("; ");
+    println(io.stdout, `redacted ${printable(how)}: the digest above is the original's (the lean log's);`);
+    println(io.stdout, "        whoever holds the original checks it with verifyRedacted(original, entry)");
+  }
+  println(
+    io.stdout,
+    `        ${verified.length > 0 ? `verified: ${verified.join("; ")}` : shown.redacted ? "not verified: the output is redacted, and the digests cover the original" : "not verified: nothing else records it yet (the run stopped before its next model call)"}`,
+  );
+  println(io.stdout, "output:");
+  println(io.stdout, JSON.stringify(output, null, 2) ?? "undefined");
 }
 
-function printStory(io: CliIo, run: { info: RunInfo; story: RunStory; waits: RunWait[] }, json: boolean): void {
-  const { info, story, waits } = run;
+/** The story of the run an argument names, when it is no step id but the id of a run in the journal. */
+async function runNamed(journal: OpenJournal, arg: string): Promise<{ info: RunInfo; story: RunStory } | undefined> {
+  // A sub-agent's run id (`<parent>/<stepId>`) reads as a step id too: a run of that id wins.
+  if (runIdProblem(arg) !== undefined || (parseFrameId(arg) !== undefined && !arg.includes("/"))) return undefined;
+  if (!(await journal.store.listRuns()).some((r) => r.runId === arg)) return undefined;
+  const entries = await readJournal(journal, arg);
+  return { info: await runInfoOf(journal, arg, entries), story: await runStory(journal, arg, entries) };
+}
+
+function printStory(io: CliIo, run: { info: RunInfo; story: RunStory }, json: boolean): void {
+  const { info, story } = run;
   if (json) {
-    println(io.stdout, JSON.stringify({ ...info, story, waits }, null, 2));
+    println(io.stdout, JSON.stringify({ ...info, story }, null, 2));
     return;
   }
   const out = (line: string) => println(io.stdout, line);
@@ -105,9 +121,11 @@ function printStory(io: CliIo, run: { info: RunInfo; story: RunStory; waits: Run
     const time = t.durationMs === undefined ? "" : `, ${int(t.durationMs)} ms`;
     const usage = t.usage ? `, ${int(t.usage.inputTokens ?? 0)}→${int(t.usage.outputTokens ?? 0)} tokens` : "";
     const retries = t.failedAttempts ? `, ${count(t.failedAttempts, "failed attempt")}` : "";
-    out(`turn ${t.turn}  model ${t.status}${time}${usage}${retries}${t.text ? `: ${clip(oneLine(t.text), 100)}` : ""}`);
+    out(
+      `turn ${t.turn}  model ${stepLabel(t.status)}${time}${usage}${retries}${t.text ? `: ${clip(oneLine(t.text), 100)}` : ""}`,
+    );
     for (const tool of t.tools) {
-      const parts = [tool.reason ? `${tool.status} (${tool.reason})` : tool.status];
+      const parts = [tool.reason ? `${stepLabel(tool.status)} (${tool.reason})` : stepLabel(tool.status)];
       if (tool.durationMs !== undefined) parts.push(`${int(tool.durationMs)} ms`);
       if (tool.bytes !== undefined) parts.push(count(tool.bytes, "byte"));
       if (tool.approval) {
@@ -125,17 +143,17 @@ function printStory(io: CliIo, run: { info: RunInfo; story: RunStory; waits: Run
     }
   }
   const end = story.ended;
+  // The timeline's last word, as the viewer's run page ends its timeline.
   if (end?.type === "completed") out(`answer  ${clip(oneLine(end.content), 200)}`);
-  else if (end?.type === "cancelled") out(`stopped ${stoppedText(info)}`);
-  else if (end?.type === "failed") out(`stopped failed: ${printable(`${end.error.name}: ${end.error.message}`)}`);
-  else if (end?.type === "interrupted") out(`stopped ${stoppedText(info)}`);
+  else if (end) out(`stopped ${printable(endText(end))}`);
   for (const p of story.pendingApprovals) {
     const where = p.runId === info.runId ? "" : ` in sub-agent run ${p.runId}`; // answered there, then resume this run
     out(
       `waiting ${printable(p.stepId)} (${printable(p.toolName)})${where} for approval: loom approve '${printable(p.stepId)}' --run ${where ? `'${p.runId}'` : info.runId}`,
     );
   }
-  for (const w of waits) {
+  // Sleeps and event waits (docs/waits.md), as the timeline folds them: approvals are listed above.
+  for (const w of story.waits) {
     const what = w.what === undefined ? "" : ` "${printable(w.what)}"`;
     const when = w.kind === "sleep" ? ` until ${w.until}` : w.expiresAt ? ` until ${w.expiresAt} at most` : "";
     out(

@@ -1,9 +1,10 @@
-import { isRunCancelledError, RunCancelledError } from "../../core/errors.ts";
+import { isLoomError } from "../../core/errors.ts";
 import { parseFrameId } from "../../events/ids.ts";
 import type { NewEntry } from "../../events/types.ts";
 import type { Interruption } from "../../machines/agentLoop.machine.ts";
 import { approvalExpiry } from "../../policies/approval.ts";
 import { responseAt } from "../../projections/runState.ts";
+import { AppendAfterCloseError } from "../appender.ts";
 import type { RunSession } from "../session.ts";
 import { waitingDetail } from "../waits.ts";
 
@@ -12,22 +13,12 @@ import { waitingDetail } from "../waits.ts";
  * functions the runtime calls, so the loop's own files stay about the loop.
  */
 
-/** The cancellation a stop carries: a `RunCancelledError` as the abort's reason (the interruption's detail). */
-function cancellationOf(session: RunSession, detail: unknown): RunCancelledError | undefined {
-  if (isRunCancelledError(detail)) return detail;
-  const reason = session.options.signal?.reason;
-  return isRunCancelledError(reason) ? reason : undefined;
-}
-
 /**
- * The entry that ends a stopping run (the `interrupt` actor appends it): `run.cancelled` when the
- * stop is a cancellation (`cancelRun`), else `run.interrupted`, which for `approval-pending` also
- * journals when each waiting call's approval expires (its tool's `approvalTimeoutMs`), and for
- * `waiting` when each wait is next due (`waitingDetail`).
+ * The `run.interrupted` entry of a run that stops, for any reason (the chart decides which); for
+ * `approval-pending` it also journals when each waiting call's approval expires (its tool's
+ * `approvalTimeoutMs`), and for `waiting` when each wait is next due (`waitingDetail`).
  */
 export function interruptionEntry(session: RunSession, input: Interruption & { readonly turn: number }): NewEntry {
-  const cancelled = cancellationOf(session, input.detail);
-  if (cancelled) return { type: "run.cancelled", data: { reason: cancelled.reason } };
   const { reason, cause } = input;
   const detail =
     reason === "approval-pending"
@@ -57,18 +48,39 @@ function withExpiries(session: RunSession, detail: unknown, now: number): unknow
 }
 
 /**
- * After the loop's chart stopped: the `RunCancelledError` the run ends with, if it was cancelled.
- * A cancellation that reached the run where its chart could not journal it (starting, finishing)
- * is journaled here, with whatever results were still to be written.
+ * Whether a run that cancels has a journal to end: not when it never started (nothing of it was
+ * journaled, nor is waiting to be) or has ended already.
  */
-export async function cancelledOutcome(session: RunSession): Promise<RunCancelledError | undefined> {
-  const runId = session.options.runId;
-  const state = session.appender?.state;
-  if (state?.status === "cancelled") return new RunCancelledError(runId, state.cancelled?.reason ?? "");
-  const cancelled = cancellationOf(session, undefined);
-  if (cancelled === undefined) return undefined;
-  if (state === undefined || state.status === "new") return cancelled;
-  if (state.status === "completed" || state.status === "failed") return undefined;
-  await session.appender.appendFinal({ type: "run.cancelled", data: { reason: cancelled.reason } });
-  return cancelled;
+export function cancelEnds(session: RunSession): boolean {
+  const status = session.appender?.state.status;
+  return status === "running" || status === "interrupted";
+}
+
+/**
+ * The `run.failed` entry of a run that failed for good, or undefined when the failure is not the
+ * run's to journal: the run had not got past `prepare` (nothing of this call is journaled), the
+ * error is one of Loom's own refusals (a `LoomError`: its message says what to fix, and the run
+ * stays resumable, as each one documents), the store failed an append (the journal is what
+ * failed), the run ended already, or this is a replay of a recording. What is left is an error
+ * nothing in Loom expected (a bug in a hook, the runtime's own): resuming would meet it again.
+ */
+export function failedEntry(session: RunSession, error: unknown): NewEntry | undefined {
+  const appender = session.appender;
+  if (!session.prepared || session.replaying || appender === undefined) return undefined;
+  if (isLoomError(error) || error instanceof AppendAfterCloseError || appender.storeFailure !== undefined)
+    return undefined;
+  const status = appender.state.status;
+  if (status !== "running" && status !== "interrupted") return undefined;
+  const e = error instanceof Error ? error : undefined;
+  const code = (error as { code?: unknown } | null)?.code;
+  return {
+    type: "run.failed",
+    data: {
+      error: {
+        name: e?.name ?? "Error",
+        ...(typeof code === "string" ? { code } : {}),
+        message: e?.message ?? String(error),
+      },
+    },
+  };
 }

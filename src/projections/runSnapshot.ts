@@ -1,0 +1,120 @@
+import { sha256Hex } from "../core/digest.ts";
+import { SnapshotError } from "../core/errors.ts";
+import type { StoredSnapshot } from "../events/store.ts";
+import type { JournalEntry } from "../events/types.ts";
+import { type RunState, runStateProjection } from "./runState.ts";
+
+/**
+ * A run snapshot: the folded `RunState` at one seq, as JSON text with the sha256 of that text, so
+ * a resume folds only the entries after it. Pure: making one and checking one read nothing; the
+ * runtime (src/runtime/snapshots.ts) reads and writes them through the store.
+ *
+ * The body also names the entry at its seq (`anchor`: its type and time), so a snapshot of a
+ * stream that is not the one in the store any more (the run removed and started again under the
+ * same id) is told apart from the run's own, and never used.
+ */
+
+/** The body's layout version: a body of another version is ignored (folded from the journal instead). */
+const FORMAT = 1;
+
+/** The entry a snapshot was taken after: what the reader checks the stream against. */
+export interface SnapshotAnchor {
+  readonly type: string;
+  readonly at: string;
+}
+
+interface Body {
+  readonly format: number;
+  readonly runId: string;
+  readonly seq: number;
+  readonly anchor: SnapshotAnchor;
+  readonly state: RunState;
+}
+
+/** What checking a stored snapshot gives: its state and anchor, or why it is not to be trusted. */
+export type SnapshotCheck =
+  | { readonly ok: true; readonly state: RunState; readonly anchor: SnapshotAnchor }
+  | { readonly ok: false; readonly error: SnapshotError };
+
+/**
+ * The snapshot of `state`, which folded the run's entries up to `last` (its last entry).
+ *
+ * @example
+ * const snapshot = runSnapshotOf(foldEntries(entries), entries.at(-1)!);
+ * await store.writeSnapshot?.(runId, snapshot);
+ */
+export function runSnapshotOf(state: RunState, last: JournalEntry): StoredSnapshot {
+  const body: Body = {
+    format: FORMAT,
+    runId: last.runId,
+    seq: last.seq,
+    anchor: { type: last.type, at: last.meta.at },
+    state,
+  };
+  const text = JSON.stringify(body);
+  return { seq: last.seq, digest: sha256Hex(text), body: text };
+}
+
+/**
+ * Checks a stored snapshot of run `runId` (its digest, then its layout) and gives back its state,
+ * fresh and the caller's to evolve. A snapshot that fails a check is never used: the result says
+ * why (`SnapshotError`, code `snapshotDigestMismatch` or `snapshotUnreadable`).
+ *
+ * @example
+ * const check = checkRunSnapshot("run-1", await store.latestSnapshot!("run-1"));
+ * if (check.ok) check.state.version; // the seq to read the tail after
+ */
+export function checkRunSnapshot(runId: string, stored: StoredSnapshot): SnapshotCheck {
+  const seq = stored.seq;
+  const fail = (code: "snapshotDigestMismatch" | "snapshotUnreadable", why: string): SnapshotCheck => ({
+    ok: false,
+    error: new SnapshotError(code, runId, seq, `${why}; it was ignored and the whole journal folded instead`),
+  });
+  if (typeof stored.body !== "string" || sha256Hex(stored.body) !== stored.digest) {
+    return fail("snapshotDigestMismatch", "its body does not match its digest (damaged in the store)");
+  }
+  let body: Body;
+  try {
+    body = JSON.parse(stored.body) as Body;
+  } catch {
+    return fail("snapshotUnreadable", "its body is not JSON");
+  }
+  if (body?.format !== FORMAT)
+    return fail("snapshotUnreadable", `its layout is version ${String(body?.format)}, not ${FORMAT}`);
+  if (body.runId !== runId || body.seq !== seq) {
+    return fail("snapshotUnreadable", `it was taken of run ${String(body.runId)} at seq ${String(body.seq)}`);
+  }
+  const state = stateOf(body.state, seq);
+  if (state === undefined) return fail("snapshotUnreadable", "its state is not a run's folded state");
+  const anchor = body.anchor;
+  if (typeof anchor?.type !== "string" || typeof anchor.at !== "string")
+    return fail("snapshotUnreadable", "it names no anchor entry");
+  return { ok: true, state, anchor: { type: anchor.type, at: anchor.at } };
+}
+
+const RECORDS = ["frames", "decisions", "settled", "attempts", "approvalRequests"] as const;
+
+/**
+ * The parsed state as the fold would hold it: tables without a prototype (ids come from users),
+ * the fields JSON leaves out when undefined put back, and `output` present on every completed
+ * frame of the hot journal (the fold sets it, undefined or not; `hydrateArchived` tells by it).
+ */
+function stateOf(parsed: unknown, seq: number): RunState | undefined {
+  if (typeof parsed !== "object" || parsed === null) return undefined;
+  const p = parsed as Record<string, unknown>;
+  if (p.version !== seq || typeof p.status !== "string" || typeof p.turns !== "number") return undefined;
+  const state = runStateProjection.initial();
+  for (const key of Object.keys(state) as (keyof RunState)[]) {
+    if (RECORDS.includes(key as (typeof RECORDS)[number])) continue;
+    if (Object.hasOwn(p, key)) (state as unknown as Record<string, unknown>)[key] = p[key];
+  }
+  for (const key of RECORDS) {
+    const table = p[key];
+    if (typeof table !== "object" || table === null || Array.isArray(table)) return undefined;
+    Object.assign(state[key], table);
+  }
+  for (const frame of Object.values(state.frames)) {
+    if (frame.status === "completed" && frame.archived === undefined && !("output" in frame)) frame.output = undefined;
+  }
+  return state;
+}
