@@ -65,7 +65,9 @@ export type InterruptReason =
   | "model-error"
   | "deadline"
   /** A limit of the run's budget was reached before a model call (`detail`: the limit, the usage, the limits). */
-  | "budget";
+  | "budget"
+  /** A tool call waits for a time or an event (`ToolContext.sleep`, `waitForEvent`): see docs/waits.md. */
+  | "waiting";
 
 /** `run.started`: the run's first entry. */
 export interface RunStartedData {

@@ -92,6 +92,18 @@ export interface RunOptions {
    * await loop.run({ runId, journal, input, budget: { outputTokens: 20_000 } });
    */
   readonly budget?: Budget;
+  /**
+   * The clock durable waits read (ms since the epoch; default `Date.now`): when a tool's
+   * `ctx.sleep(ms)` wakes, and whether a waiting call is due when the run resumes. Tests pass a
+   * fake one to sleep for days in no time (docs/waits.md).
+   *
+   * @example
+   * let now = Date.parse("2026-01-01T00:00:00Z");
+   * await loop.run({ runId, journal, now: () => now }).catch(() => {}); // waits 3 days
+   * now += 3 * 86_400_000;
+   * await loop.run({ runId, journal, now: () => now }); // due: the call wakes
+   */
+  readonly now?: () => number;
 }
 
 /**
@@ -165,6 +177,11 @@ export class RunSession {
     this.events = new RunEventEmitter(options.journal.store, options.runId, options.onEvent);
     this.tools = config.tools ?? {};
     this.budget = new RunBudget(options.budget ?? config.budget, options.journal, options.runId, config.model.id);
+  }
+
+  /** The run's clock for durable waits (`RunOptions.now`, else `Date.now`). */
+  now(): number {
+    return this.options.now?.() ?? Date.now();
   }
 
   get state(): RunState {
