@@ -11,22 +11,30 @@ import {
   scriptedModel,
   type Tool,
 } from "loom-agent";
-import { chatRoute } from "./use-chat.ts";
+import { chatRoute, sessionChatRoute, sessionHistoryRoute } from "./use-chat.ts";
 
 /**
  * A chat backend on node:http: `POST /runs` starts a run and streams its events as server-sent
  * events; `GET /runs/:id/events` (with `Last-Event-ID`) follows a run from where a client left
  * off, whichever process runs it. Each event's SSE id is its cursor; nothing is stored for the
  * stream: a reconnecting client is served from the journal. `POST /api/chat` is `useChat`'s
- * route (examples/use-chat.ts), running `chatLoop`.
+ * route (examples/use-chat.ts), running `chatLoop`; `POST /api/session` is its session-backed
+ * route (the history from the journal, surviving a restart) and `GET /api/session/:id` the
+ * session's history.
  */
 export function chatServer(loop: AgentLoop, journal: Journal, chatLoop: AgentLoop = loop): Server {
   const chat = chatRoute(chatLoop, journal);
+  const session = sessionChatRoute(chatLoop, journal);
+  const history = sessionHistoryRoute(journal);
   return createServer((req, res) => {
     const url = new URL(req.url ?? "/", "http://localhost");
     const follow = /^\/runs\/([^/]+)\/events$/.exec(url.pathname);
+    const sessionOf = /^\/api\/session\/([^/]+)$/.exec(url.pathname);
     if (req.method === "POST" && url.pathname === "/runs") void startRun(loop, journal, req, res);
     else if (req.method === "POST" && url.pathname === "/api/chat") void serveFetch(chat, req, res);
+    else if (req.method === "POST" && url.pathname === "/api/session") void serveFetch(session, req, res);
+    else if (req.method === "GET" && sessionOf)
+      void sendResponse(history(decodeURIComponent(sessionOf[1] as string)), res);
     else if (req.method === "GET" && follow)
       void followEvents(journal, decodeURIComponent(follow[1] as string), req, res);
     else res.writeHead(404).end();
@@ -63,7 +71,12 @@ async function followEvents(journal: Journal, runId: string, req: IncomingMessag
 async function serveFetch(handler: (req: Request) => Promise<Response>, req: IncomingMessage, res: ServerResponse) {
   const body = await readBody(req);
   const headers = new Headers(Object.entries(req.headers).flatMap(([k, v]) => (typeof v === "string" ? [[k, v]] : [])));
-  const response = await handler(new Request(`http://localhost${req.url}`, { method: "POST", headers, body }));
+  await sendResponse(handler(new Request(`http://localhost${req.url}`, { method: "POST", headers, body })), res);
+}
+
+/** A web `Response` written to node:http. */
+async function sendResponse(made: Promise<Response>, res: ServerResponse) {
+  const response = await made;
   res.writeHead(response.status, Object.fromEntries(response.headers));
   if (response.body) for await (const chunk of response.body) if (!res.destroyed) res.write(chunk);
   res.end();

@@ -1,4 +1,4 @@
-import { type AgentLoop, type Journal, type Message, readJournal, runEventsOf } from "loom-agent";
+import { type AgentLoop, type Journal, type Message, readJournal, runEventsOf, sessionHistory } from "loom-agent";
 import { toUIMessageStreamResponse } from "loom-agent/ai-sdk";
 
 /** What this route reads of a `useChat` message (`UIMessage` of `ai` 6). */
@@ -53,4 +53,28 @@ export function approvalsIn(message: ChatMessage): Record<string, boolean> {
       answers[a.id.slice(0, -":approval".length)] = a.approved;
   }
   return answers;
+}
+
+/**
+ * A `useChat` route backed by a session (`POST /api/session`): the chat's id is the session id,
+ * and only the client's last message is read; the history the model gets is the session's, from
+ * the journal, so it survives a restart of the server (and a client that lost its state). Each
+ * message runs `<chat id>/<n>`; the UI message stream carries `{ sessionId }` as the assistant
+ * message's metadata. A message sent while the last one is still answered ends in an error chunk
+ * (`SessionBusyError`).
+ */
+export function sessionChatRoute(loop: AgentLoop, journal: Journal) {
+  return async (req: Request): Promise<Response> => {
+    const { id, messages } = (await req.json()) as { id: string; messages: ChatMessage[] };
+    const [message] = conversationOf(messages.slice(-1));
+    if (message === undefined || message.role !== "user") return new Response("no user message", { status: 400 });
+    const stream = loop.sendStream({ sessionId: id, journal, message });
+    return toUIMessageStreamResponse(stream, { messageMetadata: { sessionId: id } });
+  };
+}
+
+/** `GET /api/session/<id>`: the session's history (the model's messages), rebuilt from the journal. */
+export function sessionHistoryRoute(journal: Journal) {
+  return async (sessionId: string): Promise<Response> =>
+    Response.json(await sessionHistory(journal, sessionId), { headers: { "cache-control": "no-store" } });
 }

@@ -221,6 +221,7 @@ export {
 } from "./core/errors.ts";
 export {
   approvalId,
+  contextDecisionId,
   idempotencyKey,
   modelFrameId,
   modePinId,
@@ -268,6 +269,30 @@ export type {
   ToolCall,
   ToolDescriptor,
 } from "./models/types.ts";
+export {
+  addUsage,
+  type Budget,
+  type BudgetBreach,
+  type BudgetLimit,
+  type BudgetUsage,
+  budgetBreach,
+  costOf,
+  type ModelPrice,
+  NO_USAGE,
+  type PriceTable,
+  remainingBudget,
+} from "./policies/budget.ts";
+export {
+  type AskModel,
+  applyContext,
+  type ContextChoice,
+  type ContextPolicy,
+  type ContextView,
+  keepAll,
+  recentTurns,
+  type SummarizeOptions,
+  summarize,
+} from "./policies/context.ts";
 export {
   DEFINITION_CHANGE_KINDS,
   type DefinitionChange,
@@ -351,6 +376,8 @@ export type {
   ToolCallLogMode,
 } from "./projections/types.ts";
 export { type TokenUsage, tokenUsage } from "./projections/usage.ts";
+// Sessions, context policies and budgets (issue 32).
+export type { SendRequest, SessionReply } from "./runtime/agentLoop.ts";
 export { type AgentLoop, agentLoop$, type RunRequest } from "./runtime/agentLoop.ts";
 export {
   type AgentToolOptions,
@@ -364,6 +391,7 @@ export {
   type SubAgentLimit,
   SubAgentLimitError,
 } from "./runtime/agentTool.ts";
+export { usageOfRun } from "./runtime/budget.ts";
 export type {
   AgentLoopConfig,
   ApprovalAnswer,
@@ -460,13 +488,22 @@ export {
   schedule,
 } from "./runtime/schedule.ts";
 export {
+  isSessionBusyError,
+  nextSessionTurn,
+  runConversation,
+  SessionBusyError,
+  type SessionTurn,
+  sessionHistory,
+  sessionRunId,
+  sessionRuns,
+} from "./runtime/sessions.ts";
+export {
   type ReadRunState,
   readRunState,
   type SnapshotConfig,
   type SnapshotReadOptions,
   writeRunSnapshot,
 } from "./runtime/snapshots.ts";
-
 export type { AgentStream } from "./runtime/stream.ts";
 export {
   AmbiguousApprovalError,

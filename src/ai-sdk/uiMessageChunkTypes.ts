@@ -21,7 +21,7 @@ import type { RunEvent } from "../projections/events.ts";
  * ```
  */
 export type LoomUIMessageChunk =
-  | { readonly type: "start"; readonly messageId?: string }
+  | { readonly type: "start"; readonly messageId?: string; readonly messageMetadata?: unknown }
   | { readonly type: "start-step" | "finish-step" }
   | { readonly type: "finish"; readonly finishReason?: "stop" | "tool-calls" | "error" | "other" }
   | { readonly type: "abort"; readonly reason?: string }
@@ -94,4 +94,10 @@ export interface ToUIMessageStreamOptions {
    * `useChat` goes on with that message.
    */
   readonly shown?: Iterable<RunEvent>;
+  /**
+   * Metadata of the assistant message, sent in `start` (`useChat` keeps it in `message.metadata`):
+   * a session's id (`{ sessionId }`, see `loop.sendStream`), so the client knows which conversation
+   * the answer belongs to.
+   */
+  readonly messageMetadata?: unknown;
 }

@@ -53,7 +53,10 @@ export async function* uiMessageChunks(
   function* open(runId: string): Generator<Chunk> {
     if (started) return;
     started = true;
-    yield { type: "start", messageId: options.messageId ?? runId };
+    const messageId = options.messageId ?? runId;
+    yield options.messageMetadata === undefined
+      ? { type: "start", messageId }
+      : { type: "start", messageId, messageMetadata: options.messageMetadata };
   }
   function* enterStep(stepId: string): Generator<Chunk> {
     if (step === stepId) return;

@@ -67,6 +67,9 @@ export const toolListId = (loopId: string, source: string): string => `${loopId}
 /** `<loop>#trace`: the trace context of the run's first attempt, decided once (`loom-agent/otel`). */
 export const traceContextId = (loopId: string): string => `${loopId}#trace`;
 
+/** `<loop>#turn:<i>:context`: what a context policy decided the model is sent at model call i (journaled once). */
+export const contextDecisionId = (loopId: string, turn: number): string => `${loopId}#turn:${turn}:context`;
+
 /** `<stepId>:outcome`: what the model was fed for a failed tool. */
 export const outcomeId = (stepId: string): string => `${stepId}:outcome`;
 

@@ -64,6 +64,8 @@ export type InterruptReason =
   | "approval-pending"
   | "model-error"
   | "deadline"
+  /** A limit of the run's budget was reached before a model call (`detail`: the limit, the usage, the limits). */
+  | "budget"
   /** A tool call waits for a time or an event (`ToolContext.sleep`, `waitForEvent`): see docs/waits.md. */
   | "waiting";
 

@@ -202,8 +202,13 @@ export function startWorker(options: WorkerOptions): Worker {
     } catch (e) {
       if (lost || isOwnershipLostError(e)) return; // another worker holds the run now
       const reason = isAgentInterruptedError(e) ? e.run.reason : undefined;
+      // A budget stop is finished for now too: running it again would stop at the same call until the budget is raised.
       const waits =
-        reason === "approval-pending" || reason === "waiting" || reason === "max-iterations" || reason === "deadline";
+        reason === "approval-pending" ||
+        reason === "waiting" ||
+        reason === "max-iterations" ||
+        reason === "deadline" ||
+        reason === "budget";
       if (waits || isRunCancelledError(e)) {
         clearInterval(renewal);
         // A run whose approvals expire stays queued, due when the first one does (the run declines it).

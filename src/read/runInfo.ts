@@ -12,6 +12,7 @@ import {
   runActivity,
   type ToolCallLogMode,
 } from "../index.ts";
+import type { BudgetBreach } from "../policies/budget.ts";
 import { tokenUsage } from "../projections/usage.ts";
 
 /**
@@ -50,7 +51,12 @@ export interface RunInfo {
   /** Tokens the run's model calls used (their recorded usage, summed). */
   readonly tokens: { readonly input: number; readonly output: number };
   /** Why an interrupted run stopped, and the model's error for a `model-error`. */
-  readonly interrupted?: { readonly reason: InterruptReason; readonly cause?: ErrorCause };
+  readonly interrupted?: {
+    readonly reason: InterruptReason;
+    readonly cause?: ErrorCause;
+    /** For a `budget` stop: the limit reached, the usage and the limits (`BudgetBreach`). */
+    readonly budget?: BudgetBreach;
+  };
   /** Why a cancelled run was cancelled (`cancelRun`). */
   readonly cancelled?: { readonly reason: string };
 }
@@ -97,7 +103,13 @@ export function runInfoOfState(runId: string, state: RunState, facts: EntryFacts
     updatedAt: facts.updatedAt,
     tokens: tokensOf(state),
     ...(state.status === "interrupted" && state.interruption
-      ? { interrupted: { reason: state.interruption.reason, cause: state.interruption.cause } }
+      ? {
+          interrupted: {
+            reason: state.interruption.reason,
+            cause: state.interruption.cause,
+            ...(state.interruption.reason === "budget" ? { budget: state.interruption.detail as BudgetBreach } : {}),
+          },
+        }
       : {}),
     ...(state.status === "cancelled" && state.cancelled ? { cancelled: { reason: state.cancelled.reason } } : {}),
   };
@@ -115,10 +127,26 @@ export function stoppedText(info: RunInfo): string {
       ? info.cancelled === undefined
         ? ""
         : `cancelled: ${info.cancelled.reason}`
-      : i.cause === undefined
-        ? i.reason
-        : `${i.reason}: ${describeCause(i.cause)}`;
+      : i.budget !== undefined
+        ? `budget: ${budgetText(i.budget)}`
+        : i.cause === undefined
+          ? i.reason
+          : `${i.reason}: ${describeCause(i.cause)}`;
   return text.replace(/\p{Cc}/gu, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+}
+
+/**
+ * A budget stop's figures on one line: the limit reached and its value, then the usage (model
+ * calls, tokens in and out, cost), e.g. `inputTokens 600 of 600 reached; used 3 model calls, 600 in / 30 out tokens, cost 0`.
+ *
+ * @example
+ * budgetText({ limit: "modelCalls", used: { modelCalls: 2, inputTokens: 0, outputTokens: 0, cost: 0 }, limits: { modelCalls: 2 } });
+ */
+export function budgetText(breach: BudgetBreach): string {
+  const used = breach.used ?? { modelCalls: 0, inputTokens: 0, outputTokens: 0, cost: 0 };
+  const limit = breach.limit;
+  const cost = Number(used.cost.toPrecision(6));
+  return `${limit} ${Number(used[limit]?.toPrecision(6))} of ${breach.limits?.[limit]} reached; used ${used.modelCalls} model calls, ${used.inputTokens} in / ${used.outputTokens} out tokens, cost ${cost}. Raise the budget and resume the run`;
 }
 
 /** The run's token usage as `loom runs` shows it (archived model frames are not read back for a listing). */

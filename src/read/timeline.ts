@@ -1,5 +1,7 @@
 import { describeCause, type ErrorCause, type RunWait } from "../index.ts";
+import type { BudgetBreach } from "../policies/budget.ts";
 import { describeWait } from "../runtime/waits.ts";
+import { budgetText } from "./runInfo.ts";
 import { type CallView, type RunView, type TurnView, turnsOf } from "./runView.ts";
 
 /**
@@ -132,7 +134,8 @@ export function runEnd(view: RunView): RunEnd | undefined {
 
 /**
  * The end in words, on one line: `completed after 3 model calls`, `interrupted: model-error:
- * AI_APICallError (status 401, not retryable): Unauthorized`, `cancelled: operator stop`,
+ * AI_APICallError (status 401, not retryable): Unauthorized`, `interrupted: budget: inputTokens
+ * 600 of 600 reached; used 3 model calls, …`, `cancelled: operator stop`,
  * `failed: Error: boom`. Not escaped: text output escapes it (`printable`), HTML output quotes it.
  *
  * @example
@@ -143,6 +146,9 @@ export function endText(end: RunEnd): string {
     case "completed":
       return `completed after ${end.iterations} model call${end.iterations === 1 ? "" : "s"}`;
     case "interrupted":
+      // A budget stop says which limit was reached, the usage and what to do.
+      if (end.reason === "budget" && end.detail !== null && typeof end.detail === "object")
+        return `interrupted: budget: ${budgetText(end.detail as BudgetBreach)}`;
       return `interrupted: ${end.reason}${end.cause ? `: ${describeCause(end.cause)}` : ""}`;
     case "cancelled":
       return `cancelled: ${end.reason}`;

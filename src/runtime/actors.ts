@@ -2,7 +2,7 @@ import { fromCallback, fromPromise } from "xstate";
 import { digestOf, digestOfRecorded } from "../core/digest.ts";
 import { AgentLoopConfigError, DefinitionChangedError, ReplayDivergenceError, RunFailedError } from "../core/errors.ts";
 import { jsonRoundTrip } from "../core/jsonForm.ts";
-import { modelFrameId, modePinId, toolStepId } from "../events/ids.ts";
+import { contextDecisionId, modelFrameId, modePinId, toolStepId } from "../events/ids.ts";
 import { readModePin } from "../events/modePin.ts";
 import type { Message, ModelResponse, NewEntry, RunStartedData, ToolCall } from "../events/types.ts";
 import type {
@@ -13,13 +13,16 @@ import type {
   PrepareOutput,
 } from "../machines/agentLoop.machine.ts";
 import { resolveModePin } from "../machines/modePin.machine.ts";
+import { applyContext, type ContextChoice } from "../policies/context.ts";
 import { type DefinitionPin, definitionPin, describeChange, unacceptedChanges } from "../policies/definition.ts";
 import { attemptError } from "../policies/retry.ts";
 import { type RunState, responseAt } from "../projections/runState.ts";
 import { Appender, type Fence } from "./appender.ts";
 import { askModel } from "./askModel.ts";
+import { CONTEXT_SOURCE } from "./budget.ts";
 import type { AgentLoopConfig } from "./config.ts";
 import { cancelEnds, failedEntry, interruptionEntry } from "./control/hooks.ts";
+import { contextPromptDigest } from "./conversation.ts";
 import { durableStep } from "./durableStep.ts";
 import { RedactedHistoryError } from "./errors.ts";
 import { causeOf, modelPolicy, runDeadline } from "./failurePolicy.ts";
@@ -27,6 +30,7 @@ import { hydrateArchived } from "./readers.ts";
 import type { RunSession } from "./session.ts";
 import { readRunState, SnapshotSchedule } from "./snapshots.ts";
 import { CallStop } from "./stepSignals.ts";
+import { isSubAgentTool } from "./subAgentTools.ts";
 import { recordedToolCallIds, recordedTraceContext, traceContextDecision } from "./telemetry.ts";
 import { prepareToolSources } from "./toolSources.ts";
 
@@ -86,6 +90,7 @@ export function loopActors(
         ...lists,
         ...traceEntry,
         ...deadline.append,
+        ...session.budget.startEntries(config.id),
       );
       session.startConversation(session.state.input ?? "");
       session.prepared = true;
@@ -133,7 +138,19 @@ export function loopActors(
     if (session.pace !== undefined) await session.pace(); // a replay's; not a tick every turn of every run
     if (turn > 0) session.pushToolResults(turn - 1, responseAt(session.state, turn - 1) as ModelResponse);
     const frameId = modelFrameId(config.id, turn);
-    const digest = session.nextPromptDigest();
+    if (session.budget.active && session.state.frames[frameId]?.status !== "completed") {
+      const breach = await budgetCheck(turn);
+      if (breach !== undefined) return { ok: false, reason: "budget", detail: breach };
+    }
+    const chained = session.nextPromptDigest();
+    const context = await contextChoice(turn, frameId);
+    if (context?.asked !== undefined) session.budget.askedForContext(turn, context.asked); // a summary's calls count too
+    const digest = context === undefined ? chained : contextPromptDigest(chained, context);
+    // The prompt is made only for a call that runs (a served one needs its digest alone).
+    session.prompt =
+      context === undefined || session.state.frames[frameId]?.status === "completed"
+        ? undefined
+        : applyContext(session.messages, session.turnStarts, config.id, context);
     let streamed: number | undefined; // the attempt whose deltas watchers were sent
     const result = await durableStep<ModelResponse, ModelResponse>(
       session,
@@ -188,6 +205,49 @@ export function loopActors(
       default: // aborted (a model call's unknown outcome is always asked again)
         return { ok: false, reason: "aborted", detail: null };
     }
+  }
+
+  /**
+   * The context decision of model call `turn`: served when journaled; else, for a call not started
+   * yet, decided by the loop's policy and journaled with the call's frame.started. A call the
+   * journal started without one (recorded before the policy was configured) is sent as recorded.
+   */
+  async function contextChoice(turn: number, frameId: string): Promise<ContextChoice | undefined> {
+    const id = contextDecisionId(config.id, turn);
+    const recorded = session.state.decisions[id];
+    if (recorded !== undefined) return recorded.choice as ContextChoice;
+    const policy = config.context;
+    if (policy === undefined || session.state.frames[frameId] !== undefined) return undefined;
+    const previous = turn > 0 ? session.state.decisions[contextDecisionId(config.id, turn - 1)] : undefined;
+    const view = {
+      loopId: config.id,
+      turn,
+      messages: session.messages,
+      turnStarts: session.turnStarts,
+      previous: previous?.choice as ContextChoice | undefined,
+    };
+    const asked = { modelCalls: 0, inputTokens: 0, outputTokens: 0 };
+    const ask = async (messages: readonly Message[]) => {
+      const response = await config.model.generate({ messages, tools: [], signal: options.signal ?? NEVER });
+      asked.modelCalls++;
+      asked.inputTokens += countOf(response.usage?.inputTokens);
+      asked.outputTokens += countOf(response.usage?.outputTokens);
+      return typeof response.content === "string" ? response.content : "";
+    };
+    const decided = await policy.decide(view, ask);
+    const choice = jsonRoundTrip(asked.modelCalls === 0 ? decided : { ...decided, asked }) as ContextChoice;
+    // Written with the call's frame.started: a crash before it leaves neither, and the policy decides again.
+    session.appender.defer({ type: "decision.recorded", data: { decisionId: id, source: CONTEXT_SOURCE, choice } });
+    return choice;
+  }
+
+  /** The budget's check before the model call of `turn` (one not recorded yet); a sub-agent's usage read anew after its turn. */
+  function budgetCheck(turn: number) {
+    const previous = turn > 0 ? responseAt(session.state, turn - 1) : undefined;
+    const tool = (name: string) => session.tools[name];
+    if (previous?.toolCalls.some((c) => Object.hasOwn(session.tools, c.name) && isSubAgentTool(tool(c.name) as object)))
+      session.budget.subAgentsRan();
+    return session.budget.check(turn);
   }
 
   /**
@@ -282,6 +342,10 @@ function startTelemetry(session: RunSession, state: RunState): NewEntry[] {
   if (onEvent !== undefined) session.events.observe((event) => onEvent.call(scope, event));
   return recorded === undefined && scope.carrier !== undefined ? [traceContextDecision(loopId, scope.carrier)] : [];
 }
+
+/** A signal never aborted: a context policy's model call in a run given none. */
+const NEVER = new AbortController().signal;
+const countOf = (n: unknown): number => (typeof n === "number" && Number.isFinite(n) ? n : 0);
 
 /** The run's deadline (`timeouts.runMs`, journaled at its start) has passed: it stops for good. */
 function pastDeadline(deadlineAt: number): CallModelOutput {

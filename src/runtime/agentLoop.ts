@@ -1,6 +1,8 @@
 import type { Actor, InspectionEvent, Observer } from "xstate";
-import { isRunCancelledError, RunCancelledError } from "../core/errors.ts";
+import { isAgentLoopConfigError, isRunBusyError, isRunCancelledError, RunCancelledError } from "../core/errors.ts";
 import { checkRunId, parseFrameId, toolStepId } from "../events/ids.ts";
+import type { EventStore } from "../events/store.ts";
+import type { Message } from "../events/types.ts";
 import type { agentLoopMachine, StopEvent } from "../machines/agentLoop.machine.ts";
 import { type RunState, responseAt } from "../projections/runState.ts";
 import { completedOutput, projectToolCallLog } from "../projections/toolCallLog.ts";
@@ -13,6 +15,7 @@ import { holdRun, type RunOwnership } from "./ownership.ts";
 import { hydrateForLog } from "./readers.ts";
 import type { RunContext } from "./runContext.ts";
 import { type RunOptions, RunSession } from "./session.ts";
+import { nextSessionTurn, SessionBusyError } from "./sessions.ts";
 import { createRunActor } from "./sharedMachine.ts";
 import { type AgentStream, chainListeners, streamOf } from "./stream.ts";
 import { resolveApprovals } from "./subRunApprovals.ts";
@@ -50,6 +53,25 @@ export interface RunRequest extends RunOptions {
 }
 
 /**
+ * One `loop.send(...)`: a user message to a session. What `run` takes, except the run id and the
+ * input, which the session gives (`<sessionId>/<n>`, the history and the message).
+ *
+ * @example
+ * await loop.send({ sessionId: "chat-7", journal, message: "And tomorrow?" });
+ */
+export interface SendRequest extends Omit<RunRequest, "runId" | "input"> {
+  /** The session (a conversation): its messages' runs are `<sessionId>/<n>`. */
+  readonly sessionId: string;
+  /** The user's message: a text, or a message of your own (`{ role: "user", content }`). */
+  readonly message: string | Message;
+}
+
+/** What `loop.send` resolves to: the run's value, and the run id the message got. */
+export type SessionReply<M extends ToolCallLogMode | undefined = ToolCallLogMode | undefined> = AgentOutput<M> & {
+  readonly runId: string;
+};
+
+/**
  * A durable agent loop, made by `agentLoop$`. `M` is its configured `toolCallLog` mode, which
  * types the log it returns (see `ToolCallLog`).
  */
@@ -66,6 +88,16 @@ export interface AgentLoop<M extends ToolCallLogMode | undefined = ToolCallLogMo
    * value in `output`. The journal it writes is the one `run` writes. See {@link AgentStream}.
    */
   stream(request: RunRequest): AgentStream<M>;
+  /**
+   * Sends a user message to a session: runs `<sessionId>/<n>` (n: the message's index) on the
+   * session's history (`sessionHistory`, a projection of its runs) and the message. Refuses with
+   * `SessionBusyError`, journaling nothing, while the session's last message has not completed or
+   * another send to it is under way. The run is a run like any other: resumable with `run`,
+   * cancellable, streamable (`sendStream`).
+   */
+  send(request: SendRequest): Promise<SessionReply<M>>;
+  /** `send`, watched as it happens (see `stream`); the run id is in the events (`runId`). */
+  sendStream(request: SendRequest): AgentStream<M>;
 }
 
 const DEFAULT_MAX_ITERATIONS = 50;
@@ -88,7 +120,44 @@ export function agentLoop$<M extends ToolCallLogMode | undefined = undefined>(
   const run = (request: RunRequest) => runLoop(config, request) as Promise<AgentOutput<M>>;
   const stream = (request: RunRequest) =>
     streamOf<M>((onEvent) => run({ ...request, onEvent: chainListeners(request.onEvent, onEvent) }));
-  return { config, run, stream };
+  // Sessions this loop is sending a message to, by store: a second send to one is refused at once.
+  // (Another loop object or process racing for the same run id meets the run's lease instead.)
+  const sending = new WeakMap<EventStore, Set<string>>();
+  const send = (request: SendRequest) => sendMessage(request, run, sending) as Promise<SessionReply<M>>;
+  const sendStream = (request: SendRequest) =>
+    streamOf<M>((onEvent) => send({ ...request, onEvent: chainListeners(request.onEvent, onEvent) }));
+  return { config, run, stream, send, sendStream };
+}
+
+async function sendMessage(
+  request: SendRequest,
+  run: (request: RunRequest) => Promise<AgentOutput>,
+  sending: WeakMap<EventStore, Set<string>>,
+): Promise<SessionReply> {
+  const { sessionId, message, ...rest } = request;
+  checkRunId(sessionId, "loop.send");
+  const store = request.journal.store;
+  let busy = sending.get(store);
+  if (busy === undefined) sending.set(store, (busy = new Set()));
+  if (busy.has(sessionId)) throw new SessionBusyError(sessionId, sessionId, "another message is being sent to it");
+  busy.add(sessionId);
+  try {
+    const turn = await nextSessionTurn(request.journal, sessionId, message);
+    try {
+      const out = await run({ ...rest, runId: turn.runId, input: turn.input });
+      return { ...out, runId: turn.runId };
+    } catch (e) {
+      // Another process sent a message at the same time and took the same run id first.
+      if (isRunBusyError(e) || (isAgentLoopConfigError(e) && e.code === "inputMismatch")) {
+        throw new SessionBusyError(sessionId, turn.runId, "another message was sent to it at the same time", {
+          cause: e,
+        });
+      }
+      throw e;
+    }
+  } finally {
+    busy.delete(sessionId);
+  }
 }
 
 /**
@@ -225,6 +294,7 @@ async function runHeld(
   });
   // Its events, answers and inspector become its sub-agents' (agentTool), through the run's context.
   const detach = session.run.attach(session.events, request.approvals, request.inspect, actor);
+  session.run.useBudget(() => session.budget.remaining());
   let unlisten = () => {};
   try {
     unlisten = stop.start(actor);

@@ -171,6 +171,7 @@ export function agentTool<I = { prompt: string }>(loop: AgentLoop, options: Agen
         const onEvent = parent.nestedListener(); // its events in the parent's stream
         const approvals = parent.approvalsBelow(id); // the parent's answers for it and below
         const inspect = parent.inspectionBelow(stepId); // its chart under the call, in the parent's inspector
+        const budget = await parent.budgetLeft(); // what the parent has left: its usage counts toward the parent's
         const request = {
           runId: id,
           journal,
@@ -181,6 +182,7 @@ export function agentTool<I = { prompt: string }>(loop: AgentLoop, options: Agen
           ...(onEvent ? { onEvent } : {}),
           ...(approvals ? { approvals } : {}),
           ...(inspect ? { inspect } : {}),
+          ...(budget ? { budget } : {}),
         };
         const out = await loop.run(request);
         return toOutput(out);

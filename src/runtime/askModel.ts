@@ -27,7 +27,7 @@ export function askModel(
   const { model, timeouts } = session.config;
   // The signal is made when the model reads it: a model that never looks costs the step none.
   const request = {
-    messages: session.messages,
+    messages: session.prompt ?? session.messages,
     tools: session.toolDescriptors,
     get signal(): AbortSignal {
       return stop.signal;

@@ -1,5 +1,7 @@
 import type { BlobStore } from "../events/spi.ts";
 import type { Model } from "../models/types.ts";
+import type { Budget } from "../policies/budget.ts";
+import type { ContextPolicy } from "../policies/context.ts";
 import type { DefinitionChangePolicy } from "../policies/definition.ts";
 import type { RetryPolicy } from "../policies/retry.ts";
 import type { ToolCallLogMode } from "../projections/types.ts";
@@ -174,6 +176,25 @@ export interface AgentLoopConfig<M extends ToolCallLogMode | undefined = ToolCal
    * agentLoop$({ id: "support", model, timeouts: { modelAttemptMs: 30_000, runMs: 15 * 60_000 } });
    */
   readonly timeouts?: TimeoutsConfig;
+  /**
+   * The budget of every run of the loop (a run's own `budget` overrides it): limits on model
+   * calls, tokens and cost, checked before each model call; reached, the run interrupts with
+   * reason `"budget"`. A worker's runs are held to it too.
+   *
+   * @example
+   * agentLoop$({ id: "support", model, budget: { cost: 0.25, prices: { "gpt-4o-mini": { inputPerMillion: 0.15, outputPerMillion: 0.6 } } } });
+   */
+  readonly budget?: Budget;
+  /**
+   * What the model is sent of a long conversation: `recentTurns(n)`, `summarize(...)` or your own
+   * `ContextPolicy`. Decided before each new model call and journaled (`<loop>#turn:<i>:context`),
+   * so a resume sends the same prompts; the prompt digest covers the decision. Unset: the whole
+   * conversation, and nothing more is journaled.
+   *
+   * @example
+   * agentLoop$({ id: "researcher", model, tools, context: recentTurns(20) });
+   */
+  readonly context?: ContextPolicy;
   /**
    * Snapshots of the run's folded state, written beside the run every `every` entries (where the
    * store keeps them: memory, SQLite, PostgreSQL), so a resume, `foldRun` and `loom` read the

@@ -43,6 +43,14 @@ export const chainedPromptDigest = (previous: string, added: readonly Message[])
   sha256Hex(previous + (digestOfRecorded(added).digest ?? ""));
 
 /**
+ * The prompt digest of a model call sent under a context decision: the chained digest of the whole
+ * conversation, and the decision that made the prompt from it (so the digest covers what was sent).
+ * The chain goes on from this digest.
+ */
+export const contextPromptDigest = (chained: string, choice: unknown): string =>
+  sha256Hex(`${chained}context:${digestOfRecorded(choice).digest ?? ""}`);
+
+/**
  * What the model was fed for the call at `stepId`, from the folded journal: a settled call's
  * result, a failed tool's outcome decision, or a completed frame's output (an envelope the
  * runtime marked resolved through `resolve`; any other output as recorded, without a call);

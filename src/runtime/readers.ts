@@ -1,7 +1,7 @@
 import { digestOf, sha256Hex } from "../core/digest.ts";
 import { IntegrityError, LoomError } from "../core/errors.ts";
 import { type ClaimCheckEnvelope, claimCheckOf, isClaimCheckEnvelope } from "../events/claimCheck.ts";
-import { modelFrameId, parseFrameId, toolStepId } from "../events/ids.ts";
+import { contextDecisionId, modelFrameId, parseFrameId, toolStepId } from "../events/ids.ts";
 import { readJournal } from "../events/journal.ts";
 import { readArchived } from "../events/readArchived.ts";
 import type { RedactionRecord } from "../events/redact.ts";
@@ -14,6 +14,7 @@ import type { AgentStep, LeanAgentStep, ToolCallLogMode } from "../projections/t
 import {
   assistantMessage,
   chainedPromptDigest,
+  contextPromptDigest,
   fedFromState,
   resolveClaimCheck,
   toolResultMessage,
@@ -317,7 +318,9 @@ export async function verifyTurnResults(journal: Journal, state: RunState, turn:
     if (frame && !frame.claimCheck && isClaimCheckEnvelope(frame.output)) unmarked = true;
     added.push(toolResultMessage(response.toolCalls[index] as ToolCall, fed));
   }
-  if (chainedPromptDigest(frame.inputDigest, added) !== next.inputDigest) {
+  const chained = chainedPromptDigest(frame.inputDigest, added);
+  const context = state.decisions[contextDecisionId(loopId, turn + 1)]; // a context policy's prompt: its digest covers the decision
+  if ((context === undefined ? chained : contextPromptDigest(chained, context.choice)) !== next.inputDigest) {
     const legacy = unmarked
       ? " (or, if the run was recorded by a Loom older than the claim-check mark, an envelope it wrote is now read as plain data: see the CHANGELOG)"
       : "";

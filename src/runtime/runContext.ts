@@ -7,6 +7,7 @@
 
 import type { AnyActorRef, InspectionEvent, Observer } from "xstate";
 import { childRunId } from "../events/ids.ts";
+import type { Budget } from "../policies/budget.ts";
 import type { RunEvent } from "../projections/events.ts";
 import type { InterruptedAgentRun } from "../projections/types.ts";
 import type { ToolRun } from "../tools/spi.ts";
@@ -42,6 +43,8 @@ export class RunContext implements ToolRun {
   #approvals: ApprovalAnswers | undefined;
   /** The children's pending approvals, by the step id of the call that waits with them. */
   readonly #waiting = new Map<string, readonly InterruptedApproval[]>();
+  /** What is left of the run's budget (its sub-agents' usage counted), once it runs: what a sub-agent may spend. */
+  #budgetLeft: (() => Promise<Budget | undefined>) | undefined;
 
   /**
    * @param runId the run's id
@@ -129,6 +132,23 @@ export class RunContext implements ToolRun {
   /** The `inspect` of the sub-agent run of call `stepId`, or undefined when this run is not inspected. */
   inspectionBelow(stepId: string): ((event: InspectionEvent) => void) | undefined {
     return this.#inspector === undefined ? undefined : inspectorBelow(this.#inspector, stepId);
+  }
+
+  /**
+   * The run's budget less what it used, sub-agents included (undefined without a budget): `agentTool`
+   * starts a child with it, so a sub-agent never spends past its parent's limits.
+   */
+  budgetLeft(): Promise<Budget | undefined> {
+    return this.#budgetLeft?.() ?? Promise.resolve(undefined);
+  }
+
+  /**
+   * Where {@link budgetLeft} reads the run's budget from (`agentLoop.ts`, once the run goes).
+   *
+   * @internal
+   */
+  useBudget(left: () => Promise<Budget | undefined>): void {
+    this.#budgetLeft = left;
   }
 
   /** Keeps a waiting child's pending approvals for this run's interruption (`subRunWaits`). */

@@ -5,10 +5,12 @@ import { toolStepId } from "../events/ids.ts";
 import type { Journal } from "../events/spi.ts";
 import type { Message, ModelResponse, ToolCall } from "../events/types.ts";
 import type { ToolDescriptor } from "../models/types.ts";
+import type { Budget } from "../policies/budget.ts";
 import type { RunEvent } from "../projections/events.ts";
 import type { RunState } from "../projections/runState.ts";
 import type { ToolCallLogMode } from "../projections/types.ts";
 import type { Appender } from "./appender.ts";
+import { RunBudget } from "./budget.ts";
 import { toolDescriptors } from "./builtins.ts";
 import type { AgentLoopConfig, Tool } from "./config.ts";
 import {
@@ -82,6 +84,15 @@ export interface RunOptions {
    */
   readonly onEvent?: (event: RunEvent) => void;
   /**
+   * Limits on the run's model calls, tokens and cost (its sub-agents' usage included), checked
+   * before each model call: once one is reached the run interrupts with reason `"budget"` and the
+   * figures; run it again with a higher limit to go on. Overrides the loop's `budget`.
+   *
+   * @example
+   * await loop.run({ runId, journal, input, budget: { outputTokens: 20_000 } });
+   */
+  readonly budget?: Budget;
+  /**
    * The clock durable waits read (ms since the epoch; default `Date.now`): when a tool's
    * `ctx.sleep(ms)` wakes, and whether a waiting call is due when the run resumes. Tests pass a
    * fake one to sleep for days in no time (docs/waits.md).
@@ -136,6 +147,10 @@ export class RunSession {
   /** The run's deadline (ms since the epoch) as journaled, when the loop has `timeouts.runMs`. */
   deadlineAt: number | undefined;
   readonly messages: Message[] = [];
+  /** Where each answered turn starts in `messages`: the index of its assistant message (context policies read it). */
+  readonly turnStarts: number[] = [];
+  /** What the next model call is sent when a context policy made it; else `messages`. */
+  prompt: readonly Message[] | undefined;
   /** Chained prompt digest up to the last model call, and how many messages it covers. */
   promptDigest = "";
   private digested = 0;
@@ -145,6 +160,8 @@ export class RunSession {
   private lastBreath = performance.now();
   /** Links each step's signal to the run's (made at the first step: after the run's own listeners). */
   private steps: StepSignals | undefined;
+  /** The run's budget: its usage so far and the check made before each model call. */
+  readonly budget: RunBudget;
   /** What the model is told it can call (the same list on every call of the run; tool sources' added in prepare). */
   toolDescriptors: readonly ToolDescriptor[];
   /** The run's tools by name: the loop's, plus its tool sources' once prepare resolved them (toolSources.ts). */
@@ -159,6 +176,7 @@ export class RunSession {
     this.toolDescriptors = toolDescriptors(config);
     this.events = new RunEventEmitter(options.journal.store, options.runId, options.onEvent);
     this.tools = config.tools ?? {};
+    this.budget = new RunBudget(options.budget ?? config.budget, options.journal, options.runId, config.model.id);
   }
 
   /** The run's clock for durable waits (`RunOptions.now`, else `Date.now`). */
@@ -190,7 +208,9 @@ export class RunSession {
   modelAnswered(digest: string, response: ModelResponse): void {
     this.promptDigest = digest;
     this.digested = this.messages.length;
+    this.turnStarts.push(this.messages.length);
     this.messages.push(assistantMessage(response));
+    this.budget.answered(response);
   }
 
   /**

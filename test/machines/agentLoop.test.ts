@@ -616,6 +616,21 @@ describe("agentLoopMachine context and actor inputs (pure)", () => {
     expect(actions.at(-1)?.params).toMatchObject({ src: "end", input: { reason: "deadline" } });
   });
 
+  it("interrupts with budget when the model call finds a limit reached, its figures handed to the one end actor", () => {
+    const breach = { limit: "modelCalls", used: { modelCalls: 2, inputTokens: 0, outputTokens: 0, cost: 0 } };
+    const [next, actions] = transition(
+      machine,
+      reach(START.callingModel),
+      asEvent(model({ ok: false, reason: "budget", detail: breach })),
+    );
+    expect(stateOf(next)).toBe("interrupting");
+    expect(next.context.interrupt).toEqual({ reason: "budget", detail: breach });
+    expect(actions.at(-1)?.params).toMatchObject({
+      src: "end",
+      input: { kind: "interrupted", reason: "budget", detail: breach, turn: 0 },
+    });
+  });
+
   it("stops the calls of the turn it leaves, and no longer has them as children", () => {
     const [next] = step(reach(START["dispatching, 2 open"]), "ABORT");
     expect(Object.keys(next.children)).toEqual(["end"]);
