@@ -3,7 +3,7 @@ import type { RunInfo } from "../read/runInfo.ts";
 import { printable } from "./format.ts";
 import { KNOWN_LOOPS } from "./loops.ts";
 
-export { activityLabel } from "../read/activity.ts";
+export { activityLabel, statusLabel } from "../read/activity.ts";
 export { runInfoOf } from "../read/runInfo.ts";
 
 /**

@@ -23,11 +23,27 @@ const NEEDS_RESUME: ReadonlySet<RunActivity> = new Set(["stalled", "not-started"
 export const activityLabel = (activity: RunActivity): string => activity.replaceAll("-", " ");
 
 /**
- * The activity on one line, with how to go on when the run needs a resume: `running`,
+ * A run's status in words, as `loom runs`, `loom show` and the viewer's pages print it: its
+ * activity's label, except for a run interrupted to wait (docs/waits.md), which says what it waits
+ * for: `waiting (until 2026-01-04T00:00:00.000Z)` for a sleep or an event wait that times out,
+ * `waiting (for event)` for an event with no timeout, `waiting (due now)` once an event was
+ * delivered and it waits for its resume. A run waiting for a person says `waiting for approval`.
+ *
+ * @example
+ * statusLabel(runInfo("r-1", entries)); // "waiting (until 2026-01-04T00:00:00.000Z)"
+ */
+export function statusLabel(info: RunInfo): string {
+  const w = info.activity === "interrupted" ? info.wait : undefined;
+  if (w === undefined) return activityLabel(info.activity);
+  return `waiting (${w.due ? "due now" : w.until === undefined ? "for event" : `until ${w.until}`})`;
+}
+
+/**
+ * The status on one line (`statusLabel`), with how to go on when the run needs a resume: `running`,
  * `stalled — resume with loom resume 'r-1'`, `not started — resume with loop.run(…)`.
  */
 export function activityText(info: RunInfo, resume: ResumeCommand = programResume): string {
-  const label = activityLabel(info.activity);
+  const label = statusLabel(info);
   return NEEDS_RESUME.has(info.activity) ? `${label} — ${resumeHint(info, resume)}` : label;
 }
 

@@ -14,6 +14,7 @@ import {
 } from "../index.ts";
 import type { BudgetBreach } from "../policies/budget.ts";
 import { tokenUsage } from "../projections/usage.ts";
+import { runDueAt } from "../runtime/waits.ts";
 
 /**
  * What the CLI (`loom runs`, `loom show`, `loom log`) and the viewer's pages show of a run, read
@@ -59,6 +60,12 @@ export interface RunInfo {
   };
   /** Why a cancelled run was cancelled (`cancelRun`). */
   readonly cancelled?: { readonly reason: string };
+  /**
+   * For a run interrupted `waiting` (docs/waits.md): when it is next due (ISO 8601: a sleep's wake
+   * or an event wait's timeout), absent when only an event can end its waits; `due` once a wait
+   * ended while it was stopped (an event delivered): it goes on when resumed.
+   */
+  readonly wait?: { readonly until?: string; readonly due?: true };
 }
 
 /**
@@ -112,7 +119,15 @@ export function runInfoOfState(runId: string, state: RunState, facts: EntryFacts
         }
       : {}),
     ...(state.status === "cancelled" && state.cancelled ? { cancelled: { reason: state.cancelled.reason } } : {}),
+    ...(state.status === "interrupted" && state.interruption?.reason === "waiting" ? { wait: waitOf(state) } : {}),
   };
+}
+
+/** {@link RunInfo.wait} of a run interrupted `waiting`. */
+function waitOf(state: RunState): NonNullable<RunInfo["wait"]> {
+  const due = runDueAt(state);
+  if (due === undefined) return {};
+  return due === 0 ? { due: true } : { until: new Date(due).toISOString() };
 }
 
 /**

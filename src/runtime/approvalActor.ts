@@ -32,7 +32,7 @@ export function approvalActor(session: RunSession) {
       session.state.approvalRequests[stepId],
       session.tools[call.name]?.approvalTimeoutMs,
     );
-    const expired = expiresAt !== undefined && Date.now() >= expiresAt;
+    const expired = expiresAt !== undefined && session.now() >= expiresAt; // the run's clock, as waits read it
     const given = expired ? false : answerGiven(options.approvals, runId, stepId);
     const answer =
       given ??

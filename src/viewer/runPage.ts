@@ -1,5 +1,5 @@
 import type { RunWait } from "../index.ts";
-import { activityLabel, type ResumeCommand, stoppedOrNext } from "../read/activity.ts";
+import { type ResumeCommand, statusLabel, stoppedOrNext } from "../read/activity.ts";
 import { clip, int, kB } from "../read/format.ts";
 import type { RunInfo } from "../read/runInfo.ts";
 import { type CallView, type RunView, type TurnView, turnsOf } from "../read/runView.ts";
@@ -48,7 +48,7 @@ export const isLive = (view: RunView): boolean =>
 export function runPart({ view, info, pending, actions, subRuns, token, resumeCommand }: RunPageInput): Html {
   const runId = info.runId;
   const stopped = stoppedOrNext(info, resumeCommand);
-  return html`<h1>Run <code>${runId}</code> <span class="status ${info.activity}">${activityLabel(info.activity)}</span>${isLive(view) ? html` <span class="live" title="updates while the run goes on">● live</span>` : ""}</h1>
+  return html`<h1>Run <code>${runId}</code> <span class="status ${info.activity}">${statusLabel(info)}</span>${isLive(view) ? html` <span class="live" title="updates while the run goes on">● live</span>` : ""}</h1>
 <dl class="summary">
 <dt>loop</dt><dd>${info.loopId ?? "?"}</dd>
 <dt>statechart</dt><dd><code>${view.chart}</code></dd>

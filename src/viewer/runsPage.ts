@@ -1,5 +1,5 @@
 import { type Journal, readJournal, runIdProblem } from "../index.ts";
-import { activityLabel, type ResumeCommand, stoppedOrNext } from "../read/activity.ts";
+import { activityLabel, type ResumeCommand, statusLabel, stoppedOrNext } from "../read/activity.ts";
 import { clip, int, kB } from "../read/format.ts";
 import { type RunInfo, runInfoOf } from "../read/runInfo.ts";
 import { inTreeOrder, parentAmong, type RunParent, startedCalls } from "../read/runsTree.ts";
@@ -98,7 +98,7 @@ ${shown.map(
   ) => html`<tr class="${r.waiting ? "waiting" : ""}" data-run="${r.runId}"${r.parent ? html` data-parent="${r.parent.runId}"` : ""}>
 ${runCell(r, ids)}
 <td>${r.loopId ?? "?"}</td>
-<td><span class="status ${r.activity}">${activityLabel(r.activity)}</span></td>
+<td><span class="status ${r.activity}">${statusLabel(r)}</span></td>
 <td class="why">${clip(stoppedOrNext(r, resumeCommand), 120)}</td>
 <td class="num">${int(r.iterations)}</td>
 <td class="num">${r.tokens.input + r.tokens.output > 0 ? html`${int(r.tokens.input)} in · ${int(r.tokens.output)} out` : html`<span class="dim">not reported</span>`}</td>

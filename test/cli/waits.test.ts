@@ -28,7 +28,15 @@ describe("loom waits / show / deliver / wake", () => {
       expect.objectContaining({ runId: "nap-1", kind: "sleep", what: "a nap", until: expect.any(String) }),
       expect.objectContaining({ runId: "pay-1", kind: "event", what: "payment" }),
     ]);
+    const until = (JSON.parse(waits.stdout) as { runId: string; until?: string }[])[0]?.until;
+    // A waiting run's status says what it waits for, not plain "interrupted" (one read layer: src/read).
+    const runs = await loom(dir, ["runs", "--db", db]);
+    expect(runs.stdout).toMatch(new RegExp(`nap-1 +napper +waiting \\(until ${until?.replaceAll(".", "\\.")}\\)`));
+    expect(runs.stdout).toMatch(/pay-1 +payer +waiting \(for event\)/);
     const story = await loom(dir, ["show", "pay-1", "--db", db]);
+    expect(story.stdout).toMatch(/^status {2}waiting \(for event\),/m);
+    const napStory = await loom(dir, ["show", "nap-1", "--db", db]);
+    expect(napStory.stdout).toContain(`status  waiting (until ${until}),`);
     expect(story.stdout).toMatch(/waiting payer#turn:0:tool:0 \(pay\) for an event "payment": deliver the event/);
 
     const dry = await loom(dir, ["wake", "--db", db, "--json"]);
@@ -39,6 +47,8 @@ describe("loom waits / show / deliver / wake", () => {
 
     const delivered = await loom(dir, ["deliver", token, "--db", db, "--payload", '{"paid":12}']);
     expect([delivered.code, delivered.stdout]).toEqual([0, expect.stringContaining("run pay-1: delivered to pay")]);
+    const ready = await loom(dir, ["runs", "--db", db]);
+    expect(ready.stdout).toMatch(/pay-1 +payer +waiting \(due now\)/); // delivered: goes on when woken
     const again = await loom(dir, ["deliver", token, "--db", db, "--payload", '{"paid":13}']);
     expect(again.code).toBe(1);
     expect(again.stderr).toContain("delivered once");

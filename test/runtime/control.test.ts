@@ -150,4 +150,30 @@ describe("approvalTimeoutMs", () => {
     expect(second?.requestedAt).toBe(first?.requestedAt);
     expect(second?.expiresAt).toBe(first?.expiresAt);
   });
+
+  it("counts the expiry on the run's clock (RunOptions.now), as waits do, not on wall time", async () => {
+    const DAY = 86_400_000;
+    const T0 = Date.parse("2020-01-01T00:00:00.000Z"); // years before wall time: Date.now() would expire it at once
+    const journal = jsonJournal();
+    const { loop, ran } = approvalLoop({ approvalTimeoutMs: 3 * DAY });
+    await rejection(loop.run({ runId: "r", journal, input: "refund", now: () => T0 }));
+    const [pending] = await listPendingApprovals(journal, { runId: "r" });
+    expect(pending?.expiresAt).toBe(new Date(T0 + 3 * DAY).toISOString());
+
+    // Two fake days on: not expired, whatever the wall clock says. The run waits on.
+    const early = await rejection(loop.run({ runId: "r", journal, now: () => T0 + 2 * DAY }));
+    expect(isAgentInterruptedError(early) && early.run.reason).toBe("approval-pending");
+    expect(await listPendingApprovals(journal, { runId: "r" })).toHaveLength(1);
+
+    // At the fake expiry: an answer is refused, nothing journaled, and the resume declines the call.
+    const before = (await readJournal(journal, "r")).length;
+    const late = await rejection(
+      recordApproval(journal, "r", REFUND_STEP, { approved: true, now: () => T0 + 3 * DAY }),
+    );
+    expect(isApprovalRefusedError(late) && late.code).toBe("approvalExpired");
+    expect((await readJournal(journal, "r")).length).toBe(before);
+    const out = await loop.run({ runId: "r", journal, now: () => T0 + 3 * DAY, approvals: { [REFUND_STEP]: true } });
+    expect(out.content).toContain(`no one approved it before ${new Date(T0 + 3 * DAY).toISOString()}`);
+    expect(ran).toEqual([]);
+  });
 });

@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { escapeRunId, RUN_ID_RULE, readJournal, runIdProblem } from "../../index.ts";
 import { inTreeOrder, parentAmong, startedCalls } from "../../read/runsTree.ts";
-import { activityLabel, runInfoOf, stoppedOrNext } from "../activity.ts";
+import { runInfoOf, statusLabel, stoppedOrNext } from "../activity.ts";
 import { journalSource, type RunInfo, withJournal } from "../db.ts";
 import { clip, int, kB, printable, table } from "../format.ts";
 import { type CliIo, println } from "../io.ts";
@@ -11,7 +11,7 @@ import { type JournalCommonOptions, withJournalOptions } from "../program.ts";
 export function registerRuns(program: Command, io: CliIo): void {
   withJournalOptions(program.command("runs"))
     .description(
-      "list the runs in the journal: loop, status, model calls, tokens (input/output), entries, bytes, why a run stopped; a sub-agent's run (agentTool) indented under its parent's. Status: running (a live process owns it), stalled (nobody does and it did not end: resume it), not started (a fork or a submitted run nobody resumed yet), waiting for approval, answered (its approvals were answered: resume it), interrupted, completed, failed, cancelled",
+      "list the runs in the journal: loop, status, model calls, tokens (input/output), entries, bytes, why a run stopped; a sub-agent's run (agentTool) indented under its parent's. Status: running (a live process owns it), stalled (nobody does and it did not end: resume it), not started (a fork or a submitted run nobody resumed yet), waiting for approval, waiting (until <time> | for event: a durable wait; loom waits lists them), answered (its approvals were answered: resume it), interrupted, completed, failed, cancelled",
     )
     .option(
       "--json",
@@ -54,7 +54,7 @@ export function registerRuns(program: Command, io: CliIo): void {
       const rows = tree.map(({ run: r, depth }) => [
         `${depth === 0 ? "" : `${"  ".repeat(depth - 1)}└ `}${printable(r.runId)}`,
         printable(r.loopId ?? "?"),
-        activityLabel(r.activity),
+        statusLabel(r),
         int(r.iterations),
         r.tokens.input + r.tokens.output === 0 ? "-" : `${int(r.tokens.input)}/${int(r.tokens.output)}`,
         int(r.entries),

@@ -147,6 +147,15 @@ export interface RecordApprovalOptions {
    * (`approvalInputMismatch`) unless the call would run with that input.
    */
   readonly inputDigest?: string;
+  /**
+   * The clock the approval's expiry is judged by (ms since the epoch; default `Date.now`): the
+   * same one the run's `RunOptions.now` and `deliverEvent`'s `now` are, so a test with a fake
+   * clock sees an approval expire at the fake time.
+   *
+   * @example
+   * await recordApproval(journal, runId, stepId, { approved: true, now: () => fakeNow });
+   */
+  readonly now?: () => number;
 }
 
 /** What `recordApproval` journaled. */
@@ -214,7 +223,7 @@ export async function recordApproval(
         `run ${runId} step ${stepId}: the call waits with input digest ${pending.inputDigest}, not ${answer.inputDigest}; list the pending approvals again (loom approvals) and answer for the input shown`,
       );
     }
-    if (pending.expiresAt !== undefined && Date.now() >= Date.parse(pending.expiresAt)) {
+    if (pending.expiresAt !== undefined && (answer.now?.() ?? Date.now()) >= Date.parse(pending.expiresAt)) {
       throw new ApprovalRefusedError(
         "approvalExpired",
         runId,

@@ -16,13 +16,13 @@ import { waitingDetail } from "../waits.ts";
 /**
  * The `run.interrupted` entry of a run that stops, for any reason (the chart decides which); for
  * `approval-pending` it also journals when each waiting call's approval expires (its tool's
- * `approvalTimeoutMs`), and for `waiting` when each wait is next due (`waitingDetail`).
+ * `approvalTimeoutMs`, counted on the run's clock: `RunOptions.now`, as waits are), and for `waiting` when each wait is next due (`waitingDetail`).
  */
 export function interruptionEntry(session: RunSession, input: Interruption & { readonly turn: number }): NewEntry {
   const { reason, cause } = input;
   const detail =
     reason === "approval-pending"
-      ? withExpiries(session, input.detail, Date.now())
+      ? withExpiries(session, input.detail, session.now())
       : reason === "waiting"
         ? waitingDetail(session.state, (input.detail as { stepIds: string[] }).stepIds)
         : input.detail;
