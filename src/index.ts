@@ -227,6 +227,8 @@ export {
   outcomeId,
   type ParsedFrameId,
   parseFrameId,
+  type ScheduledRun,
+  scheduledRunOf,
   scheduleRunId,
   scheduleTickOf,
   toolListId,

@@ -10,6 +10,7 @@ import {
   type RunState,
   recordedModePin,
   runActivity,
+  scheduledRunOf,
   type ToolCallLogMode,
 } from "../index.ts";
 import { tokenUsage } from "../projections/usage.ts";
@@ -53,6 +54,8 @@ export interface RunInfo {
   readonly interrupted?: { readonly reason: InterruptReason; readonly cause?: ErrorCause };
   /** Why a cancelled run was cancelled (`cancelRun`). */
   readonly cancelled?: { readonly reason: string };
+  /** The schedule and tick (ISO) that started the run, read from its id `<scheduleId>@<tick>`. */
+  readonly schedule?: { readonly scheduleId: string; readonly tick: string };
 }
 
 /**
@@ -100,7 +103,23 @@ export function runInfoOfState(runId: string, state: RunState, facts: EntryFacts
       ? { interrupted: { reason: state.interruption.reason, cause: state.interruption.cause } }
       : {}),
     ...(state.status === "cancelled" && state.cancelled ? { cancelled: { reason: state.cancelled.reason } } : {}),
+    ...scheduleOf(runId),
   };
+}
+
+/** `{ schedule }` for a run a schedule started (its id says so), else nothing. */
+function scheduleOf(runId: string): { schedule?: RunInfo["schedule"] } {
+  const from = scheduledRunOf(runId);
+  return from === undefined ? {} : { schedule: { scheduleId: from.scheduleId, tick: from.tick.toISOString() } };
+}
+
+/**
+ * Where a scheduled run came from, on one line: `schedule digest, tick 2026-03-02 08:00:00 UTC`;
+ * "" for a run no schedule started.
+ */
+export function scheduleText(info: Pick<RunInfo, "schedule">): string {
+  const s = info.schedule;
+  return s === undefined ? "" : `schedule ${s.scheduleId}, tick ${s.tick.replace("T", " ").slice(0, 19)} UTC`;
 }
 
 /**
