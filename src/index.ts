@@ -431,9 +431,11 @@ export type { RunContext } from "./runtime/runContext.ts";
 export {
   type FiredTick,
   fireDueTicks,
+  type RunningSchedules,
   type RunSchedulesOptions,
   runSchedules,
   type SkippedTicks,
+  startSchedules,
   type TickReport,
 } from "./runtime/runSchedules.ts";
 export {
