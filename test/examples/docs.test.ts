@@ -30,6 +30,7 @@ const shown: Record<string, string> = {
   "examples/mcp.ts": "docs/mcp-and-sub-agents.md",
   "examples/sub-agents.ts": "docs/mcp-and-sub-agents.md",
   "examples/use-chat.ts": "docs/ai-sdk.md",
+  "examples/schedule.ts": "docs/schedules.md",
 };
 
 describe("the guides' examples", () => {
