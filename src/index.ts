@@ -228,6 +228,8 @@ export {
   outcomeId,
   type ParsedFrameId,
   parseFrameId,
+  type ScheduledRun,
+  scheduledRunOf,
   scheduleRunId,
   scheduleTickOf,
   toolListId,
@@ -473,9 +475,11 @@ export type { RunContext } from "./runtime/runContext.ts";
 export {
   type FiredTick,
   fireDueTicks,
+  type RunningSchedules,
   type RunSchedulesOptions,
   runSchedules,
   type SkippedTicks,
+  startSchedules,
   type TickReport,
 } from "./runtime/runSchedules.ts";
 export {

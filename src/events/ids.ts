@@ -293,3 +293,28 @@ export function scheduleTickOf(runId: string, scheduleId: string): Date | undefi
   const tick = new Date(iso);
   return Number.isNaN(tick.getTime()) || tick.toISOString() !== iso ? undefined : tick;
 }
+
+/** The schedule and tick a run id names (`<scheduleId>@<tick>`), read by {@link scheduledRunOf}. */
+export interface ScheduledRun {
+  readonly scheduleId: string;
+  readonly tick: Date;
+}
+
+/**
+ * The schedule and tick a run came from, read from its id (`<scheduleId>@<ISO tick>`, as
+ * {@link scheduleRunId} writes it), or undefined when the id is not of that form: what
+ * `loom runs`, `loom show` and the viewer say of a scheduled run. A sub-agent's run
+ * (`digest@…/digest#turn:0:tool:0`) is its parent's, not the schedule's.
+ *
+ * @example
+ * scheduledRunOf("digest@2026-03-01T09:00:00.000Z"); // { scheduleId: "digest", tick: Date 2026-03-01T09:00:00.000Z }
+ * scheduledRunOf("support-42"); // undefined
+ */
+export function scheduledRunOf(runId: string): ScheduledRun | undefined {
+  const at = runId.indexOf("@");
+  if (at <= 0) return undefined;
+  const scheduleId = runId.slice(0, at);
+  if (!isIdName(scheduleId)) return undefined;
+  const tick = scheduleTickOf(runId, scheduleId);
+  return tick === undefined ? undefined : { scheduleId, tick };
+}

@@ -12,10 +12,13 @@ import type { RunLease } from "../events/store.ts";
 import type { AgentLoop } from "../runtime/agentLoop.ts";
 import { isAgentInterruptedError } from "../runtime/errors.ts";
 import { HeldLease } from "../runtime/heldLease.ts";
+import type { TickReport } from "../runtime/runSchedules.ts";
+import type { Schedule } from "../runtime/schedule.ts";
 import { type Claimed, leases } from "./leases.ts";
 import { listenForDue } from "./notify.ts";
 import { databaseHealth } from "./outage.ts";
 import { claimOwnRead, type Pickup, pickedUpJournal } from "./pickup.ts";
+import { startScheduler } from "./scheduler.ts";
 import { ownStore } from "./store.ts";
 import { databaseOf } from "./submit.ts";
 
@@ -57,6 +60,17 @@ export interface WorkerOptions {
   readonly onError?: (error: unknown, runId: string | undefined) => void;
   /** The least time between two reports of database errors (default 10 s). */
   readonly errorIntervalMs?: number;
+  /**
+   * Schedules this worker also fires (`schedule(...)`), as `startScheduler` beside it would: each
+   * due tick is handed to the workers once, however many workers fire the same schedules (a row
+   * lock in `loom_schedules`). Each schedule's loop must be one of `loops`. A look failing, or a
+   * tick whose `input` throws, is told to `onError` (without a run id).
+   */
+  readonly schedules?: readonly Schedule[];
+  /** The wall clock the schedules' ticks are read against (default `() => new Date()`); tests pass a fake one. */
+  readonly scheduleNow?: () => Date;
+  /** Told of each look at `schedules` that fired or skipped ticks, in the worker that did it. */
+  readonly onTicks?: (report: TickReport) => void;
 }
 
 /** A running worker (`startWorker`): who it is, what it works on, and how to stop it. */
@@ -83,13 +97,18 @@ const backoffMs = (failures: number) => Math.min(1000 * 2 ** failures, 300_000);
  * stalled) lets another worker take the run over: the journal makes the resume exact, and a tool
  * cut off mid-call runs again with the same `stepId`. A run that fails an attempt (a model error,
  * an exception) is handed back with a growing delay. Any number of workers, in any number of
- * processes on any number of machines, can share one database.
+ * processes on any number of machines, can share one database. With `schedules`, it also fires
+ * their due ticks (exactly once per tick across all the workers), so a program starts one thing.
  *
  * @example
  * import { openPostgresJournal, startWorker } from "loom-agent/postgres";
  * const journal = openPostgresJournal(process.env.DATABASE_URL!);
  * const worker = startWorker({ journal, loops: { support: supportLoop } });
  * process.on("SIGTERM", () => worker.stop().then(() => journal.close()));
+ *
+ * @example
+ * // A worker that also fires the digest schedule's ticks (any number of them may run it).
+ * const worker = startWorker({ journal, loops: { digest: digestLoop }, schedules: [digest] });
  */
 export function startWorker(options: WorkerOptions): Worker {
   const { journal, loops, onError } = options;
@@ -105,6 +124,14 @@ export function startWorker(options: WorkerOptions): Worker {
     if (loop.config.id !== id) {
       throw new AgentLoopConfigError(
         `startWorker: loops["${id}"] is the loop "${loop.config.id}"; key each loop by its id`,
+        "workerLoops",
+      );
+    }
+  }
+  for (const s of options.schedules ?? []) {
+    if (loops[s.loop.config.id] === undefined) {
+      throw new AgentLoopConfigError(
+        `startWorker: schedule "${s.id}" starts the loop "${s.loop.config.id}", which is not among its loops; add loops["${s.loop.config.id}"] (the loop the schedule names) so the worker can run its ticks`,
         "workerLoops",
       );
     }
@@ -240,6 +267,19 @@ export function startWorker(options: WorkerOptions): Worker {
     failed: (e) => health.failed("listening for due runs", e),
   });
 
+  // After the listener, so a tick handed over is announced to a worker already listening.
+  const scheduler =
+    options.schedules !== undefined && options.schedules.length > 0
+      ? startScheduler({
+          journal,
+          schedules: options.schedules,
+          pollMs,
+          onError: (e) => report(e, undefined),
+          ...(options.scheduleNow ? { now: options.scheduleNow } : {}),
+          ...(options.onTicks ? { onTicks: options.onTicks } : {}),
+        })
+      : undefined;
+
   let swept = 0; // when the queue was last swept of runs that need no worker (at most once a lease)
   const polling = (async () => {
     while (!stopping) {
@@ -305,6 +345,7 @@ export function startWorker(options: WorkerOptions): Worker {
       stopping = true;
       wake();
       stopped ??= (async () => {
+        await scheduler?.stop(); // no tick handed over after the stop
         await polling;
         await listener.stop();
         while (active.size > 0) await Promise.all([...active.values()].map((a) => a.done));

@@ -10,6 +10,7 @@ import {
   type RunState,
   recordedModePin,
   runActivity,
+  scheduledRunOf,
   type ToolCallLogMode,
 } from "../index.ts";
 import type { BudgetBreach } from "../policies/budget.ts";
@@ -66,6 +67,8 @@ export interface RunInfo {
    * ended while it was stopped (an event delivered): it goes on when resumed.
    */
   readonly wait?: { readonly until?: string; readonly due?: true };
+  /** The schedule and tick (ISO) that started the run, read from its id `<scheduleId>@<tick>`. */
+  readonly schedule?: { readonly scheduleId: string; readonly tick: string };
 }
 
 /**
@@ -120,6 +123,7 @@ export function runInfoOfState(runId: string, state: RunState, facts: EntryFacts
       : {}),
     ...(state.status === "cancelled" && state.cancelled ? { cancelled: { reason: state.cancelled.reason } } : {}),
     ...(state.status === "interrupted" && state.interruption?.reason === "waiting" ? { wait: waitOf(state) } : {}),
+    ...scheduleOf(runId),
   };
 }
 
@@ -128,6 +132,21 @@ function waitOf(state: RunState): NonNullable<RunInfo["wait"]> {
   const due = runDueAt(state);
   if (due === undefined) return {};
   return due === 0 ? { due: true } : { until: new Date(due).toISOString() };
+}
+
+/** `{ schedule }` for a run a schedule started (its id says so), else nothing. */
+function scheduleOf(runId: string): { schedule?: RunInfo["schedule"] } {
+  const from = scheduledRunOf(runId);
+  return from === undefined ? {} : { schedule: { scheduleId: from.scheduleId, tick: from.tick.toISOString() } };
+}
+
+/**
+ * Where a scheduled run came from, on one line: `schedule digest, tick 2026-03-02 08:00:00 UTC`;
+ * "" for a run no schedule started.
+ */
+export function scheduleText(info: Pick<RunInfo, "schedule">): string {
+  const s = info.schedule;
+  return s === undefined ? "" : `schedule ${s.scheduleId}, tick ${s.tick.replace("T", " ").slice(0, 19)} UTC`;
 }
 
 /**

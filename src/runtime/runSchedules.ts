@@ -138,28 +138,81 @@ export async function runSchedules(
   schedules: readonly Schedule[],
   options: RunSchedulesOptions = {},
 ): Promise<void> {
+  await lookUntil(journal, schedules, options, options.signal, options.signal);
+}
+
+/** The looks of the embedded scheduler until `looking` aborts, then the runs in hand; `runs` is passed to each run. */
+async function lookUntil(
+  journal: Journal,
+  schedules: readonly Schedule[],
+  options: Omit<RunSchedulesOptions, "signal">,
+  looking: AbortSignal | undefined,
+  runs: AbortSignal | undefined,
+): Promise<void> {
   const now = options.now ?? (() => new Date());
   const pollMs = options.pollMs ?? 1000;
-  const { signal } = options;
   const found = byId(schedules);
   const inHand = new Map<string, Promise<void>>();
   // Ticks this process fired: one whose run failed before its journal began is not fired again.
   const firedHere = new Set<string>();
-  while (!signal?.aborted) {
+  while (!looking?.aborted) {
     const at = now();
     const report = await planTicks(journal, schedules, at, firedHere);
     if (report.fired.length > 0 || report.skipped.length > 0) options.onTicks?.(report);
     for (const f of report.fired) {
       firedHere.add(f.runId);
-      const done = runTick(journal, found.get(f.scheduleId) as Schedule, f, signal)
+      const done = runTick(journal, found.get(f.scheduleId) as Schedule, f, runs)
         .catch((e) => options.onError?.(e, f.runId))
         .finally(() => inHand.delete(f.runId));
       inHand.set(f.runId, done);
     }
     const next = Math.min(...schedules.map((s) => s.nextTick(at)?.getTime() ?? Number.POSITIVE_INFINITY));
-    await pause(Math.max(1, Math.min(pollMs, next - at.getTime())), signal);
+    await pause(Math.max(1, Math.min(pollMs, next - at.getTime())), looking);
   }
-  await Promise.all(inHand.values());
+  while (inHand.size > 0) await Promise.all(inHand.values());
+}
+
+/** The embedded scheduler started by {@link startSchedules}. */
+export interface RunningSchedules {
+  /**
+   * Stops looking and resolves once the runs in hand have ended (drained): no tick is fired after
+   * it is called. With `abort: true` those runs are aborted instead (each journals
+   * `run.interrupted`, reason `aborted`; resume it with `loop.run({ runId, journal })`). Rejects
+   * with the error of a look that failed (the journal could not be read), which ended the looks.
+   */
+  stop(options?: { readonly abort?: boolean }): Promise<void>;
+}
+
+/**
+ * The embedded scheduler as a handle, for a program on SQLite (or memory) that fires its schedules
+ * in-process: what {@link runSchedules} does, with a `stop()` that lets the runs in hand finish
+ * (the ticks they were fired for are done, not cut off). Use one per SQLite file; on PostgreSQL,
+ * `startWorker({ schedules })` from `loom-agent/postgres` fires them from any number of workers.
+ *
+ * @example
+ * ```ts
+ * const scheduler = startSchedules(openJournal("loom.db"), [digest]);
+ * process.on("SIGTERM", async () => {
+ *   await scheduler.stop(); // no new tick; the digest being written is finished
+ * });
+ * ```
+ */
+export function startSchedules(
+  journal: Journal,
+  schedules: readonly Schedule[],
+  options: Omit<RunSchedulesOptions, "signal"> = {},
+): RunningSchedules {
+  const looking = new AbortController();
+  const runs = new AbortController();
+  const done = lookUntil(journal, schedules, options, looking.signal, runs.signal);
+  done.catch(() => {}); // a look that failed (the journal's file…) ends the looks: stop() rejects with it
+  return {
+    async stop(stopOptions) {
+      if (stopOptions?.abort) runs.abort(new Error("the scheduler is stopping"));
+      looking.abort();
+      await done;
+    },
+  };
 }
 
 function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {

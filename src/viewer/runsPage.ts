@@ -1,7 +1,7 @@
 import { type Journal, readJournal, runIdProblem } from "../index.ts";
 import { activityLabel, type ResumeCommand, statusLabel, stoppedOrNext } from "../read/activity.ts";
 import { clip, int, kB } from "../read/format.ts";
-import { type RunInfo, runInfoOf } from "../read/runInfo.ts";
+import { type RunInfo, runInfoOf, scheduleText } from "../read/runInfo.ts";
 import { inTreeOrder, parentAmong, type RunParent, startedCalls } from "../read/runsTree.ts";
 import { href, html, page, when } from "./html.ts";
 
@@ -56,10 +56,16 @@ export async function runRows(journal: Journal): Promise<RunRow[]> {
   });
 }
 
-/** The run cell: a sub-agent's run indented under its parent, named under it when the parent is not shown. */
+/**
+ * The run cell: a sub-agent's run indented under its parent, named under it when the parent is not
+ * shown; a run a schedule started says which schedule and tick.
+ */
 function runCell(r: RunRow, shown: ReadonlySet<string>) {
   const link = html`<a href="${href("runs", r.runId)}">${r.runId}</a>`;
-  if (r.parent === undefined) return html`<td>${link}</td>`;
+  if (r.parent === undefined) {
+    if (r.schedule === undefined) return html`<td>${link}</td>`;
+    return html`<td>${link} <span class="dim scheduled" title="started by schedule ${r.schedule.scheduleId} at its tick ${r.schedule.tick}">${scheduleText(r)}</span></td>`;
+  }
   const under = shown.has(r.parent.runId)
     ? ""
     : html` <span class="dim">sub-agent of <a href="${href("runs", r.parent.runId)}">${r.parent.runId}</a></span>`;

@@ -61,6 +61,7 @@ describe("loom schedule", () => {
       await journal.close();
     }
     const listed = await loom(dir, ["schedule", "list", fixture, "--db", db, "--now", "2026-01-02T11:00:05Z"]);
+    expect(listed.stdout.split("\n")[0]).toMatch(/last fired\s+next tick/);
     expect(listed.stdout).toMatch(
       /hourly\s+0 \* \* \* \*\s+UTC\s+all\s+digest\s+2026-01-02 11:00:00\s+2026-01-02 12:00:00/,
     );

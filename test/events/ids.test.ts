@@ -10,6 +10,8 @@ import {
   modelFrameId,
   outcomeId,
   parseFrameId,
+  scheduledRunOf,
+  scheduleRunId,
   subRunSteps,
   toolStepId,
 } from "../../src/events/ids.ts";
@@ -127,5 +129,19 @@ describe("sub-agents' run ids", () => {
     expect(subRunSteps("trip", "trip")).toEqual([]);
     expect(subRunSteps("trip", "trips/x")).toBeUndefined();
     expect(subRunSteps("trip", "trip/not-a-step")).toBeUndefined();
+  });
+});
+
+describe("scheduledRunOf", () => {
+  it("reads the schedule and tick of a scheduled run's id, and nothing from other ids", () => {
+    const tick = new Date("2026-03-01T09:00:00.000Z");
+    expect(scheduledRunOf(scheduleRunId("digest", tick))).toEqual({ scheduleId: "digest", tick });
+    expect(scheduledRunOf("support-42")).toBeUndefined();
+    expect(scheduledRunOf("@2026-03-01T09:00:00.000Z")).toBeUndefined(); // no schedule id
+    expect(scheduledRunOf("digest@2026-03-01T09:00:00Z")).toBeUndefined(); // not the form Loom writes
+    expect(scheduledRunOf("digest@2026-02-30T09:00:00.000Z")).toBeUndefined(); // no such day
+    expect(scheduledRunOf("my digest@2026-03-01T09:00:00.000Z")).toBeUndefined(); // not an id name
+    // A sub-agent's run of a scheduled run is its parent's, not the schedule's.
+    expect(scheduledRunOf(`${scheduleRunId("digest", tick)}/digest#turn:0:tool:0`)).toBeUndefined();
   });
 });

@@ -31,6 +31,7 @@ const shown: Record<string, string> = {
   "examples/sub-agents.ts": "docs/mcp-and-sub-agents.md",
   "examples/use-chat.ts": "docs/ai-sdk.md",
   "examples/sessions.ts": "docs/sessions-and-budgets.md",
+  "examples/schedule.ts": "docs/schedules.md",
   "examples/reminder.ts": "docs/waits.md",
   "examples/order.ts": "docs/waits.md",
 };

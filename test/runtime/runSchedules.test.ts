@@ -3,7 +3,7 @@ import { openSqliteJournal } from "../../src/events/journal.ts";
 import type { Journal } from "../../src/events/spi.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
 import { agentLoop$ } from "../../src/runtime/agentLoop.ts";
-import { fireDueTicks, runSchedules } from "../../src/runtime/runSchedules.ts";
+import { fireDueTicks, runSchedules, startSchedules } from "../../src/runtime/runSchedules.ts";
 import { type MissedTicks, schedule } from "../../src/runtime/schedule.ts";
 import { tempDir } from "../events/tmp.ts";
 import { jsonJournal } from "../support/loop.ts";
@@ -172,5 +172,74 @@ describe("runSchedules (the embedded scheduler, running)", () => {
     expect(await runIds(journal)).toHaveLength(10);
     expect([...calls.values()].every((n) => n === 1)).toBe(true);
     expect(calls.size).toBe(10);
+  });
+});
+
+/** A loop whose model waits for `release()` before it answers: a run held in hand. */
+function heldLoop() {
+  let release = () => {};
+  const released = new Promise<void>((r) => {
+    release = r;
+  });
+  let started = 0;
+  const loop = agentLoop$({
+    id: "digest",
+    model: scriptedModel(async () => {
+      started++;
+      await released;
+      return { content: "digest written", toolCalls: [] };
+    }),
+  });
+  return { loop, release, started: () => started };
+}
+
+describe("startSchedules (the embedded scheduler, with a stop)", () => {
+  const everySecond = (loop: ReturnType<typeof heldLoop>["loop"]) =>
+    schedule({
+      id: "every-second",
+      cron: "* * * * * *",
+      loop,
+      input: (t) => `tick ${t.toISOString()}`,
+      missed: "all",
+      startAt: new Date(T0.getTime() + 1000),
+    });
+  const lastType = async (journal: Journal, runId: string) => (await journal.store.read(runId)).at(-1)?.type;
+  const TICK = `every-second@${new Date(T0.getTime() + 1000).toISOString()}`;
+
+  it("stop() fires no tick after it and lets the run in hand finish", async () => {
+    const held = heldLoop();
+    const journal = jsonJournal();
+    let clock = T0.getTime() + 1000;
+    const scheduler = startSchedules(journal, [everySecond(held.loop)], { now: () => new Date(clock), pollMs: 5 });
+    for (let i = 0; held.started() === 0; i++) {
+      if (i > 2000) throw new Error("the tick's run never started");
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    const stopped = scheduler.stop();
+    clock += 5000; // ticks come due after the stop: none is fired
+    held.release();
+    await stopped;
+    expect(await runIds(journal)).toEqual([TICK]);
+    expect(await lastType(journal, TICK)).toBe("run.completed");
+  });
+
+  it("stop({ abort: true }) interrupts the run in hand, which a resume finishes", async () => {
+    const held = heldLoop();
+    const journal = jsonJournal();
+    const errors: unknown[] = [];
+    const scheduler = startSchedules(journal, [everySecond(held.loop)], {
+      now: () => new Date(T0.getTime() + 1000),
+      pollMs: 5,
+      onError: (e) => errors.push(e),
+    });
+    for (let i = 0; held.started() === 0; i++) {
+      if (i > 2000) throw new Error("the tick's run never started");
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    await scheduler.stop({ abort: true });
+    expect(await lastType(journal, TICK)).toBe("run.interrupted");
+    expect(errors).toHaveLength(1); // told to onError, as any run that stopped before its answer
+    held.release();
+    expect((await held.loop.run({ runId: TICK, journal })).content).toBe("digest written");
   });
 });

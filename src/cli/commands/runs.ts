@@ -11,11 +11,11 @@ import { type JournalCommonOptions, withJournalOptions } from "../program.ts";
 export function registerRuns(program: Command, io: CliIo): void {
   withJournalOptions(program.command("runs"))
     .description(
-      "list the runs in the journal: loop, status, model calls, tokens (input/output), entries, bytes, why a run stopped; a sub-agent's run (agentTool) indented under its parent's. Status: running (a live process owns it), stalled (nobody does and it did not end: resume it), not started (a fork or a submitted run nobody resumed yet), waiting for approval, waiting (until <time> | for event: a durable wait; loom waits lists them), answered (its approvals were answered: resume it), interrupted, completed, failed, cancelled",
+      "list the runs in the journal: loop, status, model calls, tokens (input/output), entries, bytes, why a run stopped; a sub-agent's run (agentTool) indented under its parent's. Status: running (a live process owns it), stalled (nobody does and it did not end: resume it), not started (a fork or a submitted run nobody resumed yet), waiting for approval, waiting (until <time> | for event: a durable wait; loom waits lists them), answered (its approvals were answered: resume it), interrupted, completed, failed, cancelled. A run a schedule started (its id is <scheduleId>@<tick>) shows its schedule and tick in a schedule column",
     )
     .option(
       "--json",
-      "print an array of runs as JSON (status: the journal's; activity: running, stalled, not-started, waiting-for-approval, answered…; a sub-agent's run with its parent: { runId, stepId })",
+      "print an array of runs as JSON (status: the journal's; activity: running, stalled, not-started, waiting-for-approval, answered…; a sub-agent's run with its parent: { runId, stepId }; a scheduled run with schedule: { scheduleId, tick })",
     )
     .action(async (options: JournalCommonOptions & { json?: boolean }) => {
       const source = journalSource(io, options);
@@ -51,6 +51,8 @@ export function registerRuns(program: Command, io: CliIo): void {
           ),
         );
       if (tree.length === 0) return println(io.stdout, `no runs in ${path}`);
+      // A "schedule" column only when a schedule started some run: the schedule and its tick.
+      const scheduled = tree.some(({ run }) => run.schedule !== undefined);
       const rows = tree.map(({ run: r, depth }) => [
         `${depth === 0 ? "" : `${"  ".repeat(depth - 1)}└ `}${printable(r.runId)}`,
         printable(r.loopId ?? "?"),
@@ -61,12 +63,27 @@ export function registerRuns(program: Command, io: CliIo): void {
         kB(r.bytes),
         r.mode,
         (r.startedAt ?? "").replace("T", " ").slice(0, 19),
+        ...(scheduled
+          ? [r.schedule ? `${r.schedule.scheduleId} ${r.schedule.tick.replace("T", " ").slice(0, 16)}` : "-"]
+          : []),
         clip(stoppedOrNext(r), 100),
       ]);
       println(
         io.stdout,
         table(
-          ["run", "loop", "status", "model calls", "tokens in/out", "entries", "journal", "log", "started", "stopped"],
+          [
+            "run",
+            "loop",
+            "status",
+            "model calls",
+            "tokens in/out",
+            "entries",
+            "journal",
+            "log",
+            "started",
+            ...(scheduled ? ["schedule"] : []),
+            "stopped",
+          ],
           rows,
           [3, 4, 5, 6],
         ),

@@ -106,7 +106,7 @@ export function registerSchedule(program: Command, io: CliIo): void {
     );
 
   withJournalOptions(command.command("list"))
-    .description("each schedule: cron, time zone, missed-tick policy, last tick run, next tick")
+    .description("each schedule: cron, time zone, missed-tick policy, last fired tick (its newest run), next tick")
     .argument("<module>", MODULE_HELP)
     .option("--now <time>", "read the next tick from this time (ISO 8601) instead of the clock")
     .option("--json", "print an array of schedules as JSON")
@@ -132,7 +132,7 @@ export function registerSchedule(program: Command, io: CliIo): void {
       println(
         io.stdout,
         table(
-          ["schedule", "cron", "time zone", "missed", "loop", "last tick", "next tick"],
+          ["schedule", "cron", "time zone", "missed", "loop", "last fired", "next tick"],
           rows.map((r) => [
             r.id,
             r.cron,

@@ -7,6 +7,7 @@ import {
   readJournal,
   runIdProblem,
 } from "../../index.ts";
+import { scheduleText } from "../../read/runInfo.ts";
 import { type RunStory, runStory } from "../../read/story.ts";
 import { endText, stepLabel } from "../../read/timeline.ts";
 import { activityText, runInfoOf } from "../activity.ts";
@@ -29,7 +30,7 @@ export function registerShow(program: Command, io: CliIo): void {
     )
     .argument(
       "<stepId>",
-      "a step id: a tool's, e.g. 'loom-demo#turn:3:tool:0', or a model call's, 'loom-demo#turn:3:model' (quote it: it holds a #); or a run id: its story and why it stopped",
+      "a step id: a tool's, e.g. 'loom-demo#turn:3:tool:0', or a model call's, 'loom-demo#turn:3:model' (quote it: it holds a #); or a run id: its story, the schedule and tick that started it (a run id <scheduleId>@<tick>), and why it stopped",
     )
     .option("--run <runId>", "the run holding the step (needed when several runs of one loop are in the journal)")
     .option("--json", "print the resolved step as JSON")
@@ -109,6 +110,7 @@ function printStory(io: CliIo, run: { info: RunInfo; story: RunStory }, json: bo
     `status  ${activityText(info)}, ${int(info.iterations)} model calls, ${int(info.entries)} entries, ${info.mode} log`,
   );
   out(`time    ${info.startedAt ?? "?"} → ${info.updatedAt ?? "?"}`);
+  if (info.schedule) out(`from    ${scheduleText(info)}`);
   if (story.parent)
     out(`parent  ${story.parent.runId}, its call ${printable(story.parent.stepId)} (a sub-agent's run)`);
   if (story.forkedFrom) {
