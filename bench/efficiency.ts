@@ -100,6 +100,7 @@ interface Measured {
   readonly turns: number;
   readonly seconds: number;
   readonly workerMs: number;
+  readonly workerSysMs: number;
   readonly serverMs: number;
   readonly walWriterMs: number;
   readonly roundTrips: number;
@@ -190,6 +191,7 @@ async function measure(admin: pg.Client, loop: AgentLoop, turns: number, runs: n
       turns,
       seconds,
       workerMs: (cpu.user + cpu.system) / 1000,
+      workerSysMs: cpu.system / 1000,
       serverMs,
       walWriterMs,
       roundTrips: counts.roundTrips,
@@ -241,6 +243,7 @@ if (url === undefined) {
       turns: m.turns,
       runsPerSecond: +(m.runs / m.seconds).toFixed(1),
       workerCpuMsPerRun: +(m.workerMs / m.runs).toFixed(3),
+      workerSystemCpuMsPerRun: +(m.workerSysMs / m.runs).toFixed(3),
       serverCpuMsPerRun: +(m.serverMs / m.runs).toFixed(3),
       cpuMsPerRun: +((m.workerMs + m.serverMs) / m.runs).toFixed(3),
       walWriterCpuMsPerRun: +(m.walWriterMs / m.runs).toFixed(3),
