@@ -52,8 +52,9 @@ export interface AppendOptions {
    * by the time any later append without this option returns. Loom asks it for a model call's
    * `frame.started`: a model call changes nothing outside the run, and everything that does (a
    * tool's call, the run's result) waits on an append that is durable, and so is everything
-   * before it. The SQLite store opened at `synchronous: "full"` honours it (sqliteSync.ts);
-   * stores whose appends are durable anyway ignore it.
+   * before it. The SQLite store opened at `synchronous: "full"` honours it (sqliteSync.ts), and
+   * the PostgreSQL store (its transaction commits with `synchronous_commit` off); stores whose
+   * appends are durable anyway ignore it.
    */
   readonly durability?: "written";
 }

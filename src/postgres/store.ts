@@ -92,11 +92,18 @@ const statements = (t: Tables) => {
  * woken meanwhile, leases.ts) and releases its ownership ($13's token), only if the entries were
  * written: a worker's last append and its release in one commit.
  */
-const appendSql = (t: Tables, finishing: boolean, submitting = false) => `
-      WITH fence AS (SELECT token FROM ${t.owners} WHERE run_id = $1 AND owner IS NOT NULL
+const appendSql = (t: Tables, finishing: boolean, submitting = false, written = false) => `
+      WITH ${
+        // `durability: "written"`: this statement's transaction commits without waiting for its WAL
+        // flush (SET LOCAL, so only this commit). The next flushed commit on the server flushes the
+        // WAL up to itself, hence this one too; the WAL writer flushes it within a few hundred ms.
+        written ? "relaxed AS MATERIALIZED (SELECT set_config('synchronous_commit', 'off', true)),\n      " : ""
+      }fence AS (SELECT token FROM ${t.owners} WHERE run_id = $1 AND owner IS NOT NULL
                   AND ($4::smallint = ${TYPE_CODES["run.cancelled"]} OR NOT EXISTS (SELECT 1 FROM ${t.cancels} WHERE run_id = $1))
                 FOR SHARE),
-      owned AS (SELECT ($13::int IS NULL OR $13::int IS NOT DISTINCT FROM (SELECT token FROM fence)) AS ok),
+      owned AS (SELECT ($13::int IS NULL OR $13::int IS NOT DISTINCT FROM (SELECT token FROM fence)) AS ok${
+        written ? " FROM relaxed" : ""
+      }),
       added AS (
         INSERT INTO ${t.runs} (updated_at, version, entries, last_type, run_id)
         SELECT $5::bigint, $3::int, $3::int, $4::smallint, $1 FROM owned
@@ -143,6 +150,8 @@ function build(t: Tables) {
     // $13, the fence: the owner row is read FOR SHARE, so an acquisition (an UPDATE of that row)
     // waits for this append to commit, and this append sees a committed acquisition's token.
     append: named(appendSql(t, false)),
+    /** `append` whose commit does not wait for the WAL flush (`AppendOptions.durability: "written"`). */
+    appendWritten: named(appendSql(t, false, false, true)),
     appendFinishing: named(appendSql(t, true)),
     /** A new run's `run.started`, its queue row ($14: its loop id) and the NOTIFY (submit.ts). */
     appendSubmitting: named(appendSql(t, false, true)),
@@ -176,7 +185,8 @@ function build(t: Tables) {
  * True when written; false when the run has moved on (a `ConcurrencyError` for the caller).
  * `finishingFor` (a worker's queue owner): the run's last append, which also takes it off the
  * queue and releases the ownership `fence` holds. `submittingFor` (a loop id): a new run's
- * `run.started`, which also queues the run and announces it (`submitRun`).
+ * `run.started`, which also queues the run and announces it (`submitRun`). `written`
+ * (`AppendOptions.durability: "written"`): the transaction commits with `synchronous_commit` off.
  */
 export async function appendEntries(
   q: pg.Pool | pg.PoolClient,
@@ -188,6 +198,7 @@ export async function appendEntries(
   fence?: number,
   finishingFor?: string,
   submittingFor?: string,
+  written?: boolean,
 ): Promise<boolean> {
   const c = entryArrays(types, texts);
   const last = TYPE_CODES[types[types.length - 1] as EntryType];
@@ -197,7 +208,13 @@ export async function appendEntries(
   const variant = finishingFor ?? submittingFor;
   if (variant !== undefined) values.push(variant);
   const statement =
-    finishingFor !== undefined ? sql.appendFinishing : submittingFor !== undefined ? sql.appendSubmitting : sql.append;
+    finishingFor !== undefined
+      ? sql.appendFinishing
+      : submittingFor !== undefined
+        ? sql.appendSubmitting
+        : written
+          ? sql.appendWritten
+          : sql.append;
   const result = await q.query({ ...statement, values });
   return result.rowCount === 1;
 }
@@ -222,11 +239,13 @@ export function postgresStoreOn(shared: PgDatabase): PostgresEventStore {
   async function append(
     runId: string,
     entries: readonly NewEntry[],
-    { expectedVersion, fence, wake }: AppendOptions,
+    { expectedVersion, fence, wake, durability }: AppendOptions,
     finishingFor?: string,
   ) {
     checkRunId(runId, "append");
     const { types, texts } = encodeEntries(runId, entries, expectedVersion);
+    // A worker's last append (finishing) is never relaxed: the run's result must be flushed.
+    const relaxed = durability === "written" && finishingFor === undefined;
     await db.ready;
     /** A refused append: the fence (checked first: a stale owner must stop), else the version. */
     const refused = async () => {
@@ -243,7 +262,7 @@ export function postgresStoreOn(shared: PgDatabase): PostgresEventStore {
       return { version: expectedVersion };
     }
     const written = await (wake === undefined
-      ? appendEntries(pool, tables, runId, expectedVersion, types, texts, fence, finishingFor)
+      ? appendEntries(pool, tables, runId, expectedVersion, types, texts, fence, finishingFor, undefined, relaxed)
       : appendAndWake(db, wake, runId, (client) =>
           appendEntries(client, tables, runId, expectedVersion, types, texts, fence),
         )

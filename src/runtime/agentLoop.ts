@@ -199,7 +199,10 @@ async function runLoop(
       stop.lose(e);
     },
     (e) => stop.cancel(e.reason), // a renewal found a cancel request (cancelRun)
-  );
+  ).catch((e: unknown) => {
+    stop.dispose();
+    throw e;
+  });
   session.lease = held.lease;
   try {
     if (held.cancelRequested !== undefined) stop.cancel(held.cancelRequested); // asked before the run was held
@@ -210,6 +213,7 @@ async function runLoop(
     };
     return await runHeld(config, request, session, fence, stop);
   } finally {
+    stop.dispose();
     await held.letGo();
   }
 }
@@ -228,11 +232,28 @@ class RunStop {
   private actor: Actor<typeof agentLoopMachine> | undefined;
   private waiting: StopEvent[] = [];
 
+  /** Aborts the run's signal with the caller's reason (removed by `dispose`). */
+  private readonly follow: (() => void) | undefined;
+
   constructor(
     private readonly runId: string,
     private readonly given: AbortSignal | undefined,
   ) {
-    this.signal = given ? AbortSignal.any([given, this.controller.signal]) : this.controller.signal;
+    // One listener rather than AbortSignal.any([given, own]): on Node 20 that registers a weakly
+    // held dependant, swept only by the collector, and cost a run about a tenth of a millisecond.
+    this.signal = this.controller.signal;
+    if (given === undefined) return;
+    if (given.aborted) this.controller.abort(given.reason);
+    else {
+      const follow = () => this.controller.abort(given.reason);
+      given.addEventListener("abort", follow, { once: true });
+      this.follow = follow;
+    }
+  }
+
+  /** The run is over: a caller's signal that outlives it no longer holds it. */
+  dispose(): void {
+    if (this.follow !== undefined) this.given?.removeEventListener("abort", this.follow);
   }
 
   /** A cancel request (`cancelRun`) reached the run. */
