@@ -6,7 +6,11 @@
  * is one model call: the 200 tool turns and the final answer, 201 in all, and the run's every
  * append (its start and end included) counts.
  * Targets (issue 15): at most 2 appends a turn; SQLite within 1.3× of the floor at synchronous=full
- * and within 2× at normal. Each SQLite run alternates with the floor of the rows it wrote.
+ * and within 2× at normal. Every row runs in turn, once each per repeat (each SQLite run followed
+ * by the floor of the rows it wrote), in several rounds: a round keeps each row's best run, and the
+ * table gives the median and range of the rounds' figures, ratios taken within a round. On a
+ * shared machine the load drifts by minutes; rows measured one after the other (as this bench did
+ * before) put that drift into their ratios.
  * The floor runs at the journal's own synchronous level (full, the default, and normal): the
  * same durability, or it would not be the same work. It writes the rows in the journal's own
  * layout (sqliteRows.ts: an integer run key, type codes, `at` and `v` as integers, a frame's id,
@@ -25,11 +29,12 @@
  * each piece followed an fsync or a sleep). The store alone, its appends replayed back to back,
  * costs what the floor costs within a few %.
  *
- * It ends with one line `RESULT {json}` of the same figures (µs a turn; ratios of wall times).
- * Issue 33's codec target: the loop with gzip within 1.3× of the same journal without it
- * (`gzip.vsNormal`).
+ * It ends with one line `RESULT {json}` of the same figures (medians; µs a turn; ratios of wall
+ * times unless named CPU). Issue 33's codec target: the loop with gzip within 1.3× of the CPU time
+ * of the same journal without it (`gzip.cpuVsNormal`; the codec rows alternate with that row).
  *
  *   node --import tsx bench/loop.ts
+ *   LOOP_ROUNDS=9 LOOP_REPEATS=3 node --import tsx bench/loop.ts
  */
 
 import { randomBytes } from "node:crypto";
@@ -37,7 +42,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import { type PayloadCodecOptions, payloadCodec, staticKeys } from "../src/events/codec.ts";
+import { payloadCodec, staticKeys } from "../src/events/codec.ts";
 import { withCodec } from "../src/events/codecStore.ts";
 import { createJournal, openSqliteJournal } from "../src/events/journal.ts";
 import { memoryStore } from "../src/events/memory.ts";
@@ -52,8 +57,10 @@ import { printTable, rng, toolOutput } from "./support.ts";
 const TURNS = 200;
 /** Model calls in the run: one a tool turn, and the answer. */
 const MODEL_CALLS = TURNS + 1;
-/** Runs measured per row (best of them); `LOOP_REPEATS` overrides. */
-const REPEATS = Number(process.env.LOOP_REPEATS ?? 10);
+/** Rounds of the whole set of rows (median and range over them); `LOOP_ROUNDS` overrides. */
+const ROUNDS = Number(process.env.LOOP_ROUNDS ?? 5);
+/** Runs of each row per round (the round keeps each row's best); `LOOP_REPEATS` overrides. */
+const REPEATS = Number(process.env.LOOP_REPEATS ?? 5);
 const next = rng(7);
 const outputs = Array.from({ length: TURNS }, () => toolOutput(next, 1500 + Math.floor(next() * 2500)));
 const lookup: Tool = { description: "looks things up", execute: (input) => outputs[(input as { n: number }).n] };
@@ -111,66 +118,22 @@ const cpuNow = () => {
   return (user + system) / 1000;
 };
 
-/** Best wall time and best CPU time (ms) of a few runs, each measured by `time`. */
-async function bestOf(time: (i: number) => Promise<{ wall: number; cpu: number }>) {
-  const best = { wall: Number.POSITIVE_INFINITY, cpu: Number.POSITIVE_INFINITY };
-  for (let i = 0; i < REPEATS; i++) {
-    const { wall, cpu } = await time(i);
-    best.wall = Math.min(best.wall, wall);
-    best.cpu = Math.min(best.cpu, cpu);
-  }
-  return best;
-}
+/** Wall and CPU time (ms) of one measured piece of work. */
+type Took = { wall: number; cpu: number };
 
-function timeRuns(
-  make: (i: number) => { journal: Parameters<typeof loop.run>[0]["journal"]; done?: () => Promise<void> },
-) {
-  return bestOf(async (i) => {
-    const { journal, done } = make(i);
-    const t = performance.now();
-    const c = cpuNow();
-    await loop.run({ runId: `run-${i}`, input: "go", journal });
-    const took = { wall: performance.now() - t, cpu: cpuNow() - c };
-    await done?.();
-    return took;
-  });
+/** Times one loop run on `journal` (wall and CPU). */
+async function timeRun(runId: string, journal: Parameters<typeof loop.run>[0]["journal"]): Promise<Took> {
+  const t = performance.now();
+  const c = cpuNow();
+  await loop.run({ runId, input: "go", journal });
+  return { wall: performance.now() - t, cpu: cpuNow() - c };
 }
 
 const dir = mkdtempSync(join(tmpdir(), "loom-bench-loop-"));
 type Batch = { runId: string; from: number; entries: readonly NewEntry[] };
 
-/**
- * The SQLite journal at one synchronous level, and the raw inserts of its rows at the same level,
- * alternated (a run, then the floor of the rows that run wrote, and again): the disk's latency
- * drifts by minutes on a shared machine, and both sides of the ratio must see the same drift.
- */
-async function sqliteAndFloor(synchronous: "full" | "normal") {
-  const best = { wall: Number.POSITIVE_INFINITY, cpu: Number.POSITIVE_INFINITY };
-  const floorBest = { wall: Number.POSITIVE_INFINITY, cpu: Number.POSITIVE_INFINITY };
-  let lastDb = "";
-  let appends = 0;
-  let entries = 0;
-  for (let i = 0; i < REPEATS; i++) {
-    const batches: Batch[] = [];
-    lastDb = join(dir, `loop-${synchronous}-${i}.db`);
-    const j = openSqliteJournal(lastDb, { synchronous });
-    const t = performance.now();
-    const c = cpuNow();
-    await loop.run({ runId: `run-${i}`, input: "go", journal: { ...j, store: recording(j.store, batches) } });
-    best.wall = Math.min(best.wall, performance.now() - t);
-    best.cpu = Math.min(best.cpu, cpuNow() - c);
-    await j.close();
-    const floor = rawInserts(join(dir, `raw-${synchronous}-${i}.db`), synchronous, batches);
-    floorBest.wall = Math.min(floorBest.wall, floor.wall);
-    floorBest.cpu = Math.min(floorBest.cpu, floor.cpu);
-    appends = batches.length;
-    entries = batches.reduce((n, b) => n + b.entries.length, 0);
-  }
-  return { ours: best, floor: floorBest, lastDb, appends, entries };
-}
-
 /** The storage floor: the same rows, the same transactions, straight into better-sqlite3. */
-function rawInserts(file: string, synchronous: "full" | "normal", batches: readonly Batch[]) {
+function rawInserts(file: string, synchronous: "full" | "normal", batches: readonly Batch[]): Took {
   const db = new Database(file);
   db.pragma("journal_mode = WAL");
   db.pragma(`synchronous = ${synchronous.toUpperCase()}`);
@@ -195,60 +158,131 @@ function rawInserts(file: string, synchronous: "full" | "normal", batches: reado
   return took;
 }
 
+/** The rows, measured in this order once each per repeat of a round. */
+const ROWS = ["none", "memory", "full", "fullFloor", "normal", "normalFloor", "gzip", "gzipAes"] as const;
+type Row = (typeof ROWS)[number];
+
+const keys = staticKeys({ current: "k1", keys: { k1: randomBytes(32) } });
+const gzipCodec = payloadCodec({ compress: "gzip" });
+const gzipAesCodec = payloadCodec({ compress: "gzip", encrypt: { keys } });
+let files = 0;
+const file = (name: string) => join(dir, `${name}-${files++}.db`);
+/** The batches of the last SQLite run at each level: its floor inserts the same rows. */
+const lastBatches: Record<"full" | "normal", Batch[]> = { full: [], normal: [] };
+let lastFullDb = "";
+let lastFullRunId = "";
+let appends = 0;
+let entries = 0;
+
+/** One run of `row` (a loop run, or the floor of the rows the SQLite run before it wrote). */
+async function measure(row: Row, runId: string): Promise<Took> {
+  switch (row) {
+    case "none":
+      return timeRun(runId, createJournal({ store: nullStore() }));
+    case "memory":
+      return timeRun(runId, createJournal({ store: memoryStore() }));
+    case "full":
+    case "normal": {
+      const batches: Batch[] = [];
+      const path = file(row);
+      const j = openSqliteJournal(path, { synchronous: row });
+      const took = await timeRun(runId, { ...j, store: recording(j.store, batches) });
+      await j.close();
+      lastBatches[row] = batches;
+      if (row === "full") {
+        lastFullDb = path;
+        lastFullRunId = runId;
+        appends = batches.length;
+        entries = batches.reduce((n, b) => n + b.entries.length, 0);
+      }
+      return took;
+    }
+    case "fullFloor":
+      return rawInserts(file("raw-full"), "full", lastBatches.full);
+    case "normalFloor":
+      return rawInserts(file("raw-normal"), "normal", lastBatches.normal);
+    case "gzip":
+    case "gzipAes": {
+      const j = openSqliteJournal(file(row), { synchronous: "normal" });
+      const took = await timeRun(runId, withCodec(j, row === "gzip" ? gzipCodec : gzipAesCodec));
+      await j.close();
+      return took;
+    }
+  }
+}
+
+/**
+ * One round: every row once per repeat, in turn (a run, then the floor of the rows it wrote,
+ * then the next row), so each row and its floor, and the codec rows and the same journal without
+ * the codec, see the same drift of a shared machine; each row keeps its best run of the round.
+ */
+async function round(r: number): Promise<Record<Row, Took>> {
+  const best = {} as Record<Row, Took>;
+  for (const row of ROWS) best[row] = { wall: Number.POSITIVE_INFINITY, cpu: Number.POSITIVE_INFINITY };
+  for (let i = 0; i < REPEATS; i++) {
+    for (const row of ROWS) {
+      const took = await measure(row, `run-${r}-${i}`);
+      best[row].wall = Math.min(best[row].wall, took.wall);
+      best[row].cpu = Math.min(best[row].cpu, took.cpu);
+    }
+  }
+  return best;
+}
+
+/** Median and range of some figures. */
+function spread(values: readonly number[]): { median: number; min: number; max: number } {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  const median =
+    sorted.length % 2 === 1 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+  return { median, min: sorted[0] as number, max: sorted[sorted.length - 1] as number };
+}
+
+const fmt = (n: number) => (n >= 100 ? n.toFixed(0) : n.toFixed(2));
+const cell = (s: { median: number; min: number; max: number }) => `${fmt(s.median)} (${fmt(s.min)}–${fmt(s.max)})`;
+
 try {
-  // Warm-up: JIT and caches, as in a process that has run a few runs already (an embedding server).
-  // The SQLite path too (its store code), on a scratch file.
-  for (let i = 0; i < 3; i++) await timeRuns(() => ({ journal: createJournal({ store: memoryStore() }) }));
-  await timeRuns((i) => {
-    const j = openSqliteJournal(join(dir, `warm-${i}.db`), { synchronous: "normal" });
-    return { journal: j, done: () => j.close() };
-  });
-  const none = await timeRuns(() => ({ journal: createJournal({ store: nullStore() }) }));
-  const memory = await timeRuns(() => ({ journal: createJournal({ store: memoryStore() }) }));
-  const full = await sqliteAndFloor("full");
-  const normal = await sqliteAndFloor("normal");
-  // The payload codec (issue 33) on the SQLite journal at synchronous=normal (opt-in; off above).
-  const keys = staticKeys({ current: "k1", keys: { k1: randomBytes(32) } });
-  const coded = async (options: PayloadCodecOptions) =>
-    timeRuns((i) => {
-      const j = openSqliteJournal(join(dir, `codec-${Object.keys(options).join("-")}-${i}.db`), {
-        synchronous: "normal",
-      });
-      return { journal: withCodec(j, payloadCodec(options)), done: () => j.close() };
-    });
-  const gzip = await coded({ compress: "gzip" });
-  const gzipAes = await coded({ compress: "gzip", encrypt: { keys } });
+  // Warm-up: JIT and caches, as in a process that has run a few runs already (an embedding server),
+  // every row's code included (one round, not counted).
+  await round(-1);
+  const rounds: Record<Row, Took>[] = [];
+  for (let r = 0; r < ROUNDS; r++) rounds.push(await round(r));
 
   // Resume of a completed run: read, validate, fold, and return the recorded output.
   let resume = Number.POSITIVE_INFINITY;
   for (let i = 0; i < REPEATS; i++) {
-    const j = openSqliteJournal(full.lastDb);
+    const j = openSqliteJournal(lastFullDb);
     const t = performance.now();
-    await loop.run({ runId: `run-${REPEATS - 1}`, journal: j });
+    await loop.run({ runId: lastFullRunId, journal: j });
     resume = Math.min(resume, performance.now() - t);
     await j.close();
   }
 
   const perTurn = (ms: number) => (ms / TURNS) * 1000;
-  const row = (journal: string, t: { wall: number; cpu: number }, floor?: { wall: number; cpu: number }) => ({
+  const of = (f: (r: Record<Row, Took>) => number) => spread(rounds.map(f));
+  const wallUs = (row: Row) => of((r) => perTurn(r[row].wall));
+  const cpuUs = (row: Row) => of((r) => perTurn(r[row].cpu));
+  const ratio = (row: Row, floor: Row, what: "wall" | "cpu") => of((r) => r[row][what] / r[floor][what]);
+  const line = (journal: string, row: Row, floor?: Row, base?: Row) => ({
     journal,
-    "µs/turn": perTurn(t.wall),
-    "× its floor": floor === undefined ? "" : t.wall / floor.wall,
-    "CPU µs/turn": perTurn(t.cpu),
-    "CPU × floor": floor === undefined ? "" : t.cpu / floor.cpu,
+    "µs/turn": cell(wallUs(row)),
+    "× raw inserts": floor === undefined ? "" : cell(ratio(row, floor, "wall")),
+    "CPU µs/turn": cell(cpuUs(row)),
+    "CPU × no codec": base === undefined ? "" : cell(ratio(row, base, "cpu")),
+    "wall × no codec": base === undefined ? "" : cell(ratio(row, base, "wall")),
   });
   const raw = "  raw inserts, same rows and transactions";
   printTable(
-    `Loop cost, ${TURNS} turns, one 1.5–4 kB tool output a turn (best of ${REPEATS}; µs per turn, wall and CPU time)`,
+    `Loop cost, ${TURNS} turns, one 1.5–4 kB tool output a turn: median (range) of ${ROUNDS} rounds, each row the best of ${REPEATS} runs a round, the rows run in turn (µs per turn, wall and CPU time)`,
     [
-      row("none (the loop alone)", none),
-      row("memory", memory),
-      row("sqlite, synchronous=full (default)", full.ours, full.floor),
-      row(raw, full.floor, full.floor),
-      row("sqlite, synchronous=normal", normal.ours, normal.floor),
-      row(raw, normal.floor, normal.floor),
-      row("sqlite, normal, codec gzip", gzip, normal.floor),
-      row("sqlite, normal, codec gzip + aes-256-gcm", gzipAes, normal.floor),
+      line("none (the loop alone)", "none"),
+      line("memory", "memory"),
+      line("sqlite, synchronous=full (default)", "full", "fullFloor"),
+      line(raw, "fullFloor", "fullFloor"),
+      line("sqlite, synchronous=normal", "normal", "normalFloor"),
+      line(raw, "normalFloor", "normalFloor"),
+      line("sqlite, normal, codec gzip", "gzip", "normalFloor", "normal"),
+      line("sqlite, normal, codec gzip + aes-256-gcm", "gzipAes", "normalFloor", "normal"),
     ],
   );
   printTable(
@@ -256,26 +290,44 @@ try {
     [
       {
         "resume ms": resume,
-        "appends in the run": full.appends,
-        "appends per turn (model call)": full.appends / MODEL_CALLS,
-        "entries per append": full.entries / full.appends,
+        "appends in the run": appends,
+        "appends per turn (model call)": appends / MODEL_CALLS,
+        "entries per append": entries / appends,
       },
     ],
   );
-  const us = (t: { wall: number; cpu: number }) => ({ wallUs: perTurn(t.wall), cpuUs: perTurn(t.cpu) });
+  const us = (row: Row) => ({ wallUs: wallUs(row).median, cpuUs: cpuUs(row).median });
+  const withFloor = (row: Row, floor: Row) => ({
+    ...us(row),
+    floor: us(floor),
+    ratio: ratio(row, floor, "wall").median,
+    ratioRange: [ratio(row, floor, "wall").min, ratio(row, floor, "wall").max],
+  });
+  const gzipCpu = ratio("gzip", "normal", "cpu");
   console.log(
     `RESULT ${JSON.stringify({
       bench: "loop",
       turns: TURNS,
+      rounds: ROUNDS,
       repeats: REPEATS,
-      none: us(none),
-      memory: us(memory),
-      full: { ...us(full.ours), floor: us(full.floor), ratio: full.ours.wall / full.floor.wall },
-      normal: { ...us(normal.ours), floor: us(normal.floor), ratio: normal.ours.wall / normal.floor.wall },
-      gzip: { ...us(gzip), ratio: gzip.wall / normal.floor.wall, vsNormal: gzip.wall / normal.ours.wall },
-      gzipAes: { ...us(gzipAes), ratio: gzipAes.wall / normal.floor.wall },
+      none: us("none"),
+      memory: us("memory"),
+      full: withFloor("full", "fullFloor"),
+      normal: withFloor("normal", "normalFloor"),
+      gzip: {
+        ...us("gzip"),
+        ratio: ratio("gzip", "normalFloor", "wall").median,
+        vsNormal: ratio("gzip", "normal", "wall").median,
+        cpuVsNormal: gzipCpu.median,
+        cpuVsNormalRange: [gzipCpu.min, gzipCpu.max],
+      },
+      gzipAes: {
+        ...us("gzipAes"),
+        ratio: ratio("gzipAes", "normalFloor", "wall").median,
+        cpuVsNormal: ratio("gzipAes", "normal", "cpu").median,
+      },
       resumeMs: resume,
-      appendsPerTurn: full.appends / MODEL_CALLS,
+      appendsPerTurn: appends / MODEL_CALLS,
     })}`,
   );
 } finally {

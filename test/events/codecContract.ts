@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { gzipSync } from "node:zlib";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
   isPayloadCodecError,
@@ -187,6 +188,49 @@ export function codecContract(name: string, open: () => Promise<CodecFixture>): 
       const blob = Buffer.from('{"plain":true}');
       const { ref } = await plain.blobs!.put(blob);
       expect(Buffer.from(await journal.blobs!.get(ref)).toString()).toBe('{"plain":true}');
+    });
+
+    it("leaves a payload under 1 KiB, or one its envelope would not shrink, as it is, and reads it back", async () => {
+      // 900 bytes of markup: gzip takes it to a fifth, but below the default 1 KiB it stays text.
+      const short = { html: page.slice(0, 890) };
+      // 150 hex digits: gzip saves a third of them, its envelope (base64, and the marks) adds more.
+      const hex = randomBytes(75).toString("hex");
+      expect(gzipSync(Buffer.from(JSON.stringify(hex))).byteLength).toBeLessThan(JSON.stringify(hex).length);
+      const written = [
+        frameStarted("a"),
+        frameCompleted("a", short),
+        frameStarted("b"),
+        frameCompleted("b", hex),
+        frameStarted("c"),
+        frameCompleted("c", { html: page }),
+      ];
+      await withCodec(plain, payloadCodec({ compress: "gzip" })).store.append("r7", written.slice(0, 2), {
+        expectedVersion: 0,
+      });
+      await withCodec(plain, payloadCodec({ compress: "gzip", minBytes: 1 })).store.append("r7", written.slice(2), {
+        expectedVersion: 2,
+      });
+      const stored = (await plain.store.read("r7")).map((e) => JSON.stringify(e.data));
+      expect(stored[1]).toBe(JSON.stringify(written[1]?.data));
+      expect(stored[3]).toBe(JSON.stringify(written[3]?.data));
+      expect(stored[5]).toContain('"__loomCodec":1'); // long and repetitive: compressed
+      const read = await readJournal(withCodec(plain, payloadCodec({ compress: "gzip" })), "r7");
+      expect(read.map((e) => JSON.stringify(e.data))).toEqual(written.map((e) => JSON.stringify(e.data)));
+    });
+
+    it("reads a short payload an earlier Loom compressed (from 256 bytes, whatever its envelope) as written", async () => {
+      const value = { z: "the ledger balances", a: [1, 2, 3], note: "short" };
+      const envelope = { __loomCodec: 1, codec: ["gzip"], data: gzipSync(JSON.stringify(value)).toString("base64") };
+      await plain.store.append(
+        "r8",
+        [
+          frameStarted("f"),
+          { type: "frame.completed", data: { frameId: "f", output: envelope, encoded: ["output"] } } as NewEntry,
+        ],
+        { expectedVersion: 0 },
+      );
+      const read = await readJournal(withCodec(plain, payloadCodec({ compress: "gzip" })), "r8");
+      expect(JSON.stringify(read[1]?.data)).toBe(JSON.stringify({ frameId: "f", output: value }));
     });
 
     it("refuses to hand encoded entries to a reader opened without the codec, naming the key", async () => {
