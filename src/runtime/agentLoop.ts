@@ -2,7 +2,7 @@ import type { Actor, InspectionEvent, Observer } from "xstate";
 import { isRunCancelledError, RunCancelledError } from "../core/errors.ts";
 import { checkRunId, toolStepId } from "../events/ids.ts";
 import type { agentLoopMachine, StopEvent } from "../machines/agentLoop.machine.ts";
-import { responseAt } from "../projections/runState.ts";
+import { type RunState, responseAt } from "../projections/runState.ts";
 import { completedOutput, projectToolCallLog } from "../projections/toolCallLog.ts";
 import type { AgentOutput, InterruptedAgentRun, ToolCallLogMode } from "../projections/types.ts";
 import { loopActors } from "./actors.ts";
@@ -14,6 +14,7 @@ import { hydrateForLog } from "./readers.ts";
 import type { RunContext } from "./runContext.ts";
 import { type RunOptions, RunSession } from "./session.ts";
 import { createRunActor } from "./sharedMachine.ts";
+import { readRunState } from "./snapshots.ts";
 import { type AgentStream, chainListeners, streamOf } from "./stream.ts";
 import { resolveApprovals } from "./subRunApprovals.ts";
 import { toolCallActors } from "./toolActors.ts";
@@ -248,11 +249,11 @@ async function runHeld(
   switch (snapshot.value) {
     case "completed": {
       // A run completed earlier may have been compacted since: the full shape reads its archived outputs back.
-      const state = await hydrateForLog(request.journal, session.state, session.mode);
+      const state = await hydrateForLog(request.journal, await everyFrame(session), session.mode);
       return completedOutput(state, session.mode) as AgentOutput;
     }
     case "interrupted":
-      throw new AgentInterruptedError(interruptedRun(session, snapshot.context.pending));
+      throw new AgentInterruptedError(interruptedRun(session, await everyFrame(session), snapshot.context.pending));
     case "cancelled":
       throw new RunCancelledError(request.runId, snapshot.context.cancel?.reason ?? "");
     case "lost":
@@ -262,8 +263,19 @@ async function runHeld(
   }
 }
 
-function interruptedRun(session: RunSession, pending: readonly string[]): InterruptedAgentRun {
+/**
+ * The run's state with every frame, for the tool-call log: the session's own, or after a compact
+ * resume (which holds only the last turns' frames) the whole journal folded, once, at the run's end.
+ */
+async function everyFrame(session: RunSession): Promise<RunState> {
   const state = session.state;
+  if (state.compacted === undefined) return state;
+  const onSnapshotWarning = session.config.snapshots?.onWarning;
+  const options = onSnapshotWarning === undefined ? undefined : { onSnapshotWarning };
+  return (await readRunState(session.options.journal, session.options.runId, options)).state;
+}
+
+function interruptedRun(session: RunSession, state: RunState, pending: readonly string[]): InterruptedAgentRun {
   const turn = state.turns - 1;
   const calls = responseAt(state, turn)?.toolCalls ?? [];
   const cause = state.interruption?.cause; // as journaled: what a reader after a restart sees too

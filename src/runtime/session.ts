@@ -14,6 +14,7 @@ import type { AgentLoopConfig, Tool } from "./config.ts";
 import {
   assistantMessage,
   chainedPromptDigest,
+  conversationStart,
   type Fed,
   fedFromState,
   resolveClaimCheck,
@@ -123,10 +124,16 @@ export class RunSession {
   pace: (() => Promise<unknown>) | undefined;
   /** The run's deadline (ms since the epoch) as journaled, when the loop has `timeouts.runMs`. */
   deadlineAt: number | undefined;
-  readonly messages: Message[] = [];
+  /** The conversation so far (after a compact resume, its tail only until {@link conversation} reads the rest). */
+  messages: Message[] = [];
   /** Chained prompt digest up to the last model call, and how many messages it covers. */
   promptDigest = "";
   private digested = 0;
+  /**
+   * After a compact resume ({@link resumeAt}): reads the conversation before its tail from the
+   * journal, once, when the model is first asked (a served turn needs only the tail's digest).
+   */
+  private older: (() => Promise<Message[]>) | undefined;
   private readonly fed = new Map<string, Fed>();
   private readonly toolResultsPushed = new Set<number>();
   /** When the run last let the event loop run other work (see {@link breathe}). */
@@ -159,9 +166,37 @@ export class RunSession {
 
   /** The first messages of the conversation: the system prompt and the run's input. */
   startConversation(input: string | readonly Message[]): void {
-    if (this.config.system !== undefined) this.messages.push({ role: "system", content: this.config.system });
-    if (typeof input === "string") this.messages.push({ role: "user", content: input });
-    else this.messages.push(...input);
+    this.messages.push(...conversationStart(this.config, input));
+  }
+
+  /**
+   * Starts the conversation at a recorded turn instead of the run's start (a compact resume): the
+   * model's response at the turn before (`response`, called with the chained digest `promptDigest`)
+   * is the tail's first message, and `older` reads the messages before it when the model is asked.
+   */
+  resumeAt(promptDigest: string, response: ModelResponse, older: () => Promise<Message[]>): void {
+    this.promptDigest = promptDigest;
+    this.messages = [assistantMessage(response)];
+    this.digested = 0;
+    this.older = older;
+  }
+
+  /**
+   * The whole conversation, as the model is sent it: after a compact resume, the messages before
+   * its tail are read from the journal the first time (and kept: the model is sent them every turn).
+   *
+   * @example
+   * const messages = await session.conversation(); // system, input, then every turn's messages
+   */
+  async conversation(): Promise<readonly Message[]> {
+    const older = this.older;
+    if (older !== undefined) {
+      this.older = undefined;
+      const before = await older();
+      this.messages = before.concat(this.messages);
+      this.digested += before.length;
+    }
+    return this.messages;
   }
 
   /** The digest a model call at this point is journaled with: chained, so hashing stays linear. */
