@@ -312,6 +312,7 @@ export {
 } from "./projections/readers.ts";
 export {
   checkRunSnapshot,
+  compactRunState,
   runSnapshotOf,
   type SnapshotAnchor,
   type SnapshotCheck,
@@ -445,6 +446,7 @@ export {
 } from "./runtime/schedule.ts";
 export {
   type ReadRunState,
+  type RunStateReadOptions,
   readRunState,
   type SnapshotConfig,
   type SnapshotReadOptions,

@@ -110,6 +110,40 @@ export async function readRunState(
   return { state: foldEntries(entries), snapshotSeq: 0, tail: entries.length, last: end && lastOf(end) };
 }
 
+/**
+ * The state of run `runId`'s latest snapshot as it was taken (a compact one too), when the store
+ * keeps one, it checks out and it was taken at or before seq `atMost`; else undefined (a snapshot
+ * that does not check out is told to `onSnapshotWarning`). For a reader that goes on folding
+ * from the snapshot's seq itself (`followRun` after a cursor).
+ *
+ * @example
+ * const start = await readSnapshotState(journal, "run-1", lastCursor); // start?.seq <= lastCursor
+ */
+export async function readSnapshotState(
+  journal: Journal,
+  runId: string,
+  atMost: number,
+  options?: SnapshotReadOptions,
+): Promise<{ readonly state: RunState; readonly seq: number } | undefined> {
+  const stored = await journal.store.latestSnapshot?.(runId);
+  if (stored === undefined || stored.seq > atMost) return undefined;
+  const check = checkRunSnapshot(runId, stored);
+  if (!check.ok) {
+    try {
+      options?.onSnapshotWarning?.(check.error);
+    } catch {
+      // The hook's failure is the hook's.
+    }
+    return undefined;
+  }
+  // The entry it names must be the journal's (as readRunState checks): the first one from its seq.
+  const [first] = await journal.store.read(runId, { from: stored.seq });
+  const same =
+    first !== undefined &&
+    (first.seq > stored.seq || (first.type === check.anchor.type && first.meta.at === check.anchor.at));
+  return same ? { state: check.state, seq: stored.seq } : undefined;
+}
+
 function lastOf(e: { seq: number; type: string; at?: string; meta?: { at: string } }) {
   return { seq: e.seq, type: e.type, at: e.meta?.at ?? e.at ?? "" };
 }
