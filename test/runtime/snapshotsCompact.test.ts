@@ -10,6 +10,7 @@ import type { Model } from "../../src/models/types.ts";
 import { compactRunState } from "../../src/projections/runSnapshot.ts";
 import { foldEntries } from "../../src/projections/runState.ts";
 import { AgentInterruptedError } from "../../src/runtime/errors.ts";
+import { followRun } from "../../src/runtime/follow.ts";
 import { foldRun, rebuildToolCallLog } from "../../src/runtime/readers.ts";
 import { readRunState, writeRunSnapshot } from "../../src/runtime/snapshots.ts";
 import { tempDir } from "../events/tmp.ts";
@@ -39,7 +40,7 @@ function readsBeforeFirstAppend(journal: Journal): { journal: Journal; froms: nu
   const store: EventStore = {
     ...inner,
     read: (runId, options) => {
-      if (!appended) froms.push(options?.from ?? 1);
+      if (!appended && runId === "long") froms.push(options?.from ?? 1);
       return inner.read(runId, options);
     },
     append: (runId, entries, options) => {
@@ -54,15 +55,22 @@ function readsBeforeFirstAppend(journal: Journal): { journal: Journal; froms: nu
  * Writes an interrupted long run of `turns` turns with a compact snapshot `tail` entries before
  * its end (as a loop writing one every so often leaves it). Resolves to the snapshot's seq.
  */
-async function writeWithSnapshot(journal: Journal, turns: number, tail: number, compact: boolean): Promise<number> {
-  const entries = [...longRunEntries(await templateOnce(), turns, "interrupted")];
+async function writeWithSnapshot(
+  journal: Journal,
+  turns: number,
+  tail: number,
+  snapshot: "compact" | "full" | "none",
+  end: "interrupted" | "completed" = "interrupted",
+): Promise<number> {
+  const entries = [...longRunEntries(await templateOnce(), turns, end)];
   const cut = entries.length - tail;
   let version = 0;
   const append = async (batch: NewEntry[]) => {
     version = (await journal.store.append("long", batch, { expectedVersion: version })).version;
   };
   for (let i = 0; i < cut; i += 4000) await append(entries.slice(i, Math.min(i + 4000, cut)));
-  const seq = compact ? await writeRunSnapshot(journal, "long", { compact: true }) : undefined;
+  const seq =
+    snapshot === "none" ? undefined : await writeRunSnapshot(journal, "long", { compact: snapshot === "compact" });
   await append(entries.slice(cut));
   return seq ?? 0;
 }
@@ -90,8 +98,8 @@ describe("compact snapshots (flat resume)", () => {
       const withSnap = openSqliteJournal(tmp.file("with.db"), { synchronous: "normal" });
       const without = openSqliteJournal(tmp.file("without.db"), { synchronous: "normal" });
       journals.push(withSnap, without);
-      const seq = await writeWithSnapshot(withSnap, turns, tail, true);
-      await writeWithSnapshot(without, turns, tail, false);
+      const seq = await writeWithSnapshot(withSnap, turns, tail, "compact");
+      await writeWithSnapshot(without, turns, tail, "none");
       expect(seq).toBe(turns * 4 + 2 - tail);
 
       // The resume's read: the compact snapshot and its tail, not the run.
@@ -126,11 +134,11 @@ describe("compact snapshots (flat resume)", () => {
     } finally {
       for (const j of journals) await j.close();
     }
-  }, 180_000);
+  }, 300_000);
 
   it("full readers pass over a compact snapshot: foldRun and readRunState fold the whole journal", async () => {
     const journal = createJournal({ store: memoryStore({ json: true }) });
-    const seq = await writeWithSnapshot(journal, 30, 10, true);
+    const seq = await writeWithSnapshot(journal, 30, 10, "compact");
     const full = foldEntries(await readJournal(journal, "long"));
     expect(await readRunState(journal, "long")).toMatchObject({ snapshotSeq: 0, tail: full.version });
     expect(stateText(await foldRun(journal, "long"))).toBe(stateText(full));
@@ -152,7 +160,7 @@ describe("compact snapshots (flat resume)", () => {
     const results: unknown[] = [];
     for (const compact of [true, false]) {
       const journal = createJournal({ store: memoryStore({ json: true }) });
-      await writeWithSnapshot(journal, turns, 12, compact);
+      await writeWithSnapshot(journal, turns, 12, compact ? "compact" : "none");
       const stop = new AbortController();
       const error = await longRunLoop(turns + 5)
         .run({
@@ -193,6 +201,30 @@ describe("compact snapshots (flat resume)", () => {
         journaled.push(facts(await readJournal(journal, "r")));
       }
       expect(journaled[0], `crash at append ${k}`).toBe(journaled[1]);
+    }
+  });
+
+  it("followRun after a cursor past a snapshot reads from the snapshot on and gives the events a follower from the start gives", async () => {
+    for (const snapshot of ["compact", "full"] as const) {
+      const journal = createJournal({ store: memoryStore({ json: true }) });
+      await writeWithSnapshot(journal, 40, 30, snapshot, "completed");
+      const seq = (await journal.store.latestSnapshot?.("long"))?.seq ?? 0;
+      expect(seq).toBeGreaterThan(100);
+      const after = seq + 5;
+      const spied = readsBeforeFirstAppend(journal);
+      const events: unknown[] = [];
+      for await (const e of followRun(spied.journal, "long", { after })) events.push(e);
+      const expected: unknown[] = [];
+      for await (const e of followRun(withoutSnapshots(journal), "long", { after })) expected.push(e);
+      expect(events.length).toBeGreaterThan(10);
+      expect(JSON.stringify(events)).toBe(JSON.stringify(expected));
+      expect(Math.min(...spied.froms)).toBeGreaterThanOrEqual(seq); // never the run from its start
+      // A cursor before the snapshot: every entry is read, as before.
+      const early = readsBeforeFirstAppend(journal);
+      const fromStart: unknown[] = [];
+      for await (const e of followRun(early.journal, "long", { after: seq - 20 })) fromStart.push(e);
+      expect(Math.min(...early.froms)).toBe(1);
+      expect(JSON.stringify(fromStart.slice(-expected.length))).toBe(JSON.stringify(expected));
     }
   });
 
