@@ -340,6 +340,7 @@ export {
 } from "./projections/readers.ts";
 export {
   checkRunSnapshot,
+  compactRunState,
   runSnapshotOf,
   type SnapshotAnchor,
   type SnapshotCheck,
@@ -503,6 +504,7 @@ export {
 } from "./runtime/sessions.ts";
 export {
   type ReadRunState,
+  type RunStateReadOptions,
   readRunState,
   type SnapshotConfig,
   type SnapshotReadOptions,

@@ -26,7 +26,11 @@ export const CALL_BATCH = 128;
  */
 export type PrepareOutput =
   | { readonly kind: "completed" }
-  | { readonly kind: "ready" }
+  /**
+   * `turn`: the turn the chart starts from, when not 0 (a compact resume: the turns before it are
+   * not walked again; the runtime restored the conversation up to it).
+   */
+  | { readonly kind: "ready"; readonly turn?: number }
   /** The journal already ends the run with `run.cancelled`: the run ends so again, appending nothing. */
   | { readonly kind: "cancelled"; readonly reason: string }
   /** The journal already ends the run with `run.failed`: the run reports `error` again, appending nothing. */
@@ -288,6 +292,11 @@ export const agentLoopMachine = setup({
     // The calls after those dispatched so far, up to a batch (the first batch comes with the response).
     nextBatch: assign(({ context }) => nextBatchOf(context, callCount(context))),
     noteLost: assign({ lost: ({ event }) => (event.type === "LOST" ? event.error : undefined) }),
+    // prepare's done event: a compact resume starts at the turn it restored, not at 0.
+    startTurn: assign(({ context, event }) => {
+      const output = (event as { output?: PrepareOutput }).output;
+      return { turn: output?.kind === "ready" && output.turn !== undefined ? output.turn : context.turn };
+    }),
     // The first cancel wins (its reason is the one journaled).
     noteCancel: assign({
       cancel: ({ context, event }) =>
@@ -351,8 +360,8 @@ export const agentLoopMachine = setup({
               error: ({ event }) => (event.output.kind === "failed" ? event.output.error : undefined),
             }),
           },
-          { guard: "cancelNoted", target: "cancelling" },
-          { target: "running" },
+          { guard: "cancelNoted", target: "cancelling", actions: "startTurn" },
+          { target: "running", actions: "startTurn" },
         ],
         onError: [
           { guard: "cancelNoted", target: "cancelling" },

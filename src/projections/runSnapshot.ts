@@ -1,8 +1,9 @@
 import { sha256Hex } from "../core/digest.ts";
 import { SnapshotError } from "../core/errors.ts";
+import { parseFrameId } from "../events/ids.ts";
 import type { StoredSnapshot } from "../events/store.ts";
 import type { JournalEntry } from "../events/types.ts";
-import { type RunState, runStateProjection } from "./runState.ts";
+import { type FrameState, type RunState, runStateProjection } from "./runState.ts";
 
 /**
  * A run snapshot: the folded `RunState` at one seq, as JSON text with the sha256 of that text, so
@@ -16,6 +17,12 @@ import { type RunState, runStateProjection } from "./runState.ts";
 
 /** The body's layout version: a body of another version is ignored (folded from the journal instead). */
 const FORMAT = 1;
+/**
+ * The compact layout (`compactRunState`): the state a resume needs, without the frames of the turns
+ * before the last two. Only a reader that asks for a compact state uses it (a resume); a full read
+ * folds the journal instead.
+ */
+const COMPACT_FORMAT = 2;
 
 /** The entry a snapshot was taken after: what the reader checks the stream against. */
 export interface SnapshotAnchor {
@@ -45,7 +52,7 @@ export type SnapshotCheck =
  */
 export function runSnapshotOf(state: RunState, last: JournalEntry): StoredSnapshot {
   const body: Body = {
-    format: FORMAT,
+    format: state.compacted === undefined ? FORMAT : COMPACT_FORMAT,
     runId: last.runId,
     seq: last.seq,
     anchor: { type: last.type, at: last.meta.at },
@@ -79,13 +86,22 @@ export function checkRunSnapshot(runId: string, stored: StoredSnapshot): Snapsho
   } catch {
     return fail("snapshotUnreadable", "its body is not JSON");
   }
-  if (body?.format !== FORMAT)
-    return fail("snapshotUnreadable", `its layout is version ${String(body?.format)}, not ${FORMAT}`);
+  if (body?.format !== FORMAT && body?.format !== COMPACT_FORMAT)
+    return fail(
+      "snapshotUnreadable",
+      `its layout is version ${String(body?.format)}, not ${FORMAT} or ${COMPACT_FORMAT}`,
+    );
   if (body.runId !== runId || body.seq !== seq) {
     return fail("snapshotUnreadable", `it was taken of run ${String(body.runId)} at seq ${String(body.seq)}`);
   }
   const state = stateOf(body.state, seq);
   if (state === undefined) return fail("snapshotUnreadable", "its state is not a run's folded state");
+  const compacted = (body.state as { compacted?: { belowTurn?: unknown } }).compacted;
+  if (body.format === COMPACT_FORMAT) {
+    const below = compacted?.belowTurn;
+    if (typeof below !== "number" || !Number.isInteger(below) || below < 0)
+      return fail("snapshotUnreadable", "it is compact but names no turn its frames start at");
+  } else if (compacted !== undefined) return fail("snapshotUnreadable", "it is compact but not in the compact layout");
   const anchor = body.anchor;
   if (typeof anchor?.type !== "string" || typeof anchor.at !== "string")
     return fail("snapshotUnreadable", "it names no anchor entry");
@@ -93,6 +109,26 @@ export function checkRunSnapshot(runId: string, stored: StoredSnapshot): Snapsho
 }
 
 const RECORDS = ["frames", "decisions", "settled", "attempts", "approvalRequests"] as const;
+
+/**
+ * The state a resume needs of `state`, sharing its records: the frames of the last two model turns
+ * (the last one recorded, which the chart walks again, and the one before, whose prompt digest and
+ * results seed the conversation's tail) and of every step that is not a turn's, without the frames
+ * of older turns. Everything else (decisions, settled calls, attempts) is kept. A state compacted
+ * already is compacted again from its own floor up. Pure; the result is marked `compacted`.
+ *
+ * @example
+ * const compact = compactRunState(foldEntries(entries)); // compact.compacted.belowTurn === turns - 2
+ */
+export function compactRunState(state: RunState): RunState {
+  const belowTurn = Math.max(0, state.turns - 2, state.compacted?.belowTurn ?? 0);
+  const frames: Record<string, FrameState> = Object.create(null);
+  for (const [id, frame] of Object.entries(state.frames)) {
+    const turn = parseFrameId(id)?.turn;
+    if (turn === undefined || turn >= belowTurn) frames[id] = frame;
+  }
+  return { ...state, frames, compacted: { belowTurn } };
+}
 
 /**
  * The parsed state as the fold would hold it: tables without a prototype (ids come from users),
@@ -107,6 +143,10 @@ function stateOf(parsed: unknown, seq: number): RunState | undefined {
   for (const key of Object.keys(state) as (keyof RunState)[]) {
     if (RECORDS.includes(key as (typeof RECORDS)[number])) continue;
     if (Object.hasOwn(p, key)) (state as unknown as Record<string, unknown>)[key] = p[key];
+  }
+  // The optional fields initial() leaves out: a redacted run stays unresumable, a compact state says so.
+  for (const key of ["redacted", "compacted"] as const) {
+    if (p[key] !== undefined) (state as unknown as Record<string, unknown>)[key] = p[key];
   }
   for (const key of RECORDS) {
     const table = p[key];

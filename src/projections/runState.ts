@@ -107,6 +107,12 @@ export interface RunState {
   version: number;
   /** The first entry whose payload was redacted (`withRedaction`), if any: such a run cannot be resumed. */
   redacted?: { readonly seq: number; readonly type: string };
+  /**
+   * Set on a resume's compact state (a compact snapshot: `snapshots: { compact: true }`): the frames
+   * of model turns below `belowTurn` and of their tool steps are left out (read them from the
+   * journal). Unset on every state a full read gives.
+   */
+  compacted?: { readonly belowTurn: number };
 }
 
 /**

@@ -1,6 +1,12 @@
 import { fromCallback, fromPromise } from "xstate";
 import { digestOf, digestOfRecorded } from "../core/digest.ts";
-import { AgentLoopConfigError, DefinitionChangedError, ReplayDivergenceError, RunFailedError } from "../core/errors.ts";
+import {
+  AgentLoopConfigError,
+  DefinitionChangedError,
+  ReplayDivergenceError,
+  RunFailedError,
+  SnapshotError,
+} from "../core/errors.ts";
 import { jsonRoundTrip } from "../core/jsonForm.ts";
 import { contextDecisionId, modelFrameId, modePinId, toolStepId } from "../events/ids.ts";
 import { readModePin } from "../events/modePin.ts";
@@ -22,12 +28,18 @@ import { askModel } from "./askModel.ts";
 import { CONTEXT_SOURCE } from "./budget.ts";
 import type { AgentLoopConfig } from "./config.ts";
 import { cancelEnds, failedEntry, interruptionEntry } from "./control/hooks.ts";
-import { contextPromptDigest } from "./conversation.ts";
+import {
+  assistantMessage,
+  contextPromptDigest,
+  conversationStart,
+  fedFromState,
+  toolResultMessage,
+} from "./conversation.ts";
 import { durableStep } from "./durableStep.ts";
 import { RedactedHistoryError } from "./errors.ts";
 import { causeOf, modelPolicy, runDeadline } from "./failurePolicy.ts";
 import { hydrateArchived } from "./readers.ts";
-import type { RunSession } from "./session.ts";
+import type { OlderConversation, RunSession } from "./session.ts";
 import { readRunState, SnapshotSchedule } from "./snapshots.ts";
 import { CallStop } from "./stepSignals.ts";
 import { isSubAgentTool } from "./subAgentTools.ts";
@@ -49,7 +61,12 @@ export function loopActors(
   const prepare = fromPromise<PrepareOutput, { runId: string }>(async () => {
     // The latest snapshot and the entries after it, when the store keeps snapshots; else every entry.
     const onSnapshotWarning = config.snapshots?.onWarning;
-    const read = await readRunState(options.journal, runId, onSnapshotWarning ? { onSnapshotWarning } : undefined);
+    // Compact: a compact snapshot's state is enough to resume (the chart starts at its last turns).
+    // A budgeted run reads every frame: its usage so far is summed from every turn's response.
+    const read = await readRunState(options.journal, runId, {
+      compact: !session.budget.active,
+      ...(onSnapshotWarning ? { onSnapshotWarning } : {}),
+    });
     const state = read.state;
     session.appender = new Appender(options.journal.store, runId, state, fence);
     if (config.snapshots !== undefined && !session.replaying) {
@@ -128,10 +145,65 @@ export function loopActors(
     if (late.length > 0) session.appender.defer(...late);
     // The chart then walks the recorded turns, each step served from the journal: archived outputs first.
     await hydrateArchived(options.journal, state);
-    session.startConversation(state.input ?? "");
+    const from = compactStart(state);
+    if (from === undefined) session.startConversation(state.input ?? "");
+    else await resumeCompact(state, from, read.snapshotSeq);
     session.prepared = true;
-    return { kind: "ready" };
+    return from === undefined ? { kind: "ready" } : { kind: "ready", turn: from };
   });
+
+  /**
+   * The turn a compact state is resumed from: its last recorded model turn (walked again: its
+   * calls may not have ended), or undefined to walk from turn 0 (a full state, a replay).
+   */
+  function compactStart(state: RunState): number | undefined {
+    const below = state.compacted?.belowTurn;
+    if (below === undefined || below === 0 || session.replaying) return undefined;
+    return state.turns - 1;
+  }
+
+  /**
+   * Restores the conversation's tail for a resume at turn `from`: the turn before's response and
+   * its results (served from the journal, checked as a walk checks them), chained from that model
+   * call's recorded prompt digest. The messages before are read from the journal when the model
+   * is first asked: a resume that ends in served steps never reads them.
+   */
+  async function resumeCompact(state: RunState, from: number, snapshotSeq: number): Promise<void> {
+    const before = from - 1;
+    const frame = state.frames[modelFrameId(config.id, before)];
+    const response = responseAt(state, before);
+    if (frame === undefined || response === undefined) {
+      throw new SnapshotError(
+        "snapshotUnreadable",
+        runId,
+        snapshotSeq,
+        `the compact state does not hold the model frame of turn ${before} it resumes after; write a new snapshot (writeRunSnapshot) or remove it`,
+      );
+    }
+    session.resumeAt(frame.inputDigest, response, () => olderMessages(before));
+    await servedTurn(before, response);
+  }
+
+  /** The conversation before turn `turn`'s response: its start, then every turn's messages, from the whole journal. */
+  async function olderMessages(turn: number): Promise<OlderConversation> {
+    const onWarning = config.snapshots?.onWarning;
+    const full = (await readRunState(options.journal, runId, onWarning ? { onSnapshotWarning: onWarning } : undefined))
+      .state;
+    await hydrateArchived(options.journal, full);
+    const messages = conversationStart(config, full.input ?? "");
+    const turnStarts: number[] = [];
+    for (let t = 0; t < turn; t++) {
+      const response = responseAt(full, t) as ModelResponse;
+      turnStarts.push(messages.length);
+      messages.push(assistantMessage(response));
+      for (let index = 0; index < response.toolCalls.length; index++) {
+        const stepId = toolStepId(config.id, t, index);
+        const fed = await fedFromState(full, stepId, (id, envelope) => session.resolveOutput(id, envelope));
+        messages.push(toolResultMessage(response.toolCalls[index] as ToolCall, fed));
+      }
+    }
+    return { messages, turnStarts };
+  }
 
   /** The model call of `turn`, as a durable step; `actor` stops it (the loop left `running`). */
   async function callModel(turn: number, actor: CallStop): Promise<CallModelOutput> {
@@ -143,6 +215,10 @@ export function loopActors(
       if (breach !== undefined) return { ok: false, reason: "budget", detail: breach };
     }
     const chained = session.nextPromptDigest();
+    // A context policy decides on, and cuts, the whole conversation: after a compact resume, the turns
+    // before its tail are read from the journal now (once); without one, when the model is asked.
+    const contexted = config.context !== undefined || session.state.decisions[contextDecisionId(config.id, turn)];
+    if (contexted && session.state.frames[frameId]?.status !== "completed") await session.conversation();
     const context = await contextChoice(turn, frameId);
     if (context?.asked !== undefined) session.budget.askedForContext(turn, context.asked); // a summary's calls count too
     const digest = context === undefined ? chained : contextPromptDigest(chained, context);

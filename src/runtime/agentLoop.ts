@@ -17,6 +17,7 @@ import type { RunContext } from "./runContext.ts";
 import { type RunOptions, RunSession } from "./session.ts";
 import { nextSessionTurn, SessionBusyError } from "./sessions.ts";
 import { createRunActor } from "./sharedMachine.ts";
+import { readRunState } from "./snapshots.ts";
 import { type AgentStream, chainListeners, streamOf } from "./stream.ts";
 import { resolveApprovals } from "./subRunApprovals.ts";
 import { toolCallActors } from "./toolActors.ts";
@@ -340,11 +341,11 @@ async function runHeld(
   switch (snapshot.value) {
     case "completed": {
       // A run completed earlier may have been compacted since: the full shape reads its archived outputs back.
-      const state = await hydrateForLog(request.journal, session.state, session.mode);
+      const state = await hydrateForLog(request.journal, await everyFrame(session), session.mode);
       return completedOutput(state, session.mode) as AgentOutput;
     }
     case "interrupted":
-      throw new AgentInterruptedError(interruptedRun(session, snapshot.context.pending));
+      throw new AgentInterruptedError(interruptedRun(session, await everyFrame(session), snapshot.context.pending));
     case "cancelled":
       throw new RunCancelledError(request.runId, snapshot.context.cancel?.reason ?? "");
     case "lost":
@@ -354,8 +355,19 @@ async function runHeld(
   }
 }
 
-function interruptedRun(session: RunSession, pending: readonly string[]): InterruptedAgentRun {
+/**
+ * The run's state with every frame, for the tool-call log: the session's own, or after a compact
+ * resume (which holds only the last turns' frames) the whole journal folded, once, at the run's end.
+ */
+async function everyFrame(session: RunSession): Promise<RunState> {
   const state = session.state;
+  if (state.compacted === undefined) return state;
+  const onSnapshotWarning = session.config.snapshots?.onWarning;
+  const options = onSnapshotWarning === undefined ? undefined : { onSnapshotWarning };
+  return (await readRunState(session.options.journal, session.options.runId, options)).state;
+}
+
+function interruptedRun(session: RunSession, state: RunState, pending: readonly string[]): InterruptedAgentRun {
   const turn = state.turns - 1;
   const calls = responseAt(state, turn)?.toolCalls ?? [];
   const cause = state.interruption?.cause; // as journaled: what a reader after a restart sees too

@@ -5,7 +5,7 @@
  * the run (DESIGN §7.2). Either way the response is the same and is what the journal records:
  * streaming adds nothing to the journal.
  */
-import type { ModelResponse } from "../events/types.ts";
+import type { Message, ModelResponse } from "../events/types.ts";
 import { callModel } from "./modelStream.ts";
 import type { RunSession } from "./session.ts";
 import type { StepStop } from "./stepSignals.ts";
@@ -24,10 +24,22 @@ export function askModel(
   attempt: number,
   onDelta: () => void,
 ): Promise<ModelResponse> {
+  // After a compact resume, the conversation before its tail is read from the journal first (once).
+  return session.conversation().then((messages) => ask(session, messages, stop, frameId, attempt, onDelta));
+}
+
+function ask(
+  session: RunSession,
+  messages: readonly Message[],
+  stop: StepStop,
+  frameId: string,
+  attempt: number,
+  onDelta: () => void,
+): Promise<ModelResponse> {
   const { model, timeouts } = session.config;
   // The signal is made when the model reads it: a model that never looks costs the step none.
   const request = {
-    messages: session.prompt ?? session.messages,
+    messages: session.prompt ?? messages,
     tools: session.toolDescriptors,
     get signal(): AbortSignal {
       return stop.signal;

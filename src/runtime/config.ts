@@ -204,6 +204,8 @@ export interface AgentLoopConfig<M extends ToolCallLogMode | undefined = ToolCal
    *
    * @example
    * agentLoop$({ id: "support", model, tools, snapshots: { every: 1000, onWarning: (e) => log.warn(e.message) } });
+   * // Compact: a resume reads and walks only the last turns, flat in the run's length (docs/long-runs.md).
+   * agentLoop$({ id: "support", model, tools, snapshots: { every: 20_000, compact: true } });
    */
   readonly snapshots?: SnapshotConfig;
 }

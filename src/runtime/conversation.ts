@@ -19,6 +19,15 @@ export interface Fed {
   readonly isError: boolean;
 }
 
+/** The first messages of a run's conversation: the loop's system prompt, then the run's input. */
+export const conversationStart = (
+  config: { readonly system?: string | undefined },
+  input: string | readonly Message[],
+): Message[] => [
+  ...(config.system === undefined ? [] : [{ role: "system" as const, content: config.system }]),
+  ...(typeof input === "string" ? [{ role: "user" as const, content: input }] : input),
+];
+
 /** The message a model response adds to the conversation. */
 export const assistantMessage = (response: ModelResponse): Message => ({
   role: "assistant",

@@ -1,3 +1,4 @@
+import { parseFrameId } from "../events/ids.ts";
 import { readJournal } from "../events/journal.ts";
 import { uncompactedEntries } from "../events/readArchived.ts";
 import type { Journal } from "../events/spi.ts";
@@ -10,8 +11,10 @@ import {
   type RunEvent,
   type RunEventCursor,
 } from "../projections/events.ts";
+import type { RunState } from "../projections/runState.ts";
 import type { ToolCallLogMode } from "../projections/types.ts";
 import { DEFAULT_STREAM_BUFFER, isDelta, watchLiveRun } from "./events.ts";
+import { readSnapshotState } from "./snapshots.ts";
 import { NestedFollowers } from "./subRunEvents.ts";
 
 /**
@@ -54,6 +57,10 @@ export interface FollowOptions {
  * archive or it was altered) and folded at their own seqs, so a compacted run gives the events and
  * cursors of the uncompacted one, also when it is compacted while being followed. Only batches
  * holding events after `after` are read.
+ *
+ * After a cursor, a follower starts from the run's latest snapshot taken at or before it (a compact
+ * one too), when the run had not ended then and no tool call was in flight: it reads only the
+ * entries after the snapshot, not the run from its start.
  *
  * A sub-agent's events (`agentTool`: the child run of a call) come too, as the child's run gives
  * them, each with the child's `runId` (see `RunEvent`): from the call's start to the child's end,
@@ -112,8 +119,14 @@ async function* follow(journal: Journal, runId: string, options: FollowOptions):
   const after = options.after ?? 0;
   const signal = options.signal;
   const store = journal.store;
-  const fold = initialRunEventState(options.mode === undefined ? {} : { mode: options.mode });
-  let folded = 0; // the seq of the last entry read
+  const foldOptions = options.mode === undefined ? {} : { mode: options.mode };
+  // After a cursor, the run's latest snapshot at or before it is where the fold starts (unless the
+  // run had ended or a tool call was in flight then: canStartFrom): only what follows it is read.
+  // The events before `after` are not given either way.
+  const start = after > 0 ? await readSnapshotState(journal, runId, after) : undefined;
+  const usable = start !== undefined && canStartFrom(start.state);
+  const fold = initialRunEventState(foldOptions, usable ? start.state : undefined);
+  let folded = usable ? start.seq : 0; // the seq of the last entry read
   let stale = true; // the journal may hold entries past `folded`
   let runEnd: JournalEntry | undefined; // the run's last entry when it is an end (completed, interrupted …)
   let ended = false; // its last entry given: what is left is its sub-agents' events
@@ -232,4 +245,16 @@ async function* follow(journal: Journal, runId: string, options: FollowOptions):
     stopStore?.();
     if (poll !== undefined) clearInterval(poll);
   }
+}
+
+/**
+ * Whether a follower can start from `state`: the run had not ended (an ended run's end entry is
+ * what ends the following) and no tool call was in flight (a sub-agent's run is looked up from its
+ * call's entries).
+ */
+function canStartFrom(state: RunState): boolean {
+  if (state.status !== "running" && state.status !== "interrupted") return false;
+  for (const frame of Object.values(state.frames))
+    if (frame.status === "started" && parseFrameId(frame.frameId)?.kind === "tool") return false;
+  return true;
 }

@@ -51,7 +51,8 @@ export const isStepResolutionError = (e: unknown): e is StepResolutionError => e
  * state.status; // "completed"; state._output is the loop's value
  */
 export async function foldRun(journal: Journal, runId: string, options?: SnapshotReadOptions): Promise<RunState> {
-  return (await readRunState(journal, runId, options)).state;
+  const onSnapshotWarning = options?.onSnapshotWarning; // never a compact state: a full read
+  return (await readRunState(journal, runId, onSnapshotWarning ? { onSnapshotWarning } : undefined)).state;
 }
 
 /** Which archived frames to read back. */

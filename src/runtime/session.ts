@@ -16,6 +16,7 @@ import type { AgentLoopConfig, Tool } from "./config.ts";
 import {
   assistantMessage,
   chainedPromptDigest,
+  conversationStart,
   type Fed,
   fedFromState,
   resolveClaimCheck,
@@ -106,6 +107,12 @@ export interface RunOptions {
   readonly now?: () => number;
 }
 
+/** The conversation before a compact resume's tail, and where each of its turns starts in it. */
+export interface OlderConversation {
+  readonly messages: Message[];
+  readonly turnStarts: readonly number[];
+}
+
 /**
  * Everything one `loop.run(...)` call knows beside the statechart: the folded journal (kept
  * current by the appender), the conversation rebuilt from it, what each call fed the model, and
@@ -146,14 +153,20 @@ export class RunSession {
   pace: (() => Promise<unknown>) | undefined;
   /** The run's deadline (ms since the epoch) as journaled, when the loop has `timeouts.runMs`. */
   deadlineAt: number | undefined;
-  readonly messages: Message[] = [];
+  /** The conversation so far (after a compact resume, its tail only until {@link conversation} reads the rest). */
+  messages: Message[] = [];
   /** Where each answered turn starts in `messages`: the index of its assistant message (context policies read it). */
-  readonly turnStarts: number[] = [];
+  turnStarts: number[] = [];
   /** What the next model call is sent when a context policy made it; else `messages`. */
   prompt: readonly Message[] | undefined;
   /** Chained prompt digest up to the last model call, and how many messages it covers. */
   promptDigest = "";
   private digested = 0;
+  /**
+   * After a compact resume ({@link resumeAt}): reads the conversation before its tail from the
+   * journal, once, when the model is first asked (a served turn needs only the tail's digest).
+   */
+  private older: (() => Promise<OlderConversation>) | undefined;
   private readonly fed = new Map<string, Fed>();
   private readonly toolResultsPushed = new Set<number>();
   /** When the run last let the event loop run other work (see {@link breathe}). */
@@ -194,9 +207,40 @@ export class RunSession {
 
   /** The first messages of the conversation: the system prompt and the run's input. */
   startConversation(input: string | readonly Message[]): void {
-    if (this.config.system !== undefined) this.messages.push({ role: "system", content: this.config.system });
-    if (typeof input === "string") this.messages.push({ role: "user", content: input });
-    else this.messages.push(...input);
+    this.messages.push(...conversationStart(this.config, input));
+  }
+
+  /**
+   * Starts the conversation at a recorded turn instead of the run's start (a compact resume): the
+   * model's response at the turn before (`response`, called with the chained digest `promptDigest`)
+   * is the tail's first message, and `older` reads the messages before it when the model is asked.
+   */
+  resumeAt(promptDigest: string, response: ModelResponse, older: () => Promise<OlderConversation>): void {
+    this.promptDigest = promptDigest;
+    this.messages = [assistantMessage(response)];
+    this.turnStarts = [0]; // the tail's turn; the older turns' starts come with their messages
+    this.digested = 0;
+    this.older = older;
+  }
+
+  /**
+   * The whole conversation, as the model is sent it: after a compact resume, the messages before
+   * its tail are read from the journal the first time (and kept: the model is sent them every turn).
+   *
+   * @example
+   * const messages = await session.conversation(); // system, input, then every turn's messages
+   */
+  async conversation(): Promise<readonly Message[]> {
+    const older = this.older;
+    if (older !== undefined) {
+      this.older = undefined;
+      const before = await older();
+      const shift = before.messages.length;
+      this.messages = before.messages.concat(this.messages);
+      this.turnStarts = before.turnStarts.concat(this.turnStarts.map((at) => at + shift));
+      this.digested += shift;
+    }
+    return this.messages;
   }
 
   /** The digest a model call at this point is journaled with: chained, so hashing stays linear. */

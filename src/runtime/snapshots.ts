@@ -2,7 +2,7 @@ import { SnapshotError } from "../core/errors.ts";
 import { readJournal } from "../events/journal.ts";
 import type { Journal } from "../events/spi.ts";
 import type { JournalEntry } from "../events/types.ts";
-import { checkRunSnapshot, runSnapshotOf } from "../projections/runSnapshot.ts";
+import { checkRunSnapshot, compactRunState, runSnapshotOf } from "../projections/runSnapshot.ts";
 import { foldEntries, type RunState, runStateProjection } from "../projections/runState.ts";
 
 /**
@@ -21,6 +21,17 @@ export interface SnapshotReadOptions {
   readonly onSnapshotWarning?: (error: SnapshotError) => void;
 }
 
+/** How `readRunState` and `writeRunSnapshot` read a run. */
+export interface RunStateReadOptions extends SnapshotReadOptions {
+  /**
+   * Accept a compact state (what a resume needs: `RunState.compacted` set, the frames of older
+   * turns left out) when the latest snapshot is compact; `writeRunSnapshot` then writes a compact
+   * one. Without it, a compact snapshot is passed over and the whole journal folded (no warning:
+   * nothing is wrong with it).
+   */
+  readonly compact?: boolean;
+}
+
 /** A run's folded state, and how much of the journal was read for it. */
 export interface ReadRunState {
   readonly state: RunState;
@@ -35,16 +46,19 @@ export interface ReadRunState {
 /**
  * Reads a run's state: its latest snapshot plus the entries after it where the store keeps
  * snapshots and the snapshot checks out, else the fold of the whole journal. Either way the
- * state equals `foldEntries(await readJournal(journal, runId))`.
+ * state equals `foldEntries(await readJournal(journal, runId))`, except with `compact: true`
+ * from a compact snapshot: then it is that state without the frames of the turns below
+ * `state.compacted.belowTurn` (what a resume reads: `compactRunState`).
  *
  * @example
  * const { state, snapshotSeq, tail } = await readRunState(journal, "run-1");
  * // snapshotSeq 9000, tail 412: 412 entries read instead of 9412
+ * const resume = await readRunState(journal, "run-1", { compact: true }); // resume.state.compacted?.belowTurn
  */
 export async function readRunState(
   journal: Journal,
   runId: string,
-  options?: SnapshotReadOptions,
+  options?: RunStateReadOptions,
 ): Promise<ReadRunState> {
   const warn = (error: SnapshotError) => {
     try {
@@ -59,7 +73,9 @@ export async function readRunState(
     if (stored !== undefined) {
       const check = checkRunSnapshot(runId, stored);
       if (!check.ok) warn(check.error);
-      else {
+      else if (check.state.compacted !== undefined && options?.compact !== true) {
+        // A resume's compact state: this reader wants every frame, which only the journal holds.
+      } else {
         // From the snapshot's own seq: the entry there must be the one it names (compaction may have removed it).
         const tail = await readJournal(journal, runId, { from: stored.seq });
         const first = tail[0];
@@ -94,6 +110,40 @@ export async function readRunState(
   return { state: foldEntries(entries), snapshotSeq: 0, tail: entries.length, last: end && lastOf(end) };
 }
 
+/**
+ * The state of run `runId`'s latest snapshot as it was taken (a compact one too), when the store
+ * keeps one, it checks out and it was taken at or before seq `atMost`; else undefined (a snapshot
+ * that does not check out is told to `onSnapshotWarning`). For a reader that goes on folding
+ * from the snapshot's seq itself (`followRun` after a cursor).
+ *
+ * @example
+ * const start = await readSnapshotState(journal, "run-1", lastCursor); // start?.seq <= lastCursor
+ */
+export async function readSnapshotState(
+  journal: Journal,
+  runId: string,
+  atMost: number,
+  options?: SnapshotReadOptions,
+): Promise<{ readonly state: RunState; readonly seq: number } | undefined> {
+  const stored = await journal.store.latestSnapshot?.(runId);
+  if (stored === undefined || stored.seq > atMost) return undefined;
+  const check = checkRunSnapshot(runId, stored);
+  if (!check.ok) {
+    try {
+      options?.onSnapshotWarning?.(check.error);
+    } catch {
+      // The hook's failure is the hook's.
+    }
+    return undefined;
+  }
+  // The entry it names must be the journal's (as readRunState checks): the first one from its seq.
+  const [first] = await journal.store.read(runId, { from: stored.seq });
+  const same =
+    first !== undefined &&
+    (first.seq > stored.seq || (first.type === check.anchor.type && first.meta.at === check.anchor.at));
+  return same ? { state: check.state, seq: stored.seq } : undefined;
+}
+
 function lastOf(e: { seq: number; type: string; at?: string; meta?: { at: string } }) {
   return { seq: e.seq, type: e.type, at: e.meta?.at ?? e.at ?? "" };
 }
@@ -105,11 +155,12 @@ function lastOf(e: { seq: number; type: string; at?: string; meta?: { at: string
  *
  * @example
  * await writeRunSnapshot(journal, "run-1"); // 9412: the next read folds only what follows
+ * await writeRunSnapshot(journal, "run-1", { compact: true }); // what a resume needs only: flat in the run's length
  */
 export async function writeRunSnapshot(
   journal: Journal,
   runId: string,
-  options?: SnapshotReadOptions,
+  options?: RunStateReadOptions,
 ): Promise<number | undefined> {
   const store = journal.store;
   if (store.writeSnapshot === undefined || store.latestSnapshot === undefined) return undefined;
@@ -117,7 +168,8 @@ export async function writeRunSnapshot(
   const last = read.last;
   if (last === undefined || (read.snapshotSeq === last.seq && read.tail === 0)) return undefined;
   const anchor = { runId, seq: last.seq, type: last.type, meta: { at: last.at } } as JournalEntry;
-  await store.writeSnapshot(runId, runSnapshotOf(read.state, anchor));
+  const state = options?.compact === true ? compactRunState(read.state) : read.state;
+  await store.writeSnapshot(runId, runSnapshotOf(state, anchor));
   return last.seq;
 }
 
@@ -130,6 +182,12 @@ export interface SnapshotConfig {
   readonly every: number;
   /** Told each snapshot ignored on a read, and each one that could not be written (`SnapshotError`). */
   readonly onWarning?: (error: SnapshotError) => void;
+  /**
+   * Write compact snapshots (`compactRunState`): only what a resume needs, so that a resume reads,
+   * holds and walks the last turns whatever the run's length (docs/long-runs.md). `foldRun` and
+   * the other full readers then fold the whole journal. Default false: full snapshots.
+   */
+  readonly compact?: boolean;
 }
 
 /**
@@ -151,7 +209,10 @@ export class SnapshotSchedule {
   durable(version: number): void {
     if (this.writing !== undefined || version - this.last < this.config.every) return;
     const onWarning = this.config.onWarning;
-    const options = onWarning === undefined ? undefined : { onSnapshotWarning: onWarning };
+    const options = {
+      ...(onWarning === undefined ? {} : { onSnapshotWarning: onWarning }),
+      ...(this.config.compact === true ? { compact: true } : {}),
+    };
     this.writing = writeRunSnapshot(this.journal, this.runId, options).then(
       (seq) => {
         this.last = seq ?? version;

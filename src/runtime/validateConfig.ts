@@ -82,6 +82,8 @@ export function validateConfig(config: AgentLoopConfig): void {
       );
     if (config.snapshots.onWarning !== undefined && typeof config.snapshots.onWarning !== "function")
       throw fail(id, "snapshots.onWarning must be a function");
+    if (config.snapshots.compact !== undefined && typeof config.snapshots.compact !== "boolean")
+      throw fail(id, `snapshots.compact must be true or false, not ${String(config.snapshots.compact)}`);
   }
   validateToolCallLogMode(config.toolCallLog, id);
   const accept = config.acceptDefinitionChanges;
