@@ -127,7 +127,7 @@ const appendSql = (t: Tables, finishing: boolean, submitting = false) => `
           submitting
             ? `,
       queued AS (
-        INSERT INTO ${t.leases} AS l (run_id, loop_id) SELECT $1, $14 FROM target
+        INSERT INTO ${t.leases} AS l (run_id, loop_id, tenant) SELECT $1, $14, $15 FROM target
         ON CONFLICT (run_id) DO UPDATE SET expires_at = now(), failures = 0 WHERE l.owner IS NULL)
       SELECT run, pg_notify('${t.channel}', $14), pg_notify('${t.appended}', $1) FROM target`
             : `
@@ -144,7 +144,7 @@ function build(t: Tables) {
     // waits for this append to commit, and this append sees a committed acquisition's token.
     append: named(appendSql(t, false)),
     appendFinishing: named(appendSql(t, true)),
-    /** A new run's `run.started`, its queue row ($14: its loop id) and the NOTIFY (submit.ts). */
+    /** A new run's `run.started`, its queue row ($14: its loop id, $15: its tenant) and the NOTIFY (submit.ts). */
     appendSubmitting: named(appendSql(t, false, true)),
     version: named(`SELECT version FROM ${t.runs} WHERE run_id = $1`),
     read: named(
@@ -176,7 +176,7 @@ function build(t: Tables) {
  * True when written; false when the run has moved on (a `ConcurrencyError` for the caller).
  * `finishingFor` (a worker's queue owner): the run's last append, which also takes it off the
  * queue and releases the ownership `fence` holds. `submittingFor` (a loop id): a new run's
- * `run.started`, which also queues the run and announces it (`submitRun`).
+ * `run.started`, which also queues the run (for `tenant`, fair claiming) and announces it (`submitRun`).
  */
 export async function appendEntries(
   q: pg.Pool | pg.PoolClient,
@@ -188,6 +188,7 @@ export async function appendEntries(
   fence?: number,
   finishingFor?: string,
   submittingFor?: string,
+  tenant = "",
 ): Promise<boolean> {
   const c = entryArrays(types, texts);
   const last = TYPE_CODES[types[types.length - 1] as EntryType];
@@ -196,6 +197,7 @@ export async function appendEntries(
   const sql = statements(t);
   const variant = finishingFor ?? submittingFor;
   if (variant !== undefined) values.push(variant);
+  if (finishingFor === undefined && submittingFor !== undefined) values.push(tenant);
   const statement =
     finishingFor !== undefined ? sql.appendFinishing : submittingFor !== undefined ? sql.appendSubmitting : sql.append;
   const result = await q.query({ ...statement, values });
