@@ -146,7 +146,8 @@ CREATE TABLE IF NOT EXISTS ${t.leases} (
   failures integer NOT NULL DEFAULT 0,
   last_error text,
   submitted_at timestamptz NOT NULL DEFAULT now(),
-  woken boolean NOT NULL DEFAULT false
+  woken boolean NOT NULL DEFAULT false,
+  tenant text NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS loom_leases_due ON ${t.leases} (expires_at);
 CREATE TABLE IF NOT EXISTS ${t.owners} (
@@ -173,7 +174,6 @@ CREATE TABLE IF NOT EXISTS ${t.snapshots} (
   digest text NOT NULL,
   body text NOT NULL
 );
-ALTER TABLE ${t.leases} ADD COLUMN IF NOT EXISTS tenant text NOT NULL DEFAULT '';
 CREATE INDEX IF NOT EXISTS loom_leases_tenant_due ON ${t.leases} (tenant, expires_at);
 CREATE TABLE IF NOT EXISTS ${t.tenants} (
   tenant text PRIMARY KEY,
@@ -183,7 +183,8 @@ CREATE TABLE IF NOT EXISTS ${t.rateLimits} (
   key text PRIMARY KEY,
   requests double precision NOT NULL,
   tokens double precision NOT NULL,
-  updated_at timestamptz NOT NULL DEFAULT now()
+  updated_at timestamptz NOT NULL DEFAULT now(),
+  granted boolean NOT NULL DEFAULT false
 );
 CREATE OR REPLACE VIEW ${t.journal} AS
   SELECT r.run_id, e.seq, ty.type, ${sqlDataText("encode(e.digest, 'hex')")} AS data,
@@ -222,6 +223,14 @@ export async function ensureSchema(
     // Version 2 → 3: one nullable column, no rewrite of the table (a catalog change only).
     if (version === 2)
       await client.query(`ALTER TABLE ${tables.runs} ADD COLUMN IF NOT EXISTS watched_until timestamptz`);
+    // Version 5 (and older) → 6: the queue's tenant, a column with a constant default (a catalog
+    // change only), before the ddl indexes it. Only then: ALTER TABLE takes its lock even when the
+    // column exists, and would deadlock with workers claiming meanwhile.
+    if (version !== undefined && version < 6) {
+      await client.query(
+        `ALTER TABLE IF EXISTS ${tables.leases} ADD COLUMN IF NOT EXISTS tenant text NOT NULL DEFAULT ''`,
+      );
+    }
     await client.query(ddl(tables));
     // Version 3 (and older: their queue is 3's) → 4: one column with a constant default, a catalog
     // change only; the ddl above built the index of run ids (one pass over loom_runs).
