@@ -5,7 +5,7 @@
  * then one `startWorker` with `concurrency` in the thousands and a pool of at most 10 connections
  * runs them all. Measured: the wall time from the worker's start to the last run's completion
  * against the ideal (runs / concurrency × turns × 1 s; target ≤ 1.5×), the worker process's RSS
- * above its baseline per run in flight (at the peak), and the most connections the worker's pool
+ * above its baseline per run in flight (at the peak of runs held at once), and the most connections the worker's pool
  * held at once (from `pg_stat_activity`, by the pool's `application_name`).
  *
  *   LOOM_PG_URL=postgres://… [LOOM_BENCH_RUNS=10000] [LOOM_BENCH_CONCURRENCY=2000,10000] \
@@ -50,6 +50,10 @@ interface Measured {
   readonly maxConnections: number;
   readonly completed: number;
   readonly errors: number;
+  /** The most runs the worker held at once (sampled). */
+  readonly peakInFlight: number;
+  /** The first few errors the worker reported, as text. */
+  readonly errorSamples: readonly string[];
 }
 
 async function measure(concurrency: number): Promise<Measured> {
@@ -74,22 +78,26 @@ async function measure(concurrency: number): Promise<Measured> {
   const baseline = process.memoryUsage().rss;
   const journal = openPostgresJournal(url!, { schema, pool: { max: POOL, application_name: appName } });
   let errors = 0;
+  const errorSamples: string[] = [];
   const started = performance.now();
   const worker = startWorker({
     journal,
     loops: { slow },
     concurrency,
     pollMs: 200,
-    onError: () => {
+    onError: (e, runId) => {
       errors++;
+      if (errorSamples.length < 3) errorSamples.push(`${runId ?? "-"}: ${String(e).slice(0, 200)}`);
     },
   });
   let peakRss = baseline;
   let maxConnections = 0;
   let completed = 0;
+  let peakInFlight = 0;
   for (;;) {
     await sleep(250);
     peakRss = Math.max(peakRss, process.memoryUsage().rss);
+    peakInFlight = Math.max(peakInFlight, worker.active.length);
     if (process.env.LOOM_BENCH_TRACE)
       console.error(((performance.now() - started) / 1000).toFixed(2), worker.active.length, completed);
     const { rows } = await monitor.query<{ connections: number; queued: number; completed: number }>(
@@ -110,16 +118,17 @@ async function measure(concurrency: number): Promise<Measured> {
   await journal.close();
   await monitor.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
   await monitor.end();
-  const inFlight = Math.min(concurrency, RUNS);
   return {
     concurrency,
     seconds,
     ideal: Math.ceil(RUNS / concurrency) * TURNS,
     rssMbPeak: (peakRss - baseline) / 2 ** 20,
-    kbPerRun: (peakRss - baseline) / 1024 / inFlight,
+    kbPerRun: (peakRss - baseline) / 1024 / Math.max(1, peakInFlight),
     maxConnections,
     completed,
     errors,
+    peakInFlight,
+    errorSamples,
   };
 }
 
@@ -136,7 +145,8 @@ if (url === undefined) {
       "ideal s": r.ideal,
       "× ideal": (r.seconds / r.ideal).toFixed(2),
       "RSS MB (peak, above baseline)": r.rssMbPeak.toFixed(0),
-      "KB / run in flight": r.kbPerRun.toFixed(1),
+      "peak in flight": r.peakInFlight,
+      "KB / run in flight (at peak)": r.kbPerRun.toFixed(1),
       "max connections": r.maxConnections,
       completed: r.completed,
       errors: r.errors,
@@ -156,7 +166,9 @@ if (url === undefined) {
         maxConnections: r.maxConnections,
         completed: r.completed,
         errors: r.errors,
+        peakInFlight: r.peakInFlight,
       })),
     })}`,
   );
+  for (const r of results) for (const e of r.errorSamples) console.error(`concurrency ${r.concurrency}: ${e}`);
 }
