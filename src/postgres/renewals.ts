@@ -26,17 +26,31 @@ export function batchedRenewals(db: PgDatabase, owner: string, leaseMs: number) 
   const t = db.tables;
   let pending = new Map<string, { token: number; waiters: ((r: Renewed | Error) => void)[] }>();
   let scheduled = false;
+  // Never waits on a row lock (SKIP LOCKED): an append fences on the owners row, and a run's last
+  // append then takes its queue row and releases the owners row, so a renewal that locked the
+  // queue row and then waited for the owners row deadlocked with it. A row matched but locked
+  // (the run is being written right now) is `busy`: that run is renewed in the next batch.
   const text = `
     WITH input AS (SELECT * FROM unnest($2::text[], $3::int[]) AS x(run_id, token)),
+    ownMatch AS (SELECT o.run_id FROM ${t.owners} o JOIN input i ON o.run_id = i.run_id AND o.token = i.token
+                  WHERE o.owner IS NOT NULL),
+    ownLocked AS (SELECT o.run_id FROM ${t.owners} o JOIN input i ON o.run_id = i.run_id AND o.token = i.token
+                   WHERE o.owner IS NOT NULL ORDER BY o.run_id FOR UPDATE OF o SKIP LOCKED),
+    queueMatch AS (SELECT l.run_id FROM ${t.leases} l JOIN input i ON l.run_id = i.run_id WHERE l.owner = $1),
+    queueLocked AS (SELECT l.run_id FROM ${t.leases} l JOIN input i ON l.run_id = i.run_id
+                     WHERE l.owner = $1 ORDER BY l.run_id FOR UPDATE OF l SKIP LOCKED),
+    busy AS ((SELECT run_id FROM ownMatch EXCEPT SELECT run_id FROM ownLocked)
+             UNION (SELECT run_id FROM queueMatch EXCEPT SELECT run_id FROM queueLocked)),
     queue AS (
       UPDATE ${t.leases} l SET expires_at = now() + make_interval(secs => $4::double precision / 1000)
-        FROM input i WHERE l.run_id = i.run_id AND l.owner = $1 RETURNING l.run_id),
+        FROM queueLocked k WHERE l.run_id = k.run_id AND k.run_id NOT IN (SELECT run_id FROM busy) RETURNING l.run_id),
     own AS (
       UPDATE ${t.owners} o SET expires_at = now() + make_interval(secs => $4::double precision / 1000)
-        FROM input i WHERE o.run_id = i.run_id AND o.token = i.token AND o.owner IS NOT NULL
+        FROM ownLocked k WHERE o.run_id = k.run_id AND k.run_id NOT IN (SELECT run_id FROM busy)
       RETURNING o.run_id, o.token, o.owner, o.host, o.pid, (extract(epoch FROM o.expires_at) * 1000)::float8 AS expires,
                 (SELECT c.reason FROM ${t.cancels} c WHERE c.run_id = o.run_id) AS cancel)
-    SELECT i.run_id, q.run_id IS NOT NULL AS queued, w.token, w.owner, w.host, w.pid, w.expires, w.cancel
+    SELECT i.run_id, q.run_id IS NOT NULL AS queued, w.token, w.owner, w.host, w.pid, w.expires, w.cancel,
+           i.run_id IN (SELECT run_id FROM busy) AS busy
       FROM input i LEFT JOIN queue q ON q.run_id = i.run_id LEFT JOIN own w ON w.run_id = i.run_id`;
 
   async function send(batch: [string, { token: number; waiters: ((r: Renewed | Error) => void)[] }][]) {
@@ -51,6 +65,7 @@ export function batchedRenewals(db: PgDatabase, owner: string, leaseMs: number) 
         pid: number | null;
         expires: number;
         cancel: string | null;
+        busy: boolean;
       }>({
         name: `loom-renew-batch-${t.leases}`,
         text,
@@ -59,6 +74,10 @@ export function batchedRenewals(db: PgDatabase, owner: string, leaseMs: number) 
       const byRun = new Map(rows.map((r) => [r.run_id, r]));
       for (const [runId, { token, waiters }] of batch) {
         const row = byRun.get(runId);
+        if (row?.busy) {
+          again(runId, token, waiters); // written to right now: renewed in the next batch
+          continue;
+        }
         const lease =
           row?.token == null
             ? lost(runId, token, undefined)
@@ -77,6 +96,17 @@ export function batchedRenewals(db: PgDatabase, owner: string, leaseMs: number) 
       }
     } catch (e) {
       for (const [, { waiters }] of batch) for (const w of waiters) w(e as Error);
+    }
+  }
+
+  /** Puts a busy run's renewal back, for a batch sent shortly. */
+  function again(runId: string, token: number, waiters: ((r: Renewed | Error) => void)[]) {
+    const entry = pending.get(runId) ?? { token, waiters: [] };
+    entry.waiters.push(...waiters);
+    pending.set(runId, entry);
+    if (!scheduled) {
+      scheduled = true;
+      setTimeout(flush, 20);
     }
   }
 
