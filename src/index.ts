@@ -285,6 +285,7 @@ export {
   type RetryDecision,
   type RetryPolicy,
 } from "./policies/retry.ts";
+export { asWaitChoice, decideWait, type WaitChoice, type WaitDecision, waitDueAt } from "./policies/wait.ts";
 // Streaming and following a run (DESIGN §7.1–7.2): one vocabulary of events, folded from the journal.
 export {
   endsItsEntry,
@@ -345,6 +346,7 @@ export type {
   AgentStep,
   InterruptedAgentRun,
   LeanAgentStep,
+  RunWait,
   ToolCallLog,
   ToolCallLogMode,
 } from "./projections/types.ts";
@@ -375,6 +377,7 @@ export type {
   ToolSource,
   ToolSourceContext,
 } from "./runtime/config.ts";
+// Durable waits (issue 31, docs/waits.md): sleeps and events as journaled waits, approvals listed beside them.
 export {
   type ActivityFacts,
   type ApprovalRefusal,
@@ -383,12 +386,22 @@ export {
   type CancelOptions,
   type CancelResult,
   cancelRun,
+  type DeliverEventOptions,
+  type DeliveredEvent,
+  deliverEvent,
+  EventDeliveryError,
+  type EventDeliveryRefusal,
+  type EventHandlerOptions,
+  eventFetchHandler,
+  eventWebhook,
   type ForkOptions,
   type ForkResult,
   forkRun,
   isApprovalRefusedError,
+  isEventDeliveryError,
   isRunControlError,
   listPendingApprovals,
+  listWaits,
   type PendingApproval,
   type RecordApprovalOptions,
   type RecordedApproval,
@@ -399,6 +412,9 @@ export {
   recordApproval,
   runActivity,
   type SubRunCancel,
+  type WakeOptions,
+  type WokenRun,
+  wakeDueRuns,
 } from "./runtime/control.ts";
 export {
   AgentInterruptedError,
@@ -466,3 +482,13 @@ export {
   SubAgentPendingError,
 } from "./runtime/subRuns.ts";
 export type { ToolRun } from "./tools/spi.ts";
+export {
+  EventWait,
+  type EventWaitOptions,
+  isWaitRequest,
+  type SleepOptions,
+  type SleepToolInput,
+  sleepTool,
+  type WaitContext,
+  WaitRequest,
+} from "./tools/wait.ts";

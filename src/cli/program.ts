@@ -12,6 +12,7 @@ import { registerRuns } from "./commands/runs.ts";
 import { registerSchedule } from "./commands/schedule.ts";
 import { registerShow } from "./commands/show.ts";
 import { registerView } from "./commands/view.ts";
+import { registerWaits } from "./commands/waits.ts";
 import { DEFAULT_DB } from "./db.ts";
 import type { CliIo } from "./io.ts";
 import { type JournalOptions, PG_ENV } from "./journalSource.ts";
@@ -114,7 +115,7 @@ export function buildProgram(io: CliIo): Command {
         "that is not a Loom journal. Exit codes: 0 ok, 1 failure, 2 usage. With --json, errors are JSON",
         'on stdout too: { "error": { "code", "message" } }.',
         "",
-        "runs, log, show, approvals, approve, deny, cancel, fork, prune and view read a PostgreSQL journal too:",
+        "runs, log, show, approvals, approve, deny, cancel, fork, waits, wake, deliver, prune and view read a PostgreSQL journal too:",
         `--pg <url> [--pg-schema <name>], or ${PG_ENV.url} [${PG_ENV.schema}] in the environment when no --db is given`,
         "(--db <file> always means that SQLite file). PostgreSQL needs the pg package: npm install pg.",
         "",
@@ -130,6 +131,7 @@ export function buildProgram(io: CliIo): Command {
     registerLog,
     registerShow,
     registerControl,
+    registerWaits,
     registerResume,
     registerCompact,
     registerPrune,

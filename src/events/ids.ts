@@ -73,16 +73,19 @@ export const outcomeId = (stepId: string): string => `${stepId}:outcome`;
 /** `<stepId>:approval`: approved or declined, with the digest of the input it answers for. */
 export const approvalId = (stepId: string): string => `${stepId}:approval`;
 
+/** `<stepId>:wait`: what a waiting tool call waits for (a time, an event token's digest), journaled once. */
+export const waitId = (stepId: string): string => `${stepId}:wait`;
+
 /**
- * The step an approval or outcome decision id answers for, or undefined for another id: the
- * inverse of {@link approvalId} and {@link outcomeId}.
+ * The step an approval, outcome or wait decision id answers for, or undefined for another id: the
+ * inverse of {@link approvalId}, {@link outcomeId} and {@link waitId}.
  *
  * @example
  * decisionStepOf("support#turn:0:tool:1:approval", "approval"); // "support#turn:0:tool:1"
  * decisionStepOf("support#toolCallLog", "outcome"); // undefined
  */
-export function decisionStepOf(decisionId: string, kind: "approval" | "outcome"): string | undefined {
-  const suffix = kind === "approval" ? ":approval" : ":outcome";
+export function decisionStepOf(decisionId: string, kind: "approval" | "outcome" | "wait"): string | undefined {
+  const suffix = `:${kind}`;
   return decisionId.endsWith(suffix) ? decisionId.slice(0, -suffix.length) : undefined;
 }
 
@@ -178,6 +181,7 @@ export const DECISION_SOURCES = {
   approval: "approval",
   toolList: TOOL_LIST_SOURCE,
   traceContext: "trace-context",
+  wait: "wait",
 } as const;
 
 /**

@@ -58,7 +58,14 @@ export type SettledReason =
   | "skill-activation";
 
 /** Why a run stopped before its answer. */
-export type InterruptReason = "aborted" | "max-iterations" | "approval-pending" | "model-error" | "deadline";
+export type InterruptReason =
+  | "aborted"
+  | "max-iterations"
+  | "approval-pending"
+  | "model-error"
+  | "deadline"
+  /** A tool call waits for a time or an event (`ToolContext.sleep`, `waitForEvent`): see docs/waits.md. */
+  | "waiting";
 
 /** `run.started`: the run's first entry. */
 export interface RunStartedData {

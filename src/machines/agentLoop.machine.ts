@@ -76,11 +76,18 @@ export interface Interruption {
  * was lost has no ending entry: it no longer owns the run.
  *
  * @example
- * const ending: Ending = { kind: "interrupted", turn: 3, reason: "approval-pending", detail: { stepIds }, pending: stepIds };
+ * const ending: Ending = { kind: "interrupted", turn: 3, reason: "approval-pending", detail: { stepIds }, pending: stepIds, waiting: [] };
  */
 export type Ending =
   | { readonly kind: "completed"; readonly turn: number; readonly content: string }
-  | (Interruption & { readonly kind: "interrupted"; readonly turn: number; readonly pending: readonly string[] })
+  | (Interruption & {
+      readonly kind: "interrupted";
+      readonly turn: number;
+      /** Calls waiting for an approval (an `approval-pending` interruption). */
+      readonly pending: readonly string[];
+      /** Calls waiting for a time or an event (a `waiting` interruption; docs/waits.md). */
+      readonly waiting: readonly string[];
+    })
   | { readonly kind: "cancelled"; readonly reason: string }
   | { readonly kind: "failed"; readonly error: unknown };
 
@@ -102,6 +109,8 @@ export interface AgentLoopContext {
   dispatched: number;
   /** Step ids of calls waiting for an approval. */
   pending: string[];
+  /** Step ids of calls waiting for a time or an event (docs/waits.md). */
+  waiting: string[];
   interrupt: Interruption | undefined;
   /** The wait before the model is called again, while `running.backingOff`. */
   backoff: Backoff | undefined;
@@ -232,13 +241,17 @@ export const agentLoopMachine = setup({
       return output?.ok === true && output.settled === true && hasCalls(output.response);
     },
     withinLimit: ({ context }) => context.turn < context.maxIterations,
-    // The call that settles is the response's last one open, and none waits for an approval: the turn ended.
+    // The call that settles is the response's last one open, and none waits (an approval, a time, an event): the turn ended.
     lastSettled: ({ context }) =>
-      context.open === 1 && context.pending.length === 0 && context.dispatched >= callCount(context),
+      context.open === 1 &&
+      context.pending.length === 0 &&
+      context.waiting.length === 0 &&
+      context.dispatched >= callCount(context),
     // As lastSettled, and the next turn is within maxIterations (withinLimit once nextTurn has counted it).
     lastSettledNextWithinLimit: ({ context }) =>
       context.open === 1 &&
       context.pending.length === 0 &&
+      context.waiting.length === 0 &&
       context.dispatched >= callCount(context) &&
       context.turn + 1 < context.maxIterations,
     // The current batch ended and the response has calls not dispatched yet.
@@ -289,6 +302,7 @@ export const agentLoopMachine = setup({
       batchStart: 0,
       dispatched: 0,
       pending: context.pending.length === 0 ? context.pending : [],
+      waiting: context.waiting.length === 0 ? context.waiting : [],
     })),
   },
 }).createMachine({
@@ -305,6 +319,7 @@ export const agentLoopMachine = setup({
     batchStart: 0,
     dispatched: 0,
     pending: [],
+    waiting: [],
     interrupt: undefined,
     backoff: undefined,
     error: undefined,
@@ -458,6 +473,13 @@ export const agentLoopMachine = setup({
                 pending: ({ context, event }) => [...context.pending, event.stepId],
               }),
             },
+            // A call waits for a time or an event: the run interrupts once no call is open (after approvals).
+            "CALL.WAITING": {
+              actions: assign({
+                open: ({ context }) => context.open - 1,
+                waiting: ({ context, event }) => [...context.waiting, event.stepId],
+              }),
+            },
             "CALL.FAILED": { target: "#agentLoop.failing", actions: assign({ error: ({ event }) => event.error }) },
           },
           always: [
@@ -468,13 +490,15 @@ export const agentLoopMachine = setup({
               actions: "nextBatch", // after its exit stopped the batch, before its entry dispatches the next
             },
             {
-              guard: ({ context }) => context.open === 0 && context.pending.length > 0,
+              // No call open and some wait: the run stops (it holds nothing while they wait). Approvals
+              // first: a person must answer before the turn can go on; the run's waits come back on resume.
+              guard: ({ context }) => context.open === 0 && (context.pending.length > 0 || context.waiting.length > 0),
               target: "#agentLoop.interrupting",
               actions: assign({
-                interrupt: ({ context }) => ({
-                  reason: "approval-pending" as const,
-                  detail: { stepIds: context.pending },
-                }),
+                interrupt: ({ context }) =>
+                  context.pending.length > 0
+                    ? { reason: "approval-pending" as const, detail: { stepIds: context.pending } }
+                    : { reason: "waiting" as const, detail: { stepIds: context.waiting } },
               }),
             },
           ],
@@ -512,6 +536,7 @@ export const agentLoopMachine = setup({
           detail: context.interrupt?.detail ?? null,
           ...(context.interrupt?.cause === undefined ? {} : { cause: context.interrupt.cause }),
           pending: context.pending,
+          waiting: context.waiting,
         }),
         onDone: [{ guard: "cancelNoted", target: "cancelling" }, { target: "interrupted" }],
         onError: [

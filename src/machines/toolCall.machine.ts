@@ -30,7 +30,9 @@ export type RunToolOutput =
   | { readonly status: "ok" | "error" }
   | { readonly status: "retry"; readonly attempt: number; readonly delayMs: number }
   /** The tool (a sub-agent) waits for an approval: the call is pending, its frame left started. */
-  | { readonly status: "pending" };
+  | { readonly status: "pending" }
+  /** The tool waits for a time or an event (its `<stepId>:wait` is journaled): its frame left started. */
+  | { readonly status: "waiting" };
 
 export interface ToolCallContext extends ToolCallInput {
   status: "ok" | "error" | undefined;
@@ -42,11 +44,12 @@ export interface ToolCallContext extends ToolCallInput {
 export type ToolCallParentEvent =
   | { readonly type: "CALL.SETTLED"; readonly index: number; readonly status: "ok" | "error" }
   | { readonly type: "CALL.PENDING"; readonly index: number; readonly stepId: string }
+  | { readonly type: "CALL.WAITING"; readonly index: number; readonly stepId: string }
   | { readonly type: "CALL.FAILED"; readonly index: number; readonly error: unknown };
 
 /**
  * One tool call of a model response: validating → awaiting approval → running (⇄ backingOff
- * between failed attempts) → settled. The loop spawns it for a call that can wait (an approval, a
+ * between failed attempts) → settled, or waiting (for a time or an event: docs/waits.md). The loop spawns it for a call that can wait (an approval, a
  * retry); a call that cannot takes only validating → running → settled, run by the loop's
  * `plainCalls` actor, which reports it with the same events.
  * Every effect (journal reads and appends, the approval callback, the tool) is an invoked
@@ -77,6 +80,9 @@ export const toolCallMachine = setup({
     ),
     reportPending: sendParent(
       ({ context }): ToolCallParentEvent => ({ type: "CALL.PENDING", index: context.index, stepId: context.stepId }),
+    ),
+    reportWaiting: sendParent(
+      ({ context }): ToolCallParentEvent => ({ type: "CALL.WAITING", index: context.index, stepId: context.stepId }),
     ),
     reportFailed: sendParent(
       ({ context, event }): ToolCallParentEvent => ({
@@ -139,6 +145,7 @@ export const toolCallMachine = setup({
             actions: assign({ delayMs: ({ event }) => (event.output.status === "retry" ? event.output.delayMs : 0) }),
           },
           { guard: ({ event }) => event.output.status === "pending", target: "pending" },
+          { guard: ({ event }) => event.output.status === "waiting", target: "waiting" },
           {
             target: "settled",
             actions: assign({ status: ({ event }) => (event.output.status === "ok" ? "ok" : "error") }),
@@ -151,6 +158,8 @@ export const toolCallMachine = setup({
     backingOff: { after: { backoff: { target: "running" } } },
     settled: { type: "final", entry: "reportSettled" },
     pending: { type: "final", entry: "reportPending" },
+    // The tool waits for a time or an event (journaled as `<stepId>:wait`); a resume runs the call again.
+    waiting: { type: "final", entry: "reportWaiting" },
     // Not final: the loop stops on CALL.FAILED and stops this call with it; a final state would
     // also send the loop a done event after it has stopped.
     failed: { entry: "reportFailed" },

@@ -33,7 +33,7 @@ const expiries = `json_each_text(e.data::json -> 'detail' -> 'expiresAt')`;
 const settledUnless = (
   woken: string,
 ) => `(s.last_type IN (${CODE.completed}, ${CODE.failed}, ${CODE.cancelled}) OR CASE WHEN s.last_type = ${CODE.interrupted}
-    THEN (e.data::json ->> 'reason') IN ('max-iterations', 'deadline') OR ((e.data::json ->> 'reason') = 'approval-pending'
+    THEN (e.data::json ->> 'reason') IN ('max-iterations', 'deadline') OR ((e.data::json ->> 'reason') IN ('approval-pending', 'waiting')
       AND NOT ${woken} AND NOT EXISTS (SELECT 1 FROM ${expiries} x WHERE x.value::timestamptz <= now())) ELSE false END)`;
 const lastEntry = (t: Tables) => `JOIN ${t.entries} e ON e.run = s.run AND e.seq = s.version`;
 

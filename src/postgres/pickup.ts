@@ -92,7 +92,8 @@ function finishes(entries: readonly NewEntry[]): boolean {
   const reason = last.data.reason;
   // Approvals that expire keep the run queued, due at the first expiry (the worker parks it: waitForApproval).
   const expires = (last.data.detail as { expiresAt?: Record<string, unknown> } | null)?.expiresAt;
-  if (reason === "approval-pending") return expires === undefined || Object.keys(expires).length === 0;
+  if (reason === "approval-pending" || reason === "waiting")
+    return expires === undefined || Object.keys(expires).length === 0;
   return reason === "max-iterations" || reason === "deadline";
 }
 

@@ -37,6 +37,12 @@ export interface WorkerOptions {
    */
   readonly now?: () => number;
   /**
+   * The clock durable waits are judged by in the runs this worker resumes (their `RunOptions.now`;
+   * default `Date.now`). When a parked run is due is PostgreSQL's clock (`now()`); this one decides
+   * whether a resumed call has woken (tests pass a fake one).
+   */
+  readonly clock?: () => number;
+  /**
    * How long to wait before looking again when no run is due (default 1 s). Runs submitted or
    * handed back are announced with NOTIFY and claimed at once; the poll finds the rest (a lease
    * that ran out, a retry whose backoff ended, an announcement missed during an outage).
@@ -214,6 +220,7 @@ export function startWorker(options: WorkerOptions): Worker {
         journal: picked?.journal ?? journal,
         signal: controller.signal,
         ownership: { lease: held },
+        ...(options.clock === undefined ? {} : { now: options.clock }),
       });
       renewal.stop(); // the run is done: no renewal after its release
       if (!picked?.finished()) await lease.finishAndRelease(runId, owner, held.token);
@@ -221,14 +228,17 @@ export function startWorker(options: WorkerOptions): Worker {
     } catch (e) {
       if (lost || isOwnershipLostError(e)) return; // another worker holds the run now
       const reason = isAgentInterruptedError(e) ? e.run.reason : undefined;
-      const waits = reason === "approval-pending" || reason === "max-iterations" || reason === "deadline";
+      const waits =
+        reason === "approval-pending" || reason === "waiting" || reason === "max-iterations" || reason === "deadline";
       if (waits || isRunCancelledError(e)) {
         renewal.stop();
         // A run whose approvals expire stays queued, due when the first one does (the run declines it).
         if (picked?.finished()) {
           // its last append took it off the queue and released it
-        } else if (reason === "approval-pending") await lease.waitForApproval(runId, owner, held.token);
-        else await lease.finishAndRelease(runId, owner, held.token);
+        } else if (reason === "approval-pending" || reason === "waiting") {
+          // A durable wait parks the run as an approval does: due at its first wake or timeout (docs/waits.md).
+          await lease.waitForApproval(runId, owner, held.token);
+        } else await lease.finishAndRelease(runId, owner, held.token);
         released = true;
       } else if (reason === "aborted" && controller.signal.aborted) await lease.releaseNow(runId, owner);
       else {

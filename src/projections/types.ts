@@ -96,4 +96,29 @@ export interface InterruptedAgentRun<M extends ToolCallLogMode | undefined = Too
   }[];
   /** The model's error, for a `model-error`: as `run.interrupted` recorded it (the same after a restart). */
   readonly cause?: ErrorCause;
+  /**
+   * Everything the run waits for: each call that sleeps or waits for an event, and each approval
+   * (one kind of wait), with until when and how to end it (docs/waits.md).
+   */
+  readonly waits: readonly RunWait[];
+}
+
+/**
+ * One thing a run waits for (`listWaits`, `InterruptedAgentRun.waits`, `loom show`, the viewer):
+ * a time (`sleep`), an event delivered with a token (`event`), or a person's answer (`approval`).
+ */
+export interface RunWait {
+  readonly runId: string;
+  /** The waiting tool call's step id. */
+  readonly stepId: string;
+  readonly kind: "sleep" | "event" | "approval";
+  readonly toolName: string;
+  /** What the wait is for, as the tool said (`what`). */
+  readonly what?: string;
+  /** A sleep's wake time (ISO 8601). */
+  readonly until?: string;
+  /** When an event wait times out, or an approval is declined (ISO 8601). */
+  readonly expiresAt?: string;
+  /** How the wait ends, for a person: the command or call that ends it. */
+  readonly deliver: string;
 }

@@ -10,6 +10,7 @@ import {
   parseFrameId,
   toolStepId,
 } from "../index.ts";
+import { asWaitChoice } from "../policies/wait.ts";
 import {
   type CallView,
   CHUNK,
@@ -281,6 +282,13 @@ function onDecision(view: RunView, decisionId: string, choice: unknown): void {
       if (call.status === "awaiting-approval") call.status = "asked";
     }
     if (view.pending.includes(stepId)) view.pending = view.pending.filter((s) => s !== stepId);
+    return;
+  }
+  const waitStep = decisionStepOf(decisionId, "wait");
+  if (waitStep !== undefined) {
+    const call = callAt(view, waitStep);
+    const wait = asWaitChoice(choice);
+    if (call && wait) call.wait = wait;
     return;
   }
   const failedStep = decisionStepOf(decisionId, "outcome");

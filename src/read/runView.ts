@@ -7,6 +7,7 @@ import {
   type RunStatus,
   type SettledReason,
 } from "../index.ts";
+import type { WaitChoice } from "../policies/wait.ts";
 
 /**
  * The viewer's projection of a run: its timeline turn by turn (model call, tool calls with
@@ -40,6 +41,8 @@ export interface CallView {
   approval?: { readonly approved: boolean; readonly by?: string; readonly reason?: string };
   /** Moved to the archive by compaction. */
   archived?: boolean;
+  /** What the call waits for (its `<stepId>:wait`: a time or an event), once it began waiting. */
+  wait?: WaitChoice;
 }
 
 /** One model call and the tool calls it asked for. */

@@ -6,6 +6,7 @@ import {
   type OpenJournal,
   type PendingApproval,
   type RunStatus,
+  type RunWait,
   readArchived,
   readJournal,
 } from "../index.ts";
@@ -13,7 +14,15 @@ import { parentRunOf } from "../runtime/subRuns.ts";
 import { evolveArchived, foldView } from "./evolveView.ts";
 import { runInfo } from "./runInfo.ts";
 import { turnsOf } from "./runView.ts";
-import { type CallStepStatus, callStatus, type ModelStepStatus, modelStatus, type RunEnd, runEnd } from "./timeline.ts";
+import {
+  type CallStepStatus,
+  callStatus,
+  type ModelStepStatus,
+  modelStatus,
+  type RunEnd,
+  runEnd,
+  waitsOf,
+} from "./timeline.ts";
 
 /**
  * A run's story for `loom show <runId>`: its turns (the model's text, its tokens and time), each
@@ -32,6 +41,8 @@ export interface RunStory {
   readonly turns: readonly StoryTurn[];
   readonly tokens: { readonly input: number; readonly output: number };
   readonly pendingApprovals: readonly PendingApproval[];
+  /** The run's sleeps and event waits, as the timeline folds them ({@link waitsOf}). */
+  readonly waits: readonly RunWait[];
   readonly ended?: StoryEnd;
 }
 
@@ -151,6 +162,7 @@ export async function runStory(
     turns,
     tokens: { input: view.tokens.input, output: view.tokens.output },
     pendingApprovals,
+    waits: waitsOf(view),
     ...(ended ? { ended } : {}),
   };
 }

@@ -1,4 +1,5 @@
-import { describeCause, type ErrorCause } from "../index.ts";
+import { describeCause, type ErrorCause, type RunWait } from "../index.ts";
+import { describeWait } from "../runtime/waits.ts";
 import { type CallView, type RunView, type TurnView, turnsOf } from "./runView.ts";
 
 /**
@@ -18,9 +19,18 @@ export type ModelStepStatus = "calling" | "backing-off" | "started" | "completed
 /**
  * A tool call: `asked` (in the model's response, not started: the run goes on or can be resumed),
  * `not-run` (the run ended for good before it started), `running`, `started` (the run stopped with no outcome recorded),
- * `waiting-for-approval`, `ok` or `error` (its outcome, settled without running or not).
+ * `waiting-for-approval`, `waiting` (for a time or an event: docs/waits.md), `ok` or `error` (its
+ * outcome, settled without running or not).
  */
-export type CallStepStatus = "asked" | "not-run" | "running" | "started" | "waiting-for-approval" | "ok" | "error";
+export type CallStepStatus =
+  | "asked"
+  | "not-run"
+  | "running"
+  | "started"
+  | "waiting-for-approval"
+  | "waiting"
+  | "ok"
+  | "error";
 
 /**
  * How model call `turn` stands in `view`.
@@ -51,10 +61,30 @@ export function callStatus(call: CallView, view: RunView): CallStepStatus {
         ? "not-run"
         : "asked";
     case "running":
-      return view.status === "running" ? "running" : "started";
+      if (view.status === "running") return "running";
+      // A call that began a durable wait holds the run interrupted until the wait ends.
+      return call.wait !== undefined && view.status === "interrupted" ? "waiting" : "started";
     default:
       return call.status;
   }
+}
+
+/**
+ * The sleeps and event waits of the run in `view` (docs/waits.md): each call whose wait is
+ * journaled and which has not ended, while the run is interrupted. Pending approvals, the other
+ * kind of wait, are the run's `pending` (and `listPendingApprovals`), listed with their answers.
+ *
+ * @example
+ * waitsOf(view); // [{ kind: "sleep", stepId: "reminder#turn:0:tool:0", until: "2026-01-04T00:00:00.000Z", … }]
+ */
+export function waitsOf(view: RunView): RunWait[] {
+  const out: RunWait[] = [];
+  if (view.status !== "interrupted" || view.runId === undefined) return out;
+  for (const turn of turnsOf(view))
+    for (const call of turn.calls)
+      if (call.wait !== undefined && callStatus(call, view) === "waiting")
+        out.push(describeWait(view.runId, call.stepId, call.toolName, call.wait));
+  return out;
 }
 
 /**

@@ -1,10 +1,10 @@
 import type { Actor, InspectionEvent, Observer } from "xstate";
 import { isRunCancelledError, RunCancelledError } from "../core/errors.ts";
-import { checkRunId, toolStepId } from "../events/ids.ts";
+import { checkRunId, parseFrameId, toolStepId } from "../events/ids.ts";
 import type { agentLoopMachine, StopEvent } from "../machines/agentLoop.machine.ts";
-import { responseAt } from "../projections/runState.ts";
+import { type RunState, responseAt } from "../projections/runState.ts";
 import { completedOutput, projectToolCallLog } from "../projections/toolCallLog.ts";
-import type { AgentOutput, InterruptedAgentRun, ToolCallLogMode } from "../projections/types.ts";
+import type { AgentOutput, InterruptedAgentRun, RunWait, ToolCallLogMode } from "../projections/types.ts";
 import { loopActors } from "./actors.ts";
 import type { Fence } from "./appender.ts";
 import type { AgentLoopConfig } from "./config.ts";
@@ -18,6 +18,7 @@ import { type AgentStream, chainListeners, streamOf } from "./stream.ts";
 import { resolveApprovals } from "./subRunApprovals.ts";
 import { toolCallActors } from "./toolActors.ts";
 import { validateConfig } from "./validateConfig.ts";
+import { describeApproval, waitsIn } from "./waits.ts";
 
 /**
  * One `loop.run(...)`: the run id and journal, and to start, the input.
@@ -279,5 +280,23 @@ function interruptedRun(session: RunSession, pending: readonly string[]): Interr
       return session.run.waitingBelow(stepId) ?? [{ stepId, toolName: call.name, input: call.input }]; // a sub-agent's
     }),
     ...(cause === undefined ? {} : { cause }),
+    waits: [...approvalWaits(session, state, pending), ...waitsIn(state, session.options.runId)],
   };
+}
+
+/** The run's pending approvals as waits (one kind of wait: docs/waits.md). */
+function approvalWaits(session: RunSession, state: RunState, pending: readonly string[]): RunWait[] {
+  if (pending.length === 0) return [];
+  const expiries = (state.interruption?.detail as { expiresAt?: Record<string, string> } | null)?.expiresAt ?? {};
+  const runId = session.options.runId;
+  return pending.map((stepId) => {
+    const parsed = parseFrameId(stepId);
+    const name = parsed?.kind === "tool" ? (responseAt(state, parsed.turn)?.toolCalls[parsed.index]?.name ?? "") : "";
+    return describeApproval(
+      runId,
+      stepId,
+      name,
+      state.interruption?.reason === "approval-pending" ? expiries[stepId] : undefined,
+    );
+  });
 }

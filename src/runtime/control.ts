@@ -21,9 +21,15 @@ export { type CancelOptions, type CancelResult, cancelRun, type SubRunCancel } f
 export {
   type ApprovalRefusal,
   ApprovalRefusedError,
+  EventDeliveryError,
+  type EventDeliveryRefusal,
   isApprovalRefusedError,
+  isEventDeliveryError,
   isRunControlError,
   RunControlError,
   type RunControlRefusal,
 } from "./control/errors.ts";
+export { type EventHandlerOptions, eventFetchHandler, eventWebhook } from "./control/eventHttp.ts";
+export { type DeliverEventOptions, type DeliveredEvent, deliverEvent } from "./control/events.ts";
 export { type ForkOptions, type ForkResult, forkRun } from "./control/fork.ts";
+export { listWaits, type WakeOptions, type WokenRun, wakeDueRuns } from "./control/waits.ts";

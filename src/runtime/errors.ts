@@ -30,11 +30,13 @@ export class AgentInterruptedError<
         ? `waiting for approval of ${run.pendingApprovals.map((p) => (p.runId === undefined ? p.stepId : `${p.stepId} (in sub-agent run ${p.runId})`)).join(", ")}; resume with loop.run({ runId: "${run.runId}", approvals: { [stepId]: true | false } })${run.pendingApprovals.some((p) => p.runId !== undefined) ? ` (a sub-agent's call keyed "<runId>/<stepId>" when its step id waits in more than one run), or with recordApproval(journal, runId, stepId, …)` : ""}`
         : run.reason === "max-iterations"
           ? `the iteration limit was reached after ${run.iterations} model calls; raise maxIterations and call loop.run({ runId: "${run.runId}" }) to go on`
-          : run.reason === "deadline"
-            ? `the run's deadline (timeouts.runMs, journaled when it started) has passed; it will not go on: start a new run`
-            : run.cause !== undefined
-              ? `the model call failed: ${describeCause(run.cause)}; fix what it says and call loop.run({ runId: "${run.runId}" }) to call the model again`
-              : `call loop.run({ runId: "${run.runId}" }) to resume from where it stopped`;
+          : run.reason === "waiting"
+            ? `waiting for ${run.waits.map((w) => `${w.stepId} (${w.kind}${w.until ? ` until ${w.until}` : ""}${w.expiresAt ? `, expires ${w.expiresAt}` : ""})`).join(", ")}; it holds no process: call loop.run({ runId: "${run.runId}" }) (or loom wake) once a wait is due or its event delivered`
+            : run.reason === "deadline"
+              ? `the run's deadline (timeouts.runMs, journaled when it started) has passed; it will not go on: start a new run`
+              : run.cause !== undefined
+                ? `the model call failed: ${describeCause(run.cause)}; fix what it says and call loop.run({ runId: "${run.runId}" }) to call the model again`
+                : `call loop.run({ runId: "${run.runId}" }) to resume from where it stopped`;
     super("agentInterrupted", `run ${run.runId} interrupted (${run.reason}): ${what}`, { cause: run.cause });
     this.run = run;
   }

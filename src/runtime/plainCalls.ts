@@ -25,6 +25,7 @@ export async function plainCall(steps: CallSteps, input: ToolCallInput, stop: Ca
   if (checked.kind === "run") {
     const ran = await steps.run(input, stop);
     if (ran.status === "pending") return { type: "CALL.PENDING", index, stepId }; // a sub-agent waits for an approval
+    if (ran.status === "waiting") return { type: "CALL.WAITING", index, stepId }; // a durable wait (docs/waits.md)
     if (ran.status !== "retry") return { type: "CALL.SETTLED", index, status: ran.status };
   }
   throw new Error(`internal: call ${stepId} may wait (${checked.kind}) but was dispatched without its chart`);

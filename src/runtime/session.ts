@@ -81,6 +81,18 @@ export interface RunOptions {
    * it short; what it throws is ignored. `loop.stream` gives the same events as an async iterable.
    */
   readonly onEvent?: (event: RunEvent) => void;
+  /**
+   * The clock durable waits read (ms since the epoch; default `Date.now`): when a tool's
+   * `ctx.sleep(ms)` wakes, and whether a waiting call is due when the run resumes. Tests pass a
+   * fake one to sleep for days in no time (docs/waits.md).
+   *
+   * @example
+   * let now = Date.parse("2026-01-01T00:00:00Z");
+   * await loop.run({ runId, journal, now: () => now }).catch(() => {}); // waits 3 days
+   * now += 3 * 86_400_000;
+   * await loop.run({ runId, journal, now: () => now }); // due: the call wakes
+   */
+  readonly now?: () => number;
 }
 
 /**
@@ -147,6 +159,11 @@ export class RunSession {
     this.toolDescriptors = toolDescriptors(config);
     this.events = new RunEventEmitter(options.journal.store, options.runId, options.onEvent);
     this.tools = config.tools ?? {};
+  }
+
+  /** The run's clock for durable waits (`RunOptions.now`, else `Date.now`). */
+  now(): number {
+    return this.options.now?.() ?? Date.now();
   }
 
   get state(): RunState {

@@ -1,9 +1,11 @@
 import { fromPromise } from "xstate";
 import { digestOfRecorded } from "../core/digest.ts";
-import { DECISION_SOURCES, idempotencyKey, outcomeId, toolStepId } from "../events/ids.ts";
+import { DECISION_SOURCES, idempotencyKey, outcomeId, toolStepId, waitId } from "../events/ids.ts";
 import type { CallSettledData, ModelResponse, NewEntry, SettledReason, ToolCall } from "../events/types.ts";
 import type { CheckOutput, RunToolOutput, ToolCallInput } from "../machines/toolCall.machine.ts";
+import { asWaitChoice, decideWait } from "../policies/wait.ts";
 import { responseAt } from "../projections/runState.ts";
+import { isWaitRequest, type WaitRequest, waitContext } from "../tools/wait.ts";
 import { AppendAfterCloseError } from "./appender.ts";
 import { approvalActor } from "./approvalActor.ts";
 import { answersSearchTools, SEARCH_TOOLS, SKILL_ACTIVATION, searchTools } from "./builtins.ts";
@@ -162,6 +164,59 @@ export function toolCallActors(session: RunSession) {
     return { status: "error" } as const;
   }
 
+  /** Journals a tool's output as its frame's completion (claim-checked when large) and feeds it. */
+  async function complete(
+    stepId: string,
+    output: unknown,
+    inputDigest: string,
+    effect: string,
+  ): Promise<RunToolOutput> {
+    const prepared = await session.recordOutput(output);
+    if (!prepared.ok)
+      return fail(stepId, { error: "output-not-json", message: prepared.message }, true, inputDigest, effect);
+    const { digest, bytes } = prepared.digest;
+    // The claim-check mark sits beside the output, where no tool can write it (src/events/claimCheck.ts).
+    const data = prepared.claimChecked
+      ? { frameId: stepId, digest, bytes, claimChecked: true as const, output: prepared.recorded }
+      : { frameId: stepId, digest, bytes, output: prepared.recorded };
+    await recordResult({ type: "frame.completed", data });
+    session.setFed(stepId, { output: prepared.fed, isError: false });
+    return { status: "ok" };
+  }
+
+  /**
+   * The tool returned a wait (docs/waits.md): journaled now (its token may be out already), the
+   * frame left started; the run interrupts with `waiting` once no call is open.
+   */
+  async function startWait(stepId: string, wait: WaitRequest): Promise<RunToolOutput> {
+    await session.appender.append({
+      type: "decision.recorded",
+      data: { decisionId: waitId(stepId), source: DECISION_SOURCES.wait, choice: wait.choice },
+    });
+    return { status: "waiting" };
+  }
+
+  /**
+   * A call whose wait is journaled and whose frame is still started, resumed: waits on (nothing
+   * journaled, never shortened), wakes (a due sleep completes with its result) or expires (an event
+   * wait past its timeout fails, the model told). Undefined for a call that does not wait.
+   */
+  async function resumeWait(stepId: string, inputDigest: string, effect: string): Promise<RunToolOutput | undefined> {
+    const decision = session.state.decisions[waitId(stepId)];
+    if (decision === undefined || session.state.frames[stepId]?.status !== "started") return undefined;
+    const wait = asWaitChoice(decision.choice);
+    if (wait === undefined) return undefined; // not a wait Loom wrote: the frame's outcome is unknown, as any
+    const decided = decideWait(wait, session.now());
+    switch (decided.kind) {
+      case "wait":
+        return { status: "waiting" };
+      case "wake":
+        return complete(stepId, decided.output, inputDigest, effect);
+      case "expired":
+        return fail(stepId, decided.failed, true, inputDigest, effect);
+    }
+  }
+
   /**
    * `running`: the tool as a durable step, its result (or failure) journaled and fed. `actor`'s
    * signal is read only when the tool runs (a served call makes none).
@@ -176,6 +231,8 @@ export function toolCallActors(session: RunSession) {
     const inputDigest = checked ?? digestOfRecorded(call.input).digest ?? "";
     let toolStop: StepStop | undefined;
     const timeoutMs = tool.timeoutMs ?? config.timeouts?.toolMs;
+    const waited = await resumeWait(stepId, inputDigest, effect);
+    if (waited !== undefined) return waited;
     const result = await durableStep<unknown, RunToolOutput>(
       session,
       { frameId: stepId, effect, inputDigest, onUnknownOutcome: tool.onUnknownOutcome === "fail" ? "fail" : "rerun" },
@@ -203,23 +260,14 @@ export function toolCallActors(session: RunSession) {
               runId,
               journal: options.journal,
               run: session.run,
+              ...waitContext(runId, stepId, () => session.now()),
             });
           } finally {
             running--;
           }
         },
-        async record(output) {
-          const prepared = await session.recordOutput(output);
-          if (!prepared.ok)
-            return fail(stepId, { error: "output-not-json", message: prepared.message }, true, inputDigest, effect);
-          const { digest, bytes } = prepared.digest;
-          // The claim-check mark sits beside the output, where no tool can write it (src/events/claimCheck.ts).
-          const data = prepared.claimChecked
-            ? { frameId: stepId, digest, bytes, claimChecked: true as const, output: prepared.recorded }
-            : { frameId: stepId, digest, bytes, output: prepared.recorded };
-          await recordResult({ type: "frame.completed", data });
-          session.setFed(stepId, { output: prepared.fed, isError: false });
-          return { status: "ok" };
+        record(output) {
+          return isWaitRequest(output) ? startWait(stepId, output) : complete(stepId, output, inputDigest, effect);
         },
         classify: toolAttemptError,
         policy() {

@@ -6,9 +6,13 @@
 import type { Journal } from "../events/spi.ts";
 import type { ListedTool } from "../events/toolList.ts";
 import type { RetryPolicy } from "../policies/retry.ts";
+import type { WaitContext } from "./wait.ts";
 
-/** What a tool is given besides its input. */
-export interface ToolContext {
+/**
+ * What a tool is given besides its input. Its `sleep`, `waitUntil` and `waitForEvent` make a
+ * durable wait the tool returns (docs/waits.md).
+ */
+export interface ToolContext extends WaitContext {
   /**
    * The key to hand a service that must not act twice (a payment API's `Idempotency-Key`): unique
    * to the run and the step, and the same on every attempt, resume and process that runs this

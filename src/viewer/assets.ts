@@ -31,7 +31,7 @@ td.depth-4 { padding-left: 84px; } td.depth-5 { padding-left: 104px; } td.depth-
 .status.completed, .status.ok { color: var(--ok); border-color: #4ac26b; }
 .status.cancelled, .status.not-run, .status.new { color: var(--dim); border-color: #afb8c1; }
 .status.failed, .status.error { color: var(--err); border-color: #ff8182; }
-.status.interrupted, .status.awaiting-approval, .status.waiting-for-approval, .status.stalled { color: var(--warn); border-color: #d4a72c; }
+.status.interrupted, .status.awaiting-approval, .status.waiting-for-approval, .status.waiting, .status.stalled { color: var(--warn); border-color: #d4a72c; }
 .status.running, .status.started, .status.asked, .status.calling, .status.backing-off, .status.answered, .status.not-started { color: var(--run); border-color: #54aeff; }
 .why { color: var(--warn); }
 .filter { display: flex; gap: 6px; margin: 8px 0 12px; }

@@ -1,8 +1,9 @@
+import type { RunWait } from "../index.ts";
 import { activityLabel, type ResumeCommand, stoppedOrNext } from "../read/activity.ts";
 import { clip, int, kB } from "../read/format.ts";
 import type { RunInfo } from "../read/runInfo.ts";
 import { type CallView, type RunView, type TurnView, turnsOf } from "../read/runView.ts";
-import { callStatus, endText, modelStatus, runEnd, stepLabel } from "../read/timeline.ts";
+import { callStatus, endText, modelStatus, runEnd, stepLabel, waitsOf } from "../read/timeline.ts";
 import { FORM_TOKEN_FIELD, type PendingApproval } from "./actions.ts";
 import { duration, type Html, href, html, jsonText, page, when } from "./html.ts";
 
@@ -62,6 +63,7 @@ ${view.answer !== undefined ? html`<dt>answer</dt><dd class="answer">${clip(view
 </dl>
 <p class="links"><a href="${href("runs", runId, "travel")}">Time travel ⟷</a></p>
 ${pendingPart(runId, pending, actions, token)}
+${waitsPart(waitsOf(view))}
 ${actions ? controlPart(view, runId, token) : ""}
 <pre id="live-text" class="live-text" hidden></pre>
 <h2>Timeline</h2>
@@ -89,6 +91,19 @@ ${
 </form>`
     : ""
 }
+</div>`,
+)}
+</section>`;
+}
+
+/** The run's sleeps and event waits (the timeline's `waitsOf`): each call, what it waits for, until when, and how it ends. */
+function waitsPart(waits: readonly RunWait[]): Html | string {
+  if (waits.length === 0) return "";
+  return html`<section class="waits"><h2>Waiting</h2>
+${waits.map(
+  (w) => html`<div class="wait" data-step="${w.stepId}">
+<p><strong>${w.toolName}</strong> <code>${w.stepId}</code> · ${w.kind === "sleep" ? "a time" : "an event"}${w.what ? html` · ${w.what}` : ""}${w.until ? html` · until ${when(w.until)}` : ""}${w.expiresAt ? html` · expires ${when(w.expiresAt)}` : ""}</p>
+<p class="how">${w.deliver}</p>
 </div>`,
 )}
 </section>`;

@@ -5,12 +5,14 @@ import { fromAiSdkTool, fromAiSdkTools } from "../../src/ai-sdk/aiSdkTools.ts";
 import { idempotencyKey } from "../../src/events/ids.ts";
 import { isModelAdapterError } from "../../src/models/errors.ts";
 import type { ToolContext } from "../../src/tools/spi.ts";
+import { waitContext } from "../../src/tools/wait.ts";
 
 const context = (stepId = "support#turn:0:tool:0", runId = "order-1042"): ToolContext => ({
   idempotencyKey: idempotencyKey(runId, stepId),
   stepId,
   runId,
   signal: new AbortController().signal,
+  ...waitContext(runId, stepId, Date.now),
 });
 
 const weatherSchema = z.object({ city: z.string().min(2), days: z.number().int().positive().default(1) });

@@ -89,7 +89,9 @@ describe("loom machine --mermaid", () => {
     expect(stdout).toContain("starting --> cancelling : prepare done [cancelNoted]<br>prepare error [cancelNoted]");
     expect(stdout).toContain("failing --> failed : end done<br>end error");
     expect(stdout).toContain("running_deciding --> running_callingModel : always [withinLimit]");
-    expect(stdout).toContain("running_dispatching --> interrupting : always [open = 0 and pending.length > 0]");
+    expect(stdout).toContain(
+      "running_dispatching --> interrupting : always [open = 0 and (pending.length > 0 or waiting.length > 0)]",
+    );
     expect(stdout).toContain("running --> failing : modelCalls error<br>plainCalls error");
     expect(stdout).toContain("running_callingModel --> interrupting : MODEL.DONE [not output.ok]");
     expect(stdout).toContain("running --> interrupting : ABORT");

@@ -30,6 +30,8 @@ const shown: Record<string, string> = {
   "examples/mcp.ts": "docs/mcp-and-sub-agents.md",
   "examples/sub-agents.ts": "docs/mcp-and-sub-agents.md",
   "examples/use-chat.ts": "docs/ai-sdk.md",
+  "examples/reminder.ts": "docs/waits.md",
+  "examples/order.ts": "docs/waits.md",
 };
 
 describe("the guides' examples", () => {

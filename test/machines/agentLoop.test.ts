@@ -79,6 +79,8 @@ const EVENTS = {
   "CALL.SETTLED 1": { type: "CALL.SETTLED", index: 1, status: "error" },
   "CALL.PENDING 0": { type: "CALL.PENDING", index: 0, stepId: step0 },
   "CALL.PENDING 1": { type: "CALL.PENDING", index: 1, stepId: step1 },
+  "CALL.WAITING 0": { type: "CALL.WAITING", index: 0, stepId: step0 },
+  "CALL.WAITING 1": { type: "CALL.WAITING", index: 1, stepId: step1 },
   "CALL.FAILED 1": { type: "CALL.FAILED", index: 1, error: "append failed" },
   // The actor that runs the calls that cannot wait failed itself (a call's failure is its CALL.FAILED).
   "plainCalls throws": error("plainCalls", "lost"),
@@ -113,6 +115,7 @@ const START = {
   "dispatching 2 plain calls": [...toCallingModel, "model calls 2 plain tools"],
   "dispatching 2 plain calls, 1 open": [...toCallingModel, "model calls 2 plain tools", "CALL.SETTLED 0"],
   "dispatching, 1 open, 1 pending": [...toDispatching, "CALL.PENDING 0"],
+  "dispatching, 1 open, 1 waiting": [...toDispatching, "CALL.WAITING 0"],
   "dispatching the last turn, 1 open": [
     ...toDispatching,
     "CALL.SETTLED 0",
@@ -179,6 +182,8 @@ const TWO_OPEN = {
   "CALL.SETTLED 1": ["running.dispatching"],
   "CALL.PENDING 0": ["running.dispatching"],
   "CALL.PENDING 1": ["running.dispatching"],
+  "CALL.WAITING 0": ["running.dispatching"],
+  "CALL.WAITING 1": ["running.dispatching"],
   "CALL.FAILED 1": ["failing", ...STOP_CALLS, ...LEAVE, "spawn end"],
   "plainCalls throws": ["failing", ...STOP_CALLS, ...LEAVE, "spawn end"],
   "modelCalls throws": ["failing", ...STOP_CALLS, ...LEAVE, "spawn end"],
@@ -193,6 +198,8 @@ const LAST_OPEN_INTERRUPTS = {
   "CALL.SETTLED 0": ["interrupting", ...STOP_CALLS, ...LEAVE, "spawn end"],
   "CALL.PENDING 1": ["interrupting", ...STOP_CALLS, ...LEAVE, "spawn end"],
   "CALL.PENDING 0": ["interrupting", ...STOP_CALLS, ...LEAVE, "spawn end"],
+  "CALL.WAITING 1": ["interrupting", ...STOP_CALLS, ...LEAVE, "spawn end"],
+  "CALL.WAITING 0": ["interrupting", ...STOP_CALLS, ...LEAVE, "spawn end"],
   "CALL.FAILED 1": ["failing", ...STOP_CALLS, ...LEAVE, "spawn end"],
   "plainCalls throws": ["failing", ...STOP_CALLS, ...LEAVE, "spawn end"],
   "modelCalls throws": ["failing", ...STOP_CALLS, ...LEAVE, "spawn end"],
@@ -260,6 +267,8 @@ const TABLE: Record<Start, Partial<Record<EventName, readonly string[]>>> = {
     "CALL.SETTLED 1": ["running.dispatching"],
     "CALL.PENDING 0": ["running.dispatching"],
     "CALL.PENDING 1": ["running.dispatching"],
+    "CALL.WAITING 0": ["running.dispatching"],
+    "CALL.WAITING 1": ["running.dispatching"],
     "CALL.FAILED 1": ["failing", STOP_PLAIN, ...LEAVE, "spawn end"],
     "plainCalls throws": ["failing", STOP_PLAIN, ...LEAVE, "spawn end"],
     "modelCalls throws": ["failing", STOP_PLAIN, ...LEAVE, "spawn end"],
@@ -273,6 +282,8 @@ const TABLE: Record<Start, Partial<Record<EventName, readonly string[]>>> = {
     "CALL.SETTLED 0": ["running.callingModel", CALL_MODEL],
     "CALL.PENDING 1": ["interrupting", ...LEAVE, "spawn end"],
     "CALL.PENDING 0": ["interrupting", ...LEAVE, "spawn end"],
+    "CALL.WAITING 1": ["interrupting", ...LEAVE, "spawn end"],
+    "CALL.WAITING 0": ["interrupting", ...LEAVE, "spawn end"],
     "CALL.FAILED 1": ["failing", STOP_PLAIN, ...LEAVE, "spawn end"],
     "plainCalls throws": ["failing", STOP_PLAIN, ...LEAVE, "spawn end"],
     "modelCalls throws": ["failing", STOP_PLAIN, ...LEAVE, "spawn end"],
@@ -286,6 +297,7 @@ const TABLE: Record<Start, Partial<Record<EventName, readonly string[]>>> = {
     "CALL.SETTLED 0": ["running.callingModel", ...STOP_CALLS, CALL_MODEL],
   },
   "dispatching, 1 open, 1 pending": LAST_OPEN_INTERRUPTS,
+  "dispatching, 1 open, 1 waiting": LAST_OPEN_INTERRUPTS,
   "dispatching the last turn, 1 open": LAST_OPEN_INTERRUPTS,
   // The run's ending is journaled by the one end actor; a cancel is noted meanwhile, the fence's loss ends it at once.
   finishing: {
@@ -334,6 +346,7 @@ describe("agentLoopMachine transitions (pure)", () => {
       batchStart: 0,
       dispatched: 0,
       pending: [],
+      waiting: [],
       interrupt: undefined,
       error: undefined,
       cancel: undefined,
@@ -529,6 +542,39 @@ describe("agentLoopMachine context and actor inputs (pure)", () => {
     expect(both.context.interrupt?.detail).toEqual({ stepIds: [step0, step1] });
   });
 
+  it("interrupts with waiting, naming the waiting step ids, once no call is open", () => {
+    const [next, actions] = step(reach(START["dispatching, 1 open, 1 waiting"]), "CALL.SETTLED 1");
+    expect(next.context.interrupt).toEqual({ reason: "waiting", detail: { stepIds: [step0] } });
+    expect(actions.at(-1)?.params).toMatchObject({
+      src: "end",
+      input: {
+        kind: "interrupted",
+        turn: 0,
+        reason: "waiting",
+        detail: { stepIds: [step0] },
+        pending: [],
+        waiting: [step0],
+      },
+    });
+    const [both] = step(reach(START["dispatching, 1 open, 1 waiting"]), "CALL.WAITING 1");
+    expect(both.context.interrupt?.detail).toEqual({ stepIds: [step0, step1] });
+  });
+
+  it("picks approval-pending over waiting when calls of a turn do both", () => {
+    const [next, actions] = step(reach(START["dispatching, 1 open, 1 waiting"]), "CALL.PENDING 1");
+    expect(next.context.interrupt).toEqual({ reason: "approval-pending", detail: { stepIds: [step1] } });
+    expect(actions.at(-1)?.params).toMatchObject({
+      src: "end",
+      input: { kind: "interrupted", reason: "approval-pending", pending: [step1], waiting: [step0] },
+    });
+  });
+
+  it("waits for the open calls before interrupting for a wait", () => {
+    const next = reach([...toDispatching, "CALL.WAITING 0"]);
+    expect(stateOf(next)).toBe("running.dispatching");
+    expect(next.context).toMatchObject({ open: 1, waiting: [step0], interrupt: undefined });
+  });
+
   it("waits for the open calls before interrupting for a pending approval", () => {
     const next = reach([...toDispatching, "CALL.PENDING 0"]);
     expect(stateOf(next)).toBe("running.dispatching");
@@ -658,8 +704,8 @@ describe("agentLoopMachine paths (xstate/graph)", () => {
     const label = (t: AnyTransitionDefinition) => defined.get(t) ?? `not defined: ${t.eventType}`;
     expect([...taken].map(label).sort()).toEqual([...defined.values()].sort());
     // starting 5 + 2 + CANCEL + LOST, running (ABORT, CANCEL, LOST, modelCalls and plainCalls errors) 5, deciding 2,
-    // callingModel 6, backingOff 1, dispatching 5 + 2, finishing 3 + CANCEL + LOST, interrupting 4 + CANCEL + LOST,
-    // cancelling 2 + LOST, failing 2 + LOST
-    expect(defined.size).toBe(47);
+    // callingModel 6, backingOff 1, dispatching 5 + CALL.WAITING + 2, finishing 3 + CANCEL + LOST,
+    // interrupting 4 + CANCEL + LOST, cancelling 2 + LOST, failing 2 + LOST
+    expect(defined.size).toBe(48);
   });
 });

@@ -32,7 +32,7 @@ const input: ToolCallInput = {
 // A pure transition() has no parent to send to, so the reports are stubbed here: they show up as
 // named actions. What they send is checked on a real parent below.
 const machine = toolCallMachine.provide({
-  actions: { reportSettled: () => {}, reportPending: () => {}, reportFailed: () => {} },
+  actions: { reportSettled: () => {}, reportPending: () => {}, reportWaiting: () => {}, reportFailed: () => {} },
 });
 type Snapshot = SnapshotFrom<typeof machine>;
 
@@ -53,6 +53,7 @@ const EVENTS = {
   "runTool error": done("runTool", { status: "error" }),
   "runTool retry": done("runTool", { status: "retry", attempt: 1, delayMs: 250 }),
   "runTool pending": done("runTool", { status: "pending" }),
+  "runTool waiting": done("runTool", { status: "waiting" }),
   "runTool throws": error("runTool", "append after close"),
   "backoff elapsed": { type: "xstate.after.backoff.toolCall.backingOff" },
 } as const satisfies Record<string, AnyEventObject>;
@@ -68,6 +69,7 @@ const START = {
   backingOff: ["checkCall run", "runTool retry"],
   settled: ["checkCall settled ok"],
   pending: ["checkCall needs-approval", "askApproval pending"],
+  waiting: ["checkCall run", "runTool waiting"],
   failed: ["checkCall throws"],
 } as const satisfies Record<string, readonly EventName[]>;
 
@@ -109,6 +111,7 @@ const TABLE: Record<keyof typeof START, Partial<Record<EventName, readonly strin
     "runTool error": ["settled", "stop runTool", "reportSettled"],
     "runTool retry": ["backingOff", "stop runTool", "wait 250"],
     "runTool pending": ["pending", "stop runTool", "reportPending"],
+    "runTool waiting": ["waiting", "stop runTool", "reportWaiting"],
     "runTool throws": ["failed", "stop runTool", "reportFailed"],
   },
   backingOff: {
@@ -116,6 +119,7 @@ const TABLE: Record<keyof typeof START, Partial<Record<EventName, readonly strin
   },
   settled: {},
   pending: {},
+  waiting: {},
   failed: {},
 };
 
@@ -193,8 +197,8 @@ describe("toolCallMachine transitions (pure)", () => {
     expect(effects(actions)).toEqual(["stop checkCall"]);
   });
 
-  it("is done when settled or pending; a failed call waits to be stopped by its loop", () => {
-    for (const state of ["settled", "pending"] as const) expect(reach(START[state]).status).toBe("done");
+  it("is done when settled, pending or waiting; a failed call waits to be stopped by its loop", () => {
+    for (const state of ["settled", "pending", "waiting"] as const) expect(reach(START[state]).status).toBe("done");
     // Not final: a done event from it would reach a loop that already stopped on CALL.FAILED.
     for (const state of ["validating", "awaitingApproval", "running", "backingOff", "failed"] as const) {
       expect(reach(START[state]).status).toBe("active");
@@ -206,7 +210,7 @@ describe("toolCallMachine transitions (pure)", () => {
 async function reportsOf(outputs: {
   check: CheckOutput | Error;
   approval?: ApprovalOutput;
-  run?: "ok" | "error" | Error;
+  run?: "ok" | "error" | "waiting" | Error;
 }) {
   const answer = <T>(value: T | Error | undefined) =>
     value instanceof Error ? Promise.reject(value) : Promise.resolve(value as T);
@@ -214,7 +218,9 @@ async function reportsOf(outputs: {
     actors: {
       checkCall: fromPromise(() => answer(outputs.check)),
       askApproval: fromPromise(() => answer(outputs.approval)),
-      runTool: fromPromise(() => answer(outputs.run).then((status) => ({ status: status as "ok" | "error" }))),
+      runTool: fromPromise(() =>
+        answer(outputs.run).then((status) => ({ status: status as "ok" | "error" | "waiting" })),
+      ),
     },
   });
   const parent = setup({
@@ -258,6 +264,12 @@ describe("toolCallMachine reports to its parent (sendParent)", () => {
     ]);
   });
 
+  it("sends CALL.WAITING with the step id when the tool returned a durable wait", async () => {
+    expect(await reportsOf({ check: { kind: "run" }, run: "waiting" })).toEqual([
+      { type: "CALL.WAITING", index: 1, stepId: input.stepId },
+    ]);
+  });
+
   it("sends CALL.FAILED with the error an actor rejected with", async () => {
     const boom = new Error("appender closed");
     expect(await reportsOf({ check: { kind: "needs-approval" }, approval: { kind: "approved" }, run: boom })).toEqual([
@@ -293,6 +305,6 @@ describe("toolCallMachine paths (xstate/graph)", () => {
     expect([...visited].sort()).toEqual([...definedStates(machine)].sort());
     const label = (t: AnyTransitionDefinition) => defined.get(t) ?? `not defined: ${t.eventType}`;
     expect([...taken].map(label).sort()).toEqual([...defined.values()].sort());
-    expect(defined.size).toBe(13); // 4 from validating, 4 from awaitingApproval, 4 from running, 1 from backingOff
+    expect(defined.size).toBe(14); // 4 from validating, 4 from awaitingApproval, 5 from running, 1 from backingOff
   });
 });

@@ -11,12 +11,14 @@ import {
 } from "../../src/index.ts";
 import { startViewer, type Viewer } from "../../src/viewer/server.ts";
 import { loom, tempDir } from "../cli/support.ts";
+import { loops as waitLoops } from "../runtime/workers/waitLoops.ts";
 import { waitingRun } from "../viewer/support.ts";
 
 /**
  * `loom show <runId>` and the viewer's run page tell one timeline (src/read/timeline.ts): the same
  * recording, read by both, says the same of the run and of each step. Runs: one cancelled while
- * its tool ran, one interrupted with a call waiting for approval, one that failed (`run.failed`).
+ * its tool ran, one interrupted with a call waiting for approval, one that failed (`run.failed`),
+ * one sleeping and one waiting for an event (durable waits: docs/waits.md).
  */
 
 const dir = tempDir("loom-read-timeline-");
@@ -57,6 +59,8 @@ beforeAll(async () => {
   try {
     await cancelledInFlight(journal);
     await waitingRun(journal, "wait-1");
+    await waitLoops[0]?.run({ runId: "pay-1", journal, input: "pay" }).catch(() => {});
+    await waitLoops[1]?.run({ runId: "nap-1", journal, input: "nap" }).catch(() => {});
     // A run that failed: `run.failed` after its first turn (what the chart writes for a failure).
     await waitingRun(journal, "fail-1");
     const version = (await readJournal(journal, "fail-1")).at(-1)?.seq ?? 0;
@@ -109,6 +113,8 @@ const decode = (s: string) =>
   s
     .replace(/&#39;/g, "'")
     .replace(/&quot;/g, '"')
+    .replace(/&lt;/g, "<")
+    .replace(/&gt;/g, ">")
     .replace(/&amp;/g, "&");
 
 describe("loom show and the viewer tell one timeline", () => {
@@ -116,6 +122,8 @@ describe("loom show and the viewer tell one timeline", () => {
     ["stop-1", { run: "cancelled", end: "cancelled: operator stop", call: "started" }],
     ["wait-1", { run: "waiting for approval", end: "interrupted: approval-pending", call: "waiting-for-approval" }],
     ["fail-1", { run: "failed", end: "failed: ToolCrash: the refund service is gone", call: "not-run" }],
+    ["nap-1", { run: "interrupted", end: "interrupted: waiting", call: "waiting" }],
+    ["pay-1", { run: "interrupted", end: "interrupted: waiting", call: "waiting" }],
   ] as const) {
     it(`${runId}: the same run status, step statuses and ending`, async () => {
       const page = await pageSays(runId);
@@ -143,4 +151,34 @@ describe("loom show and the viewer tell one timeline", () => {
       expect(text).toContain(`stopped ${expected.end}`);
     });
   }
+});
+
+describe("a run's durable waits, from the one timeline", () => {
+  for (const [runId, stepId, kind] of [
+    ["nap-1", "napper#turn:0:tool:0", "sleep"],
+    ["pay-1", "payer#turn:0:tool:0", "event"],
+  ] as const) {
+    it(`${runId}: loom show's story and the viewer's Waiting section list the same ${kind} wait`, async () => {
+      const json = await loom(dir, ["show", runId, "--db", db, "--json"]);
+      const waits = (
+        JSON.parse(json.stdout) as { story: { waits: { stepId: string; kind: string; deliver: string }[] } }
+      ).story.waits;
+      expect(waits.map((w) => [w.stepId, w.kind])).toEqual([[stepId, kind]]);
+      const text = (await loom(dir, ["show", runId, "--db", db])).stdout;
+      expect(text).toContain(
+        `waiting ${stepId} (${kind === "sleep" ? "nap" : "pay"}) for ${kind === "sleep" ? "a time" : "an event"}`,
+      );
+      const page = await (await fetch(`${viewer.url}/runs/${encodeURIComponent(runId)}`)).text();
+      const section = /<section class="waits">([\s\S]*?)<\/section>/.exec(page)?.[1] ?? "";
+      expect([...section.matchAll(/data-step="([^"]+)"/g)].map((m) => m[1])).toEqual([stepId]);
+      expect(decode(section)).toContain(waits[0]?.deliver);
+    });
+  }
+
+  it("a run with no wait has none in its story or on its page", async () => {
+    const json = await loom(dir, ["show", "wait-1", "--db", db, "--json"]);
+    expect((JSON.parse(json.stdout) as { story: { waits: unknown[] } }).story.waits).toEqual([]);
+    const page = await (await fetch(`${viewer.url}/runs/wait-1`)).text();
+    expect(page).not.toContain('<section class="waits">');
+  });
 });

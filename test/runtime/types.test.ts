@@ -96,6 +96,7 @@ describe("isAgentInterruptedError(e, loop) types the interrupted run's log in th
       toolCallLog: [],
       iterations: 0,
       pendingApprovals: [],
+      waits: [],
     });
     expect([isAgentInterruptedError(empty, lean), isAgentInterruptedError(empty, full)]).toEqual([true, true]);
     expect(isAgentInterruptedError(new Error("x"), lean)).toBe(false);

@@ -152,6 +152,14 @@ function printStory(io: CliIo, run: { info: RunInfo; story: RunStory }, json: bo
       `waiting ${printable(p.stepId)} (${printable(p.toolName)})${where} for approval: loom approve '${printable(p.stepId)}' --run ${where ? `'${p.runId}'` : info.runId}`,
     );
   }
+  // Sleeps and event waits (docs/waits.md), as the timeline folds them: approvals are listed above.
+  for (const w of story.waits) {
+    const what = w.what === undefined ? "" : ` "${printable(w.what)}"`;
+    const when = w.kind === "sleep" ? ` until ${w.until}` : w.expiresAt ? ` until ${w.expiresAt} at most` : "";
+    out(
+      `waiting ${printable(w.stepId)} (${printable(w.toolName)}) for ${w.kind === "sleep" ? "a time" : "an event"}${what}${when}: ${printable(w.deliver)}`,
+    );
+  }
 }
 
 /** `loom show <stepId>` of a call that waits for approval: what it would run with, since when. */

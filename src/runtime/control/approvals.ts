@@ -257,7 +257,7 @@ export async function recordApproval(
  * sub-agent with the answer; a worker need not know the sub-agent's loop, and the parent does not
  * stay behind, waiting, while the child goes on alone).
  */
-async function wakeFor(
+export async function wakeFor(
   journal: Journal,
   runId: string,
   state: RunState,

@@ -73,3 +73,39 @@ export class RunControlError extends LoomError {
 
 /** True when `e` is a `RunControlError`. */
 export const isRunControlError = (e: unknown): e is RunControlError => e instanceof RunControlError;
+
+/** Why `deliverEvent` (or `loom deliver`, an `eventWebhook`) refused a delivery. */
+export type EventDeliveryRefusal =
+  /** The token is not one Loom made, or no call waits with its digest (forged, mistyped, another journal's). */
+  | "eventUnknownToken"
+  /** The event was delivered already (a token is single-use), or the wait ended otherwise. */
+  | "eventAlreadyDelivered"
+  /** The wait's timeout passed: the run feeds the model `wait-expired` when it resumes. */
+  | "eventExpired"
+  /** The payload has no JSON form. */
+  | "eventPayloadInvalid";
+
+/**
+ * An event delivery was refused: an unknown (forged) token, a second delivery, an expired wait,
+ * or a payload with no JSON form. Nothing was journaled.
+ *
+ * @example
+ * await deliverEvent(journal, token, { paid: true }).catch((e) => {
+ *   if (isEventDeliveryError(e) && e.code === "eventAlreadyDelivered") return; // a webhook retried
+ *   throw e;
+ * });
+ */
+export class EventDeliveryError extends LoomError {
+  declare readonly code: EventDeliveryRefusal;
+  /** The run and step the token names, when it names one. */
+  readonly runId: string | undefined;
+  readonly stepId: string | undefined;
+  constructor(code: EventDeliveryRefusal, message: string, where?: { runId: string; stepId: string }) {
+    super(code, message);
+    this.runId = where?.runId;
+    this.stepId = where?.stepId;
+  }
+}
+
+/** True when `e` is an `EventDeliveryError`. */
+export const isEventDeliveryError = (e: unknown): e is EventDeliveryError => e instanceof EventDeliveryError;

@@ -6,6 +6,7 @@ import { approvalExpiry } from "../../policies/approval.ts";
 import { responseAt } from "../../projections/runState.ts";
 import { AppendAfterCloseError } from "../appender.ts";
 import type { RunSession } from "../session.ts";
+import { waitingDetail } from "../waits.ts";
 
 /**
  * The few places the loop's runtime consults run control (cancel, approval expiry): small
@@ -15,11 +16,16 @@ import type { RunSession } from "../session.ts";
 /**
  * The `run.interrupted` entry of a run that stops, for any reason (the chart decides which); for
  * `approval-pending` it also journals when each waiting call's approval expires (its tool's
- * `approvalTimeoutMs`).
+ * `approvalTimeoutMs`), and for `waiting` when each wait is next due (`waitingDetail`).
  */
 export function interruptionEntry(session: RunSession, input: Interruption & { readonly turn: number }): NewEntry {
   const { reason, cause } = input;
-  const detail = reason === "approval-pending" ? withExpiries(session, input.detail, Date.now()) : input.detail;
+  const detail =
+    reason === "approval-pending"
+      ? withExpiries(session, input.detail, Date.now())
+      : reason === "waiting"
+        ? waitingDetail(session.state, (input.detail as { stepIds: string[] }).stepIds)
+        : input.detail;
   return { type: "run.interrupted", data: cause === undefined ? { reason, detail } : { reason, detail, cause } };
 }
 

@@ -1,0 +1,66 @@
+import { join, resolve } from "node:path";
+import { describe, expect, it } from "vitest";
+import { openSqliteJournal, readJournal } from "../../src/index.ts";
+import { loops, tokens } from "../runtime/workers/waitLoops.ts";
+import { loom, tempDir } from "./support.ts";
+
+const dir = tempDir("loom-cli-waits-");
+const MODULE = resolve("test/runtime/workers/waitLoops.ts");
+
+/** A journal with a run waiting for a payment event (`pay-1`) and one sleeping a minute (`nap-1`). */
+async function waitingJournal(): Promise<{ db: string; token: string }> {
+  const db = join(dir, `waits-${tokens.length}.db`);
+  const journal = openSqliteJournal(db);
+  try {
+    await loops[0]?.run({ runId: "pay-1", journal, input: "pay" }).catch(() => {});
+    await loops[1]?.run({ runId: "nap-1", journal, input: "nap" }).catch(() => {});
+  } finally {
+    await journal.close();
+  }
+  return { db, token: tokens.at(-1) as string };
+}
+
+describe("loom waits / show / deliver / wake", () => {
+  it("lists every wait, shows it in the run's story, delivers once, and wakes the delivered run", async () => {
+    const { db, token } = await waitingJournal();
+    const waits = await loom(dir, ["waits", "--db", db, "--json"]);
+    expect(JSON.parse(waits.stdout)).toEqual([
+      expect.objectContaining({ runId: "nap-1", kind: "sleep", what: "a nap", until: expect.any(String) }),
+      expect.objectContaining({ runId: "pay-1", kind: "event", what: "payment" }),
+    ]);
+    const story = await loom(dir, ["show", "pay-1", "--db", db]);
+    expect(story.stdout).toMatch(/waiting payer#turn:0:tool:0 \(pay\) for an event "payment": deliver the event/);
+
+    const dry = await loom(dir, ["wake", "--db", db, "--json"]);
+    expect(JSON.parse(dry.stdout).map((w: { runId: string; outcome: string }) => [w.runId, w.outcome])).toEqual([
+      ["nap-1", "not-due"],
+      ["pay-1", "not-due"],
+    ]);
+
+    const delivered = await loom(dir, ["deliver", token, "--db", db, "--payload", '{"paid":12}']);
+    expect([delivered.code, delivered.stdout]).toEqual([0, expect.stringContaining("run pay-1: delivered to pay")]);
+    const again = await loom(dir, ["deliver", token, "--db", db, "--payload", '{"paid":13}']);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toContain("delivered once");
+    const forged = await loom(dir, ["deliver", `${token.slice(0, -4)}AAAA`, "--db", db]);
+    expect(forged.code).toBe(1);
+
+    const woken = await loom(dir, ["wake", "--db", db, "--loops", MODULE, "--json"]);
+    expect(woken.code).toBe(0);
+    expect(JSON.parse(woken.stdout).map((w: { runId: string; outcome: string }) => [w.runId, w.outcome])).toEqual([
+      ["nap-1", "not-due"],
+      ["pay-1", "completed"],
+    ]);
+    const napDue = await loom(dir, ["wake", "--db", db, "--loops", MODULE, "--now", String(Date.now() + 120_000)]);
+    expect(napDue.stdout).toMatch(/nap-1\s.*completed/);
+    const journal = openSqliteJournal(db);
+    try {
+      const completed = (await readJournal(journal, "pay-1")).find(
+        (e) => e.type === "frame.completed" && e.data.frameId === "payer#turn:0:tool:0",
+      );
+      expect(completed?.data).toMatchObject({ output: { paid: 12 } });
+    } finally {
+      await journal.close();
+    }
+  });
+});
