@@ -8,12 +8,15 @@ export type { PostgresOptions } from "./postgres/database.ts";
 export {
   isNotPostgresJournalError,
   isPostgresSchemaError,
+  isRateLimitConfigError,
   isWorkerDatabaseError,
   NotPostgresJournalError,
   PostgresSchemaError,
+  RateLimitConfigError,
   WorkerDatabaseError,
 } from "./postgres/errors.ts";
 export { openPostgresJournal } from "./postgres/journal.ts";
+export { type SharedRateLimitOptions, sharedRateLimit } from "./postgres/rateLimit.ts";
 export {
   fireDueOnPostgres,
   type Scheduler,

@@ -47,3 +47,22 @@ export const isPostgresSchemaError = (e: unknown): e is PostgresSchemaError => e
 /** True when `e` is a `NotPostgresJournalError`. */
 export const isNotPostgresJournalError = (e: unknown): e is NotPostgresJournalError =>
   e instanceof NotPostgresJournalError;
+
+/**
+ * `sharedRateLimit` was given a limit it cannot keep: no limit at all, or one that is not above 0.
+ *
+ * @example
+ * try {
+ *   sharedRateLimit(model, { journal, key: "openai", requestsPerMinute: 0 });
+ * } catch (e) {
+ *   if (isRateLimitConfigError(e)) console.error(e.message);
+ * }
+ */
+export class RateLimitConfigError extends LoomError {
+  constructor(key: string, problem: string) {
+    super("rateLimitConfig", `sharedRateLimit "${key}": ${problem}`);
+  }
+}
+
+/** Whether `e` is a `RateLimitConfigError`. */
+export const isRateLimitConfigError = (e: unknown): e is RateLimitConfigError => e instanceof RateLimitConfigError;

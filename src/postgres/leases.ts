@@ -38,20 +38,39 @@ const settledUnless = (
 const lastEntry = (t: Tables) => `JOIN ${t.entries} e ON e.run = s.run AND e.seq = s.version`;
 
 /**
- * The claim, as common table expressions (`due`, `checked`, `dropped`, `claimed`) for a statement's
- * WITH: the first $4 due runs of the loops $3 in the queue's order, each locked (SKIP LOCKED:
+ * The claim, as common table expressions (`tenantsDue`, `due`, `checked`, `dropped`, `claimed`,
+ * `served`) for a statement's WITH: up to $4 due runs of the loops $3, each locked (SKIP LOCKED:
  * concurrent claimers never wait on, nor take, the same row), taken for owner $1 until $2 ms from
  * now. Only those few are looked up in the runs and their last entries: a run that needs no
  * worker (`settled`, or gone) is taken off the queue (as `sweep` does) instead of claimed, so it
- * cannot hold the head of the queue. `claimed` returns the run id, loop id, failures and `run`
- * (the run's key); `dropped` the run ids taken off. The queue is read alone up to the limit, so a
- * claim costs the same with 10 or 10,000 runs due (filtering first made it join every due run).
- * A claimed row's `woken` is cleared: the resume it asked for is this one.
+ * cannot hold the head of the queue. `claimed` returns the run id, loop id, failures, `run` (the
+ * run's key) and tenant; `dropped` the run ids taken off. A claimed row's `woken` is cleared: the
+ * resume it asked for is this one.
+ *
+ * Fair across tenants (`submitRun({ tenant })`): the tenants with queue rows are listed by a skip
+ * scan of the (tenant, expires_at) index (one index probe per tenant, however many runs each has),
+ * ordered least recently served first (`loom_tenants`), and each gives at most its share of the
+ * claim (⌈$4 / tenants⌉), oldest due first: one tenant's 10,000 runs cannot hold back another's
+ * 10, and a claim of one run serves the tenants in turn. The queue is read per tenant up to the
+ * share, so a claim costs the same with 10 or 10,000 runs due. `served` stamps the tenants served
+ * (in tenant order, so two claimers never wait on each other's rows in opposite orders).
  */
 export const claimCtes = (t: Tables) => `
+    tenantsDue AS (
+      SELECT w.tenant, row_number() OVER (ORDER BY s.served_at NULLS FIRST, w.tenant) AS turn, count(*) OVER () AS n
+        FROM (WITH RECURSIVE w(tenant) AS (
+                (SELECT tenant FROM ${t.leases} ORDER BY tenant LIMIT 1)
+                UNION ALL
+                SELECT (SELECT l.tenant FROM ${t.leases} l WHERE l.tenant > w.tenant ORDER BY l.tenant LIMIT 1)
+                  FROM w WHERE w.tenant IS NOT NULL)
+              SELECT tenant FROM w WHERE tenant IS NOT NULL) w
+        LEFT JOIN ${t.tenants} s ON s.tenant = w.tenant),
     due AS (
-      SELECT q.run_id, q.woken FROM ${t.leases} q WHERE q.expires_at <= now() AND q.loop_id = ANY($3::text[])
-       ORDER BY q.expires_at LIMIT $4 FOR UPDATE SKIP LOCKED),
+      SELECT p.run_id, p.woken FROM tenantsDue td CROSS JOIN LATERAL (
+          SELECT q.run_id, q.woken FROM ${t.leases} q
+           WHERE q.tenant = td.tenant AND q.expires_at <= now() AND q.loop_id = ANY($3::text[])
+           ORDER BY q.expires_at LIMIT ceil($4::float8 / td.n)::int FOR UPDATE SKIP LOCKED) p
+       ORDER BY td.turn LIMIT $4),
     checked AS (
       SELECT d.run_id, s.run, coalesce(${settledUnless("d.woken")}, true) AS settled
         FROM due d LEFT JOIN ${t.runs} s ON s.run_id = d.run_id LEFT ${lastEntry(t)}),
@@ -59,7 +78,10 @@ export const claimCtes = (t: Tables) => `
     claimed AS (
       UPDATE ${t.leases} AS l SET owner = $1, expires_at = now() + ${msInterval("$2")}, woken = false
         FROM checked c WHERE l.run_id = c.run_id AND NOT c.settled
-      RETURNING l.run_id, l.loop_id, l.failures, c.run)`;
+      RETURNING l.run_id, l.loop_id, l.failures, c.run, l.tenant),
+    served AS (
+      INSERT INTO ${t.tenants} AS s (tenant) SELECT DISTINCT tenant FROM claimed ORDER BY tenant
+      ON CONFLICT (tenant) DO UPDATE SET served_at = now())`;
 
 /**
  * A worker is done with run `id` (SQL, e.g. `$1`), whose queue row `owner` holds: the row is taken

@@ -11,9 +11,11 @@ import { migrateFromV1, renameV1 } from "./migrate.ts";
  * approval-pending (leases.ts); and `loom_runs_id_c`, the run ids in "C" order, so the runs under
  * a prefix (a run's sub-agents) are a range of an index whatever the database's collation. 5 added
  * `loom_schedules`, each schedule's last handled tick (scheduler.ts), and `loom_snapshots`, each
- * run's latest snapshot: new tables only.
+ * run's latest snapshot: new tables only. 6 added `loom_leases.tenant` (whose run it is, for fair
+ * claiming) with its index, `loom_tenants` (when each tenant was last served: the claim serves the
+ * least recently served first) and `loom_rate_limits` (token buckets shared by every worker).
  */
-export const POSTGRES_SCHEMA_VERSION = 5;
+export const POSTGRES_SCHEMA_VERSION = 6;
 
 /** Loom's table names, qualified by the schema when one is configured. */
 export interface Tables {
@@ -45,6 +47,10 @@ export interface Tables {
   readonly journal: string;
   /** One row per schedule: the last tick it handled (fired or skipped), moved under a row lock (scheduler.ts). */
   readonly schedules: string;
+  /** One row per tenant that was ever claimed for: when it was last served (fair claiming, leases.ts). */
+  readonly tenants: string;
+  /** One token bucket per shared rate limit (`sharedRateLimit`): requests and tokens left, and when. */
+  readonly rateLimits: string;
   /**
    * The NOTIFY channel that announces due runs: one per schema (a hash of its name, as channel
    * names are identifiers of at most 63 characters), so tenants in other schemas are not woken.
@@ -81,6 +87,8 @@ export function tablesIn(schema: string | undefined): Tables {
     snapshots: q("loom_snapshots"),
     journal: q("loom_journal"),
     schedules: q("loom_schedules"),
+    tenants: q("loom_tenants"),
+    rateLimits: q("loom_rate_limits"),
     channel: `loom_due_${sha256Hex(schema ?? "").slice(0, 16)}`,
     appended: `loom_app_${sha256Hex(schema ?? "").slice(0, 16)}`,
   };
@@ -138,7 +146,8 @@ CREATE TABLE IF NOT EXISTS ${t.leases} (
   failures integer NOT NULL DEFAULT 0,
   last_error text,
   submitted_at timestamptz NOT NULL DEFAULT now(),
-  woken boolean NOT NULL DEFAULT false
+  woken boolean NOT NULL DEFAULT false,
+  tenant text NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS loom_leases_due ON ${t.leases} (expires_at);
 CREATE TABLE IF NOT EXISTS ${t.owners} (
@@ -164,6 +173,18 @@ CREATE TABLE IF NOT EXISTS ${t.snapshots} (
   run_id text PRIMARY KEY,
   digest text NOT NULL,
   body text NOT NULL
+);
+CREATE INDEX IF NOT EXISTS loom_leases_tenant_due ON ${t.leases} (tenant, expires_at);
+CREATE TABLE IF NOT EXISTS ${t.tenants} (
+  tenant text PRIMARY KEY,
+  served_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE IF NOT EXISTS ${t.rateLimits} (
+  key text PRIMARY KEY,
+  requests double precision NOT NULL,
+  tokens double precision NOT NULL,
+  updated_at timestamptz NOT NULL DEFAULT now(),
+  granted boolean NOT NULL DEFAULT false
 );
 CREATE OR REPLACE VIEW ${t.journal} AS
   SELECT r.run_id, e.seq, ty.type, ${sqlDataText("encode(e.digest, 'hex')")} AS data,
@@ -202,6 +223,14 @@ export async function ensureSchema(
     // Version 2 → 3: one nullable column, no rewrite of the table (a catalog change only).
     if (version === 2)
       await client.query(`ALTER TABLE ${tables.runs} ADD COLUMN IF NOT EXISTS watched_until timestamptz`);
+    // Version 5 (and older) → 6: the queue's tenant, a column with a constant default (a catalog
+    // change only), before the ddl indexes it. Only then: ALTER TABLE takes its lock even when the
+    // column exists, and would deadlock with workers claiming meanwhile.
+    if (version !== undefined && version < 6) {
+      await client.query(
+        `ALTER TABLE IF EXISTS ${tables.leases} ADD COLUMN IF NOT EXISTS tenant text NOT NULL DEFAULT ''`,
+      );
+    }
     await client.query(ddl(tables));
     // Version 3 (and older: their queue is 3's) → 4: one column with a constant default, a catalog
     // change only; the ddl above built the index of run ids (one pass over loom_runs).

@@ -134,7 +134,7 @@ const appendSql = (t: Tables, finishing: boolean, submitting = false, written = 
           submitting
             ? `,
       queued AS (
-        INSERT INTO ${t.leases} AS l (run_id, loop_id) SELECT $1, $14 FROM target
+        INSERT INTO ${t.leases} AS l (run_id, loop_id, tenant) SELECT $1, $14, $15 FROM target
         ON CONFLICT (run_id) DO UPDATE SET expires_at = now(), failures = 0 WHERE l.owner IS NULL)
       SELECT run, pg_notify('${t.channel}', $14), pg_notify('${t.appended}', $1) FROM target`
             : `
@@ -153,7 +153,7 @@ function build(t: Tables) {
     /** `append` whose commit does not wait for the WAL flush (`AppendOptions.durability: "written"`). */
     appendWritten: named(appendSql(t, false, false, true)),
     appendFinishing: named(appendSql(t, true)),
-    /** A new run's `run.started`, its queue row ($14: its loop id) and the NOTIFY (submit.ts). */
+    /** A new run's `run.started`, its queue row ($14: its loop id, $15: its tenant) and the NOTIFY (submit.ts). */
     appendSubmitting: named(appendSql(t, false, true)),
     version: named(`SELECT version FROM ${t.runs} WHERE run_id = $1`),
     read: named(
@@ -185,8 +185,9 @@ function build(t: Tables) {
  * True when written; false when the run has moved on (a `ConcurrencyError` for the caller).
  * `finishingFor` (a worker's queue owner): the run's last append, which also takes it off the
  * queue and releases the ownership `fence` holds. `submittingFor` (a loop id): a new run's
- * `run.started`, which also queues the run and announces it (`submitRun`). `written`
- * (`AppendOptions.durability: "written"`): the transaction commits with `synchronous_commit` off.
+ * `run.started`, which also queues the run (for `tenant`, fair claiming) and announces it
+ * (`submitRun`). `written` (`AppendOptions.durability: "written"`): the transaction commits with
+ * `synchronous_commit` off.
  */
 export async function appendEntries(
   q: pg.Pool | pg.PoolClient,
@@ -198,7 +199,7 @@ export async function appendEntries(
   fence?: number,
   finishingFor?: string,
   submittingFor?: string,
-  written?: boolean,
+  how: { readonly written?: boolean; readonly tenant?: string } = {},
 ): Promise<boolean> {
   const c = entryArrays(types, texts);
   const last = TYPE_CODES[types[types.length - 1] as EntryType];
@@ -207,12 +208,13 @@ export async function appendEntries(
   const sql = statements(t);
   const variant = finishingFor ?? submittingFor;
   if (variant !== undefined) values.push(variant);
+  if (finishingFor === undefined && submittingFor !== undefined) values.push(how.tenant ?? "");
   const statement =
     finishingFor !== undefined
       ? sql.appendFinishing
       : submittingFor !== undefined
         ? sql.appendSubmitting
-        : written
+        : how.written
           ? sql.appendWritten
           : sql.append;
   const result = await q.query({ ...statement, values });
@@ -262,7 +264,9 @@ export function postgresStoreOn(shared: PgDatabase): PostgresEventStore {
       return { version: expectedVersion };
     }
     const written = await (wake === undefined
-      ? appendEntries(pool, tables, runId, expectedVersion, types, texts, fence, finishingFor, undefined, relaxed)
+      ? appendEntries(pool, tables, runId, expectedVersion, types, texts, fence, finishingFor, undefined, {
+          written: relaxed,
+        })
       : appendAndWake(db, wake, runId, (client) =>
           appendEntries(client, tables, runId, expectedVersion, types, texts, fence),
         )

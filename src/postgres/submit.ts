@@ -20,6 +20,12 @@ export interface SubmitRequest {
   readonly loop: AgentLoop;
   /** Required for a new run; for a run already in the journal, omitted or equal to the recorded one. */
   readonly input?: string | readonly Message[];
+  /**
+   * Whose run it is (default `""`, one shared tenant): workers claim fairly across tenants, the
+   * least recently served first, so one tenant's backlog never starves another's runs. Kept for a
+   * run already queued; set again when the run is queued anew.
+   */
+  readonly tenant?: string;
 }
 
 /** The database a journal's store lives in, or `NotPostgresJournalError`. */
@@ -34,9 +40,15 @@ export function databaseOf(journal: Journal, what: string): PgDatabase {
  * NOTIFY, all only if the append was written. False when the run is already in the journal (the
  * transaction below then checks it and queues it).
  */
-async function submitNew(db: PgDatabase, runId: string, loop: AgentLoop, input: string | readonly Message[]) {
+async function submitNew(
+  db: PgDatabase,
+  runId: string,
+  loop: AgentLoop,
+  input: string | readonly Message[],
+  tenant: string,
+) {
   const { types, texts } = encodeEntries(runId, [{ type: "run.started", data: runStartedData(loop.config, input) }], 0);
-  return appendEntries(db.pool, db.tables, runId, 0, types, texts, undefined, undefined, loop.config.id);
+  return appendEntries(db.pool, db.tables, runId, 0, types, texts, undefined, undefined, loop.config.id, { tenant });
 }
 
 /**
@@ -49,7 +61,7 @@ async function submitNew(db: PgDatabase, runId: string, loop: AgentLoop, input: 
  * @example
  * import { openPostgresJournal, submitRun } from "loom-agent/postgres";
  * const journal = openPostgresJournal(process.env.DATABASE_URL!);
- * await submitRun(journal, { runId: "r-1", loop, input: "Where is my order?" });
+ * await submitRun(journal, { runId: "r-1", loop, input: "Where is my order?", tenant: "acme" });
  */
 export async function submitRun(journal: Journal, request: SubmitRequest): Promise<{ started: boolean }> {
   checkRunId(request.runId, "submitRun");
@@ -66,8 +78,8 @@ export async function submitRun(journal: Journal, request: SubmitRequest): Promi
 }
 
 async function submitOnce(db: PgDatabase, request: SubmitRequest): Promise<{ started: boolean }> {
-  const { runId, loop, input } = request;
-  if (input !== undefined && (await submitNew(db, runId, loop, input))) return { started: true };
+  const { runId, loop, input, tenant = "" } = request;
+  if (input !== undefined && (await submitNew(db, runId, loop, input, tenant))) return { started: true };
   const loopId = loop.config.id;
   const t = db.tables;
   const client = await db.pool.connect();
@@ -108,9 +120,9 @@ async function submitOnce(db: PgDatabase, request: SubmitRequest): Promise<{ sta
     }
     // A run already queued keeps its row; one waiting out a backoff is due again at once.
     await client.query(
-      `INSERT INTO ${t.leases} AS l (run_id, loop_id) VALUES ($1, $2)
-       ON CONFLICT (run_id) DO UPDATE SET expires_at = now(), failures = 0 WHERE l.owner IS NULL`,
-      [runId, loopId],
+      `INSERT INTO ${t.leases} AS l (run_id, loop_id, tenant) VALUES ($1, $2, $3)
+       ON CONFLICT (run_id) DO UPDATE SET expires_at = now(), failures = 0, tenant = $3 WHERE l.owner IS NULL`,
+      [runId, loopId, tenant],
     );
     await client.query(notifyDue(db), [loopId]); // sent on commit: a listening worker claims it at once
     await client.query("COMMIT");

@@ -18,6 +18,7 @@ import { type Claimed, leases } from "./leases.ts";
 import { listenForDue } from "./notify.ts";
 import { databaseHealth } from "./outage.ts";
 import { claimOwnRead, type Pickup, pickedUpJournal } from "./pickup.ts";
+import { batchedRenewals } from "./renewals.ts";
 import { startScheduler } from "./scheduler.ts";
 import { ownStore } from "./store.ts";
 import { databaseOf } from "./submit.ts";
@@ -86,6 +87,12 @@ export interface Worker {
   stop(options?: { readonly abort?: boolean }): Promise<void>;
 }
 
+/**
+ * Runs claimed per statement at most: a worker with thousands of free slots fills them a few
+ * hundred at a time, so no claim holds thousands of row locks or reads thousands of journals at once.
+ */
+const CLAIM_BATCH = 250;
+
 /** A failed attempt waits 1 s, doubling with each failure, at most 5 minutes. */
 const backoffMs = (failures: number) => Math.min(1000 * 2 ** failures, 300_000);
 
@@ -120,6 +127,7 @@ export function startWorker(options: WorkerOptions): Worker {
   const now = options.now ?? (() => performance.now());
   const pollMs = options.pollMs ?? 1000;
   const concurrency = options.concurrency ?? 1;
+  const poolSize = (db.pool as { options?: { max?: number } }).options?.max ?? 10;
   for (const [id, loop] of Object.entries(loops)) {
     if (loop.config.id !== id) {
       throw new AgentLoopConfigError(
@@ -138,6 +146,9 @@ export function startWorker(options: WorkerOptions): Worker {
   }
   const loopIds = Object.keys(loops);
   const active = new Map<string, { controller: AbortController; done: Promise<void> }>();
+  // The renewals of the runs in hand, each a function the worker's one renewal tick calls.
+  const renewing = new Map<string, () => void>();
+  const renewals = batchedRenewals(db, owner, leaseMs);
   let stopping = false;
   let wake: () => void = () => {};
   // Set by a wake-up that came while no nap was pending (mid-claim): the next nap returns at once.
@@ -195,7 +206,17 @@ export function startWorker(options: WorkerOptions): Worker {
       lost = true;
       controller.abort(why);
     };
-    const held = new HeldLease(journal.store, owned, {
+    const lostQueue = () => lose(new Error(`worker ${owner} lost its lease on run ${runId}`));
+    // On a store Loom made, the ownership is renewed with the queue row, in the worker's batch.
+    const batched = {
+      async renew(current: RunLease): Promise<RunLease> {
+        const renewed = await renewals.renew(current);
+        if (!renewed.queued) lostQueue();
+        if (renewed.lease instanceof Error) throw renewed.lease;
+        return renewed.lease;
+      },
+    };
+    const held = new HeldLease(fast !== undefined ? batched : journal.store, owned, {
       leaseMs,
       sentAt,
       now,
@@ -205,15 +226,20 @@ export function startWorker(options: WorkerOptions): Worker {
           controller.abort(new RunCancelledError(runId, renewed.cancelRequested));
       },
     });
-    const renewal = setInterval(() => {
-      lease.renew(runId, owner, leaseMs).then(
-        (held) => {
-          if (!held) lose(new Error(`worker ${owner} lost its lease on run ${runId}`));
-        },
-        (e) => health.failed(`renewing the lease on run ${runId}`, e),
-      );
-      held.renew().catch((e) => (isOwnershipLostError(e) ? lose(e) : report(e, runId)));
-    }, leaseMs / 3);
+    const renewalFailed = (e: unknown) => {
+      if (isOwnershipLostError(e)) lose(e);
+      else health.failed(`renewing the lease on run ${runId}`, e);
+    };
+    renewing.set(runId, () => {
+      if (fast === undefined) {
+        // Another store: the queue row in the batch, the ownership through the store.
+        renewals.renew(held.lease).then((r) => {
+          if (!r.queued) lostQueue();
+        }, renewalFailed);
+      }
+      held.renew().catch(renewalFailed);
+    });
+    const renewal = { stop: () => renewing.delete(runId) };
     let released = false;
     try {
       await loops[claim.loopId]!.run({
@@ -223,7 +249,7 @@ export function startWorker(options: WorkerOptions): Worker {
         ownership: { lease: held },
         ...(options.clock === undefined ? {} : { now: options.clock }),
       });
-      clearInterval(renewal); // the run is done: no renewal after its release
+      renewal.stop(); // the run is done: no renewal after its release
       if (!picked?.finished()) await lease.finishAndRelease(runId, owner, held.token);
       released = true;
     } catch (e) {
@@ -237,7 +263,7 @@ export function startWorker(options: WorkerOptions): Worker {
         reason === "deadline" ||
         reason === "budget";
       if (waits || isRunCancelledError(e)) {
-        clearInterval(renewal);
+        renewal.stop();
         // A run whose approvals expire stays queued, due when the first one does (the run declines it).
         if (picked?.finished()) {
           // its last append took it off the queue and released it
@@ -252,7 +278,7 @@ export function startWorker(options: WorkerOptions): Worker {
         await lease.retryLater(runId, owner, backoffMs(claim.failures), String(e));
       }
     } finally {
-      clearInterval(renewal);
+      renewal.stop();
       // A no-op when another worker holds the run now (the token moved on).
       if (!released) await journal.store.release(held.lease).catch((e) => report(e, runId));
     }
@@ -280,6 +306,11 @@ export function startWorker(options: WorkerOptions): Worker {
         })
       : undefined;
 
+  // One renewal tick for every run in hand, a third of the lease apart: one batched statement.
+  const renewalTick = setInterval(() => {
+    for (const renew of renewing.values()) renew();
+  }, leaseMs / 3);
+
   let swept = 0; // when the queue was last swept of runs that need no worker (at most once a lease)
   const polling = (async () => {
     while (!stopping) {
@@ -288,16 +319,18 @@ export function startWorker(options: WorkerOptions): Worker {
         await nap(pollMs); // a run that ends wakes it
         continue;
       }
-      // Back-pressure: statements already wait for a connection (the database is slow, or the
-      // pool too small for the runs in hand), so taking on another run would only add to the queue.
-      if (db.pool.waitingCount > 0) {
+      // Back-pressure: more statements wait for a connection than the pool has (the database is
+      // slow, or the pool too small for the runs in hand), so taking on more runs would only add
+      // to the queue. A few waiting is the normal state of thousands of runs in hand: holding
+      // every claim until none waits left most slots empty (bench/inflight.ts).
+      if (db.pool.waitingCount > poolSize) {
         await nap(Math.min(pollMs, 50));
         continue;
       }
       let claimed: Claimed<Pickup>;
       const claimedAt = now(); // a run's lease taken by the claim is proved from here
       try {
-        const free = concurrency - active.size;
+        const free = Math.min(concurrency - active.size, CLAIM_BATCH);
         claimed =
           fast !== undefined
             ? await claimOwnRead(db, owner, loopIds, leaseMs, free)
@@ -349,6 +382,7 @@ export function startWorker(options: WorkerOptions): Worker {
         await polling;
         await listener.stop();
         while (active.size > 0) await Promise.all([...active.values()].map((a) => a.done));
+        clearInterval(renewalTick);
       })();
       return stopped;
     },

@@ -109,7 +109,7 @@ describe.skipIf(PG_URL === undefined)("postgres appends announce themselves only
       expect(await sql(`SELECT value FROM "${schema}".loom_meta WHERE key = 'schema_version'`)).toEqual([
         { value: String(POSTGRES_SCHEMA_VERSION) },
       ]);
-      expect(POSTGRES_SCHEMA_VERSION).toBe(5);
+      expect(POSTGRES_SCHEMA_VERSION).toBe(6);
       expect((await reopened.read("old")).map((e) => e.type)).toEqual(["run.started", "decision.recorded"]);
       let woken = 0;
       const stop = reopened.watch!("old", () => woken++);

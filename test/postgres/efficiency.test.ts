@@ -47,18 +47,9 @@ describe.skipIf(PG_URL === undefined)("what an append and a run cost PostgreSQL"
     const add = (runId: string, version: number, written: boolean) => {
       const entries = version === 0 ? [runStarted()] : [frameStarted(`l#turn:${version}:model`, "model")];
       const { types, texts } = encodeEntries(runId, entries, version);
-      return appendEntries(
-        client as pg.PoolClient,
-        t,
-        runId,
-        version,
-        types,
-        texts,
-        undefined,
-        undefined,
-        undefined,
+      return appendEntries(client as pg.PoolClient, t, runId, version, types, texts, undefined, undefined, undefined, {
         written,
-      );
+      });
     };
     const setting = async () => (await client.query("SHOW synchronous_commit")).rows[0].synchronous_commit;
     try {

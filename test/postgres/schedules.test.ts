@@ -195,8 +195,8 @@ describe.skipIf(PG_URL === undefined)("schedules on PostgreSQL", () => {
     cleanups.push(() => journal.close());
     const s = schedule({ id: "hourly", cron: "0 * * * *", loop, input: (t) => t.toISOString() });
     await fireDueOnPostgres(journal, [s], { now: () => new Date(T0 + 1000) });
-    expect(POSTGRES_SCHEMA_VERSION).toBe(5);
-    expect(await sql(`SELECT value FROM "${schema}".loom_meta WHERE key = 'schema_version'`)).toEqual([{ value: "5" }]);
+    expect(POSTGRES_SCHEMA_VERSION).toBe(6);
+    expect(await sql(`SELECT value FROM "${schema}".loom_meta WHERE key = 'schema_version'`)).toEqual([{ value: "6" }]);
     expect(await scheduled(schema, "hourly")).toEqual([hour(0)]);
   });
 

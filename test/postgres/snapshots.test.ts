@@ -55,10 +55,10 @@ describe.skipIf(PG_URL === undefined)("postgres snapshots", () => {
     await sql(`UPDATE "${schema}".loom_meta SET value = '4' WHERE key = 'schema_version'`);
     const reopened = openPostgresJournal(url, { schema });
     try {
-      expect(POSTGRES_SCHEMA_VERSION).toBe(5);
+      expect(POSTGRES_SCHEMA_VERSION).toBe(6);
       expect(await readRunState(reopened, "old")).toMatchObject({ snapshotSeq: 0, tail: 12 });
       expect(await sql(`SELECT value FROM "${schema}".loom_meta WHERE key = 'schema_version'`)).toEqual([
-        { value: "5" },
+        { value: "6" },
       ]);
       expect(await writeRunSnapshot(reopened, "old")).toBe(12);
       // Pruning the run removes its snapshot with it: a new run under its id never meets it.
