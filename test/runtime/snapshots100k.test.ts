@@ -1,0 +1,218 @@
+import { readFileSync } from "node:fs";
+import { afterAll, describe, expect, it } from "vitest";
+import { longRunEntries, longRunLoop, longRunTemplate, lookupOutput } from "../../bench/longRun.ts";
+import { createJournal, type OpenJournal, openSqliteJournal, readJournal } from "../../src/events/journal.ts";
+import { memoryStore } from "../../src/events/memory.ts";
+import type { Journal } from "../../src/events/spi.ts";
+import type { EventStore } from "../../src/events/store.ts";
+import type { JournalEntry, NewEntry, RunStartedData } from "../../src/events/types.ts";
+import { rebuildToolCallLog } from "../../src/runtime/run/readers.ts";
+import { readRunState, writeRunSnapshot } from "../../src/runtime/run/snapshots.ts";
+import { tempDir } from "../events/tmp.ts";
+
+/**
+ * Issue 33, "a 100,000-turn run resumed with snapshot and the log identical to one without
+ * snapshots", on SQLite. A resume WITHOUT snapshots walks all 100,000 turns through the chart
+ * (minutes), so the oracle here is what such a resume appends, taken from the run's own entries:
+ * `longRunEntries(…, "completed")` ends with the three entries a resume of the interrupted run
+ * appends (the last model call's `frame.started` with the prompt digest chained over every turn,
+ * its `frame.completed`, `run.completed`). The second test checks that oracle against real
+ * resumes without snapshots, walked from turn 0, at sizes the chart walks quickly: the entries
+ * of a turn have one shape whatever its number (only the turn number, the output and the chained
+ * digest change, and the generator computes those for every turn as at any size), so what holds
+ * at 1 to 300 turns holds at 100,000. The tool-call logs are compared with the log rebuilt by the
+ * projection (`rebuildToolCallLog`, no chart) from a second SQLite file holding the same run and
+ * those completion entries, never a snapshot, and with the log made from the turns' inputs.
+ *
+ * Time and memory are printed, not asserted (the machine is shared).
+ */
+
+const tmp = tempDir("loom-snapshots-100k-");
+afterAll(() => tmp.remove());
+
+let template: RunStartedData;
+const templateOnce = async () => (template ??= await longRunTemplate());
+
+/** What an entry journaled, without its time. */
+const fact = (e: JournalEntry) => JSON.stringify([e.seq, e.type, e.data]);
+const factOf = (seq: number, e: NewEntry) => JSON.stringify([seq, e.type, e.data]);
+
+/** The store without its snapshot methods: every read folds the whole journal. */
+function withoutSnapshots(journal: Journal): Journal {
+  const { writeSnapshot: _w, latestSnapshot: _l, ...store } = journal.store;
+  return { ...journal, store: store as EventStore };
+}
+
+/** The store, noting where each read of `runId` starts until the first append (what a resume reads before its first new step). */
+function readsBeforeFirstAppend(journal: Journal, runId: string): { journal: Journal; froms: number[] } {
+  const froms: number[] = [];
+  let appended = false;
+  const inner = journal.store;
+  const store: EventStore = {
+    ...inner,
+    read: (id, options) => {
+      if (!appended && id === runId) froms.push(options?.from ?? 1);
+      return inner.read(id, options);
+    },
+    append: (id, entries, options) => {
+      appended = true;
+      return inner.append(id, entries, options);
+    },
+  };
+  return { journal: { ...journal, store }, froms };
+}
+
+/** Appends `entries` to run "long" from version `version` in batches (each one transaction). Resolves to the new version. */
+async function appendAll(journal: Journal, entries: readonly NewEntry[], version: number): Promise<number> {
+  for (let i = 0; i < entries.length; i += 10_000) {
+    const batch = entries.slice(i, Math.min(i + 10_000, entries.length));
+    version = (await journal.store.append("long", batch, { expectedVersion: version })).version;
+  }
+  return version;
+}
+
+/** The entries a resume of the interrupted `turns`-turn run appends: the completed run's last three. */
+function completionEntries(run: RunStartedData, turns: number): NewEntry[] {
+  const last: NewEntry[] = [];
+  for (const entry of longRunEntries(run, turns, "completed")) {
+    last.push(entry);
+    if (last.length > 3) last.shift();
+  }
+  return last;
+}
+
+const mb = (bytes: number) => Math.round(bytes / 2 ** 20);
+const load = () => readFileSync("/proc/loadavg", "utf8").trim();
+
+describe("a 100,000-turn run resumed from a compact snapshot (SQLite)", () => {
+  it("reads only from the snapshot before its first new step, appends what a resume without snapshots appends, and returns the log a journal without snapshots rebuilds", async () => {
+    const turns = 100_000;
+    const tail = 400;
+    const times: Record<string, number> = {};
+    let t = performance.now();
+    const lap = (name: string) => {
+      const now = performance.now();
+      times[name] = Math.round(now - t);
+      t = now;
+    };
+    const journals: OpenJournal[] = [];
+    try {
+      const run = await templateOnce();
+      const entries = [...longRunEntries(run, turns, "interrupted")];
+      expect(entries).toHaveLength(turns * 4 + 2);
+      expect(entries.at(-1)?.type).toBe("run.interrupted");
+      const completion = completionEntries(run, turns);
+      expect(completion.map((e) => e.type)).toEqual(["frame.started", "frame.completed", "run.completed"]);
+      lap("entries made");
+
+      // The run with a compact snapshot `tail` entries before its end, as a loop writing one every so often leaves it.
+      const withSnap = openSqliteJournal(tmp.file("with.db"), { synchronous: "normal" });
+      journals.push(withSnap);
+      const cut = entries.length - tail;
+      let version = await appendAll(withSnap, entries.slice(0, cut), 0);
+      lap("written");
+      const seq = await writeRunSnapshot(withSnap, "long", { compact: true });
+      lap("snapshot written");
+      version = await appendAll(withSnap, entries.slice(cut), version);
+      expect(seq).toBe(cut);
+      expect(version).toBe(entries.length);
+      const read = await readRunState(withSnap, "long", { compact: true });
+      expect(read).toMatchObject({ snapshotSeq: seq, tail });
+      expect(Object.keys(read.state.frames).length).toBeLessThan(tail); // the last turns' frames only
+
+      // The resume, to completion.
+      const spied = readsBeforeFirstAppend(withSnap, "long");
+      const heap0 = process.memoryUsage().heapUsed;
+      t = performance.now();
+      const out = await longRunLoop(turns, { snapshots: { every: 1_000_000, compact: true } }).run({
+        runId: "long",
+        journal: spied.journal,
+      });
+      lap("resumed to completion");
+      const resumeHeapMb = mb(process.memoryUsage().heapUsed - heap0);
+      expect(out.content).toBe("done");
+      expect(out.iterations).toBe(turns + 1);
+      // Before its first new step, the resume read from the snapshot's seq on, never the run from its start.
+      expect(spied.froms.length).toBeGreaterThan(0);
+      expect(Math.min(...spied.froms)).toBe(seq);
+
+      // Its journal, entry for entry: the run as written, then what a resume without snapshots appends.
+      const after = await readJournal(withSnap, "long");
+      lap("journal read back");
+      expect(after).toHaveLength(entries.length + completion.length);
+      const expected = [...entries, ...completion];
+      let firstDiff = -1;
+      for (let i = 0; i < expected.length && firstDiff < 0; i++) {
+        if (fact(after[i] as JournalEntry) !== factOf(i + 1, expected[i] as NewEntry)) firstDiff = i;
+      }
+      expect(firstDiff, firstDiff < 0 ? "" : `entry ${firstDiff + 1}: ${fact(after[firstDiff] as JournalEntry)}`).toBe(
+        -1,
+      );
+      lap("journal compared");
+
+      // The log: as rebuilt by the projection from a second SQLite file of the same run without snapshots.
+      const without = openSqliteJournal(tmp.file("without.db"), { synchronous: "normal" });
+      journals.push(without);
+      await appendAll(without, [...entries, ...completion], 0);
+      expect(await without.store.latestSnapshot?.("long")).toBeUndefined();
+      lap("second journal written");
+      const rebuilt = await rebuildToolCallLog(without, "long", "full");
+      lap("full log rebuilt without snapshots");
+      expect(out.toolCallLog).toHaveLength(turns);
+      expect(JSON.stringify(out.toolCallLog)).toBe(JSON.stringify(rebuilt));
+      // And as made from the turns' inputs, without the journal.
+      const made = Array.from({ length: turns }, (_, n) => ({
+        iteration: n,
+        toolName: "lookup",
+        toolInput: { n },
+        toolOutput: lookupOutput(n),
+      }));
+      expect(JSON.stringify(out.toolCallLog)).toBe(JSON.stringify(made));
+      lap("full logs compared");
+
+      // The lean log, rebuilt from the resumed journal (its compact snapshot there, passed over), against
+      // the one made from what the run's tool frames recorded (step id, digest, bytes).
+      const leanWith = await rebuildToolCallLog(withSnap, "long", "lean");
+      const leanMade: unknown[] = [];
+      for (const e of entries) {
+        if (e.type !== "frame.completed" || !e.data.frameId.endsWith(":tool:0")) continue;
+        const n = leanMade.length;
+        const { digest, bytes, frameId } = e.data as { frameId: string; digest?: string | null; bytes?: number };
+        leanMade.push({
+          iteration: n,
+          toolName: "lookup",
+          toolInput: { n },
+          status: "ok",
+          bytes,
+          digest,
+          stepId: frameId,
+        });
+      }
+      expect(leanMade).toHaveLength(turns);
+      expect(JSON.stringify(leanWith)).toBe(JSON.stringify(leanMade));
+      lap("lean log rebuilt and compared");
+
+      const m = process.memoryUsage();
+      console.log(
+        `100,000-turn compact resume (SQLite): ${JSON.stringify({ ...times, resumeHeapMb, heapMb: mb(m.heapUsed), rssMb: mb(m.rss), loadavg: load() })}`,
+      );
+    } finally {
+      for (const j of journals) await j.close();
+    }
+  }, 300_000);
+
+  it("the oracle: a resume without snapshots, walked from turn 0, appends the completed run's last three entries (the shape of every turn count)", async () => {
+    const run = await templateOnce();
+    for (const turns of [0, 1, 7, 300]) {
+      const journal = createJournal({ store: memoryStore({ json: true }) });
+      const entries = [...longRunEntries(run, turns, "interrupted")];
+      await appendAll(journal, entries, 0);
+      const out = await longRunLoop(turns).run({ runId: "long", journal: withoutSnapshots(journal) });
+      expect(out.content).toBe("done");
+      const appended = (await readJournal(journal, "long")).slice(entries.length);
+      expect(appended.map(fact), `${turns} turns`).toEqual(
+        completionEntries(run, turns).map((e, i) => factOf(entries.length + i + 1, e)),
+      );
+    }
+  }, 60_000);
+});
