@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { copyFileSync, existsSync, readFileSync, statSync } from "node:fs";
 import { afterAll, describe, expect, it } from "vitest";
 import { longRunEntries, longRunLoop, longRunTemplate, lookupOutput } from "../../bench/longRun.ts";
 import { createJournal, type OpenJournal, openSqliteJournal, readJournal } from "../../src/events/journal.ts";
@@ -20,9 +20,11 @@ import { tempDir } from "../events/tmp.ts";
  * resumes without snapshots, walked from turn 0, at sizes the chart walks quickly: the entries
  * of a turn have one shape whatever its number (only the turn number, the output and the chained
  * digest change, and the generator computes those for every turn as at any size), so what holds
- * at 1 to 300 turns holds at 100,000. The tool-call logs are compared with the log rebuilt by the
- * projection (`rebuildToolCallLog`, no chart) from a second SQLite file holding the same run and
- * those completion entries, never a snapshot, and with the log made from the turns' inputs.
+ * at 0 to 300 turns holds at 100,000. The full tool-call log is compared with the log rebuilt by
+ * the projection (`rebuildToolCallLog`, no chart) from a second SQLite file holding the same run
+ * and those completion entries, never a snapshot, and with the log made from the turns' inputs; a
+ * copy of the file is resumed with the lean log, compared with the lean entries the run's tool
+ * frames recorded.
  *
  * Time and memory are printed, not asserted (the machine is shared).
  */
@@ -71,14 +73,22 @@ async function appendAll(journal: Journal, entries: readonly NewEntry[], version
   return version;
 }
 
-/** The entries a resume of the interrupted `turns`-turn run appends: the completed run's last three. */
-function completionEntries(run: RunStartedData, turns: number): NewEntry[] {
+/**
+ * The entries a resume of the interrupted `turns`-turn run appends: the completed run's last three,
+ * after (with the lean log) the pin of the log's mode, which the run's `run.started` does not hold
+ * (ADR 0142 D3: a late pin, journaled with the resume's first append).
+ */
+function resumeAppends(run: RunStartedData, turns: number, mode: "full" | "lean"): NewEntry[] {
   const last: NewEntry[] = [];
   for (const entry of longRunEntries(run, turns, "completed")) {
     last.push(entry);
     if (last.length > 3) last.shift();
   }
-  return last;
+  const pin: NewEntry = {
+    type: "decision.recorded",
+    data: { decisionId: "long#toolCallLog", source: "agent-tool-call-log", choice: { mode: "lean" } },
+  };
+  return mode === "lean" ? [pin, ...last] : last;
 }
 
 const mb = (bytes: number) => Math.round(bytes / 2 ** 20);
@@ -101,7 +111,7 @@ describe("a 100,000-turn run resumed from a compact snapshot (SQLite)", () => {
       const entries = [...longRunEntries(run, turns, "interrupted")];
       expect(entries).toHaveLength(turns * 4 + 2);
       expect(entries.at(-1)?.type).toBe("run.interrupted");
-      const completion = completionEntries(run, turns);
+      const completion = resumeAppends(run, turns, "full");
       expect(completion.map((e) => e.type)).toEqual(["frame.started", "frame.completed", "run.completed"]);
       lap("entries made");
 
@@ -119,9 +129,18 @@ describe("a 100,000-turn run resumed from a compact snapshot (SQLite)", () => {
       const read = await readRunState(withSnap, "long", { compact: true });
       expect(read).toMatchObject({ snapshotSeq: seq, tail });
       expect(Object.keys(read.state.frames).length).toBeLessThan(tail); // the last turns' frames only
+      // A copy of the file (closed first: nothing left in its write-ahead log) for a resume with the lean log.
+      await withSnap.close();
+      journals.splice(journals.indexOf(withSnap), 1);
+      copyFileSync(tmp.file("with.db"), tmp.file("lean.db"));
+      expect(existsSync(tmp.file("with.db-wal")) && statSync(tmp.file("with.db-wal")).size > 0).toBe(false);
+      const withSnapAgain = openSqliteJournal(tmp.file("with.db"), { synchronous: "normal" });
+      const lean = openSqliteJournal(tmp.file("lean.db"), { synchronous: "normal" });
+      journals.push(withSnapAgain, lean);
+      lap("copied");
 
       // The resume, to completion.
-      const spied = readsBeforeFirstAppend(withSnap, "long");
+      const spied = readsBeforeFirstAppend(withSnapAgain, "long");
       const heap0 = process.memoryUsage().heapUsed;
       t = performance.now();
       const out = await longRunLoop(turns, { snapshots: { every: 1_000_000, compact: true } }).run({
@@ -136,43 +155,56 @@ describe("a 100,000-turn run resumed from a compact snapshot (SQLite)", () => {
       expect(spied.froms.length).toBeGreaterThan(0);
       expect(Math.min(...spied.froms)).toBe(seq);
 
-      // Its journal, entry for entry: the run as written, then what a resume without snapshots appends.
-      const after = await readJournal(withSnap, "long");
-      lap("journal read back");
-      expect(after).toHaveLength(entries.length + completion.length);
-      const expected = [...entries, ...completion];
-      let firstDiff = -1;
-      for (let i = 0; i < expected.length && firstDiff < 0; i++) {
-        if (fact(after[i] as JournalEntry) !== factOf(i + 1, expected[i] as NewEntry)) firstDiff = i;
+      // Blocks: what each check reads is let go before the next (the process holds about 1 GB at the peak).
+      {
+        // Its journal, entry for entry: the run as written, then what a resume without snapshots appends.
+        const after = await readJournal(withSnapAgain, "long");
+        lap("journal read back");
+        expect(after).toHaveLength(entries.length + completion.length);
+        const expected = [...entries, ...completion];
+        let firstDiff = -1;
+        for (let i = 0; i < expected.length && firstDiff < 0; i++) {
+          if (fact(after[i] as JournalEntry) !== factOf(i + 1, expected[i] as NewEntry)) firstDiff = i;
+        }
+        expect(
+          firstDiff,
+          firstDiff < 0 ? "" : `entry ${firstDiff + 1}: ${fact(after[firstDiff] as JournalEntry)}`,
+        ).toBe(-1);
+        lap("journal compared");
       }
-      expect(firstDiff, firstDiff < 0 ? "" : `entry ${firstDiff + 1}: ${fact(after[firstDiff] as JournalEntry)}`).toBe(
-        -1,
-      );
-      lap("journal compared");
+      {
+        // The log: as rebuilt by the projection from a second SQLite file of the same run without snapshots.
+        const without = openSqliteJournal(tmp.file("without.db"), { synchronous: "normal" });
+        journals.push(without);
+        await appendAll(without, [...entries, ...completion], 0);
+        expect(await without.store.latestSnapshot?.("long")).toBeUndefined();
+        lap("second journal written");
+        const rebuilt = await rebuildToolCallLog(without, "long", "full");
+        await without.close();
+        journals.splice(journals.indexOf(without), 1);
+        lap("full log rebuilt without snapshots");
+        expect(out.toolCallLog).toHaveLength(turns);
+        expect(JSON.stringify(out.toolCallLog)).toBe(JSON.stringify(rebuilt));
+        // And as made from the turns' inputs, without the journal.
+        const made = Array.from({ length: turns }, (_, n) => ({
+          iteration: n,
+          toolName: "lookup",
+          toolInput: { n },
+          toolOutput: lookupOutput(n),
+        }));
+        expect(JSON.stringify(out.toolCallLog)).toBe(JSON.stringify(made));
+        lap("full logs compared");
+      }
 
-      // The log: as rebuilt by the projection from a second SQLite file of the same run without snapshots.
-      const without = openSqliteJournal(tmp.file("without.db"), { synchronous: "normal" });
-      journals.push(without);
-      await appendAll(without, [...entries, ...completion], 0);
-      expect(await without.store.latestSnapshot?.("long")).toBeUndefined();
-      lap("second journal written");
-      const rebuilt = await rebuildToolCallLog(without, "long", "full");
-      lap("full log rebuilt without snapshots");
-      expect(out.toolCallLog).toHaveLength(turns);
-      expect(JSON.stringify(out.toolCallLog)).toBe(JSON.stringify(rebuilt));
-      // And as made from the turns' inputs, without the journal.
-      const made = Array.from({ length: turns }, (_, n) => ({
-        iteration: n,
-        toolName: "lookup",
-        toolInput: { n },
-        toolOutput: lookupOutput(n),
-      }));
-      expect(JSON.stringify(out.toolCallLog)).toBe(JSON.stringify(made));
-      lap("full logs compared");
-
-      // The lean log, rebuilt from the resumed journal (its compact snapshot there, passed over), against
-      // the one made from what the run's tool frames recorded (step id, digest, bytes).
-      const leanWith = await rebuildToolCallLog(withSnap, "long", "lean");
+      // The loop with the lean log resumes the copy: its log is the one made from what the run's tool
+      // frames recorded (step id, digest, bytes), and it appends what a lean resume without snapshots does.
+      const leanSpied = readsBeforeFirstAppend(lean, "long");
+      const leanOut = await longRunLoop(turns, {
+        toolCallLog: "lean",
+        snapshots: { every: 1_000_000, compact: true },
+      }).run({ runId: "long", journal: leanSpied.journal });
+      lap("lean copy resumed to completion");
+      expect(Math.min(...leanSpied.froms)).toBe(seq);
       const leanMade: unknown[] = [];
       for (const e of entries) {
         if (e.type !== "frame.completed" || !e.data.frameId.endsWith(":tool:0")) continue;
@@ -189,8 +221,12 @@ describe("a 100,000-turn run resumed from a compact snapshot (SQLite)", () => {
         });
       }
       expect(leanMade).toHaveLength(turns);
-      expect(JSON.stringify(leanWith)).toBe(JSON.stringify(leanMade));
-      lap("lean log rebuilt and compared");
+      expect(JSON.stringify(leanOut.toolCallLog)).toBe(JSON.stringify(leanMade));
+      const leanAppended = await readJournal(lean, "long", { from: entries.length + 1 });
+      expect(leanAppended.map(fact)).toEqual(
+        resumeAppends(run, turns, "lean").map((e, i) => factOf(entries.length + i + 1, e)),
+      );
+      lap("lean log compared");
 
       const m = process.memoryUsage();
       console.log(
@@ -201,18 +237,21 @@ describe("a 100,000-turn run resumed from a compact snapshot (SQLite)", () => {
     }
   }, 300_000);
 
-  it("the oracle: a resume without snapshots, walked from turn 0, appends the completed run's last three entries (the shape of every turn count)", async () => {
+  it("the oracle: a resume without snapshots, walked from turn 0, appends the completed run's last three entries (after the lean log's mode pin), whatever the turn count", async () => {
     const run = await templateOnce();
-    for (const turns of [0, 1, 7, 300]) {
-      const journal = createJournal({ store: memoryStore({ json: true }) });
-      const entries = [...longRunEntries(run, turns, "interrupted")];
-      await appendAll(journal, entries, 0);
-      const out = await longRunLoop(turns).run({ runId: "long", journal: withoutSnapshots(journal) });
-      expect(out.content).toBe("done");
-      const appended = (await readJournal(journal, "long")).slice(entries.length);
-      expect(appended.map(fact), `${turns} turns`).toEqual(
-        completionEntries(run, turns).map((e, i) => factOf(entries.length + i + 1, e)),
-      );
+    for (const mode of ["full", "lean"] as const) {
+      for (const turns of [0, 1, 7, 300]) {
+        const journal = createJournal({ store: memoryStore({ json: true }) });
+        const entries = [...longRunEntries(run, turns, "interrupted")];
+        await appendAll(journal, entries, 0);
+        const loop = longRunLoop(turns, mode === "lean" ? { toolCallLog: "lean" } : {});
+        const out = await loop.run({ runId: "long", journal: withoutSnapshots(journal) });
+        expect(out.content).toBe("done");
+        const appended = (await readJournal(journal, "long")).slice(entries.length);
+        expect(appended.map(fact), `${mode} log, ${turns} turns`).toEqual(
+          resumeAppends(run, turns, mode).map((e, i) => factOf(entries.length + i + 1, e)),
+        );
+      }
     }
   }, 60_000);
 });
