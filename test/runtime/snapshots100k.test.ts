@@ -73,22 +73,27 @@ async function appendAll(journal: Journal, entries: readonly NewEntry[], version
   return version;
 }
 
-/**
- * The entries a resume of the interrupted `turns`-turn run appends: the completed run's last three,
- * after (with the lean log) the pin of the log's mode, which the run's `run.started` does not hold
- * (ADR 0142 D3: a late pin, journaled with the resume's first append).
- */
-function resumeAppends(run: RunStartedData, turns: number, mode: "full" | "lean"): NewEntry[] {
+/** The last three entries of the completed `turns`-turn run: what a resume of the interrupted one ends it with. */
+function completionOf(run: RunStartedData, turns: number): NewEntry[] {
   const last: NewEntry[] = [];
   for (const entry of longRunEntries(run, turns, "completed")) {
     last.push(entry);
     if (last.length > 3) last.shift();
   }
+  return last;
+}
+
+/**
+ * The entries a resume of the interrupted run appends: its `completion`, after (with the lean log)
+ * the pin of the log's mode, which the run's `run.started` does not hold (ADR 0142 D3: a late pin,
+ * journaled with the resume's first append).
+ */
+function resumeAppends(completion: readonly NewEntry[], mode: "full" | "lean"): NewEntry[] {
   const pin: NewEntry = {
     type: "decision.recorded",
     data: { decisionId: "long#toolCallLog", source: "agent-tool-call-log", choice: { mode: "lean" } },
   };
-  return mode === "lean" ? [pin, ...last] : last;
+  return mode === "lean" ? [pin, ...completion] : [...completion];
 }
 
 const mb = (bytes: number) => Math.round(bytes / 2 ** 20);
@@ -111,7 +116,7 @@ describe("a 100,000-turn run resumed from a compact snapshot (SQLite)", () => {
       const entries = [...longRunEntries(run, turns, "interrupted")];
       expect(entries).toHaveLength(turns * 4 + 2);
       expect(entries.at(-1)?.type).toBe("run.interrupted");
-      const completion = resumeAppends(run, turns, "full");
+      const completion = completionOf(run, turns);
       expect(completion.map((e) => e.type)).toEqual(["frame.started", "frame.completed", "run.completed"]);
       lap("entries made");
 
@@ -224,7 +229,7 @@ describe("a 100,000-turn run resumed from a compact snapshot (SQLite)", () => {
       expect(JSON.stringify(leanOut.toolCallLog)).toBe(JSON.stringify(leanMade));
       const leanAppended = await readJournal(lean, "long", { from: entries.length + 1 });
       expect(leanAppended.map(fact)).toEqual(
-        resumeAppends(run, turns, "lean").map((e, i) => factOf(entries.length + i + 1, e)),
+        resumeAppends(completion, "lean").map((e, i) => factOf(entries.length + i + 1, e)),
       );
       lap("lean log compared");
 
@@ -249,7 +254,7 @@ describe("a 100,000-turn run resumed from a compact snapshot (SQLite)", () => {
         expect(out.content).toBe("done");
         const appended = (await readJournal(journal, "long")).slice(entries.length);
         expect(appended.map(fact), `${mode} log, ${turns} turns`).toEqual(
-          resumeAppends(run, turns, mode).map((e, i) => factOf(entries.length + i + 1, e)),
+          resumeAppends(completionOf(run, turns), mode).map((e, i) => factOf(entries.length + i + 1, e)),
         );
       }
     }
