@@ -1,3 +1,4 @@
+import { sha256Hex } from "../core/digest.ts";
 import { TYPE_CODES } from "../events/sqliteRows.ts";
 import type { EntryType } from "../events/types.ts";
 import { CODE, entryArrays } from "./rows.ts";
@@ -40,6 +41,9 @@ export interface BatchedAppend {
   readonly written: boolean;
 }
 
+/** A named statement (parsed once per connection), named by its text's hash: PostgreSQL keeps 63 characters of a name. */
+const named = (text: string) => ({ name: `loom_${sha256Hex(text).slice(0, 20)}`, text });
+
 /** Runs per statement at most: a few hundred runs' entries keep a statement's arrays in the tens of kB. */
 const MOST = 400;
 
@@ -61,8 +65,8 @@ export function appendBatcher(
   query: (text: { name: string; text: string; values: unknown[] }) => Promise<{ rows: { run_id: string | null }[] }>,
   alone: (append: BatchedAppend) => Promise<boolean>,
 ) {
-  const durable = { name: `loom-append-batch-${t.runs}`, text: batchSql(t, false) };
-  const relaxed = { name: `loom-append-batch-written-${t.runs}`, text: batchSql(t, true) };
+  const durable = named(batchSql(t, false));
+  const relaxed = named(batchSql(t, true));
   const queues = { durable: [] as Waiting[], written: [] as Waiting[] };
   // The runs with an append waiting in a queue: a second append of the same run goes out alone.
   const queued = new Set<string>();

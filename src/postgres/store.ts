@@ -234,7 +234,7 @@ export function postgresStoreOn(shared: PgDatabase): PostgresEventStore {
   const batches = appendBatcher(
     tables,
     SCHEMA_VERSION,
-    Number(process.env.LOOM_PG_APPEND_INFLIGHT ?? Math.max(1, Math.floor(poolMax / 2))),
+    Math.max(1, Math.floor(poolMax / 2)),
     (statement) => pool.query<{ run_id: string | null }>(statement),
     (a) =>
       appendEntries(pool, tables, a.runId, a.expectedVersion, a.types, a.texts, a.fence, a.finishingFor, undefined, {
