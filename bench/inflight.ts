@@ -13,7 +13,10 @@
  *   LOOM_PG_URL=postgres://… [LOOM_BENCH_RUNS=10000] [LOOM_BENCH_CONCURRENCY=2000,10000] \
  *     [LOOM_BENCH_TURNS=2] node --import tsx bench/inflight.ts [--quick]
  *
- * `--quick`: 1,000 runs at a concurrency of 500 (about 5 s).
+ * `--quick`: 1,000 runs at a concurrency of 500 (about 5 s). Run with `node --expose-gc` to also
+ * measure the live heap a run in flight holds: once the worker holds all the runs it can, a full
+ * collection (one pause, which the wall time then includes) and the heap used above the baseline's.
+ * RSS at the peak also counts garbage not yet collected.
  */
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
@@ -57,6 +60,8 @@ interface Measured {
   readonly peakInFlight: number;
   /** The first few errors the worker reported, as text. */
   readonly errorSamples: readonly string[];
+  /** Live heap per run in flight after a full collection at the peak (KB), when `gc` is exposed. */
+  readonly liveKbPerRun: number;
   /** Statements (queries and transactions) the worker's pool sent, per run. */
   readonly statementsPerRun: number;
   /** The worker process's CPU (user + system), ms per run. */
@@ -94,8 +99,11 @@ async function measure(concurrency: number): Promise<Measured> {
   } finally {
     await submitter.close();
   }
-  (globalThis as { gc?: () => void }).gc?.();
+  const gc = (globalThis as { gc?: () => void }).gc;
+  gc?.();
   const baseline = process.memoryUsage().rss;
+  const baseHeap = process.memoryUsage().heapUsed;
+  let liveKbPerRun = Number.NaN;
   const pool = new pg.Pool({ connectionString: url, max: POOL, application_name: appName });
   pool.on("error", () => {});
   let statements = 0;
@@ -146,6 +154,11 @@ async function measure(concurrency: number): Promise<Measured> {
     await sleep(250);
     peakRss = Math.max(peakRss, process.memoryUsage().rss);
     peakInFlight = Math.max(peakInFlight, worker.active.length);
+    if (gc !== undefined && Number.isNaN(liveKbPerRun) && worker.active.length >= Math.min(concurrency, RUNS)) {
+      const held = worker.active.length;
+      gc();
+      liveKbPerRun = (process.memoryUsage().heapUsed - baseHeap) / 1024 / held;
+    }
     if (process.env.LOOM_BENCH_TRACE)
       console.error(((performance.now() - started) / 1000).toFixed(2), worker.active.length, completed);
     const { rows } = await monitor.query<{ connections: number; queued: number; completed: number }>(
@@ -193,6 +206,7 @@ async function measure(concurrency: number): Promise<Measured> {
     errors,
     peakInFlight,
     errorSamples,
+    liveKbPerRun,
     statementsPerRun: sent / RUNS,
     workerCpuMsPerRun: (cpu.user + cpu.system) / 1000 / RUNS,
     serverCpuMsPerRun: backends.size === 0 ? Number.NaN : serverCpu / RUNS,
@@ -214,6 +228,7 @@ if (url === undefined) {
       "RSS MB (peak, above baseline)": r.rssMbPeak.toFixed(0),
       "peak in flight": r.peakInFlight,
       "KB / run in flight (at peak)": r.kbPerRun.toFixed(1),
+      "live heap KB / run": r.liveKbPerRun.toFixed(1),
       "max connections": r.maxConnections,
       "statements / run": r.statementsPerRun.toFixed(2),
       "worker CPU ms / run": r.workerCpuMsPerRun.toFixed(2),
@@ -233,6 +248,7 @@ if (url === undefined) {
         ideal: r.ideal,
         ratio: Number((r.seconds / r.ideal).toFixed(2)),
         kbPerRun: Number(r.kbPerRun.toFixed(1)),
+        liveKbPerRun: Number.isNaN(r.liveKbPerRun) ? null : Number(r.liveKbPerRun.toFixed(1)),
         maxConnections: r.maxConnections,
         statementsPerRun: Number(r.statementsPerRun.toFixed(2)),
         workerCpuMsPerRun: Number(r.workerCpuMsPerRun.toFixed(2)),
