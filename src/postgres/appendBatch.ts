@@ -48,6 +48,8 @@ const named = (text: string) => ({ name: `loom_${sha256Hex(text).slice(0, 20)}`,
 const MOST = 400;
 
 interface Waiting {
+  /** In the order asked for, across both queues: the queue whose head waited longest goes first. */
+  readonly order: number;
   readonly append: BatchedAppend;
   readonly resolve: (written: boolean) => void;
   readonly reject: (error: unknown) => void;
@@ -72,6 +74,7 @@ export function appendBatcher(
   const queued = new Set<string>();
   let sending = 0;
   let scheduled = false;
+  let asked = 0;
 
   function schedule() {
     if (scheduled || sending >= inFlight) return;
@@ -82,18 +85,19 @@ export function appendBatcher(
 
   function flush() {
     scheduled = false;
-    // Durable appends first: a tool's call or a run's end waits on them; the written ones' model calls can start soon after.
-    for (const kind of ["durable", "written"] as const) {
-      const queue = queues[kind];
-      while (queue.length > 0 && sending < inFlight) {
-        const batch = queue.splice(0, MOST);
-        for (const w of batch) queued.delete(w.append.runId);
-        sending++;
-        void send(batch, kind === "written").finally(() => {
-          sending--;
-          schedule();
-        });
-      }
+    while (sending < inFlight) {
+      // The queue whose first append has waited longest: neither kind can hold the other back.
+      const d = queues.durable[0];
+      const w = queues.written[0];
+      if (d === undefined && w === undefined) return;
+      const written = d === undefined || (w !== undefined && w.order < d.order);
+      const batch = queues[written ? "written" : "durable"].splice(0, MOST);
+      for (const b of batch) queued.delete(b.append.runId);
+      sending++;
+      void send(batch, written).finally(() => {
+        sending--;
+        schedule();
+      });
     }
   }
 
@@ -194,7 +198,7 @@ export function appendBatcher(
       if (queued.has(append.runId)) return alone(append);
       return new Promise<boolean>((resolve, reject) => {
         queued.add(append.runId);
-        queues[append.written ? "written" : "durable"].push({ append, resolve, reject });
+        queues[append.written ? "written" : "durable"].push({ order: asked++, append, resolve, reject });
         schedule();
       });
     },
