@@ -11,7 +11,7 @@
  * (from /proc, so on a server on this machine), each per run.
  *
  *   LOOM_PG_URL=postgres://… [LOOM_BENCH_RUNS=10000] [LOOM_BENCH_CONCURRENCY=2000,10000] \
- *     [LOOM_BENCH_TURNS=2] node --import tsx bench/inflight.ts [--quick]
+ *     [LOOM_BENCH_TURNS=2] [LOOM_BENCH_CPUPROF=/tmp/worker] node --import tsx bench/inflight.ts [--quick]
  *
  * `--quick`: 1,000 runs at a concurrency of 500 (about 5 s). Run with `node --expose-gc` to also
  * measure the live heap a run in flight holds: once the worker holds all the runs it can, a full
@@ -19,7 +19,8 @@
  * RSS at the peak also counts garbage not yet collected.
  */
 import { randomBytes } from "node:crypto";
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
+import { Session } from "node:inspector/promises";
 import pg from "pg";
 import { scriptedModel } from "../src/models/scripted.ts";
 import { openPostgresJournal, startWorker, submitRun } from "../src/postgres.ts";
@@ -135,6 +136,13 @@ async function measure(concurrency: number): Promise<Measured> {
   const cpuStarted = process.cpuUsage();
   let errors = 0;
   const errorSamples: string[] = [];
+  // LOOM_BENCH_CPUPROF=<file>: a CPU profile of the worker's phase alone (not the submits), for DevTools.
+  const profiler = process.env.LOOM_BENCH_CPUPROF === undefined ? undefined : new Session();
+  if (profiler !== undefined) {
+    profiler.connect();
+    await profiler.post("Profiler.enable");
+    await profiler.post("Profiler.start");
+  }
   const started = performance.now();
   const worker = startWorker({
     journal,
@@ -186,6 +194,11 @@ async function measure(concurrency: number): Promise<Measured> {
   }
   const seconds = (performance.now() - started) / 1000;
   const cpu = process.cpuUsage(cpuStarted);
+  if (profiler !== undefined) {
+    const { profile } = await profiler.post("Profiler.stop");
+    writeFileSync(`${process.env.LOOM_BENCH_CPUPROF}.${concurrency}.cpuprofile`, JSON.stringify(profile));
+    profiler.disconnect();
+  }
   const sent = statements + Math.max(0, checkouts - statements);
   if (process.env.LOOM_BENCH_TRACE) console.error([...kinds].sort((a, b) => b[1] - a[1]));
   await worker.stop();
