@@ -48,7 +48,9 @@ export interface PostgresEventStore extends EventStore {
 
 /**
  * The `EventStore` on PostgreSQL (`pg`), for many processes on many machines. An append is one
- * statement, so one transaction (see `appendEntries`): it moves the run's row in `loom_runs` only
+ * statement, so one transaction (see `appendEntries`; the appends of many runs asked for while
+ * earlier ones are being written share one statement and one commit, each run's checks its own:
+ * appendBatch.ts): it moves the run's row in `loom_runs` only
  * from `expectedVersion` (an UPDATE whose condition PostgreSQL checks again on the row's latest
  * version if another append moved it meanwhile), and inserts the entries only when the row moved,
  * or writes nothing. The unique `run_id` backs that up for a run's first append, where there is
