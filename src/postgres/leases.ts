@@ -194,6 +194,21 @@ export function leases(db: PgDatabase) {
          ${handBackSelect(t)} UNION ALL SELECT run_id FROM parked`,
         [runId, owner, token],
       ),
+    /**
+     * When run `runId`, stopped by durable waits (its last entry a `waiting` interruption), is due:
+     * the first wake or timeout its interruption journaled (ms since the epoch), as the park
+     * (`waitForApproval`) reads it; undefined for any other run.
+     */
+    async waitingDue(runId: string): Promise<number | undefined> {
+      await db.ready;
+      const { rows } = await pool.query<{ at: number | null }>(
+        `SELECT (extract(epoch FROM min(x.value::timestamptz)) * 1000)::float8 AS at
+           FROM ${t.runs} s ${lastEntry(t)}, ${expiries} x
+          WHERE s.run_id = $1 AND s.last_type = ${CODE.interrupted} AND (e.data::json ->> 'reason') = 'waiting'`,
+        [runId],
+      );
+      return rows[0]?.at ?? undefined;
+    },
     /** The attempt failed: due again after `delayMs`, with the error kept for operators. */
     retryLater: (runId: string, owner: string, delayMs: number, error: string) =>
       changed(
