@@ -60,7 +60,14 @@ describe.skipIf(PG_URL === undefined)("a 3-day sleep on PostgreSQL across a work
 
     setClock(T0);
     await journal.store.listRuns(); // the schema exists before the worker races to make it
-    await submitRun(journal, { runId: "reminder", loop: sleepLoop(() => T0), input: "remind me in 3 days" });
+    await submitRun(journal, {
+      runId: "reminder",
+      loop: sleepLoop(
+        () => T0,
+        () => {},
+      ),
+      input: "remind me in 3 days",
+    });
     const first = start();
     await first.waitFor((l) => l === "ready", "the first worker ready", 60_000);
     await until("the run to wait", async () => (await entries()).at(-1)?.type === "run.interrupted");
