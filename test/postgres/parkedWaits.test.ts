@@ -3,7 +3,7 @@ import { readJournal } from "../../src/events/journal.ts";
 import type { JournalEntry } from "../../src/events/types.ts";
 import { parkedFor, waitingDueOf } from "../../src/postgres/parkedWaits.ts";
 import { openPostgresJournal, startWorker, submitRun } from "../../src/postgres.ts";
-import { DAY, sleepLoop } from "./fixtures/sleepWorker.ts";
+import { DAY, sleepLoop } from "./fixtures/waitWorker.ts";
 import { dropSchema, freshSchema, PG_URL, sleep, until } from "./pg.ts";
 
 /**

@@ -6,7 +6,7 @@ import type { JournalEntry } from "../../src/events/types.ts";
 import { openPostgresJournal, submitRun } from "../../src/postgres.ts";
 import { tempDir } from "../events/tmp.ts";
 import { type Worker as Process, startWorker as startProcess } from "../support/processes.ts";
-import { DAY, sleepLoop } from "./fixtures/sleepWorker.ts";
+import { DAY, sleepLoop } from "./fixtures/waitWorker.ts";
 import { dropSchema, freshSchema, PG_URL, sleep, sql, until } from "./pg.ts";
 
 /**
@@ -17,7 +17,7 @@ import { dropSchema, freshSchema, PG_URL, sleep, sql, until } from "./pg.ts";
  * run must be resumed once, when that clock reaches the wake time, and never before.
  */
 
-const FIXTURE = "test/postgres/fixtures/sleepWorker.ts";
+const FIXTURE = "test/postgres/fixtures/waitWorker.ts";
 const STEP = "rem#turn:0:tool:0";
 const cleanups: (() => Promise<unknown> | unknown)[] = [];
 afterEach(async () => {
