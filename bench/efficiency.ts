@@ -29,7 +29,7 @@ import { memoryStore } from "../src/events/memory.ts";
 import { scriptedModel } from "../src/models/scripted.ts";
 import { databaseOf } from "../src/postgres/submit.ts";
 import { openPostgresJournal, startWorker, submitRun } from "../src/postgres.ts";
-import { type AgentLoop, agentLoop$ } from "../src/runtime/agentLoop.ts";
+import { type AgentLoop, agentLoop$ } from "../src/runtime/run/agentLoop.ts";
 import { printTable, rng, toolOutput } from "./support.ts";
 
 const url = process.env.LOOM_PG_URL;

@@ -17,7 +17,7 @@ import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { scriptedModel } from "../src/models/scripted.ts";
 import { openPostgresJournal, startWorker, submitRun } from "../src/postgres.ts";
-import { agentLoop$ } from "../src/runtime/agentLoop.ts";
+import { agentLoop$ } from "../src/runtime/run/agentLoop.ts";
 import { printTable } from "./support.ts";
 
 const url = process.env.LOOM_PG_URL;

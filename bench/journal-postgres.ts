@@ -24,7 +24,7 @@ import type { NewEntry } from "../src/events/types.ts";
 import { scriptedModel } from "../src/models/scripted.ts";
 import { openPostgresJournal, postgresStore, startWorker, submitRun } from "../src/postgres.ts";
 import { foldEntries } from "../src/projections/runState.ts";
-import { agentLoop$ } from "../src/runtime/agentLoop.ts";
+import { agentLoop$ } from "../src/runtime/run/agentLoop.ts";
 import { printTable, rng, serveUntilTerm, toolOutput } from "./support.ts";
 
 const url = process.env.LOOM_PG_URL;

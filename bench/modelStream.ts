@@ -9,7 +9,7 @@
  */
 import { fromAiSdk } from "../src/ai-sdk/aiSdk.ts";
 import type { GenerateRequest, Model } from "../src/models/types.ts";
-import { streamModelCall } from "../src/runtime/modelStream.ts";
+import { streamModelCall } from "../src/runtime/steps/modelStream.ts";
 import { printTable } from "./support.ts";
 
 const DELTAS = 2_000;

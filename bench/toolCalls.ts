@@ -19,7 +19,7 @@ import { memoryStore } from "../src/events/memory.ts";
 import type { Journal } from "../src/events/spi.ts";
 import type { ModelResponse } from "../src/events/types.ts";
 import type { Model } from "../src/models/types.ts";
-import { agentLoop$ } from "../src/runtime/agentLoop.ts";
+import { agentLoop$ } from "../src/runtime/run/agentLoop.ts";
 import { printTable } from "./support.ts";
 
 const SIZES = process.argv.slice(2).map(Number).filter(Number.isInteger);

@@ -16,7 +16,7 @@ import { memoryStore } from "../src/events/memory.ts";
 import { scriptedModel } from "../src/models/scripted.ts";
 import { databaseOf } from "../src/postgres/submit.ts";
 import { openPostgresJournal, startWorker, submitRun } from "../src/postgres.ts";
-import { agentLoop$ } from "../src/runtime/agentLoop.ts";
+import { agentLoop$ } from "../src/runtime/run/agentLoop.ts";
 import { printTable, rng, toolOutput } from "./support.ts";
 
 const url = process.env.LOOM_PG_URL;

@@ -379,35 +379,6 @@ export type {
   ToolCallLogMode,
 } from "./projections/types.ts";
 export { type TokenUsage, tokenUsage } from "./projections/usage.ts";
-// Sessions, context policies and budgets (issue 32).
-export type { SendRequest, SessionReply } from "./runtime/agentLoop.ts";
-export { type AgentLoop, agentLoop$, type RunRequest } from "./runtime/agentLoop.ts";
-export {
-  type AgentToolOptions,
-  agentTool,
-  childRunId,
-  DEFAULT_MAX_AGENT_DEPTH,
-  DEFAULT_MAX_CONCURRENT_CHILDREN,
-  isSubAgentInterruptedError,
-  isSubAgentLimitError,
-  SubAgentInterruptedError,
-  type SubAgentLimit,
-  SubAgentLimitError,
-} from "./runtime/agentTool.ts";
-export { usageOfRun } from "./runtime/budget.ts";
-export type {
-  AgentLoopConfig,
-  ApprovalAnswer,
-  ApprovalRequest,
-  InputCheck,
-  RetryConfig,
-  Skill,
-  TimeoutsConfig,
-  Tool,
-  ToolContext,
-  ToolSource,
-  ToolSourceContext,
-} from "./runtime/config.ts";
 // Durable waits (issue 31, docs/waits.md): sleeps and events as journaled waits, approvals listed beside them.
 export {
   type ActivityFacts,
@@ -446,7 +417,43 @@ export {
   type WakeOptions,
   type WokenRun,
   wakeDueRuns,
-} from "./runtime/control.ts";
+} from "./runtime/control/operations.ts";
+export {
+  type FiredTick,
+  fireDueTicks,
+  type RunningSchedules,
+  type RunSchedulesOptions,
+  runSchedules,
+  type SkippedTicks,
+  startSchedules,
+  type TickReport,
+} from "./runtime/control/runSchedules.ts";
+export {
+  type DueTicks,
+  dueTicks,
+  initialCursor,
+  type MissedTicks,
+  type Schedule,
+  type ScheduleConfig,
+  schedule,
+} from "./runtime/control/schedule.ts";
+// Sessions, context policies and budgets (issue 32).
+export type { SendRequest, SessionReply } from "./runtime/run/agentLoop.ts";
+export { type AgentLoop, agentLoop$, type RunRequest } from "./runtime/run/agentLoop.ts";
+export { usageOfRun } from "./runtime/run/budget.ts";
+export type {
+  AgentLoopConfig,
+  ApprovalAnswer,
+  ApprovalRequest,
+  InputCheck,
+  RetryConfig,
+  Skill,
+  TimeoutsConfig,
+  Tool,
+  ToolContext,
+  ToolSource,
+  ToolSourceContext,
+} from "./runtime/run/config.ts";
 export {
   AgentInterruptedError,
   isAgentInterruptedError,
@@ -455,11 +462,9 @@ export {
   RedactedHistoryError,
   ScheduleError,
   type ScheduleErrorCode,
-} from "./runtime/errors.ts";
-export { type FollowOptions, followRun } from "./runtime/follow.ts";
-export { HeldLease, type HoldLeaseOptions, holdLease, LEASE_MARGIN } from "./runtime/heldLease.ts";
-export { type ModelStreamDelta, type StreamModelCallOptions, streamModelCall } from "./runtime/modelStream.ts";
-export { DEFAULT_LEASE_MS, type RunOwnership } from "./runtime/ownership.ts";
+} from "./runtime/run/errors.ts";
+export { HeldLease, type HoldLeaseOptions, holdLease, LEASE_MARGIN } from "./runtime/run/heldLease.ts";
+export { DEFAULT_LEASE_MS, type RunOwnership } from "./runtime/run/ownership.ts";
 export {
   foldRun,
   type HydrateOptions,
@@ -471,27 +476,8 @@ export {
   resolveStep,
   StepResolutionError,
   verifyTurnResults,
-} from "./runtime/readers.ts";
-export type { RunContext } from "./runtime/runContext.ts";
-export {
-  type FiredTick,
-  fireDueTicks,
-  type RunningSchedules,
-  type RunSchedulesOptions,
-  runSchedules,
-  type SkippedTicks,
-  startSchedules,
-  type TickReport,
-} from "./runtime/runSchedules.ts";
-export {
-  type DueTicks,
-  dueTicks,
-  initialCursor,
-  type MissedTicks,
-  type Schedule,
-  type ScheduleConfig,
-  schedule,
-} from "./runtime/schedule.ts";
+} from "./runtime/run/readers.ts";
+export type { RunContext } from "./runtime/run/runContext.ts";
 export {
   isSessionBusyError,
   nextSessionTurn,
@@ -501,7 +487,7 @@ export {
   sessionHistory,
   sessionRunId,
   sessionRuns,
-} from "./runtime/sessions.ts";
+} from "./runtime/run/sessions.ts";
 export {
   type ReadRunState,
   type RunStateReadOptions,
@@ -509,21 +495,35 @@ export {
   type SnapshotConfig,
   type SnapshotReadOptions,
   writeRunSnapshot,
-} from "./runtime/snapshots.ts";
-export type { AgentStream } from "./runtime/stream.ts";
+} from "./runtime/run/snapshots.ts";
+export { type ModelStreamDelta, type StreamModelCallOptions, streamModelCall } from "./runtime/steps/modelStream.ts";
+export { type FollowOptions, followRun } from "./runtime/streaming/follow.ts";
+export type { AgentStream } from "./runtime/streaming/stream.ts";
+export {
+  type AgentToolOptions,
+  agentTool,
+  childRunId,
+  DEFAULT_MAX_AGENT_DEPTH,
+  DEFAULT_MAX_CONCURRENT_CHILDREN,
+  isSubAgentInterruptedError,
+  isSubAgentLimitError,
+  SubAgentInterruptedError,
+  type SubAgentLimit,
+  SubAgentLimitError,
+} from "./runtime/subruns/agentTool.ts";
 export {
   AmbiguousApprovalError,
   type ApprovalAnswers,
   approvalKey,
   isAmbiguousApprovalError,
-} from "./runtime/subRunApprovals.ts";
-export { subRunPath } from "./runtime/subRunEvents.ts";
+} from "./runtime/subruns/subRunApprovals.ts";
+export { subRunPath } from "./runtime/subruns/subRunEvents.ts";
 export {
   isSubAgentCancelledError,
   isSubAgentPendingError,
   SubAgentCancelledError,
   SubAgentPendingError,
-} from "./runtime/subRuns.ts";
+} from "./runtime/subruns/subRuns.ts";
 export type { ToolRun } from "./tools/spi.ts";
 export {
   EventWait,

@@ -20,9 +20,19 @@ import {
 import { toolStepId } from "./events/ids.ts";
 import type { ToolCall } from "./events/types.ts";
 import type { RunEvent } from "./projections/events.ts";
-import type { RunTelemetry, RunTelemetryScope, TelemetryRunStart, TraceCarrier } from "./runtime/telemetry.ts";
+import type {
+  RunTelemetry,
+  RunTelemetryScope,
+  TelemetryRunStart,
+  TraceCarrier,
+} from "./runtime/streaming/telemetry.ts";
 
-export type { RunTelemetry, RunTelemetryScope, TelemetryRunStart, TraceCarrier } from "./runtime/telemetry.ts";
+export type {
+  RunTelemetry,
+  RunTelemetryScope,
+  TelemetryRunStart,
+  TraceCarrier,
+} from "./runtime/streaming/telemetry.ts";
 
 /** Options of {@link otelTelemetry}. */
 export interface OtelTelemetryOptions {

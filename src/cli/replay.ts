@@ -27,8 +27,8 @@ import {
 } from "../index.ts";
 import type { ToolCallInput } from "../machines/toolCall.machine.ts";
 import { toolCallResult } from "../projections/toolCallLog.ts";
-import { replayRecording } from "../runtime/agentLoop.ts";
-import { RunContext } from "../runtime/runContext.ts";
+import { replayRecording } from "../runtime/run/agentLoop.ts";
+import { RunContext } from "../runtime/run/runContext.ts";
 
 /**
  * Replays a recorded run through the real statecharts, for an inspector to watch: the run's

@@ -3,7 +3,7 @@
  * journal, one step about to be taken and the clock, what the step does — serve what the journal
  * recorded, refuse a journal this code would not have written, wait out a journaled back-off, give
  * up on an outcome nobody recorded, or run the effect as attempt n. The runtime
- * (src/runtime/durableStep.ts) carries the plan out; nothing here reads a clock or does I/O.
+ * (src/runtime/steps/durableStep.ts) carries the plan out; nothing here reads a clock or does I/O.
  */
 import type { FrameState, RunState } from "../projections/runState.ts";
 

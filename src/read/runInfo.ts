@@ -15,7 +15,7 @@ import {
 } from "../index.ts";
 import type { BudgetBreach } from "../policies/budget.ts";
 import { tokenUsage } from "../projections/usage.ts";
-import { runDueAt } from "../runtime/waits.ts";
+import { runDueAt } from "../runtime/steps/waits.ts";
 
 /**
  * What the CLI (`loom runs`, `loom show`, `loom log`) and the viewer's pages show of a run, read

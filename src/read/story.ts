@@ -10,7 +10,7 @@ import {
   readArchived,
   readJournal,
 } from "../index.ts";
-import { parentRunOf } from "../runtime/subRuns.ts";
+import { parentRunOf } from "../runtime/subruns/subRuns.ts";
 import { evolveArchived, foldView } from "./evolveView.ts";
 import { runInfo } from "./runInfo.ts";
 import { turnsOf } from "./runView.ts";

@@ -9,7 +9,7 @@ import { type Journal, LoomError } from "../index.ts";
 export type { PendingApproval } from "../runtime/control/approvals.ts";
 
 /**
- * The run-control functions the viewer calls, with the signatures of src/runtime/control.ts.
+ * The run-control functions the viewer calls, with the signatures of src/runtime/control/operations.ts.
  *
  * @example
  * ```ts

@@ -8,7 +8,7 @@ import { fromAiSdkTools } from "../../src/ai-sdk/aiSdkTools.ts";
 import { createJournal } from "../../src/events/journal.ts";
 import { memoryStore } from "../../src/events/memory.ts";
 import type { EventStore } from "../../src/events/store.ts";
-import { agentLoop$ } from "../../src/runtime/agentLoop.ts";
+import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
 
 const turn = (content: LanguageModelV3Content[]): LanguageModelV3GenerateResult => ({
   content,

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { type LoomUIMessageChunk, toUIMessageStream } from "../../src/ai-sdk/uiMessageStream.ts";
 import { createJournal, memoryStore } from "../../src/index.ts";
-import { agentLoop$ } from "../../src/runtime/agentLoop.ts";
+import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
 import { apiCallError } from "../support/aiSdkResults.ts";
 
 /** A run whose model throws `errors` in turn, then answers; its UI message chunks. */

@@ -4,7 +4,7 @@ import type { LoomUIMessageChunk } from "../../src/ai-sdk/uiMessageStream.ts";
 import { toUIMessageStream, toUIMessageStreamResponse } from "../../src/ai-sdk/uiMessageStream.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
 import type { RunEvent } from "../../src/projections/events.ts";
-import { streamModelCall } from "../../src/runtime/modelStream.ts";
+import { streamModelCall } from "../../src/runtime/steps/modelStream.ts";
 
 const runId = "r-1";
 const M0 = "m#turn:0:model";

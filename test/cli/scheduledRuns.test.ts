@@ -2,7 +2,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { openSqliteJournal } from "../../src/index.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
-import { agentLoop$ } from "../../src/runtime/agentLoop.ts";
+import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
 import { runRows, runsPage } from "../../src/viewer/runsPage.ts";
 import { loom, tempDir } from "./support.ts";
 

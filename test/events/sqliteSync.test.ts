@@ -9,7 +9,7 @@ import { isJournalFileError } from "../../src/events/sqliteOpen.ts";
 import { walSync } from "../../src/events/sqliteSync.ts";
 import type { AppendOptions, EventStore } from "../../src/events/store.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
-import { agentLoop$ } from "../../src/runtime/agentLoop.ts";
+import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
 import { jsonJournal } from "../support/loop.ts";
 import { decision, runStarted } from "./entries.ts";
 import { tempDir } from "./tmp.ts";

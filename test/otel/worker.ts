@@ -8,7 +8,7 @@ import { BasicTracerProvider, type ReadableSpan, SimpleSpanProcessor } from "@op
 import { openSqliteJournal } from "../../src/events/journal.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
 import { otelTelemetry } from "../../src/otel.ts";
-import { agentLoop$ } from "../../src/runtime/agentLoop.ts";
+import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
 
 const [file, mode] = process.argv.slice(2) as [string, "first" | "resume"];
 const print = (span: ReadableSpan) => {

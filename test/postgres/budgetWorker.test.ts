@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type OpenJournal, readJournal } from "../../src/events/journal.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
 import { openPostgresJournal, startWorker, submitRun } from "../../src/postgres.ts";
-import { agentLoop$ } from "../../src/runtime/agentLoop.ts";
+import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
 import { dropSchema, freshSchema, PG_URL, sleep, sql, until } from "./pg.ts";
 
 // Skipped without LOOM_PG_URL (store.test.ts prints the one line saying so).

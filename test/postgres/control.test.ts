@@ -3,8 +3,8 @@ import { isRunCancelledError } from "../../src/core/errors.ts";
 import { type OpenJournal, readJournal } from "../../src/events/journal.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
 import { openPostgresJournal, startWorker, submitRun } from "../../src/postgres.ts";
-import { agentLoop$ } from "../../src/runtime/agentLoop.ts";
-import { cancelRun, listPendingApprovals, recordApproval } from "../../src/runtime/control.ts";
+import { cancelRun, listPendingApprovals, recordApproval } from "../../src/runtime/control/operations.ts";
+import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
 import { approvalLoop, REFUND_STEP } from "../runtime/workers/approvalLoop.ts";
 import { dropSchema, freshSchema, PG_URL, until } from "./pg.ts";
 

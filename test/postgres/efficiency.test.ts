@@ -7,7 +7,7 @@ import { tablesIn } from "../../src/postgres/schema.ts";
 import { appendEntries } from "../../src/postgres/store.ts";
 import { databaseOf } from "../../src/postgres/submit.ts";
 import { openPostgresJournal, postgresStore, startWorker, submitRun } from "../../src/postgres.ts";
-import { agentLoop$ } from "../../src/runtime/agentLoop.ts";
+import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
 import { frameCompleted, frameStarted, runStarted } from "../events/entries.ts";
 import { dropSchema, freshSchema, PG_URL, sql, until } from "./pg.ts";
 

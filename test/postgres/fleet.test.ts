@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { scriptedModel } from "../../src/models/scripted.ts";
 import { openPostgresJournal, sharedRateLimit, submitRun } from "../../src/postgres.ts";
-import { agentLoop$ } from "../../src/runtime/agentLoop.ts";
+import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
 import { dropSchema, freshSchema, PG_URL, sql, until } from "./pg.ts";
 
 const root = join(import.meta.dirname, "../..");

@@ -6,8 +6,8 @@ import type { Journal } from "../../src/events/spi.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
 import { openPostgresJournal, postgresStore } from "../../src/postgres.ts";
 import { type RunEvent, runEventsOf } from "../../src/projections/events.ts";
-import { agentLoop$ } from "../../src/runtime/agentLoop.ts";
-import { followRun } from "../../src/runtime/follow.ts";
+import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
+import { followRun } from "../../src/runtime/streaming/follow.ts";
 import { dropSchema, freshSchema, PG_URL } from "./pg.ts";
 
 const loopOf = (turns: number, delayMs: number, compactIn?: Journal) =>

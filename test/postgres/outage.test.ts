@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type OpenJournal, readJournal } from "../../src/events/journal.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
 import { isWorkerDatabaseError, openPostgresJournal, startWorker, submitRun } from "../../src/postgres.ts";
-import { agentLoop$ } from "../../src/runtime/agentLoop.ts";
+import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
 import { dropSchema, freshSchema, PG_URL, sleep, until } from "./pg.ts";
 
 /**

@@ -8,7 +8,7 @@ import { claimOwnRead, pickedUpJournal } from "../../src/postgres/pickup.ts";
 import { ownStore } from "../../src/postgres/store.ts";
 import { databaseOf } from "../../src/postgres/submit.ts";
 import { openPostgresJournal, startWorker, submitRun } from "../../src/postgres.ts";
-import { agentLoop$ } from "../../src/runtime/agentLoop.ts";
+import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
 import { dropSchema, freshSchema, PG_URL, sql } from "./pg.ts";
 
 const loop = agentLoop$({

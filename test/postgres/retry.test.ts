@@ -3,7 +3,7 @@ import { createJournal, readJournal } from "../../src/events/journal.ts";
 import { TYPE_CODES } from "../../src/events/sqliteRows.ts";
 import type { Model } from "../../src/models/types.ts";
 import { postgresStore } from "../../src/postgres.ts";
-import { agentLoop$ } from "../../src/runtime/agentLoop.ts";
+import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
 import { dropSchema, freshSchema, PG_URL, sql } from "./pg.ts";
 
 // Skipped without LOOM_PG_URL (store.test.ts prints the one line saying so).

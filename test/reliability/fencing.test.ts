@@ -5,7 +5,7 @@ import { compact } from "../../src/events/compact.ts";
 import { createJournal, type OpenJournal, openSqliteJournal, readJournal } from "../../src/events/journal.ts";
 import { memoryStore } from "../../src/events/memory.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
-import { agentLoop$ } from "../../src/runtime/agentLoop.ts";
+import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
 import { tempDir } from "../events/tmp.ts";
 import { crashingStore, frameProgress, logsOf } from "../support/loop.ts";
 

@@ -5,9 +5,9 @@ import { openSqliteJournal, readJournal } from "../../src/events/journal.ts";
 import type { BlobStore, Journal } from "../../src/events/spi.ts";
 import type { Message } from "../../src/events/types.ts";
 import type { Model, ModelResponse } from "../../src/models/types.ts";
-import { agentLoop$ } from "../../src/runtime/agentLoop.ts";
-import { isAgentInterruptedError } from "../../src/runtime/errors.ts";
-import { rebuildToolCallLog, resolveStep } from "../../src/runtime/readers.ts";
+import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
+import { isAgentInterruptedError } from "../../src/runtime/run/errors.ts";
+import { rebuildToolCallLog, resolveStep } from "../../src/runtime/run/readers.ts";
 import { tempDir } from "../events/tmp.ts";
 
 /**

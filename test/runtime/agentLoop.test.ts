@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { readJournal } from "../../src/events/journal.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
-import { agentLoop$ } from "../../src/runtime/agentLoop.ts";
+import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
 import { countingTools, jsonJournal } from "../support/loop.ts";
 
 const script = scriptedModel([

@@ -6,11 +6,11 @@ import { scriptedModel } from "../../src/models/scripted.ts";
 import { foldView } from "../../src/read/evolveView.ts";
 import { chartStateOf } from "../../src/read/runView.ts";
 import { runStory } from "../../src/read/story.ts";
-import { agentLoop$ } from "../../src/runtime/agentLoop.ts";
-import type { AgentLoopConfig, Tool } from "../../src/runtime/config.ts";
 import { runActivity } from "../../src/runtime/control/activity.ts";
-import { followRun } from "../../src/runtime/follow.ts";
-import { foldRun } from "../../src/runtime/readers.ts";
+import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
+import type { AgentLoopConfig, Tool } from "../../src/runtime/run/config.ts";
+import { foldRun } from "../../src/runtime/run/readers.ts";
+import { followRun } from "../../src/runtime/streaming/follow.ts";
 import { jsonJournal } from "../support/loop.ts";
 
 /**

@@ -3,7 +3,7 @@ import { memoryStore } from "../../src/events/memory.ts";
 import type { EventStore } from "../../src/events/store.ts";
 import type { EntryType } from "../../src/events/types.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
-import { agentLoop$ } from "../../src/runtime/agentLoop.ts";
+import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
 import { crashingStore, jsonJournal } from "../support/loop.ts";
 
 /** A store that keeps the entry types of each append it makes. */

@@ -8,9 +8,9 @@ import type { ArchiveStore, Journal } from "../../src/events/spi.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
 import type { ModelResponse } from "../../src/models/types.ts";
 import { type JournaledRunEvent, type RunEvent, runEventsOf } from "../../src/projections/events.ts";
-import { agentLoop$ } from "../../src/runtime/agentLoop.ts";
-import { isAgentInterruptedError } from "../../src/runtime/errors.ts";
-import { followRun } from "../../src/runtime/follow.ts";
+import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
+import { isAgentInterruptedError } from "../../src/runtime/run/errors.ts";
+import { followRun } from "../../src/runtime/streaming/follow.ts";
 import { tempDir } from "../events/tmp.ts";
 import { closedAfterAll } from "../support/journalFile.ts";
 

@@ -6,9 +6,14 @@ import { createJournal, readJournal } from "../../src/events/journal.ts";
 import { memoryStore } from "../../src/events/memory.ts";
 import type { BlobStore, Journal } from "../../src/events/spi.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
-import { agentLoop$ } from "../../src/runtime/agentLoop.ts";
-import { forkRun, isRunControlError, listPendingApprovals, recordApproval } from "../../src/runtime/control.ts";
-import { rebuildToolCallLog, resolveStep } from "../../src/runtime/readers.ts";
+import {
+  forkRun,
+  isRunControlError,
+  listPendingApprovals,
+  recordApproval,
+} from "../../src/runtime/control/operations.ts";
+import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
+import { rebuildToolCallLog, resolveStep } from "../../src/runtime/run/readers.ts";
 import { approvalLoop, REFUND_STEP } from "./workers/approvalLoop.ts";
 
 const rejection = (p: Promise<unknown>) =>

@@ -3,8 +3,8 @@ import { memoryStore } from "../../src/events/memory.ts";
 import type { NewEntry } from "../../src/events/types.ts";
 import { type RunEvent, runEventsOf } from "../../src/projections/events.ts";
 import { foldEntries } from "../../src/projections/runState.ts";
-import { Appender } from "../../src/runtime/appender.ts";
-import { RunEventEmitter } from "../../src/runtime/events.ts";
+import { Appender } from "../../src/runtime/steps/appender.ts";
+import { RunEventEmitter } from "../../src/runtime/streaming/events.ts";
 import { buildRun, type CallPlan } from "../projections/runBuilder.ts";
 
 /**

@@ -4,8 +4,8 @@ import { isModelStreamError } from "../../src/models/errors.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
 import type { GenerateRequest, Model, ModelResponse, ModelStreamPart } from "../../src/models/types.ts";
 import { attemptError } from "../../src/policies/retry.ts";
-import { withLimits } from "../../src/runtime/failurePolicy.ts";
-import { type ModelStreamDelta, streamModelCall } from "../../src/runtime/modelStream.ts";
+import { withLimits } from "../../src/runtime/steps/failurePolicy.ts";
+import { type ModelStreamDelta, streamModelCall } from "../../src/runtime/steps/modelStream.ts";
 
 const request = (signal = new AbortController().signal): GenerateRequest => ({
   messages: [{ role: "user", content: "hi" }],

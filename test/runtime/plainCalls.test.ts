@@ -7,7 +7,7 @@ import {
   type ToolCallParentEvent,
   toolCallMachine,
 } from "../../src/machines/toolCall.machine.ts";
-import { type CallSteps, plainCallsActor } from "../../src/runtime/plainCalls.ts";
+import { type CallSteps, plainCallsActor } from "../../src/runtime/steps/plainCalls.ts";
 
 /**
  * The contract between the two ways a tool call is run: the plain-call path (the loop's one

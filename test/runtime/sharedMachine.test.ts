@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { type AnyActorLogic, createMachine, fromCallback, fromPromise, toPromise } from "xstate";
 import type { Ending, ModelCallsEvent, PlainCallsEvent } from "../../src/machines/agentLoop.machine.ts";
-import { createRunActor } from "../../src/runtime/sharedMachine.ts";
+import { createRunActor } from "../../src/runtime/steps/sharedMachine.ts";
 
 /** One run's actors: a one-turn run that answers at once, each actor telling which run it belongs to. */
 function runActors(runId: string, seen: string[], prepare?: AnyActorLogic) {

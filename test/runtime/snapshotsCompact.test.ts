@@ -9,10 +9,10 @@ import type { JournalEntry, Message, NewEntry, RunStartedData } from "../../src/
 import type { Model } from "../../src/models/types.ts";
 import { compactRunState } from "../../src/projections/runSnapshot.ts";
 import { foldEntries } from "../../src/projections/runState.ts";
-import { AgentInterruptedError } from "../../src/runtime/errors.ts";
-import { followRun } from "../../src/runtime/follow.ts";
-import { foldRun, rebuildToolCallLog } from "../../src/runtime/readers.ts";
-import { readRunState, writeRunSnapshot } from "../../src/runtime/snapshots.ts";
+import { AgentInterruptedError } from "../../src/runtime/run/errors.ts";
+import { foldRun, rebuildToolCallLog } from "../../src/runtime/run/readers.ts";
+import { readRunState, writeRunSnapshot } from "../../src/runtime/run/snapshots.ts";
+import { followRun } from "../../src/runtime/streaming/follow.ts";
 import { tempDir } from "../events/tmp.ts";
 import { crashingStore } from "../support/loop.ts";
 

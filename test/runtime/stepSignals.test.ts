@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { withLimits } from "../../src/runtime/failurePolicy.ts";
-import { CallStop, StepSignals, StepStop } from "../../src/runtime/stepSignals.ts";
+import { withLimits } from "../../src/runtime/steps/failurePolicy.ts";
+import { CallStop, StepSignals, StepStop } from "../../src/runtime/steps/stepSignals.ts";
 
 /** What xstate gives an actor's creator: an object with the actor's signal. */
 const actorArgs = (signal = new AbortController().signal) => ({ signal });

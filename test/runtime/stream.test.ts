@@ -4,10 +4,10 @@ import type { JournalEntry } from "../../src/events/types.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
 import type { ModelResponse } from "../../src/models/types.ts";
 import { type RunEvent, runEventsOf } from "../../src/projections/events.ts";
-import { agentLoop$ } from "../../src/runtime/agentLoop.ts";
-import type { Tool } from "../../src/runtime/config.ts";
-import { isAgentInterruptedError } from "../../src/runtime/errors.ts";
-import { EventQueue } from "../../src/runtime/events.ts";
+import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
+import type { Tool } from "../../src/runtime/run/config.ts";
+import { isAgentInterruptedError } from "../../src/runtime/run/errors.ts";
+import { EventQueue } from "../../src/runtime/streaming/events.ts";
 import { jsonJournal } from "../support/loop.ts";
 
 const tools: Record<string, Tool> = {

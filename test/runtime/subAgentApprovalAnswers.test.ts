@@ -4,10 +4,10 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { readJournal } from "../../src/events/journal.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
-import { agentLoop$ } from "../../src/runtime/agentLoop.ts";
-import { listPendingApprovals } from "../../src/runtime/control.ts";
-import { isAgentInterruptedError } from "../../src/runtime/errors.ts";
-import { approvalKey, isAmbiguousApprovalError } from "../../src/runtime/subRunApprovals.ts";
+import { listPendingApprovals } from "../../src/runtime/control/operations.ts";
+import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
+import { isAgentInterruptedError } from "../../src/runtime/run/errors.ts";
+import { approvalKey, isAmbiguousApprovalError } from "../../src/runtime/subruns/subRunApprovals.ts";
 import { inProcess } from "../support/journalFile.ts";
 import { refundChain } from "../support/refundChain.ts";
 

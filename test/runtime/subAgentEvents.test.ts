@@ -3,10 +3,10 @@ import { uiMessageChunks } from "../../src/ai-sdk/uiMessageChunks.ts";
 import type { ModelResponse } from "../../src/events/types.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
 import type { RunEvent } from "../../src/projections/events.ts";
-import { agentLoop$ } from "../../src/runtime/agentLoop.ts";
-import { agentTool } from "../../src/runtime/agentTool.ts";
-import { followRun } from "../../src/runtime/follow.ts";
-import { subRunPath } from "../../src/runtime/subRunEvents.ts";
+import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
+import { followRun } from "../../src/runtime/streaming/follow.ts";
+import { agentTool } from "../../src/runtime/subruns/agentTool.ts";
+import { subRunPath } from "../../src/runtime/subruns/subRunEvents.ts";
 import { jsonJournal } from "../support/loop.ts";
 
 const ask = (name: string, prompt: string): ModelResponse => ({

@@ -7,7 +7,7 @@ import {
   readJournal,
   recordApproval,
 } from "../../src/index.ts";
-import { cancelRun, forkRun } from "../../src/runtime/control.ts";
+import { cancelRun, forkRun } from "../../src/runtime/control/operations.ts";
 import { startViewer } from "../../src/viewer/server.ts";
 import { loom, tempDir } from "../cli/support.ts";
 import { supportLoop, waitingRun } from "../viewer/support.ts";

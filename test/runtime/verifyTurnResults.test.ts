@@ -13,7 +13,7 @@ import {
   rebuildToolCallLog,
   resolveStep,
   verifyTurnResults,
-} from "../../src/runtime/readers.ts";
+} from "../../src/runtime/run/readers.ts";
 import { kitchenSink } from "../support/kitchenSink.ts";
 
 const TURNS = 6;

@@ -1,5 +1,5 @@
 import { scriptedModel } from "../../src/models/scripted.ts";
-import { agentLoop$ } from "../../src/runtime/agentLoop.ts";
+import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
 
 /**
  * A support loop whose refund tool hands `charge` the context's idempotency key and step id, as it

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type OpenJournal, openSqliteJournal, recordApproval } from "../../src/index.ts";
-import { cancelRun, forkRun } from "../../src/runtime/control.ts";
+import { cancelRun, forkRun } from "../../src/runtime/control/operations.ts";
 import { startViewer, type Viewer } from "../../src/viewer/server.ts";
 import { tempDir } from "../cli/support.ts";
 import { viewerJournal } from "./support.ts";

@@ -6,8 +6,8 @@ import type { Journal } from "../../events/spi.ts";
 import type { NewEntry, ToolCall } from "../../events/types.ts";
 import { declinedResult } from "../../policies/approval.ts";
 import { foldEntries, type RunState, responseAt } from "../../projections/runState.ts";
-import { hydrateArchived } from "../readers.ts";
-import { parentRunOf, type SubRunParent } from "../subRuns.ts";
+import { hydrateArchived } from "../run/readers.ts";
+import { parentRunOf, type SubRunParent } from "../subruns/subRuns.ts";
 import { ApprovalRefusedError, RunControlError } from "./errors.ts";
 
 /** A tool call waiting for a person's approval (`listPendingApprovals`). */

@@ -4,7 +4,7 @@ import { checkRunId } from "../../events/ids.ts";
 import { readJournal } from "../../events/journal.ts";
 import type { Journal } from "../../events/spi.ts";
 import { foldEntries, type RunState } from "../../projections/runState.ts";
-import { openSubRunsOf } from "../subRuns.ts";
+import { openSubRunsOf } from "../subruns/subRuns.ts";
 import { isRunControlError, RunControlError } from "./errors.ts";
 
 /** What `cancelRun` asks for. */

@@ -3,9 +3,9 @@ import { readJournal } from "../../events/journal.ts";
 import type { Journal } from "../../events/spi.ts";
 import { foldEntries } from "../../projections/runState.ts";
 import type { RunWait } from "../../projections/types.ts";
-import type { AgentLoop } from "../agentLoop.ts";
-import { isAgentInterruptedError } from "../errors.ts";
-import { describeApproval, runDueAt, waitsIn } from "../waits.ts";
+import type { AgentLoop } from "../run/agentLoop.ts";
+import { isAgentInterruptedError } from "../run/errors.ts";
+import { describeApproval, runDueAt, waitsIn } from "../steps/waits.ts";
 import { listPendingApprovals } from "./approvals.ts";
 
 /**

@@ -1,5 +1,5 @@
 import { openSqliteJournal } from "../../../src/events/journal.ts";
-import { listPendingApprovals, recordApproval } from "../../../src/runtime/control.ts";
+import { listPendingApprovals, recordApproval } from "../../../src/runtime/control/operations.ts";
 import { approvalLoop } from "./approvalLoop.ts";
 
 /**

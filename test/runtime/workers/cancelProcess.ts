@@ -1,7 +1,7 @@
 import { isRunCancelledError } from "../../../src/core/errors.ts";
 import { openSqliteJournal } from "../../../src/events/journal.ts";
 import { scriptedModel } from "../../../src/models/scripted.ts";
-import { agentLoop$ } from "../../../src/runtime/agentLoop.ts";
+import { agentLoop$ } from "../../../src/runtime/run/agentLoop.ts";
 
 /**
  * The run of the cross-process cancel test: its tool waits until its signal aborts. Prints

@@ -5,10 +5,10 @@
  */
 import { openSqliteJournal } from "../../../src/events/journal.ts";
 import { scriptedModel } from "../../../src/models/scripted.ts";
-import { agentLoop$ } from "../../../src/runtime/agentLoop.ts";
-import type { Tool } from "../../../src/runtime/config.ts";
 import { wakeDueRuns } from "../../../src/runtime/control/waits.ts";
-import { isAgentInterruptedError } from "../../../src/runtime/errors.ts";
+import { agentLoop$ } from "../../../src/runtime/run/agentLoop.ts";
+import type { Tool } from "../../../src/runtime/run/config.ts";
+import { isAgentInterruptedError } from "../../../src/runtime/run/errors.ts";
 
 const [mode, path, nowText] = process.argv.slice(2) as [string, string, string];
 const now = () => Number(nowText);

@@ -5,7 +5,7 @@
  */
 import { openSqliteJournal } from "../../../src/events/journal.ts";
 import { scriptedModel } from "../../../src/models/scripted.ts";
-import { agentLoop$ } from "../../../src/runtime/agentLoop.ts";
+import { agentLoop$ } from "../../../src/runtime/run/agentLoop.ts";
 
 const [file, runId, turnsArg, delayArg] = process.argv.slice(2) as [string, string, string, string];
 const turns = Number(turnsArg);

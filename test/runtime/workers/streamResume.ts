@@ -10,8 +10,8 @@ import { toUIMessageStream } from "../../../src/ai-sdk.ts";
 import { openSqliteJournal } from "../../../src/events/journal.ts";
 import { scriptedModel } from "../../../src/models/scripted.ts";
 import type { RunEvent } from "../../../src/projections/events.ts";
-import { agentLoop$ } from "../../../src/runtime/agentLoop.ts";
-import { followRun } from "../../../src/runtime/follow.ts";
+import { agentLoop$ } from "../../../src/runtime/run/agentLoop.ts";
+import { followRun } from "../../../src/runtime/streaming/follow.ts";
 
 const [file, phase, afterArg] = process.argv.slice(2) as [string, "first" | "second", string | undefined];
 const journal = openSqliteJournal(file);

@@ -1,0 +1,405 @@
+import type { Actor, InspectionEvent, Observer } from "xstate";
+import { isAgentLoopConfigError, isRunBusyError, isRunCancelledError, RunCancelledError } from "../../core/errors.ts";
+import { checkRunId, parseFrameId, toolStepId } from "../../events/ids.ts";
+import type { EventStore } from "../../events/store.ts";
+import type { Message } from "../../events/types.ts";
+import type { agentLoopMachine, StopEvent } from "../../machines/agentLoop.machine.ts";
+import { type RunState, responseAt } from "../../projections/runState.ts";
+import { completedOutput, projectToolCallLog } from "../../projections/toolCallLog.ts";
+import type { AgentOutput, InterruptedAgentRun, RunWait, ToolCallLogMode } from "../../projections/types.ts";
+import { loopActors } from "../steps/actors.ts";
+import type { Fence } from "../steps/appender.ts";
+import { createRunActor } from "../steps/sharedMachine.ts";
+import { toolCallActors } from "../steps/toolActors.ts";
+import { describeApproval, waitsIn } from "../steps/waits.ts";
+import { type AgentStream, chainListeners, streamOf } from "../streaming/stream.ts";
+import { resolveApprovals } from "../subruns/subRunApprovals.ts";
+import type { AgentLoopConfig } from "./config.ts";
+import { AgentInterruptedError } from "./errors.ts";
+import { holdRun, type RunOwnership } from "./ownership.ts";
+import { hydrateForLog } from "./readers.ts";
+import type { RunContext } from "./runContext.ts";
+import { type RunOptions, RunSession } from "./session.ts";
+import { nextSessionTurn, SessionBusyError } from "./sessions.ts";
+import { readRunState } from "./snapshots.ts";
+import { validateConfig } from "./validateConfig.ts";
+
+/**
+ * One `loop.run(...)`: the run id and journal, and to start, the input.
+ *
+ * @example
+ * ```ts
+ * await loop.run({ runId: "order-42", journal, input: "Where is my order?" }); // starts (or resumes) order-42
+ * await loop.run({ runId: "order-42", journal, approvals: { [stepId]: true } }); // resumes it, approving a call
+ * ```
+ */
+export interface RunRequest extends RunOptions {
+  /** An xstate inspection observer (e.g. @statelyai/inspect's), to watch the run's statecharts. */
+  readonly inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void);
+  /**
+   * A run has one owner at a time: the call acquires it from the journal's store before reading
+   * the run (`RunBusyError` if another live process or call has it, unless `waitMs` says to wait)
+   * and fences every append with it, so no model or tool call starts once another owner has
+   * taken the run over (`OwnershipLostError`); before each one the lease is checked by the local
+   * clock, and renewed first when it may have run out (a paused process). Lease length, waiting,
+   * owner name; see {@link RunOwnership}.
+   */
+  readonly ownership?: RunOwnership;
+  /**
+   * The run's context when it runs as a sub-agent: `agentTool` starts its child run with
+   * `context.run.child(stepId, loop.config.id)` (see `ToolContext.run`). Absent, the run gets a
+   * context of its own, at depth 0.
+   */
+  readonly runContext?: RunContext;
+}
+
+/**
+ * One `loop.send(...)`: a user message to a session. What `run` takes, except the run id and the
+ * input, which the session gives (`<sessionId>/<n>`, the history and the message).
+ *
+ * @example
+ * await loop.send({ sessionId: "chat-7", journal, message: "And tomorrow?" });
+ */
+export interface SendRequest extends Omit<RunRequest, "runId" | "input"> {
+  /** The session (a conversation): its messages' runs are `<sessionId>/<n>`. */
+  readonly sessionId: string;
+  /** The user's message: a text, or a message of your own (`{ role: "user", content }`). */
+  readonly message: string | Message;
+}
+
+/** What `loop.send` resolves to: the run's value, and the run id the message got. */
+export type SessionReply<M extends ToolCallLogMode | undefined = ToolCallLogMode | undefined> = AgentOutput<M> & {
+  readonly runId: string;
+};
+
+/**
+ * A durable agent loop, made by `agentLoop$`. `M` is its configured `toolCallLog` mode, which
+ * types the log it returns (see `ToolCallLog`).
+ */
+export interface AgentLoop<M extends ToolCallLogMode | undefined = ToolCallLogMode | undefined> {
+  /** The configuration it was made with. */
+  readonly config: AgentLoopConfig<M>;
+  /**
+   * Starts the run `runId` (with `input`), or resumes it from its journal. Resolves to the loop's
+   * value; rejects with `AgentInterruptedError` when the run stops before its answer.
+   */
+  run(request: RunRequest): Promise<AgentOutput<M>>;
+  /**
+   * `run`, watched as it happens: the run's events (DESIGN §7.1) as an async iterable, and its
+   * value in `output`. The journal it writes is the one `run` writes. See {@link AgentStream}.
+   */
+  stream(request: RunRequest): AgentStream<M>;
+  /**
+   * Sends a user message to a session: runs `<sessionId>/<n>` (n: the message's index) on the
+   * session's history (`sessionHistory`, a projection of its runs) and the message. Refuses with
+   * `SessionBusyError`, journaling nothing, while the session's last message has not completed or
+   * another send to it is under way. The run is a run like any other: resumable with `run`,
+   * cancellable, streamable (`sendStream`).
+   */
+  send(request: SendRequest): Promise<SessionReply<M>>;
+  /** `send`, watched as it happens (see `stream`); the run id is in the events (`runId`). */
+  sendStream(request: SendRequest): AgentStream<M>;
+}
+
+const DEFAULT_MAX_ITERATIONS = 50;
+
+/**
+ * Makes a durable agent loop. Every model and tool call is a journaled step, so `run` with the
+ * same `runId` resumes a stopped or crashed run where it stopped, never running a completed
+ * step again. Throws `AgentLoopConfigError` for an invalid configuration.
+ *
+ * @example
+ * const loop = agentLoop$({ id: "support", model, tools: { lookup }, toolCallLog: "lean" });
+ * const journal = openSqliteJournal("./loom.db");
+ * const { content, toolCallLog } = await loop.run({ runId: "r-1", input: "Where is my order?", journal });
+ */
+export function agentLoop$<M extends ToolCallLogMode | undefined = undefined>(
+  config: AgentLoopConfig<M>,
+): AgentLoop<M> {
+  validateConfig(config);
+  // The pin (ADR 0142 D3) makes the returned log's shape the configured one, or throws.
+  const run = (request: RunRequest) => runLoop(config, request) as Promise<AgentOutput<M>>;
+  const stream = (request: RunRequest) =>
+    streamOf<M>((onEvent) => run({ ...request, onEvent: chainListeners(request.onEvent, onEvent) }));
+  // Sessions this loop is sending a message to, by store: a second send to one is refused at once.
+  // (Another loop object or process racing for the same run id meets the run's lease instead.)
+  const sending = new WeakMap<EventStore, Set<string>>();
+  const send = (request: SendRequest) => sendMessage(request, run, sending) as Promise<SessionReply<M>>;
+  const sendStream = (request: SendRequest) =>
+    streamOf<M>((onEvent) => send({ ...request, onEvent: chainListeners(request.onEvent, onEvent) }));
+  return { config, run, stream, send, sendStream };
+}
+
+async function sendMessage(
+  request: SendRequest,
+  run: (request: RunRequest) => Promise<AgentOutput>,
+  sending: WeakMap<EventStore, Set<string>>,
+): Promise<SessionReply> {
+  const { sessionId, message, ...rest } = request;
+  checkRunId(sessionId, "loop.send");
+  const store = request.journal.store;
+  let busy = sending.get(store);
+  if (busy === undefined) sending.set(store, (busy = new Set()));
+  if (busy.has(sessionId)) throw new SessionBusyError(sessionId, sessionId, "another message is being sent to it");
+  busy.add(sessionId);
+  try {
+    const turn = await nextSessionTurn(request.journal, sessionId, message);
+    try {
+      const out = await run({ ...rest, runId: turn.runId, input: turn.input });
+      return { ...out, runId: turn.runId };
+    } catch (e) {
+      // Another process sent a message at the same time and took the same run id first.
+      if (isRunBusyError(e) || (isAgentLoopConfigError(e) && e.code === "inputMismatch")) {
+        throw new SessionBusyError(sessionId, turn.runId, "another message was sent to it at the same time", {
+          cause: e,
+        });
+      }
+      throw e;
+    }
+  } finally {
+    busy.delete(sessionId);
+  }
+}
+
+/**
+ * Walks a copy of a recording through the chart, every step served from the journal and neither
+ * the prompt digests nor the loop's definition compared (the stand-in loop of `loom inspect`
+ * cannot reproduce them). `pace` is awaited before each model step.
+ *
+ * @internal
+ */
+export function replayRecording(
+  config: AgentLoopConfig,
+  request: RunRequest & { readonly pace?: () => Promise<unknown> },
+): Promise<AgentOutput> {
+  validateConfig(config);
+  return runLoop(config, request, (session) => {
+    session.replaying = true;
+    session.pace = request.pace;
+  });
+}
+
+async function runLoop(
+  config: AgentLoopConfig,
+  given: RunRequest,
+  setUp?: (session: RunSession) => void,
+): Promise<AgentOutput> {
+  checkRunId(given.runId, "loop.run"); // before anything reads or writes the journal
+  const request = await resolveApprovals(given); // a sub-agent's call answered by its step id
+  const stop = new RunStop(request.runId, request.signal);
+  const session = new RunSession(config, { ...request, signal: stop.signal }, request.runContext);
+  setUp?.(session);
+  const held = await holdRun(
+    request.journal.store,
+    request.runId,
+    config.id,
+    request.ownership,
+    request.signal,
+    (e) => {
+      session.appender?.lost(e); // tells the fence's onLost, once the appender exists
+      stop.lose(e);
+    },
+    (e) => stop.cancel(e.reason), // a renewal found a cancel request (cancelRun)
+  ).catch((e: unknown) => {
+    stop.dispose();
+    throw e;
+  });
+  session.lease = held.lease;
+  try {
+    if (held.cancelRequested !== undefined) stop.cancel(held.cancelRequested); // asked before the run was held
+    const fence = {
+      token: held.fence,
+      onLost: (e: Error) => stop.lose(e),
+      onCancelled: (e: RunCancelledError) => stop.cancel(e.reason),
+    };
+    return await runHeld(config, request, session, fence, stop);
+  } finally {
+    stop.dispose();
+    await held.letGo();
+  }
+}
+
+/**
+ * Where the run is told from outside that it must end: the chart gets `CANCEL` (control) or `LOST`
+ * (the fence), or `ABORT` for the caller's signal (`CANCEL` when its reason is a cancellation: a
+ * sub-agent's parent was cancelled). The steps in flight are stopped first, through the run's
+ * signal, so an effect sees the reason (a `RunCancelledError`, an `OwnershipLostError`) rather than
+ * the chart stopping its actor. Told before the chart runs, the event waits for its start.
+ */
+class RunStop {
+  private readonly controller = new AbortController();
+  /** What the run's steps follow: the caller's signal and this run's own stops. */
+  readonly signal: AbortSignal;
+  private actor: Actor<typeof agentLoopMachine> | undefined;
+  private waiting: StopEvent[] = [];
+
+  /** Aborts the run's signal with the caller's reason (removed by `dispose`). */
+  private readonly follow: (() => void) | undefined;
+
+  constructor(
+    private readonly runId: string,
+    private readonly given: AbortSignal | undefined,
+  ) {
+    // One listener rather than AbortSignal.any([given, own]): on Node 20 that registers a weakly
+    // held dependant, swept only by the collector, and cost a run about a tenth of a millisecond.
+    this.signal = this.controller.signal;
+    if (given === undefined) return;
+    if (given.aborted) this.controller.abort(given.reason);
+    else {
+      const follow = () => this.controller.abort(given.reason);
+      given.addEventListener("abort", follow, { once: true });
+      this.follow = follow;
+    }
+  }
+
+  /** The run is over: a caller's signal that outlives it no longer holds it. */
+  dispose(): void {
+    if (this.follow !== undefined) this.given?.removeEventListener("abort", this.follow);
+  }
+
+  /** A cancel request (`cancelRun`) reached the run. */
+  cancel(reason: string): void {
+    this.send(new RunCancelledError(this.runId, reason), { type: "CANCEL", reason });
+  }
+
+  /** Another owner has the run. */
+  lose(error: Error): void {
+    this.send(error, { type: "LOST", error });
+  }
+
+  private send(reason: unknown, event: StopEvent): void {
+    this.controller.abort(reason); // once: the first reason is the one the steps see
+    if (this.actor === undefined) this.waiting.push(event);
+    else if (this.actor.getSnapshot().status === "active") this.actor.send(event);
+  }
+
+  /** Binds the run's started chart: events told before go to it now, and the caller's signal from here on. */
+  start(actor: Actor<typeof agentLoopMachine>): () => void {
+    this.actor = actor;
+    actor.start();
+    for (const event of this.waiting.splice(0)) if (actor.getSnapshot().status === "active") actor.send(event);
+    const given = this.given;
+    if (given === undefined) return () => {};
+    // Aborted before the run started, the steps see it (the model step returns aborted): only a cancellation is told.
+    if (given.aborted) {
+      if (isRunCancelledError(given.reason)) this.send(given.reason, { type: "CANCEL", reason: given.reason.reason });
+      return () => {};
+    }
+    // A microtask later: the signals derived from the run's (a tool's) abort first, with the run's reason.
+    const onAbort = () =>
+      queueMicrotask(() => {
+        if (actor.getSnapshot().status !== "active") return;
+        const reason = given.reason;
+        actor.send(isRunCancelledError(reason) ? { type: "CANCEL", reason: reason.reason } : { type: "ABORT", reason });
+      });
+    given.addEventListener("abort", onAbort, { once: true });
+    return () => given.removeEventListener("abort", onAbort);
+  }
+}
+
+async function runHeld(
+  config: AgentLoopConfig,
+  request: RunRequest,
+  session: RunSession,
+  fence: Fence,
+  stop: RunStop,
+): Promise<AgentOutput> {
+  // The chart is built once per loop; the run's own actors are bound to its actor (sharedMachine.ts).
+  const calls = toolCallActors(session);
+  const loop = { ...loopActors(session, fence, calls.chartedCalls), plainCalls: calls.plainCalls };
+  const actor = createRunActor(config, loop, calls.chart, {
+    input: { runId: request.runId, loopId: config.id, maxIterations: config.maxIterations ?? DEFAULT_MAX_ITERATIONS },
+    ...(request.inspect ? { inspect: request.inspect } : {}),
+  });
+  const done = new Promise<void>((resolve, reject) => {
+    actor.subscribe({ complete: resolve, error: reject });
+  });
+  // Its events, answers and inspector become its sub-agents' (agentTool), through the run's context.
+  const detach = session.run.attach(session.events, request.approvals, request.inspect, actor);
+  session.run.useBudget(() => session.budget.remaining());
+  let unlisten = () => {};
+  try {
+    unlisten = stop.start(actor);
+    await done;
+  } finally {
+    detach();
+    unlisten();
+    session.dispose();
+    // Results deferred to a next append that never came (the run failed, lost or ended unjournaled):
+    // journaled, or a resume would see their effects' outcome as unknown. A failure here leaves the run's outcome as it is.
+    await session.appender?.flush().catch(() => {});
+    await session.snapshots?.settled(); // written beside the run: done before the journal may be closed
+    const end = actor.getSnapshot();
+    session.telemetry?.end(
+      end.value === "completed" || end.value === "interrupted" || end.value === "cancelled"
+        ? { status: end.value === "completed" ? "completed" : "interrupted" }
+        : { status: "failed", error: end.value === "lost" ? end.context.lost : end.context.error },
+    );
+  }
+  // The chart's final state is the run's outcome.
+  const snapshot = actor.getSnapshot();
+  switch (snapshot.value) {
+    case "completed": {
+      // A run completed earlier may have been compacted since: the full shape reads its archived outputs back.
+      const state = await hydrateForLog(request.journal, await everyFrame(session), session.mode);
+      return completedOutput(state, session.mode) as AgentOutput;
+    }
+    case "interrupted":
+      throw new AgentInterruptedError(interruptedRun(session, await everyFrame(session), snapshot.context.pending));
+    case "cancelled":
+      throw new RunCancelledError(request.runId, snapshot.context.cancel?.reason ?? "");
+    case "lost":
+      throw snapshot.context.lost;
+    default:
+      throw snapshot.context.error;
+  }
+}
+
+/**
+ * The run's state with every frame, for the tool-call log: the session's own, or after a compact
+ * resume (which holds only the last turns' frames) the whole journal folded, once, at the run's end.
+ */
+async function everyFrame(session: RunSession): Promise<RunState> {
+  const state = session.state;
+  if (state.compacted === undefined) return state;
+  const onSnapshotWarning = session.config.snapshots?.onWarning;
+  const options = onSnapshotWarning === undefined ? undefined : { onSnapshotWarning };
+  return (await readRunState(session.options.journal, session.options.runId, options)).state;
+}
+
+function interruptedRun(session: RunSession, state: RunState, pending: readonly string[]): InterruptedAgentRun {
+  const turn = state.turns - 1;
+  const calls = responseAt(state, turn)?.toolCalls ?? [];
+  const cause = state.interruption?.cause; // as journaled: what a reader after a restart sees too
+  const waiting = new Set(pending); // a lookup per call: thousands of calls must not cost n × pending
+  return {
+    runId: session.options.runId,
+    reason: state.interruption?.reason ?? "aborted",
+    toolCallLog: projectToolCallLog(state, session.mode),
+    iterations: state.turns,
+    pendingApprovals: calls.flatMap((call, index) => {
+      const stepId = toolStepId(session.loopId, turn, index);
+      if (!waiting.has(stepId)) return [];
+      return session.run.waitingBelow(stepId) ?? [{ stepId, toolName: call.name, input: call.input }]; // a sub-agent's
+    }),
+    ...(cause === undefined ? {} : { cause }),
+    waits: [...approvalWaits(session, state, pending), ...waitsIn(state, session.options.runId)],
+  };
+}
+
+/** The run's pending approvals as waits (one kind of wait: docs/waits.md). */
+function approvalWaits(session: RunSession, state: RunState, pending: readonly string[]): RunWait[] {
+  if (pending.length === 0) return [];
+  const expiries = (state.interruption?.detail as { expiresAt?: Record<string, string> } | null)?.expiresAt ?? {};
+  const runId = session.options.runId;
+  return pending.map((stepId) => {
+    const parsed = parseFrameId(stepId);
+    const name = parsed?.kind === "tool" ? (responseAt(state, parsed.turn)?.toolCalls[parsed.index]?.name ?? "") : "";
+    return describeApproval(
+      runId,
+      stepId,
+      name,
+      state.interruption?.reason === "approval-pending" ? expiries[stepId] : undefined,
+    );
+  });
+}

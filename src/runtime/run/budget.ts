@@ -1,0 +1,169 @@
+import { parseFrameId } from "../../events/ids.ts";
+import type { Journal } from "../../events/spi.ts";
+import type { ModelResponse, NewEntry } from "../../events/types.ts";
+import {
+  addUsage,
+  type Budget,
+  type BudgetBreach,
+  type BudgetUsage,
+  budgetBreach,
+  costOf,
+  NO_USAGE,
+  type PriceTable,
+  remainingBudget,
+} from "../../policies/budget.ts";
+import type { RunState } from "../../projections/runState.ts";
+import { foldRun } from "./readers.ts";
+
+/** `<loop>#model`: the model id a budgeted run is priced with, journaled at its start (read by its parent's budget). */
+export const modelIdDecisionId = (loopId: string): string => `${loopId}#model`;
+const MODEL_ID_SOURCE = "budget-model";
+/** The source of context decisions (actors.ts): a summary's model calls are journaled in them. */
+export const CONTEXT_SOURCE = "context-policy";
+
+/**
+ * A run's budget in this process: the usage of its own model calls (summed as they are answered,
+ * served ones included) and of its sub-agent runs (`<runId>/…`, folded from the journal when a
+ * sub-agent may have run since the last look), checked before each model call by the pure
+ * `budgetBreach`. Nothing is kept outside the journal: a resume sums the same figures again.
+ */
+export class RunBudget {
+  #own: BudgetUsage = NO_USAGE;
+  #below: BudgetUsage | undefined;
+  /** The last model call the check let through (its retries are not checked again; turns only go up). */
+  #admitted = -1;
+  /** The last turn whose context decision's model calls are counted. */
+  #asked = -1;
+
+  constructor(
+    readonly budget: Budget | undefined,
+    private readonly journal: Journal,
+    private readonly runId: string,
+    private readonly modelId: string | undefined,
+  ) {}
+
+  /** Whether a budget applies to the run: without one, nothing is summed or read. */
+  get active(): boolean {
+    return this.budget !== undefined;
+  }
+
+  /** What a new budgeted run journals with its start: the model id its cost is priced with (for a parent's sum). */
+  startEntries(loopId: string): NewEntry[] {
+    if (this.budget?.prices === undefined || this.modelId === undefined) return [];
+    return [
+      {
+        type: "decision.recorded",
+        data: { decisionId: modelIdDecisionId(loopId), source: MODEL_ID_SOURCE, choice: { modelId: this.modelId } },
+      },
+    ];
+  }
+
+  /** Counts one model call's response (its journaled usage) toward the run's own figures. */
+  answered(response: ModelResponse): void {
+    if (this.budget === undefined) return;
+    this.#own = addUsage(this.#own, usageOfResponse(response, this.modelId, this.budget.prices));
+  }
+
+  /** Counts the model calls a context policy made (journaled in its decision) toward the run's own figures. */
+  askedForContext(
+    turn: number,
+    asked: { readonly modelCalls: number; readonly inputTokens: number; readonly outputTokens: number },
+  ): void {
+    if (this.budget === undefined || turn <= this.#asked) return; // a retried model call reads its decision again
+    this.#asked = turn;
+    this.#own = addUsage(this.#own, pricedAsk(asked, this.modelId, this.budget.prices));
+  }
+
+  /** A sub-agent may have run since the last look: its usage is read again before the next check. */
+  subAgentsRan(): void {
+    this.#below = undefined;
+  }
+
+  /** The run's usage, its sub-agents' included. */
+  async used(): Promise<BudgetUsage> {
+    this.#below ??= await subRunsUsage(this.journal, this.runId, this.modelId, this.budget?.prices);
+    return addUsage(this.#own, this.#below);
+  }
+
+  /**
+   * The limit reached before model call `turn`, or undefined (the call may be made). A call let
+   * through is not judged again when its attempt failed and is tried again: what its own context
+   * decision asked the model is counted after the check, as it is when a resume makes the call.
+   */
+  async check(turn: number): Promise<BudgetBreach | undefined> {
+    if (this.budget === undefined || turn <= this.#admitted) return undefined;
+    const breach = budgetBreach(await this.used(), this.budget);
+    if (breach === undefined) this.#admitted = turn;
+    return breach;
+  }
+
+  /** What a sub-agent started now may spend: the budget less what the run has used, or undefined without one. */
+  async remaining(): Promise<Budget | undefined> {
+    if (this.budget === undefined) return undefined;
+    return remainingBudget(this.budget, await this.used());
+  }
+}
+
+/** One response's figures: a model call, the tokens its `usage` reported, their cost. */
+function usageOfResponse(response: ModelResponse, modelId: string | undefined, prices: PriceTable | undefined) {
+  const tokens = {
+    inputTokens: numberOr0(response.usage?.inputTokens),
+    outputTokens: numberOr0(response.usage?.outputTokens),
+  };
+  return { modelCalls: 1, ...tokens, cost: costOf(tokens, modelId, prices) };
+}
+
+/** A context decision's `asked` figures, priced. */
+function pricedAsk(
+  asked: { readonly modelCalls?: unknown; readonly inputTokens?: unknown; readonly outputTokens?: unknown },
+  modelId: string | undefined,
+  prices: PriceTable | undefined,
+): BudgetUsage {
+  const tokens = { inputTokens: numberOr0(asked.inputTokens), outputTokens: numberOr0(asked.outputTokens) };
+  return { modelCalls: numberOr0(asked.modelCalls), ...tokens, cost: costOf(tokens, modelId, prices) };
+}
+
+const numberOr0 = (n: unknown): number => (typeof n === "number" && Number.isFinite(n) ? n : 0);
+
+/**
+ * The usage a run's folded journal records: each completed model frame a call, with the usage it
+ * recorded, priced by the model id the run journaled (else `fallbackModelId`). Frames compacted
+ * away count as calls without tokens.
+ *
+ * @example
+ * const used = usageOfRun(await foldRun(journal, "r-1"), "gpt-4o-mini", prices);
+ */
+export function usageOfRun(state: RunState, fallbackModelId: string | undefined, prices?: PriceTable): BudgetUsage {
+  const recorded = Object.values(state.decisions).find((d) => d.source === MODEL_ID_SOURCE)?.choice as
+    | { modelId?: unknown }
+    | undefined;
+  const modelId = typeof recorded?.modelId === "string" ? recorded.modelId : fallbackModelId;
+  let used = NO_USAGE;
+  for (const decision of Object.values(state.decisions)) {
+    const asked = (decision.choice as { asked?: unknown } | null)?.asked;
+    if (decision.source === CONTEXT_SOURCE && typeof asked === "object" && asked !== null)
+      used = addUsage(used, pricedAsk(asked, modelId, prices));
+  }
+  for (const frame of Object.values(state.frames)) {
+    if (frame.status !== "completed" || parseFrameId(frame.frameId)?.kind !== "model") continue;
+    const response = ("output" in frame ? frame.output : undefined) as ModelResponse | undefined;
+    used = addUsage(used, usageOfResponse(response ?? { toolCalls: [] }, modelId, prices));
+  }
+  return used;
+}
+
+/** The usage of every sub-agent run below `runId` (`<runId>/…`, at any depth), read from the journal. */
+async function subRunsUsage(
+  journal: Journal,
+  runId: string,
+  modelId: string | undefined,
+  prices: PriceTable | undefined,
+): Promise<BudgetUsage> {
+  const prefix = `${runId}/`;
+  let used = NO_USAGE;
+  for (const run of await journal.store.listRuns({ prefix })) {
+    if (!run.runId.startsWith(prefix)) continue; // a store may ignore the prefix
+    used = addUsage(used, usageOfRun(await foldRun(journal, run.runId), modelId, prices));
+  }
+  return used;
+}

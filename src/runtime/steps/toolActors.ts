@@ -1,0 +1,357 @@
+import { fromPromise } from "xstate";
+import { digestOfRecorded } from "../../core/digest.ts";
+import { DECISION_SOURCES, idempotencyKey, outcomeId, toolStepId, waitId } from "../../events/ids.ts";
+import type { CallSettledData, ModelResponse, NewEntry, SettledReason, ToolCall } from "../../events/types.ts";
+import type { CheckOutput, RunToolOutput, ToolCallInput } from "../../machines/toolCall.machine.ts";
+import { asWaitChoice, decideWait } from "../../policies/wait.ts";
+import { responseAt } from "../../projections/runState.ts";
+import { isWaitRequest, type WaitRequest, waitContext } from "../../tools/wait.ts";
+import { approvalActor } from "../control/approvalActor.ts";
+import { answersSearchTools, SEARCH_TOOLS, SKILL_ACTIVATION, searchTools } from "../run/builtins.ts";
+import type { Tool } from "../run/config.ts";
+import type { RunSession } from "../run/session.ts";
+import { isSubAgentTool } from "../subruns/subAgentTools.ts";
+import { subRunWaits } from "../subruns/subRuns.ts";
+import { AppendAfterCloseError } from "./appender.ts";
+import { durableStep } from "./durableStep.ts";
+import { toolAttemptError, toolPolicy } from "./failurePolicy.ts";
+import { plainCallsActor } from "./plainCalls.ts";
+import type { StepStop } from "./stepSignals.ts";
+import { invalidInputMessage, noCanonicalForm } from "./toolInput.ts";
+
+/** Tool calls of one model response that run when the loop does not say (`maxToolCallsPerResponse`). */
+export const DEFAULT_MAX_TOOL_CALLS_PER_RESPONSE = 128;
+
+/**
+ * The tool-call machine's actors for one run. Each first serves what the journal already says
+ * about the call (settled, completed, failed, decided) and only then does new work.
+ */
+export function toolCallActors(session: RunSession) {
+  const { config, options } = session;
+  const runId = options.runId;
+  const maxInputBytes = config.maxToolInputBytes ?? 64 * 1024;
+  const maxCalls = config.maxToolCallsPerResponse ?? DEFAULT_MAX_TOOL_CALLS_PER_RESPONSE;
+  // Inputs that passed validateInput, possibly transformed by it: what the tool runs with.
+  const validated = new Map<string, unknown>();
+  // The digests of the inputs checkCall cleared to run: what their frames record (not hashed again).
+  const inputDigests = new Map<string, string>();
+
+  // The calls past maxToolCallsPerResponse of each turn, refused in one append (not one a call).
+  const excessRefused = new Map<number, Promise<void>>();
+  function refuseExcessCalls(turn: number): Promise<void> {
+    let refused = excessRefused.get(turn);
+    if (refused === undefined) {
+      refused = appendExcessRefusals(turn);
+      excessRefused.set(turn, refused);
+    }
+    return refused;
+  }
+
+  async function appendExcessRefusals(turn: number): Promise<void> {
+    const asked = responseAt(session.state, turn)?.toolCalls.length ?? 0;
+    const entries: NewEntry[] = [];
+    for (let index = maxCalls; index < asked; index++) {
+      const stepId = toolStepId(session.loopId, turn, index);
+      if (session.state.settled[stepId] || session.state.frames[stepId]) continue;
+      const result = {
+        error: "too-many-calls",
+        message: `this response asked for ${asked} tool calls, but at most ${maxCalls} run per response: the first ${maxCalls} ran, this one (call ${index}) did not; ask for it again, at most ${maxCalls} calls at a time`,
+      };
+      entries.push({ type: "call.settled", data: { stepId, status: "error", reason: "too-many-calls", result } });
+    }
+    if (entries.length > 0) await session.appender.append(...entries);
+  }
+
+  async function settle(stepId: string, reason: SettledReason, status: "ok" | "error", result: unknown) {
+    const data: CallSettledData = { stepId, status, reason, result };
+    session.appender.defer({ type: "call.settled", data }); // no effect ran: durable with the next append
+    const recorded = session.state.settled[stepId];
+    session.setFed(stepId, { output: recorded?.result, isError: status === "error" });
+    return { kind: "settled", status } as const;
+  }
+
+  /** `validating`: served from the journal, refused (journaled as call.settled), or cleared to run. */
+  async function check(input: ToolCallInput): Promise<CheckOutput> {
+    const { stepId, call } = input;
+    await session.breathe();
+    const tools = session.tools;
+    const tool: Tool | undefined = Object.hasOwn(tools, call.name) ? tools[call.name] : undefined;
+    const recorded = await session.serveCall(stepId, call);
+    if (recorded) return { kind: "settled", status: recorded.isError ? "error" : "ok" };
+    if (input.index >= maxCalls) {
+      await refuseExcessCalls(input.turn);
+      const refused = session.state.settled[stepId];
+      if (refused) {
+        session.setFed(stepId, { output: refused.result, isError: true });
+        return { kind: "settled", status: "error" };
+      }
+      // A frame this call started under a higher limit: it goes on as it began.
+    }
+    if (!tool) {
+      if (call.name === SEARCH_TOOLS && answersSearchTools(config)) {
+        return settle(stepId, "search-tools", "ok", searchTools(tools, call.input));
+      }
+      if (call.name === SKILL_ACTIVATION && config.skills) {
+        const name = (call.input as { name?: unknown } | null)?.name;
+        const skill = typeof name === "string" && Object.hasOwn(config.skills, name) ? config.skills[name] : undefined;
+        return skill
+          ? settle(stepId, "skill-activation", "ok", { skill: name, instructions: skill.instructions })
+          : settle(stepId, "skill-activation", "error", {
+              error: "unknown-skill",
+              message: `no skill named ${JSON.stringify(name)}; available: ${Object.keys(config.skills).join(", ")}`,
+            });
+      }
+      return settle(stepId, "unknown-tool", "error", {
+        error: "unknown-tool",
+        message: `no tool named ${JSON.stringify(call.name)}; available: ${Object.keys(tools).join(", ") || "none"}`,
+      });
+    }
+    const { digest, bytes: size } = digestOfRecorded(call.input);
+    const invalid = invalidInputMessage(call.input) ?? (digest === null ? noCanonicalForm(call.input) : undefined);
+    if (invalid) return settle(stepId, "invalid-input", "error", { error: "invalid-input", message: invalid });
+    if (size > maxInputBytes) {
+      return settle(stepId, "input-too-large", "error", {
+        error: "input-too-large",
+        message: `the input is ${size} bytes; ${call.name} takes at most ${maxInputBytes}`,
+      });
+    }
+    let value: unknown = call.input;
+    if (tool.validateInput) {
+      const check = await tool.validateInput(call.input);
+      if (!check.ok)
+        return settle(stepId, "invalid-input", "error", { error: "invalid-input", message: check.message });
+      value = check.value;
+    }
+    validated.set(stepId, value);
+    inputDigests.set(stepId, digest ?? "");
+    return tool.requiresApproval ? { kind: "needs-approval" } : { kind: "run" };
+  }
+
+  const askApproval = approvalActor(session);
+
+  /**
+   * Journals a tool's result (and what follows it). Write-ahead only needs it durable with the next
+   * model call's frame.started, which it rides with when this was the turn's last running tool. While
+   * other tools of the turn still run (they may take minutes), it is written now: a finished tool
+   * must not run again because a slow neighbour kept its result in memory when the process died.
+   */
+  async function recordResult(...entries: NewEntry[]) {
+    session.appender.defer(...entries);
+    if (running > 0) await session.appender.flush();
+  }
+  /** Tools of this run executing now. */
+  let running = 0;
+
+  async function fail(
+    stepId: string,
+    failed: unknown,
+    started: boolean,
+    inputDigest: string,
+    effect: string,
+    attempt?: NewEntry,
+  ) {
+    await recordResult(
+      ...(started ? [] : [{ type: "frame.started", data: { frameId: stepId, effect, inputDigest } } as const]),
+      ...(attempt ? [attempt] : []),
+      { type: "frame.completed", data: { frameId: stepId, failed: true } },
+      {
+        type: "decision.recorded",
+        data: { decisionId: outcomeId(stepId), source: DECISION_SOURCES.outcome, choice: { failed } },
+      },
+    );
+    const choice = session.state.decisions[outcomeId(stepId)]?.choice as { failed?: unknown } | undefined;
+    session.setFed(stepId, { output: choice?.failed, isError: true });
+    return { status: "error" } as const;
+  }
+
+  /** Journals a tool's output as its frame's completion (claim-checked when large) and feeds it. */
+  async function complete(
+    stepId: string,
+    output: unknown,
+    inputDigest: string,
+    effect: string,
+  ): Promise<RunToolOutput> {
+    const prepared = await session.recordOutput(output);
+    if (!prepared.ok)
+      return fail(stepId, { error: "output-not-json", message: prepared.message }, true, inputDigest, effect);
+    const { digest, bytes } = prepared.digest;
+    // The claim-check mark sits beside the output, where no tool can write it (src/events/claimCheck.ts).
+    const data = prepared.claimChecked
+      ? { frameId: stepId, digest, bytes, claimChecked: true as const, output: prepared.recorded }
+      : { frameId: stepId, digest, bytes, output: prepared.recorded };
+    await recordResult({ type: "frame.completed", data });
+    session.setFed(stepId, { output: prepared.fed, isError: false });
+    return { status: "ok" };
+  }
+
+  /**
+   * The tool returned a wait (docs/waits.md): journaled now (its token may be out already), the
+   * frame left started; the run interrupts with `waiting` once no call is open.
+   */
+  async function startWait(stepId: string, wait: WaitRequest): Promise<RunToolOutput> {
+    await session.appender.append({
+      type: "decision.recorded",
+      data: { decisionId: waitId(stepId), source: DECISION_SOURCES.wait, choice: wait.choice },
+    });
+    return { status: "waiting" };
+  }
+
+  /**
+   * A call whose wait is journaled and whose frame is still started, resumed: waits on (nothing
+   * journaled, never shortened), wakes (a due sleep completes with its result) or expires (an event
+   * wait past its timeout fails, the model told). Undefined for a call that does not wait.
+   */
+  async function resumeWait(stepId: string, inputDigest: string, effect: string): Promise<RunToolOutput | undefined> {
+    const decision = session.state.decisions[waitId(stepId)];
+    if (decision === undefined || session.state.frames[stepId]?.status !== "started") return undefined;
+    const wait = asWaitChoice(decision.choice);
+    if (wait === undefined) return undefined; // not a wait Loom wrote: the frame's outcome is unknown, as any
+    const decided = decideWait(wait, session.now());
+    switch (decided.kind) {
+      case "wait":
+        return { status: "waiting" };
+      case "wake":
+        return complete(stepId, decided.output, inputDigest, effect);
+      case "expired":
+        return fail(stepId, decided.failed, true, inputDigest, effect);
+    }
+  }
+
+  /**
+   * `running`: the tool as a durable step, its result (or failure) journaled and fed. `actor`'s
+   * signal is read only when the tool runs (a served call makes none).
+   */
+  async function run(input: ToolCallInput, actor: { readonly signal: AbortSignal }): Promise<RunToolOutput> {
+    const { stepId, call } = input;
+    await session.breathe();
+    const tool = session.tools[call.name] as Tool;
+    const effect = `tool:${call.name}`;
+    const checked = inputDigests.get(stepId);
+    inputDigests.delete(stepId); // one entry a call in flight, not one a call of the run (a retry hashes again)
+    const inputDigest = checked ?? digestOfRecorded(call.input).digest ?? "";
+    let toolStop: StepStop | undefined;
+    const timeoutMs = tool.timeoutMs ?? config.timeouts?.toolMs;
+    const waited = await resumeWait(stepId, inputDigest, effect);
+    if (waited !== undefined) return waited;
+    const result = await durableStep<unknown, RunToolOutput>(
+      session,
+      { frameId: stepId, effect, inputDigest, onUnknownOutcome: tool.onUnknownOutcome === "fail" ? "fail" : "rerun" },
+      {
+        // Methods, not arrows: a step's hooks are made every call, and a method needs no name set on it.
+        // checkCall served a recorded outcome already; a frame recorded since (a late flush) is served the same way.
+        async serve() {
+          const fed = await session.fedFromJournal(stepId);
+          if (fed) session.setFed(stepId, fed);
+          return { status: fed?.isError ? "error" : "ok" };
+        },
+        async execute(s) {
+          running++;
+          try {
+            // The signal is made when the tool reads it: a tool that never looks costs the step none.
+            return await tool.execute(validated.has(stepId) ? validated.get(stepId) : call.input, {
+              // Computed when the tool reads it, like the signal: a tool that never looks hashes nothing.
+              get idempotencyKey(): string {
+                return idempotencyKey(runId, stepId);
+              },
+              stepId,
+              get signal(): AbortSignal {
+                return s.signal;
+              },
+              runId,
+              journal: options.journal,
+              run: session.run,
+              ...waitContext(runId, stepId, () => session.now()),
+            });
+          } finally {
+            running--;
+          }
+        },
+        record(output) {
+          return isWaitRequest(output) ? startWait(stepId, output) : complete(stepId, output, inputDigest, effect);
+        },
+        classify: toolAttemptError,
+        policy() {
+          return toolPolicy(config, tool);
+        },
+        timeoutMs,
+        describe: `${call.name} (step ${stepId})`,
+        stop() {
+          toolStop ??= session.stepStop(actor);
+          return toolStop;
+        },
+      },
+    );
+    const late = { error: "deadline", message: `the run's deadline (timeouts.runMs) passed; ${call.name} was stopped` };
+    switch (result.kind) {
+      case "done":
+        return result.value;
+      case "retry":
+        return { status: "retry", attempt: result.attempt, delayMs: result.delayMs };
+      case "outcome-unknown":
+        return fail(
+          stepId,
+          {
+            error: "outcome-unknown",
+            message: `${call.name} was started (step ${stepId}) but its outcome was never recorded; it is not run twice`,
+          },
+          true,
+          inputDigest,
+          effect,
+        );
+      // Past the run's deadline: not run, or stopped (the next model step interrupts the run with `deadline`).
+      case "past-deadline":
+        return fail(stepId, late, result.started, inputDigest, effect);
+      case "gave-up": {
+        if (subRunWaits(session.run, stepId, result.thrown)) return { status: "pending" }; // a sub-agent waits for an approval
+        const e = result.thrown;
+        const fed = result.timedOut
+          ? { error: result.error.name, message: result.error.message }
+          : e instanceof Error
+            ? { error: e.name, message: e.message }
+            : { error: "Error", message: String(e) };
+        // A tool with one attempt (the default) journals its failure as before: its outcome alone.
+        const retried = toolPolicy(config, tool).maxAttempts > 1;
+        return fail(stepId, fed, true, inputDigest, effect, retried ? result.record : undefined);
+      }
+      default:
+        // Stopped by the abort: the outcome is unknown, so nothing is journaled (onUnknownOutcome decides on resume).
+        throw new AppendAfterCloseError(runId, "aborted");
+    }
+  }
+
+  const checkCall = fromPromise<CheckOutput, ToolCallInput>(({ input }) => check(input));
+  const runTool = fromPromise<RunToolOutput, ToolCallInput>((actor) => run(actor.input, actor));
+
+  /** A call that cannot wait (see {@link chartedCalls}): run by the loop's one `plainCalls` actor. */
+  const plainCalls = plainCallsActor({ check, run });
+
+  /**
+   * The calls of a response that need their own toolCall chart: a tool that asks for approval, or
+   * may be tried again (its retry policy, or a failed attempt the journal holds), or runs a
+   * sub-agent (whose chart the inspector shows under the call's actor), can wait, and a wait is a
+   * state of the chart. The others are dispatched as plain calls (plainCalls.ts).
+   */
+  function chartedCalls(turn: number, response: ModelResponse): readonly number[] | undefined {
+    let charted: number[] | undefined;
+    const calls = response.toolCalls;
+    for (let index = 0; index < calls.length; index++) {
+      const name = (calls[index] as ToolCall).name;
+      const tool = Object.hasOwn(session.tools, name) ? session.tools[name] : undefined;
+      if (tool === undefined) continue; // refused or built in: settled without waiting
+      const retried = session.state.attempts[toolStepId(session.loopId, turn, index)] !== undefined;
+      if (tool.requiresApproval || retried || mayRetry(tool) || isSubAgentTool(tool)) (charted ??= []).push(index);
+    }
+    return charted;
+  }
+  const retries = new Map<Tool, boolean>();
+  const mayRetry = (tool: Tool) => {
+    let may = retries.get(tool);
+    if (may === undefined) {
+      may = toolPolicy(config, tool).maxAttempts > 1;
+      retries.set(tool, may);
+    }
+    return may;
+  };
+
+  return { chart: { checkCall, askApproval, runTool }, plainCalls, chartedCalls };
+}

@@ -1,0 +1,108 @@
+/**
+ * Reading a run's durable waits (docs/waits.md): the calls whose `<stepId>:wait` is journaled and
+ * whose frame is still started, described for people (`InterruptedAgentRun.waits`, `listWaits`,
+ * `loom show`, the viewer), and the `waiting` interruption's detail.
+ */
+import { parseFrameId, waitId } from "../../events/ids.ts";
+import { asWaitChoice, type WaitChoice, waitDueAt } from "../../policies/wait.ts";
+import { type RunState, responseAt } from "../../projections/runState.ts";
+import type { RunWait } from "../../projections/types.ts";
+
+const WAIT_SUFFIX = waitId("");
+
+/** The tool calls of a folded run that wait for a time or an event (wait journaled, frame still started). */
+export function openWaits(state: RunState): { readonly stepId: string; readonly wait: WaitChoice }[] {
+  const out: { stepId: string; wait: WaitChoice }[] = [];
+  for (const decisionId in state.decisions) {
+    if (!decisionId.endsWith(WAIT_SUFFIX)) continue;
+    const stepId = decisionId.slice(0, -WAIT_SUFFIX.length);
+    if (state.frames[stepId]?.status !== "started") continue; // ended: woken, delivered, expired
+    const wait = asWaitChoice(state.decisions[decisionId]?.choice);
+    if (wait !== undefined) out.push({ stepId, wait });
+  }
+  return out;
+}
+
+/** The tool a step id's call named, from its frame or the model's response. */
+function toolNameOf(state: RunState, stepId: string): string {
+  const effect = state.frames[stepId]?.effect;
+  if (effect?.startsWith("tool:")) return effect.slice("tool:".length);
+  const parsed = parseFrameId(stepId);
+  const call = parsed?.kind === "tool" ? responseAt(state, parsed.turn)?.toolCalls[parsed.index] : undefined;
+  return call?.name ?? "";
+}
+
+/** A sleep or an event wait, for people. */
+export function describeWait(runId: string, stepId: string, toolName: string, wait: WaitChoice): RunWait {
+  const what = wait.what === undefined ? {} : { what: wait.what };
+  if (wait.kind === "sleep") {
+    return {
+      runId,
+      stepId,
+      kind: "sleep",
+      toolName,
+      ...what,
+      until: wait.until,
+      deliver: `wakes at ${wait.until}: loom wake (SQLite), a worker (PostgreSQL), or loop.run({ runId: "${runId}" }) once due`,
+    };
+  }
+  return {
+    runId,
+    stepId,
+    kind: "event",
+    toolName,
+    ...what,
+    ...(wait.expiresAt === undefined ? {} : { expiresAt: wait.expiresAt }),
+    deliver: `deliver the event with the token the tool handed out: loom deliver <token> --payload <json>, deliverEvent(journal, token, payload) or an eventWebhook${wait.expiresAt === undefined ? "" : `; times out at ${wait.expiresAt}`}`,
+  };
+}
+
+/** An approval as a wait, for people. */
+export function describeApproval(runId: string, stepId: string, toolName: string, expiresAt?: string): RunWait {
+  return {
+    runId,
+    stepId,
+    kind: "approval",
+    toolName,
+    ...(expiresAt === undefined ? {} : { expiresAt }),
+    deliver: `a person answers: loom approve ${stepId} --run ${runId} (or deny), recordApproval(journal, runId, stepId, …) or loop.run({ approvals })${expiresAt === undefined ? "" : `; declined at ${expiresAt}`}`,
+  };
+}
+
+/** The sleeps and event waits of a folded run, described. */
+export function waitsIn(state: RunState, runId: string): RunWait[] {
+  return openWaits(state).map(({ stepId, wait }) => describeWait(runId, stepId, toolNameOf(state, stepId), wait));
+}
+
+/**
+ * The `waiting` interruption's detail: `{ stepIds, expiresAt }`, where `expiresAt` maps each
+ * call with a time to when the run must next be resumed (a sleep's wake, an event wait's
+ * timeout). A PostgreSQL worker parks the run until the first of them, as for approvals.
+ */
+export function waitingDetail(state: RunState, stepIds: readonly string[]): unknown {
+  const expiresAt: Record<string, string> = {};
+  for (const stepId of stepIds) {
+    const wait = asWaitChoice(state.decisions[waitId(stepId)]?.choice);
+    const due = wait === undefined ? undefined : waitDueAt(wait);
+    if (due !== undefined) expiresAt[stepId] = new Date(due).toISOString();
+  }
+  return Object.keys(expiresAt).length === 0 ? { stepIds } : { stepIds, expiresAt };
+}
+
+/**
+ * When a run interrupted `waiting` is next due (ms since the epoch): the first wake or timeout
+ * of its open waits, or undefined when only deliveries can end them. A run whose every wait ended
+ * (an event delivered) is due at once (0).
+ */
+export function runDueAt(state: RunState): number | undefined {
+  const open = openWaits(state);
+  const listed = (state.interruption?.detail as { stepIds?: unknown } | null)?.stepIds;
+  if (Array.isArray(listed) && listed.some((id) => typeof id === "string" && state.frames[id]?.status !== "started"))
+    return 0; // a listed wait ended while the run was stopped: resume it now
+  let first: number | undefined;
+  for (const { wait } of open) {
+    const due = waitDueAt(wait);
+    if (due !== undefined && (first === undefined || due < first)) first = due;
+  }
+  return first;
+}
