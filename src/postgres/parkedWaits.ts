@@ -1,20 +1,23 @@
 import type { JournalEntry } from "../events/types.ts";
 
 /**
- * A run parked for durable waits (docs/waits.md) is claimed when PostgreSQL's clock reaches its
- * first wake or timeout; whether a wait has ended is judged by the worker's clock
- * (`WorkerOptions.clock`, the resumed run's `RunOptions.now`). When that clock is behind (a host
- * whose clock lags the database's, a test's fake clock), resuming would only stop the run again
- * and journal another interruption, every claim, until it caught up. The worker asks this first.
+ * A run parked for durable waits or approvals that expire (docs/waits.md) is claimed when
+ * PostgreSQL's clock reaches its first wake, timeout or expiry; whether one has come is judged by
+ * the worker's clock (`WorkerOptions.clock`, the resumed run's `RunOptions.now`). When that clock
+ * is behind (a host whose clock lags the database's, a test's fake clock), resuming would only
+ * stop the run again and journal another interruption, every claim, until it caught up. The
+ * worker asks this first (not for a row something woke: that run is resumed at once).
  */
 
 /**
- * When a run whose journal ends with `last` is due, if it stopped for durable waits: the first
- * time its `waiting` interruption journaled (`detail.expiresAt`), as the park reads it. Undefined
- * for any other last entry (an event was delivered since, the run is not waiting).
+ * When a run whose journal ends with `last` is due, if it stopped for durable waits or approvals:
+ * the first time its `waiting` or `approval-pending` interruption journaled (`detail.expiresAt`),
+ * as the park reads it. Undefined for any other last entry (an event was delivered or an approval
+ * recorded since, the run is not waiting).
  */
 export function waitingDueOf(last: JournalEntry | undefined): number | undefined {
-  if (last?.type !== "run.interrupted" || last.data.reason !== "waiting") return undefined;
+  if (last?.type !== "run.interrupted") return undefined;
+  if (last.data.reason !== "waiting" && last.data.reason !== "approval-pending") return undefined;
   const expiresAt = (last.data.detail as { expiresAt?: Record<string, unknown> } | null | undefined)?.expiresAt;
   let first: number | undefined;
   for (const at of Object.values(expiresAt ?? {})) {

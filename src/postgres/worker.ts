@@ -43,7 +43,7 @@ export interface WorkerOptions {
   /**
    * The clock durable waits are judged by in the runs this worker resumes (their `RunOptions.now`;
    * default `Date.now`). A parked run is claimed when PostgreSQL's clock (`now()`) reaches its
-   * wake time, and resumed only once this clock has too: until then it stays parked (nothing
+   * wake time (or an approval's expiry), and resumed only once this clock has too: until then it stays parked (nothing
    * journaled) and is looked at again when due by this clock, at most `pollMs` later. Tests pass a
    * fake one; one ahead of the database's clock wakes no parked run sooner (the database's claims it).
    */
@@ -199,9 +199,13 @@ export function startWorker(options: WorkerOptions): Worker {
         return;
       }
     }
-    // A parked durable wait that PostgreSQL's clock finds due and this worker's clock does not
+    // A parked durable wait (or expiring approval) that PostgreSQL's clock finds due and this worker's clock does not
     // (parkedWaits.ts): left parked, nothing journaled, looked at again when due by this clock.
-    const due = claim.owned !== undefined ? waitingDueOf(claim.owned.entries.at(-1)) : await lease.waitingDue(runId);
+    const due = claim.woken
+      ? undefined // something woke it (a sub-agent's approval): resume it now
+      : claim.owned !== undefined
+        ? waitingDueOf(claim.owned.entries.at(-1))
+        : await lease.waitingDue(runId);
     const parked = parkedFor(due, clock(), pollMs);
     if (parked !== undefined) {
       await journal.store.release(owned);
