@@ -99,14 +99,11 @@ function nullStore(): EventStore {
 }
 
 /** Wraps a store to keep every batch appended, to replay them as raw inserts. */
-function recording(
-  inner: EventStore,
-  batches: { runId: string; from: number; entries: readonly NewEntry[] }[],
-): EventStore {
+function recording(inner: EventStore, batches: Batch[]): EventStore {
   return {
     ...inner,
     async append(runId, entries, options) {
-      batches.push({ runId, from: options.expectedVersion + 1, entries });
+      batches.push({ runId, from: options.expectedVersion + 1, entries, durability: options.durability });
       return inner.append(runId, entries, options);
     },
   };
@@ -130,7 +127,7 @@ async function timeRun(runId: string, journal: Parameters<typeof loop.run>[0]["j
 }
 
 const dir = mkdtempSync(join(tmpdir(), "loom-bench-loop-"));
-type Batch = { runId: string; from: number; entries: readonly NewEntry[] };
+type Batch = { runId: string; from: number; entries: readonly NewEntry[]; durability?: "written" | undefined };
 
 /** The storage floor: the same rows, the same transactions, straight into better-sqlite3. */
 function rawInserts(file: string, synchronous: "full" | "normal", batches: readonly Batch[]): Took {
@@ -158,8 +155,43 @@ function rawInserts(file: string, synchronous: "full" | "normal", batches: reado
   return took;
 }
 
+/**
+ * The store alone: the appends of the last `normal` run replayed back to back through a fresh
+ * SQLite store at the same level, fenced as the run's were (its own lease), the same entries in
+ * the same batches. Beside the floor it says how much of the run's ratio is the store's; the rest
+ * is the loop's own work (row "none") and what that work costs beside SQLite's.
+ */
+async function storeReplay(file: string, batches: readonly Batch[]): Promise<Took> {
+  const j = openSqliteJournal(file, { synchronous: "normal" });
+  const runId = batches[0]?.runId ?? "replay";
+  const { token } = await j.store.acquire(runId, { owner: "bench", leaseMs: 3_600_000 });
+  const t = performance.now();
+  const c = cpuNow();
+  for (const b of batches) {
+    const options = {
+      expectedVersion: b.from - 1,
+      fence: token,
+      ...(b.durability ? { durability: b.durability } : {}),
+    };
+    await j.store.append(runId, b.entries, options);
+  }
+  const took = { wall: performance.now() - t, cpu: cpuNow() - c };
+  await j.close();
+  return took;
+}
+
 /** The rows, measured in this order once each per repeat of a round. */
-const ROWS = ["none", "memory", "full", "fullFloor", "normal", "normalFloor", "gzip", "gzipAes"] as const;
+const ROWS = [
+  "none",
+  "memory",
+  "full",
+  "fullFloor",
+  "normal",
+  "normalFloor",
+  "normalStore",
+  "gzip",
+  "gzipAes",
+] as const;
 type Row = (typeof ROWS)[number];
 
 const keys = staticKeys({ current: "k1", keys: { k1: randomBytes(32) } });
@@ -201,6 +233,8 @@ async function measure(row: Row, runId: string): Promise<Took> {
       return rawInserts(file("raw-full"), "full", lastBatches.full);
     case "normalFloor":
       return rawInserts(file("raw-normal"), "normal", lastBatches.normal);
+    case "normalStore":
+      return storeReplay(file("replay-normal"), lastBatches.normal);
     case "gzip":
     case "gzipAes": {
       const j = openSqliteJournal(file(row), { synchronous: "normal" });
@@ -268,6 +302,7 @@ try {
     "µs/turn": cell(wallUs(row)),
     "× raw inserts": floor === undefined ? "" : cell(ratio(row, floor, "wall")),
     "CPU µs/turn": cell(cpuUs(row)),
+    "CPU × raw inserts": floor === undefined ? "" : cell(ratio(row, floor, "cpu")),
     "CPU × no codec": base === undefined ? "" : cell(ratio(row, base, "cpu")),
     "wall × no codec": base === undefined ? "" : cell(ratio(row, base, "wall")),
   });
@@ -281,6 +316,7 @@ try {
       line(raw, "fullFloor", "fullFloor"),
       line("sqlite, synchronous=normal", "normal", "normalFloor"),
       line(raw, "normalFloor", "normalFloor"),
+      line("  the store alone (the run's appends replayed)", "normalStore", "normalFloor"),
       line("sqlite, normal, codec gzip", "gzip", "normalFloor", "normal"),
       line("sqlite, normal, codec gzip + aes-256-gcm", "gzipAes", "normalFloor", "normal"),
     ],
@@ -314,6 +350,11 @@ try {
       memory: us("memory"),
       full: withFloor("full", "fullFloor"),
       normal: withFloor("normal", "normalFloor"),
+      normalStore: {
+        ...withFloor("normalStore", "normalFloor"),
+        cpuRatio: ratio("normalStore", "normalFloor", "cpu").median,
+      },
+      normalCpuRatio: ratio("normal", "normalFloor", "cpu").median,
       gzip: {
         ...us("gzip"),
         ratio: ratio("gzip", "normalFloor", "wall").median,
