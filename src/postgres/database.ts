@@ -17,8 +17,10 @@ export interface PostgresOptions {
   /**
    * Settings for the pool Loom creates from a URL (ignored when a pool is passed). The pool is
    * bounded: `max` connections (default 10), and requests beyond it wait their turn, so a process
-   * never opens more than `max` connections however many runs it has in hand. Size it above a
-   * worker's `concurrency` (each run in hand holds a connection only for one statement at a time).
+   * never opens more than `max` connections however many runs it has in hand. A worker needs no
+   * connection per run: a run holds one only for a statement at a time, and the appends of many
+   * runs share one statement (appendBatch.ts), so the default carried 2,000 runs in flight in
+   * `bench/inflight.ts`. A larger pool helps a worker whose statements wait for a connection.
    */
   readonly pool?: Omit<pg.PoolConfig, "connectionString">;
 }

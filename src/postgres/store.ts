@@ -16,6 +16,7 @@ import type {
   StoredSnapshot,
 } from "../events/store.ts";
 import { type EntryType, type JournalEntry, type NewEntry, SCHEMA_VERSION } from "../events/types.ts";
+import { appendBatcher } from "./appendBatch.ts";
 import { watchAppends } from "./appendNotify.ts";
 import { openPgDatabase, type PgDatabase, type PostgresOptions, pgDatabaseOf } from "./database.ts";
 import { handBackCtes } from "./leases.ts";
@@ -47,7 +48,9 @@ export interface PostgresEventStore extends EventStore {
 
 /**
  * The `EventStore` on PostgreSQL (`pg`), for many processes on many machines. An append is one
- * statement, so one transaction (see `appendEntries`): it moves the run's row in `loom_runs` only
+ * statement, so one transaction (see `appendEntries`; the appends of many runs asked for while
+ * earlier ones are being written share one statement and one commit, each run's checks its own:
+ * appendBatch.ts): it moves the run's row in `loom_runs` only
  * from `expectedVersion` (an UPDATE whose condition PostgreSQL checks again on the row's latest
  * version if another append moved it meanwhile), and inserts the entries only when the row moved,
  * or writes nothing. The unique `run_id` backs that up for a run's first append, where there is
@@ -227,6 +230,19 @@ export function postgresStoreOn(shared: PgDatabase): PostgresEventStore {
   const { pool, tables } = db;
   const sql = statements(tables);
   const owners = pgOwners(db);
+  // Appends of runs already started, from many runs at once, go out together (appendBatch.ts) on
+  // at most half the pool's connections: the rest stay for claims, reads and renewals.
+  const poolMax = (pool as { options?: { max?: number } }).options?.max ?? 10;
+  const batches = appendBatcher(
+    tables,
+    SCHEMA_VERSION,
+    Math.max(1, Math.floor(poolMax / 2)),
+    (statement) => pool.query<{ run_id: string | null }>(statement),
+    (a) =>
+      appendEntries(pool, tables, a.runId, a.expectedVersion, a.types, a.texts, a.fence, a.finishingFor, undefined, {
+        written: a.written,
+      }),
+  );
 
   const versionOf = async (q: pg.Pool | pg.PoolClient, runId: string): Promise<number> =>
     (await q.query<{ version: number }>({ ...sql.version, values: [runId] })).rows[0]?.version ?? 0;
@@ -263,13 +279,24 @@ export function postgresStoreOn(shared: PgDatabase): PostgresEventStore {
       if (actual !== expectedVersion) throw new ConcurrencyError(runId, expectedVersion, actual);
       return { version: expectedVersion };
     }
-    const written = await (wake === undefined
-      ? appendEntries(pool, tables, runId, expectedVersion, types, texts, fence, finishingFor, undefined, {
-          written: relaxed,
-        })
-      : appendAndWake(db, wake, runId, (client) =>
+    const written = await (wake !== undefined
+      ? appendAndWake(db, wake, runId, (client) =>
           appendEntries(client, tables, runId, expectedVersion, types, texts, fence),
         )
+      : expectedVersion > 0
+        ? batches.append({
+            runId,
+            expectedVersion,
+            types,
+            texts,
+            at: Date.now(),
+            fence,
+            finishingFor,
+            written: relaxed,
+          })
+        : appendEntries(pool, tables, runId, expectedVersion, types, texts, fence, finishingFor, undefined, {
+            written: relaxed,
+          })
     ).catch((e) => lostRace(runId, expectedVersion, e));
     if (!written) throw await refused();
     return { version: expectedVersion + entries.length };
