@@ -19,6 +19,8 @@ export interface Claim {
   readonly loopId: string;
   /** Failed attempts so far (the backoff grows with them). */
   readonly failures: number;
+  /** The row was woken (`woken`): resume the run though its journal says it waits. */
+  readonly woken?: boolean;
 }
 
 const msInterval = (param: string) => `make_interval(secs => ${param}::double precision / 1000)`;
@@ -44,7 +46,7 @@ const lastEntry = (t: Tables) => `JOIN ${t.entries} e ON e.run = s.run AND e.seq
  * now. Only those few are looked up in the runs and their last entries: a run that needs no
  * worker (`settled`, or gone) is taken off the queue (as `sweep` does) instead of claimed, so it
  * cannot hold the head of the queue. `claimed` returns the run id, loop id, failures, `run` (the
- * run's key) and tenant; `dropped` the run ids taken off. A claimed row's `woken` is cleared: the
+ * run's key), tenant and `woken` (as it was before the claim cleared it); `dropped` the run ids taken off. A claimed row's `woken` is cleared: the
  * resume it asked for is this one.
  *
  * Fair across tenants (`submitRun({ tenant })`): the tenants with queue rows are listed by a skip
@@ -72,13 +74,13 @@ export const claimCtes = (t: Tables) => `
            ORDER BY q.expires_at LIMIT ceil($4::float8 / td.n)::int FOR UPDATE SKIP LOCKED) p
        ORDER BY td.turn LIMIT $4),
     checked AS (
-      SELECT d.run_id, s.run, coalesce(${settledUnless("d.woken")}, true) AS settled
+      SELECT d.run_id, s.run, d.woken, coalesce(${settledUnless("d.woken")}, true) AS settled
         FROM due d LEFT JOIN ${t.runs} s ON s.run_id = d.run_id LEFT ${lastEntry(t)}),
     dropped AS (DELETE FROM ${t.leases} l USING checked c WHERE l.run_id = c.run_id AND c.settled RETURNING l.run_id),
     claimed AS (
       UPDATE ${t.leases} AS l SET owner = $1, expires_at = now() + ${msInterval("$2")}, woken = false
         FROM checked c WHERE l.run_id = c.run_id AND NOT c.settled
-      RETURNING l.run_id, l.loop_id, l.failures, c.run, l.tenant),
+      RETURNING l.run_id, l.loop_id, l.failures, c.run, l.tenant, c.woken),
     served AS (
       INSERT INTO ${t.tenants} AS s (tenant) SELECT DISTINCT tenant FROM claimed ORDER BY tenant
       ON CONFLICT (tenant) DO UPDATE SET served_at = now())`;
@@ -117,7 +119,7 @@ export interface Claimed<C extends Claim = Claim> {
 export function leases(db: PgDatabase) {
   const { pool, tables: t } = db;
   const claimText = `WITH ${claimCtes(t)}
-    SELECT run_id, loop_id, failures FROM claimed UNION ALL SELECT run_id, NULL, NULL FROM dropped`;
+    SELECT run_id, loop_id, failures, woken FROM claimed UNION ALL SELECT run_id, NULL, NULL, NULL FROM dropped`;
 
   const changed = async (text: string, values: unknown[]) => {
     await db.ready;
@@ -128,14 +130,20 @@ export function leases(db: PgDatabase) {
     /** Takes up to `limit` due runs for `owner` until `leaseMs` from now (none when none is due). */
     async claim(owner: string, loopIds: readonly string[], leaseMs: number, limit: number): Promise<Claimed> {
       await db.ready;
-      const { rows } = await pool.query<{ run_id: string; loop_id: string | null; failures: number }>({
+      const { rows } = await pool.query<{
+        run_id: string;
+        loop_id: string | null;
+        failures: number;
+        woken: boolean | null;
+      }>({
         name: `loom-claim-${t.leases}`,
         text: claimText,
         values: [owner, leaseMs, loopIds, limit],
       });
       const claims: Claim[] = [];
       for (const row of rows) {
-        if (row.loop_id !== null) claims.push({ runId: row.run_id, loopId: row.loop_id, failures: row.failures });
+        if (row.loop_id !== null)
+          claims.push({ runId: row.run_id, loopId: row.loop_id, failures: row.failures, woken: row.woken === true });
       }
       return { claims, dropped: rows.length - claims.length };
     },
@@ -194,6 +202,23 @@ export function leases(db: PgDatabase) {
          ${handBackSelect(t)} UNION ALL SELECT run_id FROM parked`,
         [runId, owner, token],
       ),
+    /**
+     * When run `runId`, stopped by durable waits or approvals (its last entry a `waiting` or
+     * `approval-pending` interruption), is due: the first wake, timeout or approval expiry its
+     * interruption journaled (ms since the epoch), as the park (`waitForApproval`) reads it;
+     * undefined for any other run.
+     */
+    async waitingDue(runId: string): Promise<number | undefined> {
+      await db.ready;
+      const { rows } = await pool.query<{ at: number | null }>(
+        `SELECT (extract(epoch FROM min(x.value::timestamptz)) * 1000)::float8 AS at
+           FROM ${t.runs} s ${lastEntry(t)}, ${expiries} x
+          WHERE s.run_id = $1 AND s.last_type = ${CODE.interrupted}
+            AND (e.data::json ->> 'reason') IN ('waiting', 'approval-pending')`,
+        [runId],
+      );
+      return rows[0]?.at ?? undefined;
+    },
     /** The attempt failed: due again after `delayMs`, with the error kept for operators. */
     retryLater: (runId: string, owner: string, delayMs: number, error: string) =>
       changed(

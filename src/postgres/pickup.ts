@@ -40,7 +40,7 @@ export async function claimOwnRead(
   const t = db.tables;
   await db.ready;
   // The rows: per claimed run its queue row, its ownership (null when another process owns it)
-  // and its entries in seq order; per run taken off the queue one row with a null loop id.
+  // and its entries in seq order (each row ending with the queue row's woken); per run taken off the queue one row with a null loop id.
   const { rows } = await db.pool.query<unknown[]>({
     name: `loom-pickup-${t.leases}`,
     text: `
@@ -53,11 +53,11 @@ export async function claimOwnRead(
          WHERE o.owner IS NULL OR o.expires_at <= now()
         RETURNING o.run_id, o.token, (extract(epoch FROM o.expires_at) * 1000)::float8 AS expires)
       SELECT c.run_id, c.loop_id, c.failures, w.token, w.expires,
-             e.seq, e.type, e.at::float8, e.v, e.frame, e.effect, e.digest, e.data
+             e.seq, e.type, e.at::float8, e.v, e.frame, e.effect, e.digest, e.data, c.woken
         FROM claimed c LEFT JOIN owned w ON w.run_id = c.run_id
         LEFT JOIN ${t.entries} e ON e.run = c.run AND w.token IS NOT NULL
       UNION ALL
-      SELECT run_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM dropped
+      SELECT run_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM dropped
        ORDER BY 1, 6`,
     values: [owner, leaseMs, loopIds, limit, thisProcess.host, thisProcess.pid],
     rowMode: "array",
@@ -66,18 +66,19 @@ export async function claimOwnRead(
   let dropped = 0;
   for (let i = 0; i < rows.length; ) {
     const [runId, loopId, failures, token, expires] = rows[i] as [string, string | null, number, number | null, number];
+    const woken = (rows[i] as unknown[])[13] === true; // the row's woken, before the claim cleared it
     let end = i;
     while (end < rows.length && (rows[end] as unknown[])[0] === runId) end++;
     if (loopId === null) dropped++;
-    else if (token === null) claims.push({ runId, loopId, failures });
+    else if (token === null) claims.push({ runId, loopId, failures, woken });
     else {
       const lease = leaseOf(runId, { token, owner, host: thisProcess.host, pid: thisProcess.pid, expiresAt: expires });
       const stored = rows
         .slice(i, end)
-        .flatMap((row) => (row[5] === null ? [] : [row.slice(5) as unknown as StoredRow]));
+        .flatMap((row) => (row[5] === null ? [] : [row.slice(5, 13) as unknown as StoredRow]));
       const entries: JournalEntry[] = [];
       decodeStoredRows(runId, stored, entries, db.label);
-      claims.push({ runId, loopId, failures, owned: { lease, entries } });
+      claims.push({ runId, loopId, failures, woken, owned: { lease, entries } });
     }
     i = end;
   }

@@ -17,6 +17,7 @@ import { HeldLease } from "../runtime/run/heldLease.ts";
 import { type Claimed, leases } from "./leases.ts";
 import { listenForDue } from "./notify.ts";
 import { databaseHealth } from "./outage.ts";
+import { parkedFor, waitingDueOf } from "./parkedWaits.ts";
 import { claimOwnRead, type Pickup, pickedUpJournal } from "./pickup.ts";
 import { batchedRenewals } from "./renewals.ts";
 import { startScheduler } from "./scheduler.ts";
@@ -41,8 +42,10 @@ export interface WorkerOptions {
   readonly now?: () => number;
   /**
    * The clock durable waits are judged by in the runs this worker resumes (their `RunOptions.now`;
-   * default `Date.now`). When a parked run is due is PostgreSQL's clock (`now()`); this one decides
-   * whether a resumed call has woken (tests pass a fake one).
+   * default `Date.now`). A parked run is claimed when PostgreSQL's clock (`now()`) reaches its
+   * wake time (or an approval's expiry), and resumed only once this clock has too: until then it stays parked (nothing
+   * journaled) and is looked at again when due by this clock, at most `pollMs` later. Tests pass a
+   * fake one; one ahead of the database's clock wakes no parked run sooner (the database's claims it).
    */
   readonly clock?: () => number;
   /**
@@ -126,6 +129,7 @@ export function startWorker(options: WorkerOptions): Worker {
   const leaseMs = options.leaseMs ?? 30_000;
   const now = options.now ?? (() => performance.now());
   const pollMs = options.pollMs ?? 1000;
+  const clock = options.clock ?? Date.now;
   const concurrency = options.concurrency ?? 1;
   const poolSize = (db.pool as { options?: { max?: number } }).options?.max ?? 10;
   for (const [id, loop] of Object.entries(loops)) {
@@ -194,6 +198,19 @@ export function startWorker(options: WorkerOptions): Worker {
         await lease.postpone(runId, owner, Math.max(pollMs, e.retryAfterMs));
         return;
       }
+    }
+    // A parked durable wait (or expiring approval) that PostgreSQL's clock finds due and this worker's clock does not
+    // (parkedWaits.ts): left parked, nothing journaled, looked at again when due by this clock.
+    const due = claim.woken
+      ? undefined // something woke it (a sub-agent's approval): resume it now
+      : claim.owned !== undefined
+        ? waitingDueOf(claim.owned.entries.at(-1))
+        : await lease.waitingDue(runId);
+    const parked = parkedFor(due, clock(), pollMs);
+    if (parked !== undefined) {
+      await journal.store.release(owned);
+      await lease.postpone(runId, owner, parked);
+      return;
     }
     // On a store Loom made, the run's journal was read by the claim and its last append finishes it.
     const picked =

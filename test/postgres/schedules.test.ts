@@ -30,7 +30,7 @@ const scheduled = async (schema: string, id: string) =>
   ).map((r) => r.run_id);
 
 describe.skipIf(PG_URL === undefined)("schedules on PostgreSQL", () => {
-  it(`4 worker processes, each with a scheduler, fire each of ${TICKS} ticks exactly once`, async () => {
+  it(`4 worker processes, 2 given the schedule and 2 with a scheduler beside, fire each of ${TICKS} ticks exactly once`, async () => {
     const url = PG_URL as string;
     const schema = freshSchema("schedules");
     const dir = tempDir("loom-schedules-");
@@ -54,7 +54,14 @@ describe.skipIf(PG_URL === undefined)("schedules on PostgreSQL", () => {
     await sql(`CREATE TABLE "${schema}".executions (id serial PRIMARY KEY, input text NOT NULL, pid integer NOT NULL)`);
     setClock(T0); // before the first tick
     for (let i = 0; i < 4; i++)
-      processes.push(startProcess("test/postgres/fixtures/scheduler.ts", [schema, clock, String(T0 + 1000)]));
+      processes.push(
+        startProcess("test/postgres/fixtures/scheduler.ts", [
+          schema,
+          clock,
+          String(T0 + 1000),
+          i % 2 === 0 ? "worker" : "scheduler", // startWorker({ schedules }), or startScheduler beside startWorker
+        ]),
+      );
     await Promise.all(processes.map((p, i) => p.waitFor((l) => l === "ready", `process ${i} ready`, 60_000)));
 
     // The clock moves one second at a time; the 4 schedulers look every 10 ms, all at the same tick.
@@ -84,6 +91,11 @@ describe.skipIf(PG_URL === undefined)("schedules on PostgreSQL", () => {
     expect(fired.sort()).toEqual(expected);
     // …named one run, which one worker ran once: one model call per tick, with the tick's input.
     expect(await scheduled(schema, "tick")).toEqual(expected);
+    const started = await sql<{ run_id: string; n: number }>(
+      `SELECT run_id, count(*)::int AS n FROM "${schema}".loom_journal WHERE type = 'run.started' AND run_id LIKE 'tick@%'
+        GROUP BY run_id ORDER BY run_id`,
+    );
+    expect(started).toEqual(expected.map((run_id) => ({ run_id, n: 1 }))); // each run started once
     const executions = await sql<{ input: string }>(`SELECT input FROM "${schema}".executions ORDER BY input`);
     expect(executions.map((e) => `tick@${e.input}`)).toEqual(expected);
     expect(await sql(`SELECT schedule_id, cursor_ms::text FROM "${schema}".loom_schedules`)).toEqual([
