@@ -15,8 +15,8 @@ import { memoryStore } from "../src/events/memory.ts";
 import type { Message, ModelResponse } from "../src/events/types.ts";
 import { scriptedModel } from "../src/models/scripted.ts";
 import { type ContextPolicy, recentTurns, summarize } from "../src/policies/context.ts";
+import type { Tool } from "../src/runtime/base/config.ts";
 import { agentLoop$ } from "../src/runtime/run/agentLoop.ts";
-import type { Tool } from "../src/runtime/run/config.ts";
 import { printTable } from "./support.ts";
 
 const TURNS = Number(process.env.TURNS ?? 2_000);

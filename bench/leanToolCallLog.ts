@@ -17,9 +17,9 @@ import { createJournal } from "../src/events/journal.ts";
 import { memoryStore } from "../src/events/memory.ts";
 import { scriptedModel } from "../src/models/scripted.ts";
 import type { ToolCallLogMode } from "../src/projections/types.ts";
+import type { Tool } from "../src/runtime/base/config.ts";
+import { foldRun, rebuildToolCallLog } from "../src/runtime/base/readers.ts";
 import { agentLoop$ } from "../src/runtime/run/agentLoop.ts";
-import type { Tool } from "../src/runtime/run/config.ts";
-import { foldRun, rebuildToolCallLog } from "../src/runtime/run/readers.ts";
 import { printTable, rng, toolOutput } from "./support.ts";
 
 const TURNS = 200;

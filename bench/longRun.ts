@@ -12,9 +12,9 @@ import { memoryStore } from "../src/events/memory.ts";
 import type { EventStore } from "../src/events/store.ts";
 import type { Message, ModelResponse, NewEntry, RunStartedData, ToolCall } from "../src/events/types.ts";
 import { scriptedModel } from "../src/models/scripted.ts";
+import type { AgentLoopConfig } from "../src/runtime/base/config.ts";
+import { assistantMessage, chainedPromptDigest, toolResultMessage } from "../src/runtime/base/conversation.ts";
 import { agentLoop$ } from "../src/runtime/run/agentLoop.ts";
-import type { AgentLoopConfig } from "../src/runtime/run/config.ts";
-import { assistantMessage, chainedPromptDigest, toolResultMessage } from "../src/runtime/run/conversation.ts";
 
 /** The loop id of a long run. */
 export const LONG_LOOP = "long";

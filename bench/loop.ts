@@ -50,8 +50,8 @@ import { encodeRow } from "../src/events/sqliteRows.ts";
 import type { EventStore } from "../src/events/store.ts";
 import { type NewEntry, SCHEMA_VERSION } from "../src/events/types.ts";
 import { scriptedModel } from "../src/models/scripted.ts";
+import type { Tool } from "../src/runtime/base/config.ts";
 import { agentLoop$ } from "../src/runtime/run/agentLoop.ts";
-import type { Tool } from "../src/runtime/run/config.ts";
 import { printTable, rng, toolOutput } from "./support.ts";
 
 const TURNS = 200;

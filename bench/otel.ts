@@ -12,9 +12,9 @@ import { createJournal } from "../src/events/journal.ts";
 import { memoryStore } from "../src/events/memory.ts";
 import { scriptedModel } from "../src/models/scripted.ts";
 import { otelTelemetry } from "../src/otel.ts";
+import type { AgentLoopConfig, Tool } from "../src/runtime/base/config.ts";
+import type { RunTelemetry } from "../src/runtime/base/telemetry.ts";
 import { agentLoop$ } from "../src/runtime/run/agentLoop.ts";
-import type { AgentLoopConfig, Tool } from "../src/runtime/run/config.ts";
-import type { RunTelemetry } from "../src/runtime/streaming/telemetry.ts";
 import { printTable, rng, toolOutput } from "./support.ts";
 
 const TURNS = 200;

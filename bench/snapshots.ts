@@ -21,7 +21,7 @@ import { openSqliteJournal } from "../src/events/journal.ts";
 import type { Journal } from "../src/events/spi.ts";
 import type { EventStore, StoredSnapshot } from "../src/events/store.ts";
 import type { NewEntry } from "../src/events/types.ts";
-import { readRunState, writeRunSnapshot } from "../src/runtime/run/snapshots.ts";
+import { readRunState, writeRunSnapshot } from "../src/runtime/base/snapshots.ts";
 import { longRunEntries, longRunLoop, longRunTemplate } from "./longRun.ts";
 import { printTable } from "./support.ts";
 

@@ -17,8 +17,8 @@ import type { Journal } from "../src/events/spi.ts";
 import { scriptedModel } from "../src/models/scripted.ts";
 import type { GenerateRequest, Model, ModelStreamPart } from "../src/models/types.ts";
 import { runEventsOf } from "../src/projections/events.ts";
+import type { Tool } from "../src/runtime/base/config.ts";
 import { type AgentLoop, agentLoop$ } from "../src/runtime/run/agentLoop.ts";
-import type { Tool } from "../src/runtime/run/config.ts";
 import { followRun } from "../src/runtime/streaming/follow.ts";
 import { printTable, rng, toolOutput } from "./support.ts";
 

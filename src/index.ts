@@ -379,6 +379,50 @@ export type {
   ToolCallLogMode,
 } from "./projections/types.ts";
 export { type TokenUsage, tokenUsage } from "./projections/usage.ts";
+export type {
+  AgentLoopConfig,
+  ApprovalAnswer,
+  ApprovalRequest,
+  InputCheck,
+  RetryConfig,
+  Skill,
+  TimeoutsConfig,
+  Tool,
+  ToolContext,
+  ToolSource,
+  ToolSourceContext,
+} from "./runtime/base/config.ts";
+export {
+  AgentInterruptedError,
+  isAgentInterruptedError,
+  isRedactedHistoryError,
+  isScheduleError,
+  RedactedHistoryError,
+  ScheduleError,
+  type ScheduleErrorCode,
+} from "./runtime/base/errors.ts";
+export { HeldLease, type HoldLeaseOptions, holdLease, LEASE_MARGIN } from "./runtime/base/heldLease.ts";
+export { DEFAULT_LEASE_MS, type RunOwnership } from "./runtime/base/ownership.ts";
+export {
+  foldRun,
+  type HydrateOptions,
+  hydrateArchived,
+  hydrateForLog,
+  isStepResolutionError,
+  type ResolvedStep,
+  rebuildToolCallLog,
+  resolveStep,
+  StepResolutionError,
+  verifyTurnResults,
+} from "./runtime/base/readers.ts";
+export {
+  type ReadRunState,
+  type RunStateReadOptions,
+  readRunState,
+  type SnapshotConfig,
+  type SnapshotReadOptions,
+  writeRunSnapshot,
+} from "./runtime/base/snapshots.ts";
 // Durable waits (issue 31, docs/waits.md): sleeps and events as journaled waits, approvals listed beside them.
 export {
   type ActivityFacts,
@@ -403,7 +447,6 @@ export {
   isEventDeliveryError,
   isRunControlError,
   listPendingApprovals,
-  listWaits,
   type PendingApproval,
   type RecordApprovalOptions,
   type RecordedApproval,
@@ -414,91 +457,10 @@ export {
   recordApproval,
   runActivity,
   type SubRunCancel,
-  type WakeOptions,
-  type WokenRun,
-  wakeDueRuns,
 } from "./runtime/control/operations.ts";
-export {
-  type FiredTick,
-  fireDueTicks,
-  type RunningSchedules,
-  type RunSchedulesOptions,
-  runSchedules,
-  type SkippedTicks,
-  startSchedules,
-  type TickReport,
-} from "./runtime/control/runSchedules.ts";
-export {
-  type DueTicks,
-  dueTicks,
-  initialCursor,
-  type MissedTicks,
-  type Schedule,
-  type ScheduleConfig,
-  schedule,
-} from "./runtime/control/schedule.ts";
 // Sessions, context policies and budgets (issue 32).
 export type { SendRequest, SessionReply } from "./runtime/run/agentLoop.ts";
 export { type AgentLoop, agentLoop$, type RunRequest } from "./runtime/run/agentLoop.ts";
-export { usageOfRun } from "./runtime/run/budget.ts";
-export type {
-  AgentLoopConfig,
-  ApprovalAnswer,
-  ApprovalRequest,
-  InputCheck,
-  RetryConfig,
-  Skill,
-  TimeoutsConfig,
-  Tool,
-  ToolContext,
-  ToolSource,
-  ToolSourceContext,
-} from "./runtime/run/config.ts";
-export {
-  AgentInterruptedError,
-  isAgentInterruptedError,
-  isRedactedHistoryError,
-  isScheduleError,
-  RedactedHistoryError,
-  ScheduleError,
-  type ScheduleErrorCode,
-} from "./runtime/run/errors.ts";
-export { HeldLease, type HoldLeaseOptions, holdLease, LEASE_MARGIN } from "./runtime/run/heldLease.ts";
-export { DEFAULT_LEASE_MS, type RunOwnership } from "./runtime/run/ownership.ts";
-export {
-  foldRun,
-  type HydrateOptions,
-  hydrateArchived,
-  hydrateForLog,
-  isStepResolutionError,
-  type ResolvedStep,
-  rebuildToolCallLog,
-  resolveStep,
-  StepResolutionError,
-  verifyTurnResults,
-} from "./runtime/run/readers.ts";
-export type { RunContext } from "./runtime/run/runContext.ts";
-export {
-  isSessionBusyError,
-  nextSessionTurn,
-  runConversation,
-  SessionBusyError,
-  type SessionTurn,
-  sessionHistory,
-  sessionRunId,
-  sessionRuns,
-} from "./runtime/run/sessions.ts";
-export {
-  type ReadRunState,
-  type RunStateReadOptions,
-  readRunState,
-  type SnapshotConfig,
-  type SnapshotReadOptions,
-  writeRunSnapshot,
-} from "./runtime/run/snapshots.ts";
-export { type ModelStreamDelta, type StreamModelCallOptions, streamModelCall } from "./runtime/steps/modelStream.ts";
-export { type FollowOptions, followRun } from "./runtime/streaming/follow.ts";
-export type { AgentStream } from "./runtime/streaming/stream.ts";
 export {
   type AgentToolOptions,
   agentTool,
@@ -510,14 +472,49 @@ export {
   SubAgentInterruptedError,
   type SubAgentLimit,
   SubAgentLimitError,
-} from "./runtime/subruns/agentTool.ts";
+} from "./runtime/run/agentTool.ts";
+export {
+  type FiredTick,
+  fireDueTicks,
+  type RunningSchedules,
+  type RunSchedulesOptions,
+  runSchedules,
+  type SkippedTicks,
+  startSchedules,
+  type TickReport,
+} from "./runtime/run/runSchedules.ts";
+export {
+  type DueTicks,
+  dueTicks,
+  initialCursor,
+  type MissedTicks,
+  type Schedule,
+  type ScheduleConfig,
+  schedule,
+} from "./runtime/run/schedule.ts";
+export {
+  isSessionBusyError,
+  nextSessionTurn,
+  runConversation,
+  SessionBusyError,
+  type SessionTurn,
+  sessionHistory,
+  sessionRunId,
+  sessionRuns,
+} from "./runtime/run/sessions.ts";
+export { listWaits, type WakeOptions, type WokenRun, wakeDueRuns } from "./runtime/run/waits.ts";
+export { usageOfRun } from "./runtime/steps/budget.ts";
+export { type ModelStreamDelta, type StreamModelCallOptions, streamModelCall } from "./runtime/steps/modelStream.ts";
+export { type FollowOptions, followRun } from "./runtime/streaming/follow.ts";
+export type { AgentStream } from "./runtime/streaming/stream.ts";
+export { subRunPath } from "./runtime/streaming/subRunEvents.ts";
+export type { RunContext } from "./runtime/subruns/runContext.ts";
 export {
   AmbiguousApprovalError,
   type ApprovalAnswers,
   approvalKey,
   isAmbiguousApprovalError,
 } from "./runtime/subruns/subRunApprovals.ts";
-export { subRunPath } from "./runtime/subruns/subRunEvents.ts";
 export {
   isSubAgentCancelledError,
   isSubAgentPendingError,

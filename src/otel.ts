@@ -20,19 +20,14 @@ import {
 import { toolStepId } from "./events/ids.ts";
 import type { ToolCall } from "./events/types.ts";
 import type { RunEvent } from "./projections/events.ts";
-import type {
-  RunTelemetry,
-  RunTelemetryScope,
-  TelemetryRunStart,
-  TraceCarrier,
-} from "./runtime/streaming/telemetry.ts";
+import type { RunTelemetry, RunTelemetryScope, TelemetryRunStart, TraceCarrier } from "./runtime/base/telemetry.ts";
 
 export type {
   RunTelemetry,
   RunTelemetryScope,
   TelemetryRunStart,
   TraceCarrier,
-} from "./runtime/streaming/telemetry.ts";
+} from "./runtime/base/telemetry.ts";
 
 /** Options of {@link otelTelemetry}. */
 export interface OtelTelemetryOptions {

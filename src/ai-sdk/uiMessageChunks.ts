@@ -7,7 +7,7 @@ import { approvalId, parseFrameId } from "../events/ids.ts";
 import { isInvalidToolInput } from "../events/invalidInput.ts";
 import type { ToolCall } from "../events/types.ts";
 import type { RunEvent } from "../projections/events.ts";
-import { subRunPath } from "../runtime/subruns/subRunEvents.ts";
+import { subRunPath } from "../runtime/streaming/subRunEvents.ts";
 import type { LoomUIMessageChunk, ToUIMessageStreamOptions } from "./uiMessageChunkTypes.ts";
 
 export type { LoomUIMessageChunk, ToUIMessageStreamOptions } from "./uiMessageChunkTypes.ts";

@@ -28,7 +28,7 @@ import {
 import type { ToolCallInput } from "../machines/toolCall.machine.ts";
 import { toolCallResult } from "../projections/toolCallLog.ts";
 import { replayRecording } from "../runtime/run/agentLoop.ts";
-import { RunContext } from "../runtime/run/runContext.ts";
+import { RunContext } from "../runtime/subruns/runContext.ts";
 
 /**
  * Replays a recorded run through the real statecharts, for an inspector to watch: the run's

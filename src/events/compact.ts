@@ -100,7 +100,7 @@ function plan(entries: readonly JournalEntry[], keepTurns: number) {
  * A run may be compacted while it runs: the marker moves the run's version, so the live run's
  * next append meets a `ConcurrencyError`, reads what came after its version, finds only markers
  * of frames it has already settled (turns it no longer reads), folds them in and appends again
- * (runtime/steps/appender.ts). Any other entry there is another writer's, and stays a conflict.
+ * (runtime/base/appender.ts). Any other entry there is another writer's, and stays a conflict.
  *
  * @example
  * const { frameIds } = await compact(journal, "run-1", { keepTurns: 2 });

@@ -1,6 +1,6 @@
 import type { Journal } from "../events/spi.ts";
-import type { FiredTick, SkippedTicks, TickReport } from "../runtime/control/runSchedules.ts";
-import { dueTicks, initialCursor, type Schedule, tickInput } from "../runtime/control/schedule.ts";
+import type { FiredTick, SkippedTicks, TickReport } from "../runtime/run/runSchedules.ts";
+import { dueTicks, initialCursor, type Schedule, tickInput } from "../runtime/run/schedule.ts";
 import type { PgDatabase } from "./database.ts";
 import { databaseOf, submitRun } from "./submit.ts";
 

@@ -9,11 +9,11 @@ import {
 } from "../core/errors.ts";
 import type { Journal } from "../events/spi.ts";
 import type { RunLease } from "../events/store.ts";
-import type { TickReport } from "../runtime/control/runSchedules.ts";
-import type { Schedule } from "../runtime/control/schedule.ts";
+import { isAgentInterruptedError } from "../runtime/base/errors.ts";
+import { HeldLease } from "../runtime/base/heldLease.ts";
 import type { AgentLoop } from "../runtime/run/agentLoop.ts";
-import { isAgentInterruptedError } from "../runtime/run/errors.ts";
-import { HeldLease } from "../runtime/run/heldLease.ts";
+import type { TickReport } from "../runtime/run/runSchedules.ts";
+import type { Schedule } from "../runtime/run/schedule.ts";
 import { type Claimed, leases } from "./leases.ts";
 import { listenForDue } from "./notify.ts";
 import { databaseHealth } from "./outage.ts";

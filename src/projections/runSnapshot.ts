@@ -8,7 +8,7 @@ import { type FrameState, type RunState, runStateProjection } from "./runState.t
 /**
  * A run snapshot: the folded `RunState` at one seq, as JSON text with the sha256 of that text, so
  * a resume folds only the entries after it. Pure: making one and checking one read nothing; the
- * runtime (src/runtime/run/snapshots.ts) reads and writes them through the store.
+ * runtime (src/runtime/base/snapshots.ts) reads and writes them through the store.
  *
  * The body also names the entry at its seq (`anchor`: its type and time), so a snapshot of a
  * stream that is not the one in the store any more (the run removed and started again under the

@@ -13,7 +13,7 @@ import { runStateProjection } from "../projections/runState.ts";
 import { toolCallResult } from "../projections/toolCallLog.ts";
 import { evolveView } from "../read/evolveView.ts";
 import { initialView, type RunView } from "../read/runView.ts";
-import { resolveClaimCheck } from "../runtime/run/conversation.ts";
+import { resolveClaimCheck } from "../runtime/base/conversation.ts";
 
 /**
  * Time travel: a run's view at every point of its journal. State `i` is the view after the first

@@ -9,7 +9,7 @@ describe("the layering of src (DESIGN.md §1)", () => {
 
   it("reads the imports of every src file, dynamic ones included", () => {
     expect(edges.length).toBeGreaterThan(500);
-    expect(edges).toContainEqual({ from: "runtime/subruns/agentTool.ts", to: "events/ids.ts" });
+    expect(edges).toContainEqual({ from: "runtime/run/agentTool.ts", to: "events/ids.ts" });
     // The CLI loads the PostgreSQL journal only when asked: `await import("./postgresJournal.ts")`.
     expect(edges).toContainEqual({ from: "cli/journalSource.ts", to: "cli/postgresJournal.ts" });
   });
@@ -49,7 +49,7 @@ describe("checkLayering", () => {
     const report = checkLayering([...downward, edge("events/journal.ts", "projections/runState.ts")]);
     expect(report.upward).toEqual(["events/journal.ts -> projections/runState.ts"]);
     expect(report.cycles).toEqual([]);
-    expect(checkLayering([edge("models/aiSdkTools.ts", "runtime/run/config.ts")]).upward).toHaveLength(1);
+    expect(checkLayering([edge("models/aiSdkTools.ts", "runtime/base/config.ts")]).upward).toHaveLength(1);
   });
 
   it("fails on a cycle between units of one layer, and names it", () => {

@@ -18,9 +18,13 @@ import type { ArchivedFrame, Journal } from "../../src/events/spi.ts";
 import type { JournalEntry } from "../../src/events/types.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
 import { showStep } from "../../src/read/step.ts";
+import {
+  isAgentInterruptedError,
+  isRedactedHistoryError,
+  RedactedHistoryError,
+} from "../../src/runtime/base/errors.ts";
+import { resolveStep } from "../../src/runtime/base/readers.ts";
 import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
-import { isAgentInterruptedError, isRedactedHistoryError, RedactedHistoryError } from "../../src/runtime/run/errors.ts";
-import { resolveStep } from "../../src/runtime/run/readers.ts";
 import { logsOf } from "../support/loop.ts";
 
 /** What an adapter's test file gives the redaction contract: two fresh journals (one redacted run, one plain) and cleanup. */

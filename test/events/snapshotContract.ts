@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { sha256Hex } from "../../src/core/digest.ts";
 import type { EventStore, StoredSnapshot } from "../../src/events/store.ts";
 import { foldEntries } from "../../src/projections/runState.ts";
-import { readRunState, writeRunSnapshot } from "../../src/runtime/run/snapshots.ts";
+import { readRunState, writeRunSnapshot } from "../../src/runtime/base/snapshots.ts";
 import { runStarted } from "./entries.ts";
 import type { StoreFixture } from "./storeContract.ts";
 

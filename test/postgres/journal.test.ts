@@ -6,8 +6,8 @@ import { createJournal, type OpenJournal, readJournal } from "../../src/events/j
 import { readArchived } from "../../src/events/readArchived.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
 import { openPostgresJournal, postgresArchive, postgresBlobStore, postgresStore } from "../../src/postgres.ts";
+import { rebuildToolCallLog } from "../../src/runtime/base/readers.ts";
 import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
-import { rebuildToolCallLog } from "../../src/runtime/run/readers.ts";
 import { frameCompleted, frameStarted } from "../events/entries.ts";
 import { countingTools, crashingStore } from "../support/loop.ts";
 import { dropSchema, freshSchema, PG_URL, sql } from "./pg.ts";

@@ -4,7 +4,7 @@ import { readJournal } from "../../src/events/journal.ts";
 import { pruneRuns } from "../../src/events/prune.ts";
 import { openPostgresJournal, POSTGRES_SCHEMA_VERSION, postgresStore } from "../../src/postgres.ts";
 import { foldEntries } from "../../src/projections/runState.ts";
-import { readRunState, writeRunSnapshot } from "../../src/runtime/run/snapshots.ts";
+import { readRunState, writeRunSnapshot } from "../../src/runtime/base/snapshots.ts";
 import { snapshotContract } from "../events/snapshotContract.ts";
 import { dropSchema, freshSchema, PG_URL, sql } from "./pg.ts";
 

@@ -2,10 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type OpenJournal, readJournal } from "../../src/events/journal.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
 import { openPostgresJournal, POSTGRES_SCHEMA_VERSION, startWorker, submitRun } from "../../src/postgres.ts";
+import type { Tool } from "../../src/runtime/base/config.ts";
 import { listPendingApprovals, recordApproval } from "../../src/runtime/control/operations.ts";
 import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
-import type { Tool } from "../../src/runtime/run/config.ts";
-import { agentTool } from "../../src/runtime/subruns/agentTool.ts";
+import { agentTool } from "../../src/runtime/run/agentTool.ts";
 import { refundChain } from "../support/refundChain.ts";
 import { dropSchema, freshSchema, PG_URL, sleep, sql, until } from "./pg.ts";
 

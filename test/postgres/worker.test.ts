@@ -6,8 +6,8 @@ import { createJournal, type OpenJournal, readJournal } from "../../src/events/j
 import { memoryStore } from "../../src/events/memory.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
 import { isNotPostgresJournalError, openPostgresJournal, startWorker, submitRun } from "../../src/postgres.ts";
+import type { Tool } from "../../src/runtime/base/config.ts";
 import { type AgentLoop, agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
-import type { Tool } from "../../src/runtime/run/config.ts";
 import { streamedAs } from "../support/aiSdkStream.ts";
 import { dropSchema, freshSchema, PG_URL, sleep, sql, until } from "./pg.ts";
 

@@ -3,9 +3,9 @@ import { isAgentLoopConfigError } from "../../src/core/errors.ts";
 import { readJournal } from "../../src/events/journal.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
 import { openPostgresJournal, startWorker, type Worker } from "../../src/postgres.ts";
-import type { FiredTick } from "../../src/runtime/control/runSchedules.ts";
-import { schedule } from "../../src/runtime/control/schedule.ts";
 import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
+import type { FiredTick } from "../../src/runtime/run/runSchedules.ts";
+import { schedule } from "../../src/runtime/run/schedule.ts";
 import { dropSchema, freshSchema, PG_URL, sleep, sql, until } from "./pg.ts";
 
 const T0 = Date.UTC(2026, 0, 1);

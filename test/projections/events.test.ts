@@ -5,8 +5,8 @@ import type { JournalEntry } from "../../src/events/types.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
 import { evolveRunEvents, initialRunEventState, runEventsOf } from "../../src/projections/events.ts";
 import { foldEntries } from "../../src/projections/runState.ts";
+import type { Tool } from "../../src/runtime/base/config.ts";
 import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
-import type { Tool } from "../../src/runtime/run/config.ts";
 import { jsonJournal } from "../support/loop.ts";
 
 const tools: Record<string, Tool> = {

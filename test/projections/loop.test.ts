@@ -14,10 +14,10 @@ import type { Journal } from "../../src/events/spi.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
 import { isLeanAgentStep } from "../../src/projections/toolCallLog.ts";
 import type { LeanAgentStep, ToolCallLogMode } from "../../src/projections/types.ts";
+import type { AgentLoopConfig, Tool } from "../../src/runtime/base/config.ts";
+import { isAgentInterruptedError } from "../../src/runtime/base/errors.ts";
+import { rebuildToolCallLog, resolveStep } from "../../src/runtime/base/readers.ts";
 import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
-import type { AgentLoopConfig, Tool } from "../../src/runtime/run/config.ts";
-import { isAgentInterruptedError } from "../../src/runtime/run/errors.ts";
-import { rebuildToolCallLog, resolveStep } from "../../src/runtime/run/readers.ts";
 
 class Money {
   constructor(readonly cents: number) {}

@@ -1,5 +1,5 @@
 /**
- * The readers that await a journal (src/runtime/run/readers.ts), against real stores: a JSON memory
+ * The readers that await a journal (src/runtime/base/readers.ts), against real stores: a JSON memory
  * store, the memory archive and blob store, and `compact`.
  */
 import { describe, expect, it } from "vitest";
@@ -20,7 +20,7 @@ import {
   isStepResolutionError,
   rebuildToolCallLog,
   resolveStep,
-} from "../../src/runtime/run/readers.ts";
+} from "../../src/runtime/base/readers.ts";
 import { buildRun, type RunPlan } from "./runBuilder.ts";
 
 class Money {

@@ -7,10 +7,10 @@ import type { Message, ModelResponse } from "../../src/events/types.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
 import type { GenerateRequest, Model } from "../../src/models/types.ts";
 import type { AgentOutput, AgentStep, ToolCallLogMode } from "../../src/projections/types.ts";
+import type { Tool } from "../../src/runtime/base/config.ts";
+import { isAgentInterruptedError } from "../../src/runtime/base/errors.ts";
+import { rebuildToolCallLog } from "../../src/runtime/base/readers.ts";
 import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
-import type { Tool } from "../../src/runtime/run/config.ts";
-import { isAgentInterruptedError } from "../../src/runtime/run/errors.ts";
-import { rebuildToolCallLog } from "../../src/runtime/run/readers.ts";
 import { tempDir } from "../events/tmp.ts";
 import { frameProgress, jsonJournal, logsOf } from "../support/loop.ts";
 

@@ -8,9 +8,9 @@ import type { EventStore } from "../../src/events/store.ts";
 import type { JournalEntry } from "../../src/events/types.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
 import type { ToolCallLogMode } from "../../src/projections/types.ts";
+import { isAgentInterruptedError } from "../../src/runtime/base/errors.ts";
+import { foldRun, rebuildToolCallLog } from "../../src/runtime/base/readers.ts";
 import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
-import { isAgentInterruptedError } from "../../src/runtime/run/errors.ts";
-import { foldRun, rebuildToolCallLog } from "../../src/runtime/run/readers.ts";
 import { tempDir } from "../events/tmp.ts";
 
 /**

@@ -5,9 +5,9 @@ import { openSqliteJournal, readJournal } from "../../src/events/journal.ts";
 import type { BlobStore, Journal } from "../../src/events/spi.ts";
 import type { Message } from "../../src/events/types.ts";
 import type { Model, ModelResponse } from "../../src/models/types.ts";
+import { isAgentInterruptedError } from "../../src/runtime/base/errors.ts";
+import { rebuildToolCallLog, resolveStep } from "../../src/runtime/base/readers.ts";
 import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
-import { isAgentInterruptedError } from "../../src/runtime/run/errors.ts";
-import { rebuildToolCallLog, resolveStep } from "../../src/runtime/run/readers.ts";
 import { tempDir } from "../events/tmp.ts";
 
 /**

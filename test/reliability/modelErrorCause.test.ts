@@ -8,9 +8,9 @@ import { memoryStore } from "../../src/events/memory.ts";
 import type { ErrorCause } from "../../src/events/types.ts";
 import { checkNewEntries } from "../../src/events/validate.ts";
 import type { Model } from "../../src/models/types.ts";
+import { type AgentInterruptedError, isAgentInterruptedError } from "../../src/runtime/base/errors.ts";
+import { foldRun } from "../../src/runtime/base/readers.ts";
 import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
-import { type AgentInterruptedError, isAgentInterruptedError } from "../../src/runtime/run/errors.ts";
-import { foldRun } from "../../src/runtime/run/readers.ts";
 import { loom } from "../cli/support.ts";
 import { tempDir } from "../events/tmp.ts";
 

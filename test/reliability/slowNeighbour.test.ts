@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { readJournal } from "../../src/events/journal.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
+import type { Tool } from "../../src/runtime/base/config.ts";
 import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
-import type { Tool } from "../../src/runtime/run/config.ts";
 import { jsonJournal } from "../support/loop.ts";
 
 describe("a finished tool's result is durable while a slow neighbour of its turn still runs", () => {

@@ -11,8 +11,8 @@ import { compact } from "../../src/events/compact.ts";
 import { openSqliteJournal, readJournal } from "../../src/events/journal.ts";
 import type { ArchivedFrame, BlobStore } from "../../src/events/spi.ts";
 import type { JournalEntry } from "../../src/events/types.ts";
-import { isAgentInterruptedError } from "../../src/runtime/run/errors.ts";
-import { rebuildToolCallLog, resolveStep } from "../../src/runtime/run/readers.ts";
+import { isAgentInterruptedError } from "../../src/runtime/base/errors.ts";
+import { rebuildToolCallLog, resolveStep } from "../../src/runtime/base/readers.ts";
 import { tempDir } from "../events/tmp.ts";
 import { kitchenSink } from "../support/kitchenSink.ts";
 

@@ -5,9 +5,9 @@ import { memoryStore } from "../../src/events/memory.ts";
 import type { CallSettledData, Message, ModelResponse } from "../../src/events/types.ts";
 import type { Model } from "../../src/models/types.ts";
 import type { LeanAgentStep } from "../../src/projections/types.ts";
+import type { AgentLoopConfig } from "../../src/runtime/base/config.ts";
+import { isAgentInterruptedError } from "../../src/runtime/base/errors.ts";
 import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
-import type { AgentLoopConfig } from "../../src/runtime/run/config.ts";
-import { isAgentInterruptedError } from "../../src/runtime/run/errors.ts";
 import { tempDir } from "../events/tmp.ts";
 
 /**

@@ -3,8 +3,8 @@ import { openSqliteJournal, readJournal } from "../../src/events/journal.ts";
 import type { CallSettledData } from "../../src/events/types.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
 import type { ToolCallLogMode } from "../../src/projections/types.ts";
+import { isAgentInterruptedError } from "../../src/runtime/base/errors.ts";
 import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
-import { isAgentInterruptedError } from "../../src/runtime/run/errors.ts";
 import { tempDir } from "../events/tmp.ts";
 import { logsOf } from "../support/loop.ts";
 

@@ -2,9 +2,9 @@ import { describe, expect, it } from "vitest";
 import { readJournal } from "../../src/events/journal.ts";
 import type { ModelResponse } from "../../src/events/types.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
+import type { Tool } from "../../src/runtime/base/config.ts";
 import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
-import type { Tool } from "../../src/runtime/run/config.ts";
-import { agentTool } from "../../src/runtime/subruns/agentTool.ts";
+import { agentTool } from "../../src/runtime/run/agentTool.ts";
 import { jsonJournal } from "../support/loop.ts";
 
 const ask = (id: string, name: string, prompt: string): ModelResponse => ({

@@ -3,7 +3,7 @@ import { memoryStore } from "../../src/events/memory.ts";
 import type { EventStore } from "../../src/events/store.ts";
 import type { NewEntry } from "../../src/events/types.ts";
 import { runStateProjection } from "../../src/projections/runState.ts";
-import { AppendAfterCloseError, Appender } from "../../src/runtime/steps/appender.ts";
+import { AppendAfterCloseError, Appender } from "../../src/runtime/base/appender.ts";
 
 const started = (frameId: string): NewEntry => ({
   type: "frame.started",

@@ -10,9 +10,9 @@ import type { Message } from "../../src/events/types.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
 import type { GenerateRequest } from "../../src/models/types.ts";
 import type { AgentStep, LeanAgentStep } from "../../src/projections/types.ts";
+import type { Tool } from "../../src/runtime/base/config.ts";
+import { type AgentInterruptedError, isAgentInterruptedError } from "../../src/runtime/base/errors.ts";
 import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
-import type { Tool } from "../../src/runtime/run/config.ts";
-import { type AgentInterruptedError, isAgentInterruptedError } from "../../src/runtime/run/errors.ts";
 import { jsonJournal } from "../support/loop.ts";
 
 const dirs: string[] = [];

@@ -4,10 +4,10 @@ import type { ModelResponse } from "../../src/events/types.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
 import { budgetBreach, remainingBudget } from "../../src/policies/budget.ts";
 import { summarize } from "../../src/policies/context.ts";
+import type { Tool } from "../../src/runtime/base/config.ts";
+import { type AgentInterruptedError, isAgentInterruptedError } from "../../src/runtime/base/errors.ts";
 import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
-import type { Tool } from "../../src/runtime/run/config.ts";
-import { type AgentInterruptedError, isAgentInterruptedError } from "../../src/runtime/run/errors.ts";
-import { agentTool } from "../../src/runtime/subruns/agentTool.ts";
+import { agentTool } from "../../src/runtime/run/agentTool.ts";
 import { jsonJournal } from "../support/loop.ts";
 
 const add: Tool = { description: "adds", execute: (input) => (input as { a: number }).a + 1 };

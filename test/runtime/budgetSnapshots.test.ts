@@ -6,10 +6,10 @@ import type { JournalEntry, ModelResponse } from "../../src/events/types.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
 import type { Budget } from "../../src/policies/budget.ts";
 import { summarize } from "../../src/policies/context.ts";
+import type { Tool } from "../../src/runtime/base/config.ts";
+import { type AgentInterruptedError, isAgentInterruptedError } from "../../src/runtime/base/errors.ts";
+import { readRunState } from "../../src/runtime/base/snapshots.ts";
 import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
-import type { Tool } from "../../src/runtime/run/config.ts";
-import { type AgentInterruptedError, isAgentInterruptedError } from "../../src/runtime/run/errors.ts";
-import { readRunState } from "../../src/runtime/run/snapshots.ts";
 import { crashingStore, jsonJournal } from "../support/loop.ts";
 
 const TURNS = 30;

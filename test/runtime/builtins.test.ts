@@ -7,8 +7,8 @@ import { memoryStore } from "../../src/events/memory.ts";
 import type { ModelResponse, NewEntry } from "../../src/events/types.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
 import type { GenerateRequest } from "../../src/models/types.ts";
+import type { AgentLoopConfig, Tool, ToolSource } from "../../src/runtime/base/config.ts";
 import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
-import type { AgentLoopConfig, Tool, ToolSource } from "../../src/runtime/run/config.ts";
 import { jsonJournal } from "../support/loop.ts";
 
 const lookup: Tool = { description: "looks an order up", execute: () => ({ status: "shipped" }) };

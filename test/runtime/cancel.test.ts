@@ -3,10 +3,10 @@ import { isRunCancelledError, RunCancelledError } from "../../src/core/errors.ts
 import { openSqliteJournal, readJournal } from "../../src/events/journal.ts";
 import { memoryStore } from "../../src/events/memory.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
+import type { Tool } from "../../src/runtime/base/config.ts";
+import { isAgentInterruptedError } from "../../src/runtime/base/errors.ts";
 import { cancelRun, isRunControlError } from "../../src/runtime/control/operations.ts";
 import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
-import type { Tool } from "../../src/runtime/run/config.ts";
-import { isAgentInterruptedError } from "../../src/runtime/run/errors.ts";
 import { tempDir } from "../events/tmp.ts";
 import { jsonJournal } from "../support/loop.ts";
 import { startWorker } from "../support/processes.ts";

@@ -6,10 +6,10 @@ import type { Journal } from "../../src/events/spi.ts";
 import type { Message, ModelResponse } from "../../src/events/types.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
 import { applyContext, type ContextPolicy, recentTurns, summarize } from "../../src/policies/context.ts";
+import type { Tool } from "../../src/runtime/base/config.ts";
+import { isAgentInterruptedError } from "../../src/runtime/base/errors.ts";
+import { foldRun, verifyTurnResults } from "../../src/runtime/base/readers.ts";
 import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
-import type { Tool } from "../../src/runtime/run/config.ts";
-import { isAgentInterruptedError } from "../../src/runtime/run/errors.ts";
-import { foldRun, verifyTurnResults } from "../../src/runtime/run/readers.ts";
 import { jsonJournal } from "../support/loop.ts";
 
 /** Tokens of a prompt, estimated as its JSON text's length / 4 (what the bench counts too). */

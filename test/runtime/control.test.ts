@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { openSqliteJournal, readJournal } from "../../src/events/journal.ts";
+import { isAgentInterruptedError } from "../../src/runtime/base/errors.ts";
 import { isApprovalRefusedError, listPendingApprovals, recordApproval } from "../../src/runtime/control/operations.ts";
-import { isAgentInterruptedError } from "../../src/runtime/run/errors.ts";
 import { tempDir } from "../events/tmp.ts";
 import { jsonJournal } from "../support/loop.ts";
 import { startWorker } from "../support/processes.ts";

@@ -4,8 +4,8 @@ import { memoryStore } from "../../src/events/memory.ts";
 import type { ModelResponse } from "../../src/events/types.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
 import type { Model } from "../../src/models/types.ts";
+import type { Tool } from "../../src/runtime/base/config.ts";
 import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
-import type { Tool } from "../../src/runtime/run/config.ts";
 import { crashingStore, jsonJournal } from "../support/loop.ts";
 
 const TURNS = 10;

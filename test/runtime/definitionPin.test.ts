@@ -3,8 +3,8 @@ import { isDefinitionChangedError } from "../../src/core/errors.ts";
 import { readJournal } from "../../src/events/journal.ts";
 import type { Journal } from "../../src/events/spi.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
+import type { AgentLoopConfig, Tool } from "../../src/runtime/base/config.ts";
 import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
-import type { AgentLoopConfig, Tool } from "../../src/runtime/run/config.ts";
 import { jsonJournal } from "../support/loop.ts";
 
 const lookup: Tool = {

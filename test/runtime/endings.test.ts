@@ -6,10 +6,10 @@ import { scriptedModel } from "../../src/models/scripted.ts";
 import { foldView } from "../../src/read/evolveView.ts";
 import { chartStateOf } from "../../src/read/runView.ts";
 import { runStory } from "../../src/read/story.ts";
+import type { AgentLoopConfig, Tool } from "../../src/runtime/base/config.ts";
+import { foldRun } from "../../src/runtime/base/readers.ts";
 import { runActivity } from "../../src/runtime/control/activity.ts";
 import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
-import type { AgentLoopConfig, Tool } from "../../src/runtime/run/config.ts";
-import { foldRun } from "../../src/runtime/run/readers.ts";
 import { followRun } from "../../src/runtime/streaming/follow.ts";
 import { jsonJournal } from "../support/loop.ts";
 

@@ -11,12 +11,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readJournal } from "../../src/events/journal.ts";
 import type { Journal } from "../../src/events/spi.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
+import type { Tool } from "../../src/runtime/base/config.ts";
+import { isAgentInterruptedError } from "../../src/runtime/base/errors.ts";
 import { EventDeliveryError, isEventDeliveryError } from "../../src/runtime/control/errors.ts";
 import { eventFetchHandler, eventWebhook } from "../../src/runtime/control/eventHttp.ts";
 import { deliverEvent } from "../../src/runtime/control/events.ts";
 import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
-import type { Tool } from "../../src/runtime/run/config.ts";
-import { isAgentInterruptedError } from "../../src/runtime/run/errors.ts";
 
 const T0 = Date.parse("2026-01-01T00:00:00.000Z");
 const HOUR = 3_600_000;

@@ -6,6 +6,7 @@ import { createJournal, readJournal } from "../../src/events/journal.ts";
 import { memoryStore } from "../../src/events/memory.ts";
 import type { BlobStore, Journal } from "../../src/events/spi.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
+import { rebuildToolCallLog, resolveStep } from "../../src/runtime/base/readers.ts";
 import {
   forkRun,
   isRunControlError,
@@ -13,7 +14,6 @@ import {
   recordApproval,
 } from "../../src/runtime/control/operations.ts";
 import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
-import { rebuildToolCallLog, resolveStep } from "../../src/runtime/run/readers.ts";
 import { approvalLoop, REFUND_STEP } from "./workers/approvalLoop.ts";
 
 const rejection = (p: Promise<unknown>) =>

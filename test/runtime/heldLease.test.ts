@@ -5,8 +5,8 @@ import { memoryStore } from "../../src/events/memory.ts";
 import type { EventStore, RunLease } from "../../src/events/store.ts";
 import type { NewEntry } from "../../src/events/types.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
+import { HeldLease, holdLease, LEASE_MARGIN } from "../../src/runtime/base/heldLease.ts";
 import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
-import { HeldLease, holdLease, LEASE_MARGIN } from "../../src/runtime/run/heldLease.ts";
 
 /**
  * No effect after the lease is gone (issue 30 item 2): a process paused after a step's

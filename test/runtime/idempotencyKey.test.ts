@@ -6,7 +6,7 @@ import { idempotencyKey, toolStepId } from "../../src/events/ids.ts";
 import { openSqliteJournal } from "../../src/events/journal.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
 import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
-import { agentTool } from "../../src/runtime/subruns/agentTool.ts";
+import { agentTool } from "../../src/runtime/run/agentTool.ts";
 import { jsonJournal } from "../support/loop.ts";
 import { startWorker } from "../support/processes.ts";
 import { refundLoop } from "../support/refundKeys.ts";

@@ -3,7 +3,7 @@ import { memoryStore } from "../../src/events/memory.ts";
 import type { NewEntry } from "../../src/events/types.ts";
 import { type RunEvent, runEventsOf } from "../../src/projections/events.ts";
 import { foldEntries } from "../../src/projections/runState.ts";
-import { Appender } from "../../src/runtime/steps/appender.ts";
+import { Appender } from "../../src/runtime/base/appender.ts";
 import { RunEventEmitter } from "../../src/runtime/streaming/events.ts";
 import { buildRun, type CallPlan } from "../projections/runBuilder.ts";
 

@@ -7,9 +7,9 @@ import { createJournal, openSqliteJournal, readJournal } from "../../src/events/
 import { memoryStore } from "../../src/events/memory.ts";
 import type { EntryOf, EntryType } from "../../src/events/types.ts";
 import type { Model, ModelResponse } from "../../src/models/types.ts";
+import type { Tool } from "../../src/runtime/base/config.ts";
+import { isAgentInterruptedError } from "../../src/runtime/base/errors.ts";
 import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
-import type { Tool } from "../../src/runtime/run/config.ts";
-import { isAgentInterruptedError } from "../../src/runtime/run/errors.ts";
 import { tempDir } from "../events/tmp.ts";
 import { textResult as answer, apiCallError as apiError } from "../support/aiSdkResults.ts";
 

@@ -2,9 +2,9 @@ import { afterEach, describe, expect, it } from "vitest";
 import { openSqliteJournal } from "../../src/events/journal.ts";
 import type { Journal } from "../../src/events/spi.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
-import { fireDueTicks, runSchedules, startSchedules } from "../../src/runtime/control/runSchedules.ts";
-import { type MissedTicks, schedule } from "../../src/runtime/control/schedule.ts";
 import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
+import { fireDueTicks, runSchedules, startSchedules } from "../../src/runtime/run/runSchedules.ts";
+import { type MissedTicks, schedule } from "../../src/runtime/run/schedule.ts";
 import { tempDir } from "../events/tmp.ts";
 import { jsonJournal } from "../support/loop.ts";
 

@@ -1,8 +1,8 @@
 import { getEventListeners } from "node:events";
 import { describe, expect, it } from "vitest";
 import { scriptedModel } from "../../src/models/scripted.ts";
+import { isAgentInterruptedError } from "../../src/runtime/base/errors.ts";
 import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
-import { isAgentInterruptedError } from "../../src/runtime/run/errors.ts";
 import { jsonJournal } from "../support/loop.ts";
 
 const oneTool = (execute: (signal: AbortSignal) => unknown) =>

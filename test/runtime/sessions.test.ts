@@ -12,8 +12,8 @@ import {
 } from "../../src/index.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
 import { recentTurns } from "../../src/policies/context.ts";
+import { foldRun } from "../../src/runtime/base/readers.ts";
 import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
-import { foldRun } from "../../src/runtime/run/readers.ts";
 import { tempDir } from "../events/tmp.ts";
 import { sessionLoop } from "../fixtures/sessionLoop.ts";
 import { jsonJournal } from "../support/loop.ts";

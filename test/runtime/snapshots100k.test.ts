@@ -6,8 +6,8 @@ import { memoryStore } from "../../src/events/memory.ts";
 import type { Journal } from "../../src/events/spi.ts";
 import type { EventStore } from "../../src/events/store.ts";
 import type { JournalEntry, NewEntry, RunStartedData } from "../../src/events/types.ts";
-import { rebuildToolCallLog } from "../../src/runtime/run/readers.ts";
-import { readRunState, writeRunSnapshot } from "../../src/runtime/run/snapshots.ts";
+import { rebuildToolCallLog } from "../../src/runtime/base/readers.ts";
+import { readRunState, writeRunSnapshot } from "../../src/runtime/base/snapshots.ts";
 import { tempDir } from "../events/tmp.ts";
 
 /**

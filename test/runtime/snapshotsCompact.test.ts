@@ -9,9 +9,9 @@ import type { JournalEntry, Message, NewEntry, RunStartedData } from "../../src/
 import type { Model } from "../../src/models/types.ts";
 import { compactRunState } from "../../src/projections/runSnapshot.ts";
 import { foldEntries } from "../../src/projections/runState.ts";
-import { AgentInterruptedError } from "../../src/runtime/run/errors.ts";
-import { foldRun, rebuildToolCallLog } from "../../src/runtime/run/readers.ts";
-import { readRunState, writeRunSnapshot } from "../../src/runtime/run/snapshots.ts";
+import { AgentInterruptedError } from "../../src/runtime/base/errors.ts";
+import { foldRun, rebuildToolCallLog } from "../../src/runtime/base/readers.ts";
+import { readRunState, writeRunSnapshot } from "../../src/runtime/base/snapshots.ts";
 import { followRun } from "../../src/runtime/streaming/follow.ts";
 import { tempDir } from "../events/tmp.ts";
 import { crashingStore } from "../support/loop.ts";

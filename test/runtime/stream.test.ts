@@ -4,9 +4,9 @@ import type { JournalEntry } from "../../src/events/types.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
 import type { ModelResponse } from "../../src/models/types.ts";
 import { type RunEvent, runEventsOf } from "../../src/projections/events.ts";
+import type { Tool } from "../../src/runtime/base/config.ts";
+import { isAgentInterruptedError } from "../../src/runtime/base/errors.ts";
 import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
-import type { Tool } from "../../src/runtime/run/config.ts";
-import { isAgentInterruptedError } from "../../src/runtime/run/errors.ts";
 import { EventQueue } from "../../src/runtime/streaming/events.ts";
 import { jsonJournal } from "../support/loop.ts";
 

@@ -3,8 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { readJournal } from "../../src/events/journal.ts";
+import { isAgentInterruptedError } from "../../src/runtime/base/errors.ts";
 import { isApprovalRefusedError, listPendingApprovals, recordApproval } from "../../src/runtime/control/operations.ts";
-import { isAgentInterruptedError } from "../../src/runtime/run/errors.ts";
 import { inProcess } from "../support/journalFile.ts";
 import { refundChain } from "../support/refundChain.ts";
 

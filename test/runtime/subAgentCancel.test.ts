@@ -9,10 +9,10 @@ import type { Journal } from "../../src/events/spi.ts";
 import type { EventStore, ListRunsOptions } from "../../src/events/store.ts";
 import type { ModelResponse } from "../../src/events/types.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
+import type { Tool } from "../../src/runtime/base/config.ts";
 import { cancelRun, listPendingApprovals } from "../../src/runtime/control/operations.ts";
 import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
-import type { Tool } from "../../src/runtime/run/config.ts";
-import { agentTool } from "../../src/runtime/subruns/agentTool.ts";
+import { agentTool } from "../../src/runtime/run/agentTool.ts";
 import { inProcess } from "../support/journalFile.ts";
 import { jsonJournal } from "../support/loop.ts";
 

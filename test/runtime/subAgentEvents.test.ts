@@ -4,9 +4,9 @@ import type { ModelResponse } from "../../src/events/types.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
 import type { RunEvent } from "../../src/projections/events.ts";
 import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
+import { agentTool } from "../../src/runtime/run/agentTool.ts";
 import { followRun } from "../../src/runtime/streaming/follow.ts";
-import { agentTool } from "../../src/runtime/subruns/agentTool.ts";
-import { subRunPath } from "../../src/runtime/subruns/subRunEvents.ts";
+import { subRunPath } from "../../src/runtime/streaming/subRunEvents.ts";
 import { jsonJournal } from "../support/loop.ts";
 
 const ask = (name: string, prompt: string): ModelResponse => ({

@@ -5,7 +5,7 @@ import { createJournal } from "../../src/events/journal.ts";
 import { memoryStore } from "../../src/events/memory.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
 import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
-import { agentTool } from "../../src/runtime/subruns/agentTool.ts";
+import { agentTool } from "../../src/runtime/run/agentTool.ts";
 import { chain, isLoop, loopActors, type Ref } from "../support/inspection.ts";
 
 describe("the inspector sees a sub-agent's run as a child actor of the parent's tool call", () => {

@@ -3,8 +3,8 @@ import { isAgentLoopConfigError, isJournalFormatError } from "../../src/core/err
 import { readJournal } from "../../src/events/journal.ts";
 import type { ListedTool } from "../../src/events/toolList.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
+import type { Tool, ToolSource } from "../../src/runtime/base/config.ts";
 import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
-import type { Tool, ToolSource } from "../../src/runtime/run/config.ts";
 import { jsonJournal } from "../support/loop.ts";
 
 /** A source whose list is `tools` (asked: `lists` counts), each tool echoing its input. */

@@ -14,9 +14,9 @@ import type {
   ToolCallLog,
   ToolCallLogMode,
 } from "../../src/projections/types.ts";
+import type { AgentLoopConfig, Tool } from "../../src/runtime/base/config.ts";
+import { AgentInterruptedError, isAgentInterruptedError } from "../../src/runtime/base/errors.ts";
 import { type AgentLoop, agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
-import type { AgentLoopConfig, Tool } from "../../src/runtime/run/config.ts";
-import { AgentInterruptedError, isAgentInterruptedError } from "../../src/runtime/run/errors.ts";
 import { jsonJournal } from "../support/loop.ts";
 
 const add: Tool<{ a: number; b: number }> = { description: "adds", execute: ({ a, b }) => ({ sum: a + b }) };

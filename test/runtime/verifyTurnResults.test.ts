@@ -13,7 +13,7 @@ import {
   rebuildToolCallLog,
   resolveStep,
   verifyTurnResults,
-} from "../../src/runtime/run/readers.ts";
+} from "../../src/runtime/base/readers.ts";
 import { kitchenSink } from "../support/kitchenSink.ts";
 
 const TURNS = 6;

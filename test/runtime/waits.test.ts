@@ -7,9 +7,9 @@ import { describe, expect, it } from "vitest";
 import { waitId } from "../../src/events/ids.ts";
 import { readJournal } from "../../src/events/journal.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
+import type { Tool } from "../../src/runtime/base/config.ts";
+import { isAgentInterruptedError } from "../../src/runtime/base/errors.ts";
 import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
-import type { Tool } from "../../src/runtime/run/config.ts";
-import { isAgentInterruptedError } from "../../src/runtime/run/errors.ts";
 import { jsonJournal } from "../support/loop.ts";
 
 const DAY = 86_400_000;

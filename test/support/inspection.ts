@@ -1,7 +1,7 @@
 import type { AnyActorRef, InspectionEvent } from "xstate";
 import { scriptedModel } from "../../src/models/scripted.ts";
 import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
-import { agentTool } from "../../src/runtime/subruns/agentTool.ts";
+import { agentTool } from "../../src/runtime/run/agentTool.ts";
 
 /** Sub-agents under an inspector: a chain of loops, and the actor tree an inspector builds of its events. */
 

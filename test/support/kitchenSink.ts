@@ -3,8 +3,8 @@ import type { BlobStore } from "../../src/events/spi.ts";
 import type { ModelResponse, ToolCall } from "../../src/events/types.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
 import type { ToolCallLogMode } from "../../src/projections/types.ts";
+import type { Tool } from "../../src/runtime/base/config.ts";
 import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
-import type { Tool } from "../../src/runtime/run/config.ts";
 
 /**
  * The reliability scenario: a run that exercises every path a tool call can take, so a crash,

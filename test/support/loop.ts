@@ -3,8 +3,8 @@ import { memoryStore } from "../../src/events/memory.ts";
 import type { Journal } from "../../src/events/spi.ts";
 import type { EventStore } from "../../src/events/store.ts";
 import type { JournalEntry } from "../../src/events/types.ts";
-import type { Tool } from "../../src/runtime/run/config.ts";
-import { rebuildToolCallLog } from "../../src/runtime/run/readers.ts";
+import type { Tool } from "../../src/runtime/base/config.ts";
+import { rebuildToolCallLog } from "../../src/runtime/base/readers.ts";
 
 /** A journal on a memory store that keeps JSON text, as a JSON store would. */
 export const jsonJournal = (store: EventStore = memoryStore({ json: true })) => createJournal({ store });

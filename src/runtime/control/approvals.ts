@@ -6,7 +6,7 @@ import type { Journal } from "../../events/spi.ts";
 import type { NewEntry, ToolCall } from "../../events/types.ts";
 import { declinedResult } from "../../policies/approval.ts";
 import { foldEntries, type RunState, responseAt } from "../../projections/runState.ts";
-import { hydrateArchived } from "../run/readers.ts";
+import { hydrateArchived } from "../base/readers.ts";
 import { parentRunOf, type SubRunParent } from "../subruns/subRuns.ts";
 import { ApprovalRefusedError, RunControlError } from "./errors.ts";
 

@@ -32,4 +32,3 @@ export {
 export { type EventHandlerOptions, eventFetchHandler, eventWebhook } from "./eventHttp.ts";
 export { type DeliverEventOptions, type DeliveredEvent, deliverEvent } from "./events.ts";
 export { type ForkOptions, type ForkResult, forkRun } from "./fork.ts";
-export { listWaits, type WakeOptions, type WokenRun, wakeDueRuns } from "./waits.ts";

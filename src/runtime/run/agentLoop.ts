@@ -7,21 +7,21 @@ import type { agentLoopMachine, StopEvent } from "../../machines/agentLoop.machi
 import { type RunState, responseAt } from "../../projections/runState.ts";
 import { completedOutput, projectToolCallLog } from "../../projections/toolCallLog.ts";
 import type { AgentOutput, InterruptedAgentRun, RunWait, ToolCallLogMode } from "../../projections/types.ts";
+import type { Fence } from "../base/appender.ts";
+import type { AgentLoopConfig } from "../base/config.ts";
+import { AgentInterruptedError } from "../base/errors.ts";
+import { holdRun, type RunOwnership } from "../base/ownership.ts";
+import { hydrateForLog } from "../base/readers.ts";
+import { readRunState } from "../base/snapshots.ts";
 import { loopActors } from "../steps/actors.ts";
-import type { Fence } from "../steps/appender.ts";
+import { type RunOptions, RunSession } from "../steps/session.ts";
 import { createRunActor } from "../steps/sharedMachine.ts";
 import { toolCallActors } from "../steps/toolActors.ts";
 import { describeApproval, waitsIn } from "../steps/waits.ts";
 import { type AgentStream, chainListeners, streamOf } from "../streaming/stream.ts";
+import type { RunContext } from "../subruns/runContext.ts";
 import { resolveApprovals } from "../subruns/subRunApprovals.ts";
-import type { AgentLoopConfig } from "./config.ts";
-import { AgentInterruptedError } from "./errors.ts";
-import { holdRun, type RunOwnership } from "./ownership.ts";
-import { hydrateForLog } from "./readers.ts";
-import type { RunContext } from "./runContext.ts";
-import { type RunOptions, RunSession } from "./session.ts";
 import { nextSessionTurn, SessionBusyError } from "./sessions.ts";
-import { readRunState } from "./snapshots.ts";
 import { validateConfig } from "./validateConfig.ts";
 
 /**

@@ -3,8 +3,8 @@ import { toolStepId } from "../../events/ids.ts";
 import type { Journal } from "../../events/spi.ts";
 import type { Message, ToolCall } from "../../events/types.ts";
 import { type RunState, responseAt } from "../../projections/runState.ts";
-import { assistantMessage, fedFromState, resolveClaimCheck, toolResultMessage } from "./conversation.ts";
-import { foldRun, hydrateArchived } from "./readers.ts";
+import { assistantMessage, fedFromState, resolveClaimCheck, toolResultMessage } from "../base/conversation.ts";
+import { foldRun, hydrateArchived } from "../base/readers.ts";
 
 /**
  * Sessions (DESIGN §8): a conversation of many runs. Message n of session `s` is the run `s/n`,

@@ -3,9 +3,9 @@ import { isIdName } from "../../events/ids.ts";
 import { validateToolCallLogMode } from "../../machines/modePin.machine.ts";
 import { DEFINITION_CHANGE_KINDS } from "../../policies/definition.ts";
 import { DEFAULT_MODEL_RETRY, DEFAULT_TOOL_RETRY, validateRetryPolicy } from "../../policies/retry.ts";
-import { offersSearchTools, SEARCH_TOOLS } from "./builtins.ts";
-import type { AgentLoopConfig } from "./config.ts";
-import { validateToolSources } from "./toolSources.ts";
+import type { AgentLoopConfig } from "../base/config.ts";
+import { offersSearchTools, SEARCH_TOOLS } from "../steps/builtins.ts";
+import { validateToolSources } from "../steps/toolSources.ts";
 
 const fail = (loop: string, what: string) =>
   new AgentLoopConfigError(`loop ${loop}: ${what}; fix the loop's configuration.`, "invalidConfig");

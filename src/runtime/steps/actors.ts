@@ -23,28 +23,28 @@ import { applyContext, type ContextChoice } from "../../policies/context.ts";
 import { type DefinitionPin, definitionPin, describeChange, unacceptedChanges } from "../../policies/definition.ts";
 import { attemptError } from "../../policies/retry.ts";
 import { type RunState, responseAt } from "../../projections/runState.ts";
-import { cancelEnds, failedEntry, interruptionEntry } from "../control/hooks.ts";
-import { CONTEXT_SOURCE } from "../run/budget.ts";
-import type { AgentLoopConfig } from "../run/config.ts";
+import { Appender, type Fence } from "../base/appender.ts";
+import type { AgentLoopConfig } from "../base/config.ts";
 import {
   assistantMessage,
   contextPromptDigest,
   conversationStart,
   fedFromState,
   toolResultMessage,
-} from "../run/conversation.ts";
-import { RedactedHistoryError } from "../run/errors.ts";
-import { hydrateArchived } from "../run/readers.ts";
-import type { OlderConversation, RunSession } from "../run/session.ts";
-import { readRunState, SnapshotSchedule } from "../run/snapshots.ts";
-import { prepareToolSources } from "../run/toolSources.ts";
-import { recordedToolCallIds, recordedTraceContext, traceContextDecision } from "../streaming/telemetry.ts";
+} from "../base/conversation.ts";
+import { RedactedHistoryError } from "../base/errors.ts";
+import { hydrateArchived } from "../base/readers.ts";
+import { readRunState, SnapshotSchedule } from "../base/snapshots.ts";
+import { recordedToolCallIds, recordedTraceContext, traceContextDecision } from "../base/telemetry.ts";
 import { isSubAgentTool } from "../subruns/subAgentTools.ts";
-import { Appender, type Fence } from "./appender.ts";
 import { askModel } from "./askModel.ts";
+import { CONTEXT_SOURCE } from "./budget.ts";
 import { durableStep } from "./durableStep.ts";
 import { causeOf, modelPolicy, runDeadline } from "./failurePolicy.ts";
+import { cancelEnds, failedEntry, interruptionEntry } from "./hooks.ts";
+import type { OlderConversation, RunSession } from "./session.ts";
 import { CallStop } from "./stepSignals.ts";
+import { prepareToolSources } from "./toolSources.ts";
 
 /**
  * The loop machine's actors for one run: each does the journaled work the statechart asks for

@@ -6,8 +6,8 @@
  * streaming adds nothing to the journal.
  */
 import type { Message, ModelResponse } from "../../events/types.ts";
-import type { RunSession } from "../run/session.ts";
 import { callModel } from "./modelStream.ts";
+import type { RunSession } from "./session.ts";
 import type { StepStop } from "./stepSignals.ts";
 
 /**

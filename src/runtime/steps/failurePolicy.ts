@@ -14,7 +14,7 @@ import {
   type RetryPolicy,
 } from "../../policies/retry.ts";
 import type { RunState } from "../../projections/runState.ts";
-import type { AgentLoopConfig, Tool } from "../run/config.ts";
+import type { AgentLoopConfig, Tool } from "../base/config.ts";
 import { StepStop } from "./stepSignals.ts";
 
 /** `<loop>#deadline`: the run's deadline (`timeouts.runMs`), decided once at its start. */

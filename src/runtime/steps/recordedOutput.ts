@@ -2,8 +2,8 @@ import { canonicalBytesOfParsed } from "../../core/canonicalJson.ts";
 import { digestOfRecorded, sha256Hex } from "../../core/digest.ts";
 import { jsonRoundTrip } from "../../core/jsonForm.ts";
 import type { ClaimCheckEnvelope } from "../../events/claimCheck.ts";
-import type { AgentLoopConfig } from "../run/config.ts";
-import type { RecordedOutput } from "../run/session.ts";
+import type { AgentLoopConfig } from "../base/config.ts";
+import type { RecordedOutput } from "./session.ts";
 
 /**
  * Prepares a tool's live output for the journal: its JSON form, members in the order

@@ -6,16 +6,16 @@ import type { CheckOutput, RunToolOutput, ToolCallInput } from "../../machines/t
 import { asWaitChoice, decideWait } from "../../policies/wait.ts";
 import { responseAt } from "../../projections/runState.ts";
 import { isWaitRequest, type WaitRequest, waitContext } from "../../tools/wait.ts";
-import { approvalActor } from "../control/approvalActor.ts";
-import { answersSearchTools, SEARCH_TOOLS, SKILL_ACTIVATION, searchTools } from "../run/builtins.ts";
-import type { Tool } from "../run/config.ts";
-import type { RunSession } from "../run/session.ts";
+import { AppendAfterCloseError } from "../base/appender.ts";
+import type { Tool } from "../base/config.ts";
 import { isSubAgentTool } from "../subruns/subAgentTools.ts";
 import { subRunWaits } from "../subruns/subRuns.ts";
-import { AppendAfterCloseError } from "./appender.ts";
+import { approvalActor } from "./approvalActor.ts";
+import { answersSearchTools, SEARCH_TOOLS, SKILL_ACTIVATION, searchTools } from "./builtins.ts";
 import { durableStep } from "./durableStep.ts";
 import { toolAttemptError, toolPolicy } from "./failurePolicy.ts";
 import { plainCallsActor } from "./plainCalls.ts";
+import type { RunSession } from "./session.ts";
 import type { StepStop } from "./stepSignals.ts";
 import { invalidInputMessage, noCanonicalForm } from "./toolInput.ts";
 

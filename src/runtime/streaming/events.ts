@@ -6,7 +6,7 @@ import {
   type RunEvent,
   type RunEventState,
 } from "../../projections/events.ts";
-import type { AppendedEntries, Appender } from "../steps/appender.ts";
+import type { AppendedEntries, Appender } from "../base/appender.ts";
 
 /**
  * The events of one run in the process that runs it: the journaled ones, folded from what the

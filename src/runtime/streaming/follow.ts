@@ -13,9 +13,9 @@ import {
 } from "../../projections/events.ts";
 import type { RunState } from "../../projections/runState.ts";
 import type { ToolCallLogMode } from "../../projections/types.ts";
-import { readSnapshotState } from "../run/snapshots.ts";
-import { NestedFollowers } from "../subruns/subRunEvents.ts";
+import { readSnapshotState } from "../base/snapshots.ts";
 import { DEFAULT_STREAM_BUFFER, isDelta, watchLiveRun } from "./events.ts";
+import { NestedFollowers } from "./subRunEvents.ts";
 
 /**
  * What `followRun` is given beside the journal and the run.

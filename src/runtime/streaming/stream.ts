@@ -1,6 +1,6 @@
 import type { RunEvent } from "../../projections/events.ts";
 import type { AgentOutput, ToolCallLogMode } from "../../projections/types.ts";
-import { isAgentInterruptedError } from "../run/errors.ts";
+import { isAgentInterruptedError } from "../base/errors.ts";
 import { DEFAULT_STREAM_BUFFER, EventQueue } from "./events.ts";
 
 /**

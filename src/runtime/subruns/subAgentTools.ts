@@ -5,7 +5,7 @@
  * property no spread copies, so a tool wrapped by the caller is no longer known as a sub-agent's),
  * not a registry of tools.
  */
-import type { Tool } from "../run/config.ts";
+import type { Tool } from "../base/config.ts";
 
 const SUB_AGENT = Symbol("loom.subAgentTool");
 

@@ -9,7 +9,7 @@ import { childRunIdSplits } from "../../events/ids.ts";
 import { readJournal } from "../../events/journal.ts";
 import type { Journal } from "../../events/spi.ts";
 import type { InterruptedAgentRun } from "../../projections/types.ts";
-import type { RunContext } from "../run/runContext.ts";
+import type { RunContext } from "./runContext.ts";
 
 /** A child run's place: the parent run and the parent's tool call (its step) that runs it. */
 export interface SubRunParent {

@@ -1,6 +1,6 @@
 import { scriptedModel } from "../../../src/models/scripted.ts";
+import type { Tool } from "../../../src/runtime/base/config.ts";
 import { agentLoop$ } from "../../../src/runtime/run/agentLoop.ts";
-import type { Tool } from "../../../src/runtime/run/config.ts";
 
 /**
  * The loop of the approval tests: turn 0 asks for a refund (needs approval), turn 1 answers with

@@ -4,7 +4,7 @@
  * prints `token <token>` and `waiting`, then stays alive, the journal open, until it is killed.
  */
 import { openSqliteJournal } from "../../../src/events/journal.ts";
-import { isAgentInterruptedError } from "../../../src/runtime/run/errors.ts";
+import { isAgentInterruptedError } from "../../../src/runtime/base/errors.ts";
 import { loops, tokens } from "./waitLoops.ts";
 
 const [, path, runId] = process.argv.slice(2) as [string, string, string];

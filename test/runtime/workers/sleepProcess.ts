@@ -5,10 +5,10 @@
  */
 import { openSqliteJournal } from "../../../src/events/journal.ts";
 import { scriptedModel } from "../../../src/models/scripted.ts";
-import { wakeDueRuns } from "../../../src/runtime/control/waits.ts";
+import type { Tool } from "../../../src/runtime/base/config.ts";
+import { isAgentInterruptedError } from "../../../src/runtime/base/errors.ts";
 import { agentLoop$ } from "../../../src/runtime/run/agentLoop.ts";
-import type { Tool } from "../../../src/runtime/run/config.ts";
-import { isAgentInterruptedError } from "../../../src/runtime/run/errors.ts";
+import { wakeDueRuns } from "../../../src/runtime/run/waits.ts";
 
 const [mode, path, nowText] = process.argv.slice(2) as [string, string, string];
 const now = () => Number(nowText);

@@ -1,7 +1,7 @@
 /** Loops that wait, for `loom wake --loops <this module>` (test/cli/waits.test.ts). */
 import { scriptedModel } from "../../../src/models/scripted.ts";
+import type { Tool } from "../../../src/runtime/base/config.ts";
 import { agentLoop$ } from "../../../src/runtime/run/agentLoop.ts";
-import type { Tool } from "../../../src/runtime/run/config.ts";
 
 /** Tokens handed out by `pay` calls in this process. */
 export const tokens: string[] = [];

@@ -13,7 +13,7 @@ import {
   remainingBudget,
 } from "../../policies/budget.ts";
 import type { RunState } from "../../projections/runState.ts";
-import { foldRun } from "./readers.ts";
+import { foldRun } from "../base/readers.ts";
 
 /** `<loop>#model`: the model id a budgeted run is priced with, journaled at its start (read by its parent's budget). */
 export const modelIdDecisionId = (loopId: string): string => `${loopId}#model`;

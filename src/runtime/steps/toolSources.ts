@@ -3,8 +3,8 @@ import { DECISION_SOURCES, isIdName, toolListId } from "../../events/ids.ts";
 import { type ListedTool, readToolList, type ToolListChoice } from "../../events/toolList.ts";
 import type { NewEntry } from "../../events/types.ts";
 import type { RunState } from "../../projections/runState.ts";
+import type { AgentLoopConfig, Tool, ToolSource } from "../base/config.ts";
 import { offersSearchTools, SEARCH_TOOLS, SKILL_ACTIVATION, toolDescriptors } from "./builtins.ts";
-import type { AgentLoopConfig, Tool, ToolSource } from "./config.ts";
 import type { RunSession } from "./session.ts";
 
 /**

@@ -9,14 +9,8 @@ import type { Budget } from "../../policies/budget.ts";
 import type { RunEvent } from "../../projections/events.ts";
 import type { RunState } from "../../projections/runState.ts";
 import type { ToolCallLogMode } from "../../projections/types.ts";
-import type { Appender } from "../steps/appender.ts";
-import { recordedOutput } from "../steps/recordedOutput.ts";
-import { StepSignals, type StepStop } from "../steps/stepSignals.ts";
-import { RunEventEmitter } from "../streaming/events.ts";
-import type { RunTelemetryScope } from "../streaming/telemetry.ts";
-import { RunBudget } from "./budget.ts";
-import { toolDescriptors } from "./builtins.ts";
-import type { AgentLoopConfig, Tool } from "./config.ts";
+import type { Appender } from "../base/appender.ts";
+import type { AgentLoopConfig, Tool } from "../base/config.ts";
 import {
   assistantMessage,
   chainedPromptDigest,
@@ -25,12 +19,18 @@ import {
   fedFromState,
   resolveClaimCheck,
   toolResultMessage,
-} from "./conversation.ts";
-import type { HeldLease } from "./heldLease.ts";
-import { RunContext } from "./runContext.ts";
-import type { SnapshotSchedule } from "./snapshots.ts";
+} from "../base/conversation.ts";
+import type { HeldLease } from "../base/heldLease.ts";
+import type { SnapshotSchedule } from "../base/snapshots.ts";
+import type { RunTelemetryScope } from "../base/telemetry.ts";
+import { RunEventEmitter } from "../streaming/events.ts";
+import { RunContext } from "../subruns/runContext.ts";
+import { RunBudget } from "./budget.ts";
+import { toolDescriptors } from "./builtins.ts";
+import { recordedOutput } from "./recordedOutput.ts";
+import { StepSignals, type StepStop } from "./stepSignals.ts";
 
-export type { Fed } from "./conversation.ts";
+export type { Fed } from "../base/conversation.ts";
 
 /** The longest the loop holds the event loop between two turns of it, in ms (about). */
 const BREATH_MS = 10;

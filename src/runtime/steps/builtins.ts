@@ -1,5 +1,5 @@
 import type { ToolDescriptor } from "../../models/types.ts";
-import type { AgentLoopConfig, Tool } from "./config.ts";
+import type { AgentLoopConfig, Tool } from "../base/config.ts";
 
 /** The built-in call that lists tools matching a query; settled without running a tool. */
 export const SEARCH_TOOLS = "search_tools";

@@ -6,8 +6,8 @@ import type { DefinitionChangePolicy } from "../../policies/definition.ts";
 import type { RetryPolicy } from "../../policies/retry.ts";
 import type { ToolCallLogMode } from "../../projections/types.ts";
 import type { Tool, ToolSource } from "../../tools/spi.ts";
-import type { RunTelemetry } from "../streaming/telemetry.ts";
 import type { SnapshotConfig } from "./snapshots.ts";
+import type { RunTelemetry } from "./telemetry.ts";
 
 // The Tool SPI lives below the runtime (models and mcp implement it); the runtime's files import it from here.
 export type { InputCheck, Tool, ToolContext, ToolSource, ToolSourceContext } from "../../tools/spi.ts";

@@ -3,10 +3,10 @@ import { readJournal } from "../../events/journal.ts";
 import type { Journal } from "../../events/spi.ts";
 import { foldEntries } from "../../projections/runState.ts";
 import type { RunWait } from "../../projections/types.ts";
-import type { AgentLoop } from "../run/agentLoop.ts";
-import { isAgentInterruptedError } from "../run/errors.ts";
+import { isAgentInterruptedError } from "../base/errors.ts";
+import { listPendingApprovals } from "../control/approvals.ts";
 import { describeApproval, runDueAt, waitsIn } from "../steps/waits.ts";
-import { listPendingApprovals } from "./approvals.ts";
+import type { AgentLoop } from "./agentLoop.ts";
 
 /**
  * The runs to look at: `runId` alone, or every run whose last entry is an interruption, or an

@@ -1,8 +1,8 @@
 import { Cron } from "croner";
 import { isIdName, scheduleRunId } from "../../events/ids.ts";
 import type { Message } from "../../events/types.ts";
-import type { AgentLoop } from "../run/agentLoop.ts";
-import { ScheduleError } from "../run/errors.ts";
+import { ScheduleError } from "../base/errors.ts";
+import type { AgentLoop } from "./agentLoop.ts";
 
 /**
  * What happens to ticks that passed while no scheduler was running (an outage, a deploy), that is,

@@ -2,13 +2,13 @@ import { isRunCancelledError, LoomError } from "../../core/errors.ts";
 import { childRunId } from "../../events/ids.ts";
 import type { Message } from "../../events/types.ts";
 import type { AgentOutput, InterruptedAgentRun } from "../../projections/types.ts";
-import type { AgentLoop } from "../run/agentLoop.ts";
-import type { Tool, ToolContext } from "../run/config.ts";
-import { isAgentInterruptedError } from "../run/errors.ts";
-import { DEFAULT_LEASE_MS } from "../run/ownership.ts";
-import { RunContext } from "../run/runContext.ts";
-import { markSubAgentTool } from "./subAgentTools.ts";
-import { SubAgentCancelledError, SubAgentPendingError } from "./subRuns.ts";
+import type { Tool, ToolContext } from "../base/config.ts";
+import { isAgentInterruptedError } from "../base/errors.ts";
+import { DEFAULT_LEASE_MS } from "../base/ownership.ts";
+import { RunContext } from "../subruns/runContext.ts";
+import { markSubAgentTool } from "../subruns/subAgentTools.ts";
+import { SubAgentCancelledError, SubAgentPendingError } from "../subruns/subRuns.ts";
+import type { AgentLoop } from "./agentLoop.ts";
 
 export { childRunId } from "../../events/ids.ts";
 

@@ -3,8 +3,8 @@ import { digestOfRecorded } from "../../core/digest.ts";
 import { approvalId, DECISION_SOURCES } from "../../events/ids.ts";
 import type { ApprovalOutput, ToolCallInput } from "../../machines/toolCall.machine.ts";
 import { approvalExpiry, declinedResult } from "../../policies/approval.ts";
-import type { RunSession } from "../run/session.ts";
 import { answerGiven } from "../subruns/subRunApprovals.ts";
+import type { RunSession } from "./session.ts";
 
 /**
  * The toolCall chart's `askApproval` for one run: the journaled decision if there is one (its

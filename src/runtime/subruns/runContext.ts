@@ -12,8 +12,8 @@ import type { RunEvent } from "../../projections/events.ts";
 import type { InterruptedAgentRun } from "../../projections/types.ts";
 import type { ToolRun } from "../../tools/spi.ts";
 import type { RunEventEmitter } from "../streaming/events.ts";
-import { type ApprovalAnswers, answersBelow } from "../subruns/subRunApprovals.ts";
-import { inspectorBelow, type RunInspector } from "../subruns/subRunInspect.ts";
+import { type ApprovalAnswers, answersBelow } from "./subRunApprovals.ts";
+import { inspectorBelow, type RunInspector } from "./subRunInspect.ts";
 
 /** A pending approval as `AgentInterruptedError.run.pendingApprovals` lists it. */
 export type InterruptedApproval = InterruptedAgentRun["pendingApprovals"][number];
