@@ -423,6 +423,7 @@ export {
   type SnapshotReadOptions,
   writeRunSnapshot,
 } from "./runtime/base/snapshots.ts";
+export { AmbiguousApprovalError, isAmbiguousApprovalError } from "./runtime/control/approvalAnswers.ts";
 // Durable waits (issue 31, docs/waits.md): sleeps and events as journaled waits, approvals listed beside them.
 export {
   type ActivityFacts,
@@ -509,12 +510,7 @@ export { type FollowOptions, followRun } from "./runtime/streaming/follow.ts";
 export type { AgentStream } from "./runtime/streaming/stream.ts";
 export { subRunPath } from "./runtime/streaming/subRunEvents.ts";
 export type { RunContext } from "./runtime/subruns/runContext.ts";
-export {
-  AmbiguousApprovalError,
-  type ApprovalAnswers,
-  approvalKey,
-  isAmbiguousApprovalError,
-} from "./runtime/subruns/subRunApprovals.ts";
+export { type ApprovalAnswers, approvalKey } from "./runtime/subruns/subRunApprovals.ts";
 export {
   isSubAgentCancelledError,
   isSubAgentPendingError,

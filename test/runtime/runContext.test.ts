@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { readJournal } from "../../src/events/journal.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
@@ -162,14 +162,16 @@ describe("RunContext: one context per run, passed to tools as ToolContext.run", 
       "toolActors.ts",
       "approvalActor.ts",
     ];
+    // Each file sits in one of the runtime's rooms (run/, steps/, subruns/, …): looked up there.
+    const runtime = new URL("../../src/runtime/", import.meta.url);
+    const rooms = readdirSync(runtime, { withFileTypes: true }).filter((e) => e.isDirectory());
     const held: string[] = [];
+    let read = 0;
     for (const name of files) {
-      let text: string;
-      try {
-        text = readFileSync(new URL(`../../src/runtime/${name}`, import.meta.url), "utf8");
-      } catch {
-        continue; // a file merged into another since
-      }
+      const room = rooms.find((r) => existsSync(new URL(`${r.name}/${name}`, runtime)));
+      if (room === undefined) continue; // counted below: a file merged into another is taken off the list
+      const text = readFileSync(new URL(`${room.name}/${name}`, runtime), "utf8");
+      read++;
       // Top-level declarations only: a class's or a function's own state is per instance or per call.
       for (const line of text.split("\n")) {
         // An empty one, filled as runs go (a constant table like `new Set(["run.completed", …])` is no state).
@@ -178,6 +180,7 @@ describe("RunContext: one context per run, passed to tools as ToolContext.run", 
         if (/AsyncLocalStorage/.test(line)) held.push(`${name}: ${line}`);
       }
     }
+    expect(read).toBe(files.length);
     expect(held).toEqual([]);
   });
 });

@@ -5,9 +5,10 @@ import { afterAll, describe, expect, it } from "vitest";
 import { readJournal } from "../../src/events/journal.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
 import { isAgentInterruptedError } from "../../src/runtime/base/errors.ts";
+import { isAmbiguousApprovalError } from "../../src/runtime/control/approvalAnswers.ts";
 import { listPendingApprovals } from "../../src/runtime/control/operations.ts";
 import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
-import { approvalKey, isAmbiguousApprovalError } from "../../src/runtime/subruns/subRunApprovals.ts";
+import { approvalKey } from "../../src/runtime/subruns/subRunApprovals.ts";
 import { inProcess } from "../support/journalFile.ts";
 import { refundChain } from "../support/refundChain.ts";
 

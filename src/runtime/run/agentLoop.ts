@@ -13,6 +13,7 @@ import { AgentInterruptedError } from "../base/errors.ts";
 import { holdRun, type RunOwnership } from "../base/ownership.ts";
 import { hydrateForLog } from "../base/readers.ts";
 import { readRunState } from "../base/snapshots.ts";
+import { resolveApprovals } from "../control/approvalAnswers.ts";
 import { loopActors } from "../steps/actors.ts";
 import { type RunOptions, RunSession } from "../steps/session.ts";
 import { createRunActor } from "../steps/sharedMachine.ts";
@@ -20,7 +21,6 @@ import { toolCallActors } from "../steps/toolActors.ts";
 import { describeApproval, waitsIn } from "../steps/waits.ts";
 import { type AgentStream, chainListeners, streamOf } from "../streaming/stream.ts";
 import type { RunContext } from "../subruns/runContext.ts";
-import { resolveApprovals } from "../subruns/subRunApprovals.ts";
 import { nextSessionTurn, SessionBusyError } from "./sessions.ts";
 import { validateConfig } from "./validateConfig.ts";
 
