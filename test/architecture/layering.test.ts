@@ -1,6 +1,7 @@
+import { readdirSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { checkLayering, type ImportEdge, importsOf, RANK, unitOf } from "./layering.ts";
+import { checkLayering, checkRooms, type ImportEdge, importsOf, RANK, ROOM_RANK, roomOf, unitOf } from "./layering.ts";
 
 const SRC = fileURLToPath(new URL("../../src", import.meta.url));
 
@@ -24,6 +25,25 @@ describe("the layering of src (DESIGN.md §1)", () => {
 
   it("has no import cycle between folders", () => {
     expect(checkLayering(edges).cycles).toEqual([]);
+  });
+});
+
+describe("the rooms of src/runtime (issue 35)", () => {
+  const edges = importsOf(SRC);
+
+  it("places every room, and every runtime file in a room", () => {
+    const entries = readdirSync(`${SRC}/runtime`, { withFileTypes: true });
+    expect(entries.filter((e) => !e.isDirectory()).map((e) => e.name)).toEqual([]);
+    expect(entries.map((e) => e.name).sort()).toEqual([...ROOM_RANK.keys()].sort());
+    expect(checkRooms(edges).unplaced).toEqual([]);
+  });
+
+  it("imports only downwards between rooms: base ← streaming ← subruns ← control, steps ← run", () => {
+    expect(checkRooms(edges).upward).toEqual([]);
+  });
+
+  it("has no import cycle between rooms", () => {
+    expect(checkRooms(edges).cycles).toEqual([]);
   });
 });
 
@@ -70,6 +90,39 @@ describe("checkLayering", () => {
 
   it("asks for a unit the table does not place", () => {
     expect(checkLayering([edge("rooms/run.ts", "events/ids.ts")]).unplaced).toEqual(["rooms"]);
+  });
+
+  it("fails on a reversed import between rooms of runtime, naming the files", () => {
+    const down = [
+      edge("runtime/run/agentLoop.ts", "runtime/steps/session.ts"),
+      edge("runtime/steps/session.ts", "runtime/base/appender.ts"),
+    ];
+    expect(checkRooms(down)).toEqual({ unplaced: [], upward: [], cycles: [] });
+    const report = checkRooms([...down, edge("runtime/base/config.ts", "runtime/run/agentLoop.ts")]);
+    expect(report.upward).toEqual(["runtime/base/config.ts -> runtime/run/agentLoop.ts"]);
+    expect(report.cycles).toEqual(["base -> run -> steps -> base"]);
+  });
+
+  it("fails on a cycle between rooms of one rank, and asks for a room the table does not place", () => {
+    const report = checkRooms([
+      edge("runtime/control/cancel.ts", "runtime/steps/hooks.ts"),
+      edge("runtime/steps/hooks.ts", "runtime/control/approvals.ts"),
+    ]);
+    expect(report.upward).toEqual([]);
+    expect(report.cycles).toEqual(["control -> steps -> control"]);
+    expect(checkRooms([edge("runtime/loose.ts", "runtime/base/errors.ts")]).unplaced).toEqual(["loose"]);
+  });
+
+  it("looks only at imports between rooms of runtime", () => {
+    expect(
+      checkRooms([edge("runtime/base/config.ts", "tools/spi.ts"), edge("index.ts", "runtime/run/agentLoop.ts")]),
+    ).toEqual({
+      unplaced: [],
+      upward: [],
+      cycles: [],
+    });
+    expect(roomOf("runtime/steps/session.ts")).toBe("steps");
+    expect(ROOM_RANK.get("run")).toBeGreaterThan(ROOM_RANK.get("steps") as number);
   });
 
   it("takes a top-level entry file as the unit of the folder it names", () => {

@@ -19,7 +19,7 @@ export const LAYERS: readonly (readonly string[])[] = [
   /* 3 */ ["machines", "policies"], // statecharts and pure decisions over the fold
   /* 4 */ ["tools"], // the Tool SPI (what a tool is and is given): implemented by models and mcp
   /* 5 */ ["models"], // the Model SPI and the scripted model: the runtime calls them
-  /* 6 */ ["runtime"], // the durable driver: the only layer that awaits a store for a run
+  /* 6 */ ["runtime"], // the durable driver: the only layer that awaits a store for a run (rooms: ROOMS)
   // Adapters over the runtime (MCP tools, OpenTelemetry spans, PostgreSQL workers, the AI SDK's
   // useChat stream).
   /* 7 */ ["mcp", "otel", "postgres", "ai-sdk"],
@@ -32,6 +32,51 @@ export const LAYERS: readonly (readonly string[])[] = [
 
 /** A unit's layer, by name. */
 export const RANK: ReadonlyMap<string, number> = new Map(LAYERS.flatMap((units, rank) => units.map((u) => [u, rank])));
+
+/**
+ * The rooms of `src/runtime` (issue 35), lowest first, checked like {@link LAYERS} among
+ * themselves: a room imports its own files and lower rooms', and no two rooms import each other.
+ * Rooms on one rank import neither each other nor anything above them.
+ */
+export const ROOMS: readonly (readonly string[])[] = [
+  // What every room needs and that imports no room: the loop's config (with the Tool SPI's
+  // types), the run's errors, run ownership (heldLease, ownership), the appender, the telemetry
+  // hook, reading a run's journal (readers, snapshots, conversation).
+  /* 0 */ ["base"],
+  // A run's events to its listeners (the emitter, `loop.stream`, `followRun`, nested runs' events).
+  /* 1 */ ["streaming"],
+  // A run and the sub-agent runs below it: RunContext, the run tree in the journal, waiting
+  // children, answers and inspection handed down.
+  /* 2 */ ["subruns"],
+  // Operating runs through the journal (approvals, cancel, events, fork, activity), beside the
+  // run's session, its durable steps and the actors its chart invokes: neither imports the other.
+  /* 3 */ ["control", "steps"],
+  // Everything that calls `loop.run`: agentLoop and sessions, agentTool, schedules, wakeDueRuns.
+  /* 4 */ ["run"],
+];
+
+/** A room's rank, by name. */
+export const ROOM_RANK: ReadonlyMap<string, number> = new Map(
+  ROOMS.flatMap((rooms, rank) => rooms.map((r) => [r, rank])),
+);
+
+/**
+ * The room of a file of `src/runtime` (`runtime/steps/session.ts` is in `steps`); a file right in
+ * `runtime/`, outside any room, is a room of its own name (left unplaced by {@link ROOMS}).
+ */
+export function roomOf(file: string): string {
+  const parts = file.split(/[\\/]/);
+  return parts.length === 2 ? (parts[1] as string).replace(/\.ts$/, "") : (parts[1] as string);
+}
+
+/** Checks the imports between the rooms of `src/runtime` against {@link ROOMS}; other imports are not looked at. */
+export function checkRooms(
+  edges: readonly ImportEdge[],
+  rank: ReadonlyMap<string, number> = ROOM_RANK,
+): LayeringReport {
+  const inRuntime = edges.filter(({ from, to }) => unitOf(from) === "runtime" && unitOf(to) === "runtime");
+  return checkLayering(inRuntime, rank, roomOf);
+}
 
 /** One import of a src file: from which unit's file to which unit's file. */
 export interface ImportEdge {
@@ -78,14 +123,21 @@ export interface LayeringReport {
   readonly cycles: string[];
 }
 
-/** Checks imports against a layer table: no upward import, no unit left out, no cycle between units. */
-export function checkLayering(edges: readonly ImportEdge[], rank: ReadonlyMap<string, number> = RANK): LayeringReport {
+/**
+ * Checks imports against a layer table: no upward import, no unit left out, no cycle between units.
+ * `unit` names the unit of a file (by default its top folder of `src/`, {@link unitOf}).
+ */
+export function checkLayering(
+  edges: readonly ImportEdge[],
+  rank: ReadonlyMap<string, number> = RANK,
+  unit: (file: string) => string = unitOf,
+): LayeringReport {
   const unplaced = new Set<string>();
   const upward: string[] = [];
   const graph = new Map<string, Set<string>>();
   for (const { from, to } of edges) {
-    const a = unitOf(from);
-    const b = unitOf(to);
+    const a = unit(from);
+    const b = unit(to);
     for (const u of [a, b]) if (!rank.has(u)) unplaced.add(u);
     if (a === b) continue;
     if ((rank.get(b) ?? -1) > (rank.get(a) ?? Number.POSITIVE_INFINITY)) upward.push(`${from} -> ${to}`);
