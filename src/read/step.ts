@@ -3,12 +3,12 @@ import {
   hydrateArchived,
   type Journal,
   parseFrameId,
-  projectToolCallLog,
   type ResolvedStep,
   type RunState,
   resolveStep,
   verifyTurnResults,
 } from "../index.ts";
+import { endedToolCallAt } from "../projections/toolCallLog.ts";
 import { readRunState } from "../runtime/run/snapshots.ts";
 
 /**
@@ -40,13 +40,14 @@ export async function showStep(journal: Journal, stepId: string, runId: string |
   const step = await resolveStep(journal, stepId, runId === undefined ? undefined : { runId });
   // One fold of the run serves the log entry and the checks.
   const state = await hydrateArchived(journal, await stepState(journal, step.runId, stepId));
-  const entry = projectToolCallLog(state, "lean").find((e) => e.stepId === stepId);
+  // The step's own turn, as the lean log would name it (not a projection of every turn).
+  const ended = endedToolCallAt(state, stepId);
   const frame = parseFrameId(stepId);
   return {
     ...step,
     kind: frame?.kind ?? "tool",
-    toolName: entry?.toolName,
-    iteration: entry?.iteration ?? frame?.turn,
+    toolName: ended?.call.name,
+    iteration: ended?.iteration ?? frame?.turn,
     verified: await verify(journal, state, step),
   };
 }

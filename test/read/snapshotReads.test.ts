@@ -5,15 +5,21 @@ import { memoryStore } from "../../src/events/memory.ts";
 import type { Journal } from "../../src/events/spi.ts";
 import type { EventStore } from "../../src/events/store.ts";
 import type { NewEntry } from "../../src/events/types.ts";
+import { openPostgresJournal } from "../../src/postgres.ts";
 import { readRunRows } from "../../src/read/runRow.ts";
 import { showStep } from "../../src/read/step.ts";
 import { listPendingApprovals } from "../../src/runtime/control/approvals.ts";
 import { writeRunSnapshot } from "../../src/runtime/run/snapshots.ts";
 import { runRows } from "../../src/viewer/runsPage.ts";
 import { tempDir } from "../events/tmp.ts";
+import { dropSchema, freshSchema, PG_URL } from "../postgres/pg.ts";
 
 const tmp = tempDir("loom-snapshot-reads-");
-afterAll(() => tmp.remove());
+const schemas: string[] = [];
+afterAll(async () => {
+  tmp.remove();
+  for (const s of schemas) await dropSchema(s);
+});
 
 const RUN = "long";
 const TURNS = 2000;
@@ -79,6 +85,19 @@ let files = 0;
 const stores: [string, () => OpenJournal][] = [
   ["memory", () => createJournal({ store: memoryStore({ json: true }) })],
   ["SQLite", () => openSqliteJournal(tmp.file(`reads-${++files}.db`))],
+  // With LOOM_PG_URL only: no PostgreSQL server to read from without it.
+  ...(PG_URL === undefined
+    ? []
+    : [
+        [
+          "PostgreSQL",
+          () => {
+            const schema = freshSchema("snapreads");
+            schemas.push(schema);
+            return openPostgresJournal(PG_URL as string, { schema });
+          },
+        ] as [string, () => OpenJournal],
+      ]),
 ];
 
 describe.each(stores)("reads from a snapshot plus its tail (%s)", (_name, open) => {
@@ -126,7 +145,7 @@ describe.each(stores)("reads from a snapshot plus its tail (%s)", (_name, open) 
     });
   }
 
-  it("a snapshot written before facts, or a compaction after it, reads every entry for the row", async () => {
+  it("a snapshot written before facts reads every entry for the row, until the next snapshot has them", async () => {
     const journal = open();
     try {
       const entries = [...longRunEntries(await longRunTemplate(), 50, "interrupted")];
