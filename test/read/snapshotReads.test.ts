@@ -1,5 +1,7 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { LONG_LOOP, longRunEntries, longRunTemplate } from "../../bench/longRun.ts";
+import { memoryArchive } from "../../src/events/archive.ts";
+import { compact } from "../../src/events/compact.ts";
 import { createJournal, type OpenJournal, openSqliteJournal } from "../../src/events/journal.ts";
 import { memoryStore } from "../../src/events/memory.ts";
 import type { Journal } from "../../src/events/spi.ts";
@@ -83,7 +85,7 @@ async function write(journal: Journal, entries: NewEntry[], snapshot: "compact" 
 
 let files = 0;
 const stores: [string, () => OpenJournal][] = [
-  ["memory", () => createJournal({ store: memoryStore({ json: true }) })],
+  ["memory", () => createJournal({ store: memoryStore({ json: true }), archive: memoryArchive() })],
   ["SQLite", () => openSqliteJournal(tmp.file(`reads-${++files}.db`))],
   // With LOOM_PG_URL only: no PostgreSQL server to read from without it.
   ...(PG_URL === undefined
@@ -166,6 +168,23 @@ describe.each(stores)("reads from a snapshot plus its tail (%s)", (_name, open) 
       const again = counting(journal);
       expect((await readRunRows(again.journal)).rows).toEqual(rows);
       expect(again.read()).toBeLessThanOrEqual(1);
+    } finally {
+      await journal.close();
+    }
+  });
+
+  it("a compaction after the snapshot (entries it counted removed) reads every entry for the row, and says what a full read says", async () => {
+    const journal = open();
+    try {
+      const entries = [...longRunEntries(await longRunTemplate(), 60, "interrupted")];
+      await write(journal, entries, "full");
+      await compact(journal, RUN, { keepTurns: 5 }); // frames before the snapshot go to the archive
+      const reads = counting(journal);
+      const { rows } = await readRunRows(reads.journal);
+      const expected = (await readRunRows(withoutSnapshots(journal))).rows;
+      expect(rows).toEqual(expected);
+      expect(rows[0]?.entries).toBeLessThan(entries.length);
+      expect(reads.read()).toBeGreaterThanOrEqual(rows[0]?.entries ?? 0);
     } finally {
       await journal.close();
     }
