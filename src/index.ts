@@ -341,9 +341,11 @@ export {
 export {
   checkRunSnapshot,
   compactRunState,
+  type LeftOutFacts,
   runSnapshotOf,
   type SnapshotAnchor,
   type SnapshotCheck,
+  type SnapshotFacts,
 } from "./projections/runSnapshot.ts";
 export {
   type ApprovalWaitState,
@@ -418,7 +420,9 @@ export {
 export {
   type ReadRunState,
   type RunStateReadOptions,
+  type RunTailRead,
   readRunState,
+  readRunTail,
   type SnapshotConfig,
   type SnapshotReadOptions,
   writeRunSnapshot,

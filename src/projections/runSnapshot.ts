@@ -4,6 +4,7 @@ import { parseFrameId } from "../events/ids.ts";
 import type { StoredSnapshot } from "../events/store.ts";
 import type { JournalEntry } from "../events/types.ts";
 import { type FrameState, type RunState, runStateProjection } from "./runState.ts";
+import { tokenUsage } from "./usage.ts";
 
 /**
  * A run snapshot: the folded `RunState` at one seq, as JSON text with the sha256 of that text, so
@@ -30,33 +31,136 @@ export interface SnapshotAnchor {
   readonly at: string;
 }
 
+/**
+ * What a snapshot says of the entries it folded besides their fold: what a run's listing (`loom
+ * runs`) shows of them, so that it reads only the entries after the snapshot. Optional in the
+ * body (snapshots written before it have none: their readers read every entry for these).
+ */
+export interface SnapshotFacts {
+  /** The entries the store held up to the snapshot's seq when it was written. */
+  readonly entries: number;
+  /** Their bytes as stored (type, data and meta as JSON text: {@link entryBytes}). */
+  readonly bytes: number;
+  /** The run's first entry, as read (`run.started`: when the run started, and whether it is a fork). */
+  readonly first: JournalEntry;
+  /**
+   * For a compact state (`compactRunState`): what the frames it left out (those of turns below
+   * `compacted.belowTurn`) counted: completed model calls and the tokens their frames recorded.
+   */
+  readonly leftOut?: LeftOutFacts;
+}
+
+/** What the frames a compact state left out counted (see {@link SnapshotFacts.leftOut}). */
+export interface LeftOutFacts {
+  readonly modelCalls: number;
+  readonly inputTokens: number;
+  readonly outputTokens: number;
+}
+
 interface Body {
   readonly format: number;
   readonly runId: string;
   readonly seq: number;
   readonly anchor: SnapshotAnchor;
   readonly state: RunState;
+  readonly facts?: SnapshotFacts;
 }
 
 /** What checking a stored snapshot gives: its state and anchor, or why it is not to be trusted. */
 export type SnapshotCheck =
-  | { readonly ok: true; readonly state: RunState; readonly anchor: SnapshotAnchor }
+  | {
+      readonly ok: true;
+      readonly state: RunState;
+      readonly anchor: SnapshotAnchor;
+      /** What it says of the entries it folded, when it was written with them and they are well formed. */
+      readonly facts?: SnapshotFacts;
+    }
   | { readonly ok: false; readonly error: SnapshotError };
 
 /**
- * The snapshot of `state`, which folded the run's entries up to `last` (its last entry).
+ * The bytes an entry takes in the journal: its type, data and meta as stored (UTF-8 JSON text).
+ *
+ * @example
+ * entryBytes(entries[0]); // 412
+ */
+export const entryBytes = (entry: Pick<JournalEntry, "type" | "data" | "meta">): number =>
+  Buffer.byteLength(entry.type) +
+  Buffer.byteLength(JSON.stringify(entry.data)) +
+  Buffer.byteLength(JSON.stringify(entry.meta));
+
+/**
+ * The facts of `entries` read from the run's first one (no snapshot before them).
+ *
+ * @example
+ * const facts = entryFacts(await readJournal(journal, "run-1")); // facts.entries, facts.bytes
+ */
+export function entryFacts(entries: readonly JournalEntry[]): SnapshotFacts | undefined {
+  const first = entries[0];
+  if (first === undefined) return undefined;
+  let bytes = 0;
+  for (const e of entries) bytes += entryBytes(e);
+  return { entries: entries.length, bytes, first };
+}
+
+/**
+ * `facts` (of the entries up to a snapshot) extended with `tail`, the entries after it; for a
+ * state compacted again, `dropped` are the frames that compaction left out this time.
+ *
+ * @example
+ * const next = extendFacts(check.facts, tail); // next.entries === check.facts.entries + tail.length
+ */
+export function extendFacts(
+  facts: SnapshotFacts,
+  tail: readonly JournalEntry[],
+  dropped?: Iterable<FrameState>,
+): SnapshotFacts {
+  let bytes = facts.bytes;
+  for (const e of tail) bytes += entryBytes(e);
+  const left = dropped === undefined ? undefined : leftOutOf(dropped);
+  const leftOut =
+    left === undefined
+      ? facts.leftOut
+      : {
+          modelCalls: (facts.leftOut?.modelCalls ?? 0) + left.modelCalls,
+          inputTokens: (facts.leftOut?.inputTokens ?? 0) + left.inputTokens,
+          outputTokens: (facts.leftOut?.outputTokens ?? 0) + left.outputTokens,
+        };
+  return {
+    entries: facts.entries + tail.length,
+    bytes,
+    first: facts.first,
+    ...(leftOut === undefined ? {} : { leftOut }),
+  };
+}
+
+/** What `frames` count: completed model frames and the tokens they recorded (as `loom runs` counts them). */
+function leftOutOf(frames: Iterable<FrameState>): LeftOutFacts {
+  const table: Record<string, FrameState> = Object.create(null);
+  let modelCalls = 0;
+  for (const frame of frames) {
+    table[frame.frameId] = frame;
+    if (frame.status === "completed" && parseFrameId(frame.frameId)?.kind === "model") modelCalls++;
+  }
+  const usage = tokenUsage({ frames: table } as RunState);
+  return { modelCalls, inputTokens: usage.inputTokens, outputTokens: usage.outputTokens };
+}
+
+/**
+ * The snapshot of `state`, which folded the run's entries up to `last` (its last entry), with
+ * what `facts` says of those entries (what a run's listing reads of them: see {@link SnapshotFacts}).
  *
  * @example
  * const snapshot = runSnapshotOf(foldEntries(entries), entries.at(-1)!);
  * await store.writeSnapshot?.(runId, snapshot);
  */
-export function runSnapshotOf(state: RunState, last: JournalEntry): StoredSnapshot {
+export function runSnapshotOf(state: RunState, last: JournalEntry, facts?: SnapshotFacts): StoredSnapshot {
   const body: Body = {
     format: state.compacted === undefined ? FORMAT : COMPACT_FORMAT,
     runId: last.runId,
     seq: last.seq,
     anchor: { type: last.type, at: last.meta.at },
     state,
+    ...(facts === undefined ? {} : { facts }),
   };
   const text = JSON.stringify(body);
   return { seq: last.seq, digest: sha256Hex(text), body: text };
@@ -105,7 +209,23 @@ export function checkRunSnapshot(runId: string, stored: StoredSnapshot): Snapsho
   const anchor = body.anchor;
   if (typeof anchor?.type !== "string" || typeof anchor.at !== "string")
     return fail("snapshotUnreadable", "it names no anchor entry");
-  return { ok: true, state, anchor: { type: anchor.type, at: anchor.at } };
+  const facts = factsOf(body.facts, seq, body.format === COMPACT_FORMAT);
+  return { ok: true, state, anchor: { type: anchor.type, at: anchor.at }, ...(facts === undefined ? {} : { facts }) };
+}
+
+/** The body's facts when they are well formed (a compact state's with `leftOut`), else undefined: read every entry instead. */
+function factsOf(raw: unknown, seq: number, compact: boolean): SnapshotFacts | undefined {
+  if (typeof raw !== "object" || raw === null) return undefined;
+  const f = raw as Record<string, unknown>;
+  const count = (n: unknown) => typeof n === "number" && Number.isInteger(n) && n >= 0;
+  if (!count(f.entries) || !count(f.bytes) || (f.entries as number) > seq) return undefined;
+  const first = f.first as { type?: unknown; seq?: unknown; meta?: { at?: unknown } } | null;
+  if (typeof first?.type !== "string" || !count(first.seq) || typeof first.meta?.at !== "string") return undefined;
+  const left = f.leftOut as Record<string, unknown> | undefined;
+  const tokens = (n: unknown) => typeof n === "number" && Number.isFinite(n);
+  if (compact && (!count(left?.modelCalls) || !tokens(left?.inputTokens) || !tokens(left?.outputTokens)))
+    return undefined;
+  return f as unknown as SnapshotFacts;
 }
 
 const RECORDS = ["frames", "decisions", "settled", "attempts", "approvalRequests"] as const;

@@ -1,6 +1,6 @@
 import { digestOf } from "../core/digest.ts";
 import { LoomError } from "../core/errors.ts";
-import { modelFrameId, modePinId, outcomeId, toolStepId } from "../events/ids.ts";
+import { modelFrameId, modePinId, outcomeId, parseFrameId, toolStepId } from "../events/ids.ts";
 import { readModePin } from "../events/modePin.ts";
 import type { ModelResponse, ToolCall } from "../events/types.ts";
 import type { RunState } from "./runState.ts";
@@ -111,6 +111,28 @@ export function* endedToolCalls(state: RunState): Generator<EndedToolCall> {
       if (result) yield { iteration, index, call: calls[index] as ToolCall, result };
     }
   }
+}
+
+/**
+ * The ended tool call `stepId` names, as {@link endedToolCalls} yields it (undefined where it
+ * yields none for that id), looking at its turn alone: what a reader of one step (`showStep`)
+ * asks, without walking every turn of a long run.
+ *
+ * @example
+ * endedToolCallAt(state, "support#turn:3:tool:0")?.call.name; // "search"
+ */
+export function endedToolCallAt(state: RunState, stepId: string): EndedToolCall | undefined {
+  const loopId = state.loopId;
+  const parsed = parseFrameId(stepId);
+  if (loopId === undefined || parsed?.kind !== "tool") return undefined;
+  const { turn: iteration, index } = parsed;
+  if (iteration >= state.turns || toolStepId(loopId, iteration, index) !== stepId) return undefined;
+  const response = modelResponse(state, loopId, iteration);
+  if (!response) return undefined;
+  const calls = Array.isArray(response.toolCalls) ? response.toolCalls : [];
+  if (index >= calls.length) return undefined;
+  const result = toolCallResult(state, stepId);
+  return result ? { iteration, index, call: calls[index] as ToolCall, result } : undefined;
 }
 
 function modelResponse(state: RunState, loopId: string, turn: number): ModelResponse | undefined {

@@ -14,6 +14,7 @@ import {
   type ToolCallLogMode,
 } from "../index.ts";
 import type { BudgetBreach } from "../policies/budget.ts";
+import { entryBytes } from "../projections/runSnapshot.ts";
 import { tokenUsage } from "../projections/usage.ts";
 import { runDueAt } from "../runtime/steps/waits.ts";
 
@@ -28,10 +29,7 @@ export async function runInfoOf(journal: Journal, runId: string, entries: readon
 }
 
 /** The bytes an entry takes in the journal: its type, data and meta as stored (UTF-8 JSON text). */
-export const entryBytes = (entry: Pick<JournalEntry, "type" | "data" | "meta">): number =>
-  Buffer.byteLength(entry.type) +
-  Buffer.byteLength(JSON.stringify(entry.data)) +
-  Buffer.byteLength(JSON.stringify(entry.meta));
+export { entryBytes } from "../projections/runSnapshot.ts";
 
 export interface RunInfo {
   readonly runId: string;

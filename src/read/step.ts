@@ -3,12 +3,13 @@ import {
   hydrateArchived,
   type Journal,
   parseFrameId,
-  projectToolCallLog,
   type ResolvedStep,
   type RunState,
   resolveStep,
   verifyTurnResults,
 } from "../index.ts";
+import { endedToolCallAt } from "../projections/toolCallLog.ts";
+import { readRunState } from "../runtime/base/snapshots.ts";
 
 /**
  * One step's output resolved and verified: what `loom show <stepId>` prints and the viewer's step
@@ -38,16 +39,30 @@ export interface ShownStep extends ResolvedStep {
 export async function showStep(journal: Journal, stepId: string, runId: string | undefined): Promise<ShownStep> {
   const step = await resolveStep(journal, stepId, runId === undefined ? undefined : { runId });
   // One fold of the run serves the log entry and the checks.
-  const state = await hydrateArchived(journal, await foldRun(journal, step.runId));
-  const entry = projectToolCallLog(state, "lean").find((e) => e.stepId === stepId);
+  const state = await hydrateArchived(journal, await stepState(journal, step.runId, stepId));
+  // The step's own turn, as the lean log would name it (not a projection of every turn).
+  const ended = endedToolCallAt(state, stepId);
   const frame = parseFrameId(stepId);
   return {
     ...step,
     kind: frame?.kind ?? "tool",
-    toolName: entry?.toolName,
-    iteration: entry?.iteration ?? frame?.turn,
+    toolName: ended?.call.name,
+    iteration: ended?.iteration ?? frame?.turn,
     verified: await verify(journal, state, step),
   };
+}
+
+/**
+ * The run's state as far as one step goes: its latest snapshot (a compact one too) plus the
+ * entries after it. A compact state holds the frames of the last two turns (the step's and the
+ * next model call, which vouches for it); a step older than those reads the whole run.
+ */
+async function stepState(journal: Journal, runId: string, stepId: string): Promise<RunState> {
+  const { state } = await readRunState(journal, runId, { compact: true });
+  const below = state.compacted?.belowTurn;
+  const turn = parseFrameId(stepId)?.turn;
+  if (below === undefined || turn === undefined || turn >= below) return state;
+  return foldRun(journal, runId);
 }
 
 /**

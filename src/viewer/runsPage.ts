@@ -1,8 +1,9 @@
-import { type Journal, readJournal, runIdProblem } from "../index.ts";
+import type { Journal } from "../index.ts";
 import { activityLabel, type ResumeCommand, statusLabel, stoppedOrNext } from "../read/activity.ts";
 import { clip, int, kB } from "../read/format.ts";
-import { type RunInfo, runInfoOf, scheduleText } from "../read/runInfo.ts";
-import { inTreeOrder, parentAmong, type RunParent, startedCalls } from "../read/runsTree.ts";
+import { type RunInfo, scheduleText } from "../read/runInfo.ts";
+import { readRunRows } from "../read/runRow.ts";
+import { inTreeOrder, type RunParent } from "../read/runsTree.ts";
 import { href, html, page, when } from "./html.ts";
 
 /** A row of the runs page: what `loom runs` shows (tokens included). */
@@ -34,22 +35,19 @@ const filterOf = (r: RunRow): string =>
  * const rows = await runRows(journal); // rows[0].waiting is true when any run waits for an approval
  */
 export async function runRows(journal: Journal): Promise<RunRow[]> {
-  const rows: Omit<RunRow, "depth">[] = [];
-  const calls = new Map<string, Set<string>>();
-  for (const { runId } of await journal.store.listRuns()) {
-    if (runIdProblem(runId) !== undefined) continue; // no store reads it (see `loom runs`)
-    const entries = await readJournal(journal, runId);
-    const info = await runInfoOf(journal, runId, entries);
-    rows.push({ ...info, waiting: info.activity === "waiting-for-approval" });
-    calls.set(runId, startedCalls(entries));
-  }
+  // Each run from its latest snapshot and the entries after it (src/read/runRow.ts); a run id no store reads is left out.
+  const read = await readRunRows(journal);
+  const rows: Omit<RunRow, "depth">[] = read.rows.map((info) => ({
+    ...info,
+    waiting: info.activity === "waiting-for-approval",
+  }));
   rows.sort(
     (a, b) =>
       Number(b.waiting) - Number(a.waiting) ||
       (b.updatedAt ?? "").localeCompare(a.updatedAt ?? "") ||
       a.runId.localeCompare(b.runId),
   );
-  const parentOf = (runId: string) => parentAmong(runId, calls);
+  const parentOf = read.parentOf;
   return inTreeOrder(rows, parentOf).map(({ run, depth }) => {
     const parent = parentOf(run.runId);
     return { ...run, ...(parent ? { parent } : {}), depth };

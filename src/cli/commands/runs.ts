@@ -1,7 +1,8 @@
 import type { Command } from "commander";
-import { escapeRunId, RUN_ID_RULE, readJournal, runIdProblem } from "../../index.ts";
-import { inTreeOrder, parentAmong, startedCalls } from "../../read/runsTree.ts";
-import { runInfoOf, statusLabel, stoppedOrNext } from "../activity.ts";
+import { escapeRunId, RUN_ID_RULE } from "../../index.ts";
+import { readRunRows } from "../../read/runRow.ts";
+import { inTreeOrder } from "../../read/runsTree.ts";
+import { statusLabel, stoppedOrNext } from "../activity.ts";
 import { journalSource, type RunInfo, withJournal } from "../db.ts";
 import { clip, int, kB, printable, table } from "../format.ts";
 import { type CliIo, println } from "../io.ts";
@@ -21,21 +22,13 @@ export function registerRuns(program: Command, io: CliIo): void {
       const source = journalSource(io, options);
       const path = source.label;
       const tree = await withJournal(source, async (journal) => {
-        const out: RunInfo[] = [];
-        const calls = new Map<string, Set<string>>();
-        for (const { runId } of await journal.store.listRuns()) {
+        // Each run from its latest snapshot and the entries after it (src/read/runRow.ts).
+        const { rows, parentOf } = await readRunRows(journal, (runId, problem) =>
           // Written before run ids had a rule: listed, but no store reads it any more.
-          const problem = runIdProblem(runId);
-          if (problem !== undefined) {
-            println(io.stderr, `loom: skipped run ${escapeRunId(runId)}: ${problem}; ${RUN_ID_RULE}`);
-            continue;
-          }
-          const entries = await readJournal(journal, runId);
-          out.push(await runInfoOf(journal, runId, entries));
-          calls.set(runId, startedCalls(entries));
-        }
+          println(io.stderr, `loom: skipped run ${escapeRunId(runId)}: ${problem}; ${RUN_ID_RULE}`),
+        );
+        const out: RunInfo[] = [...rows];
         out.sort((a, b) => (a.startedAt ?? "").localeCompare(b.startedAt ?? "") || a.runId.localeCompare(b.runId));
-        const parentOf = (runId: string) => parentAmong(runId, calls);
         return inTreeOrder(out, parentOf).map(({ run, depth }) => {
           const parent = parentOf(run.runId);
           return { run: parent === undefined ? run : { ...run, parent }, depth };

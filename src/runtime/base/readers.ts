@@ -6,7 +6,7 @@ import { readJournal } from "../../events/journal.ts";
 import { readArchived } from "../../events/readArchived.ts";
 import type { RedactionRecord } from "../../events/redact.ts";
 import type { ArchivedFrame, Journal } from "../../events/spi.ts";
-import type { Message, ToolCall } from "../../events/types.ts";
+import type { JournalEntry, Message, ToolCall } from "../../events/types.ts";
 import { validateToolCallLogMode } from "../../machines/modePin.machine.ts";
 import { foldEntries, type RunState, responseAt } from "../../projections/runState.ts";
 import { projectToolCallLog, toolCallResult } from "../../projections/toolCallLog.ts";
@@ -245,7 +245,13 @@ const toolFramesOf = (state: RunState, loopId: string, turn: number, calls: numb
   Array.from({ length: calls }, (_, j) => state.frames[toolStepId(loopId, turn, j)]);
 
 async function runHolding(journal: Journal, stepId: string, runId: string | undefined) {
-  const read = async (id: string) => {
+  // The run's latest snapshot (a compact one too) plus its tail; every entry when the step is
+  // older than a compact state's frames (a full state holds every step).
+  const read = async (id: string): Promise<{ state: RunState; entries?: JournalEntry[] }> => {
+    const { state } = await readRunState(journal, id, { compact: true });
+    const below = state.compacted?.belowTurn;
+    const turn = parseFrameId(stepId)?.turn;
+    if (below === undefined || turn === undefined || turn >= below) return { state };
     const entries = await readJournal(journal, id);
     return { state: foldEntries(entries), entries };
   };

@@ -2,8 +2,15 @@ import { SnapshotError } from "../../core/errors.ts";
 import { readJournal } from "../../events/journal.ts";
 import type { Journal } from "../../events/spi.ts";
 import type { JournalEntry } from "../../events/types.ts";
-import { checkRunSnapshot, compactRunState, runSnapshotOf } from "../../projections/runSnapshot.ts";
-import { foldEntries, type RunState, runStateProjection } from "../../projections/runState.ts";
+import {
+  checkRunSnapshot,
+  compactRunState,
+  entryFacts,
+  extendFacts,
+  runSnapshotOf,
+  type SnapshotFacts,
+} from "../../projections/runSnapshot.ts";
+import { type FrameState, foldEntries, type RunState, runStateProjection } from "../../projections/runState.ts";
 
 /**
  * Run snapshots through the journal: a read starts from the run's latest snapshot (checked by
@@ -60,6 +67,36 @@ export async function readRunState(
   runId: string,
   options?: RunStateReadOptions,
 ): Promise<ReadRunState> {
+  const { state, snapshotSeq, tail, last } = await readRunTail(journal, runId, options);
+  return { state, snapshotSeq, tail, last };
+}
+
+/** A run read as {@link readRunState} reads it, with the entries it read and what its snapshot says of the others. */
+export interface RunTailRead extends ReadRunState {
+  /** The entries read and folded: those after the snapshot, or every entry without one. */
+  readonly entries: readonly JournalEntry[];
+  /**
+   * What the snapshot says of the entries up to its seq (`SnapshotFacts`: their count, bytes and
+   * the first one), when it was written with them and no compaction ran since (a `frames.archived`
+   * marker among `entries` may have removed some of them); else undefined: read them to know.
+   */
+  readonly facts: SnapshotFacts | undefined;
+}
+
+/**
+ * {@link readRunState} for a reader that needs more than the state: the entries it read (after
+ * the snapshot) and what the snapshot says of those before (`facts`), so that a run's listing
+ * (`loom runs`) reads only the tail.
+ *
+ * @example
+ * const read = await readRunTail(journal, "run-1", { compact: true });
+ * const entries = (read.facts?.entries ?? 0) + read.entries.length; // every entry the run keeps
+ */
+export async function readRunTail(
+  journal: Journal,
+  runId: string,
+  options?: RunStateReadOptions,
+): Promise<RunTailRead> {
   const warn = (error: SnapshotError) => {
     try {
       options?.onSnapshotWarning?.(error);
@@ -84,15 +121,16 @@ export async function readRunState(
           (first.seq > stored.seq || (first.type === check.anchor.type && first.meta.at === check.anchor.at));
         if (same) {
           const state = check.state;
-          let folded = 0;
-          for (const entry of tail) {
-            if (entry.seq <= stored.seq) continue;
+          const entries = first.seq > stored.seq ? tail : tail.slice(1);
+          let compacted = false;
+          for (const entry of entries) {
             runStateProjection.evolve(state, entry);
-            folded++;
+            if (entry.type === "frames.archived") compacted = true;
           }
           const end = tail.at(-1) as JournalEntry;
           const last = end.seq > stored.seq ? end : { seq: stored.seq, ...check.anchor };
-          return { state, snapshotSeq: stored.seq, tail: folded, last: lastOf(last) };
+          const facts = compacted ? undefined : check.facts;
+          return { state, snapshotSeq: stored.seq, tail: entries.length, last: lastOf(last), entries, facts };
         }
         warn(
           new SnapshotError(
@@ -105,9 +143,15 @@ export async function readRunState(
       }
     }
   }
+  return readAll(journal, runId);
+}
+
+/** Every entry of the run, folded (no snapshot). */
+async function readAll(journal: Journal, runId: string): Promise<RunTailRead> {
   const entries = await readJournal(journal, runId);
   const end = entries.at(-1);
-  return { state: foldEntries(entries), snapshotSeq: 0, tail: entries.length, last: end && lastOf(end) };
+  const state = foldEntries(entries);
+  return { state, snapshotSeq: 0, tail: entries.length, last: end && lastOf(end), entries, facts: undefined };
 }
 
 /**
@@ -164,13 +208,25 @@ export async function writeRunSnapshot(
 ): Promise<number | undefined> {
   const store = journal.store;
   if (store.writeSnapshot === undefined || store.latestSnapshot === undefined) return undefined;
-  const read = await readRunState(journal, runId, options);
+  let read = await readRunTail(journal, runId, options);
   const last = read.last;
   if (last === undefined || (read.snapshotSeq === last.seq && read.tail === 0)) return undefined;
-  const anchor = { runId, seq: last.seq, type: last.type, meta: { at: last.at } } as JournalEntry;
-  const state = options?.compact === true ? compactRunState(read.state) : read.state;
-  await store.writeSnapshot(runId, runSnapshotOf(state, anchor));
-  return last.seq;
+  // A snapshot without facts (written before them) or a compaction since: read every entry once, so the new one has them.
+  if (read.snapshotSeq !== 0 && read.facts === undefined) read = await readAll(journal, runId);
+  const end = read.last ?? last;
+  const anchor = { runId, seq: end.seq, type: end.type, meta: { at: end.at } } as JournalEntry;
+  const compact = options?.compact === true;
+  const state = compact ? compactRunState(read.state) : read.state;
+  const dropped = compact ? leftOutFrames(read.state, state) : undefined;
+  const base = read.snapshotSeq === 0 ? entryFacts(read.entries) : read.facts;
+  const facts = base === undefined ? undefined : extendFacts(base, read.snapshotSeq === 0 ? [] : read.entries, dropped);
+  await store.writeSnapshot(runId, runSnapshotOf(state, anchor, facts));
+  return end.seq;
+}
+
+/** The frames of `state` that its compaction `compact` left out. */
+function leftOutFrames(state: RunState, compact: RunState): FrameState[] {
+  return Object.values(state.frames).filter((f) => !Object.hasOwn(compact.frames, f.frameId));
 }
 
 /** What `AgentLoopConfig.snapshots` asks for. */

@@ -6,7 +6,8 @@ import type { Journal } from "../../events/spi.ts";
 import type { NewEntry, ToolCall } from "../../events/types.ts";
 import { declinedResult } from "../../policies/approval.ts";
 import { foldEntries, type RunState, responseAt } from "../../projections/runState.ts";
-import { hydrateArchived } from "../base/readers.ts";
+import { foldRun, hydrateArchived } from "../base/readers.ts";
+import { readRunState } from "../base/snapshots.ts";
 import { parentRunOf, type SubRunParent } from "../subruns/subRuns.ts";
 import { ApprovalRefusedError, RunControlError } from "./errors.ts";
 
@@ -63,10 +64,26 @@ export async function listPendingApprovals(
   const out = new Map<string, PendingApproval>(); // a sub-agent's call is listed under its run and its parent's
   for (const runId of runIds) {
     const chain = await chainOf(journal, runId);
-    for (const p of await pendingIn(journal, runId, foldEntries(await readJournal(journal, runId)), chain))
+    for (const p of await pendingIn(journal, runId, await approvalState(journal, runId), chain))
       out.set(`${p.runId}\u0000${p.stepId}`, p);
   }
   return [...out.values()];
+}
+
+/**
+ * A run's state as far as its pending approvals go: its latest snapshot (a compact one too) plus
+ * the entries after it. A compact state holds the frames of the last two turns, where the calls
+ * an interruption lists are; should one be older, the run is folded in full.
+ */
+async function approvalState(journal: Journal, runId: string): Promise<RunState> {
+  const { state } = await readRunState(journal, runId, { compact: true });
+  const below = state.compacted?.belowTurn;
+  if (below === undefined) return state;
+  const listed = (state.interruption?.detail as { stepIds?: unknown } | null)?.stepIds;
+  const within =
+    !Array.isArray(listed) ||
+    listed.every((id) => typeof id !== "string" || (parseFrameId(id)?.turn ?? below) >= below);
+  return within ? state : foldRun(journal, runId);
 }
 
 /** Where a run sits in a chain of sub-agents: its parent's call and the top-level run, if it is a sub-agent's. */
@@ -101,7 +118,7 @@ async function pendingIn(
       // A started call that waits: a sub-agent whose run waits for an approval.
       const child = childRunId(runId, stepId);
       const below = { parent: { runId, stepId }, rootRunId: chain.rootRunId ?? runId };
-      out.push(...(await pendingIn(journal, child, foldEntries(await readJournal(journal, child)), below)));
+      out.push(...(await pendingIn(journal, child, await approvalState(journal, child), below)));
       continue;
     }
     if (decided(state, stepId)) continue;
