@@ -28,6 +28,10 @@
  * on cold caches (on a shared 2-core machine the same JS work took 1.3–1.7× its CPU time when
  * each piece followed an fsync or a sleep). The store alone, its appends replayed back to back,
  * costs what the floor costs within a few %.
+ * Where the rest goes is measured in the run itself (row "normal, split"): a `normal` run whose
+ * appends are each timed (CPU), split into the store's appends and everything else (the loop's
+ * own work), beside the store alone and the loop alone: how much more each part costs when the two
+ * run interleaved than when each runs apart.
  *
  * It ends with one line `RESULT {json}` of the same figures (medians; µs a turn; ratios of wall
  * times unless named CPU). Issue 33's codec target: the loop with gzip within 1.3× of the CPU time
@@ -105,6 +109,22 @@ function recording(inner: EventStore, batches: Batch[]): EventStore {
     async append(runId, entries, options) {
       batches.push({ runId, from: options.expectedVersion + 1, entries, durability: options.durability });
       return inner.append(runId, entries, options);
+    },
+  };
+}
+
+/**
+ * Wraps a store to sum the CPU time spent inside its appends (each runs synchronously in a SQLite
+ * store, so the time between the call and its return is the store's).
+ */
+function timedAppends(inner: EventStore, spent: { cpu: number }): EventStore {
+  return {
+    ...inner,
+    append(runId, entries, options) {
+      const c = cpuNow();
+      const done = inner.append(runId, entries, options);
+      spent.cpu += cpuNow() - c;
+      return done;
     },
   };
 }
@@ -189,10 +209,15 @@ const ROWS = [
   "normal",
   "normalFloor",
   "normalStore",
+  "normalSplit",
   "gzip",
   "gzipAes",
 ] as const;
 type Row = (typeof ROWS)[number];
+/** The two parts of the split run's CPU (row normalSplit): inside the store's appends, and the rest. */
+type Part = "splitAppends" | "splitRest";
+/** The split of the last normalSplit run (CPU ms). */
+let lastSplit = { appends: 0, rest: 0 };
 
 const keys = staticKeys({ current: "k1", keys: { k1: randomBytes(32) } });
 const gzipCodec = payloadCodec({ compress: "gzip" });
@@ -235,6 +260,14 @@ async function measure(row: Row, runId: string): Promise<Took> {
       return rawInserts(file("raw-normal"), "normal", lastBatches.normal);
     case "normalStore":
       return storeReplay(file("replay-normal"), lastBatches.normal);
+    case "normalSplit": {
+      const j = openSqliteJournal(file(row), { synchronous: "normal" });
+      const spent = { cpu: 0 };
+      const took = await timeRun(runId, { ...j, store: timedAppends(j.store, spent) });
+      await j.close();
+      lastSplit = { appends: spent.cpu, rest: took.cpu - spent.cpu };
+      return took;
+    }
     case "gzip":
     case "gzipAes": {
       const j = openSqliteJournal(file(row), { synchronous: "normal" });
@@ -250,14 +283,19 @@ async function measure(row: Row, runId: string): Promise<Took> {
  * then the next row), so each row and its floor, and the codec rows and the same journal without
  * the codec, see the same drift of a shared machine; each row keeps its best run of the round.
  */
-async function round(r: number): Promise<Record<Row, Took>> {
-  const best = {} as Record<Row, Took>;
-  for (const row of ROWS) best[row] = { wall: Number.POSITIVE_INFINITY, cpu: Number.POSITIVE_INFINITY };
+async function round(r: number): Promise<Record<Row | Part, Took>> {
+  const best = {} as Record<Row | Part, Took>;
+  for (const row of [...ROWS, "splitAppends", "splitRest"] as const)
+    best[row] = { wall: Number.POSITIVE_INFINITY, cpu: Number.POSITIVE_INFINITY };
   for (let i = 0; i < REPEATS; i++) {
     for (const row of ROWS) {
       const took = await measure(row, `run-${r}-${i}`);
       best[row].wall = Math.min(best[row].wall, took.wall);
       best[row].cpu = Math.min(best[row].cpu, took.cpu);
+      if (row === "normalSplit") {
+        best.splitAppends.cpu = Math.min(best.splitAppends.cpu, lastSplit.appends);
+        best.splitRest.cpu = Math.min(best.splitRest.cpu, lastSplit.rest);
+      }
     }
   }
   return best;
@@ -279,7 +317,7 @@ try {
   // Warm-up: JIT and caches, as in a process that has run a few runs already (an embedding server),
   // every row's code included (one round, not counted).
   await round(-1);
-  const rounds: Record<Row, Took>[] = [];
+  const rounds: Record<Row | Part, Took>[] = [];
   for (let r = 0; r < ROUNDS; r++) rounds.push(await round(r));
 
   // Resume of a completed run: read, validate, fold, and return the recorded output.
@@ -293,10 +331,10 @@ try {
   }
 
   const perTurn = (ms: number) => (ms / TURNS) * 1000;
-  const of = (f: (r: Record<Row, Took>) => number) => spread(rounds.map(f));
+  const of = (f: (r: Record<Row | Part, Took>) => number) => spread(rounds.map(f));
   const wallUs = (row: Row) => of((r) => perTurn(r[row].wall));
-  const cpuUs = (row: Row) => of((r) => perTurn(r[row].cpu));
-  const ratio = (row: Row, floor: Row, what: "wall" | "cpu") => of((r) => r[row][what] / r[floor][what]);
+  const cpuUs = (row: Row | Part) => of((r) => perTurn(r[row].cpu));
+  const ratio = (row: Row | Part, floor: Row, what: "wall" | "cpu") => of((r) => r[row][what] / r[floor][what]);
   const line = (journal: string, row: Row, floor?: Row, base?: Row) => ({
     journal,
     "µs/turn": cell(wallUs(row)),
@@ -319,6 +357,32 @@ try {
       line("  the store alone (the run's appends replayed)", "normalStore", "normalFloor"),
       line("sqlite, normal, codec gzip", "gzip", "normalFloor", "normal"),
       line("sqlite, normal, codec gzip + aes-256-gcm", "gzipAes", "normalFloor", "normal"),
+    ],
+  );
+  printTable(
+    `Where the normal run's CPU goes: a run whose appends are each timed, split into the store's appends and the rest (the loop's own work), each beside the same work done apart (µs per turn, CPU; median (range) of ${ROUNDS} rounds)`,
+    [
+      {
+        part: "the store's appends, in the run",
+        "CPU µs/turn": cell(cpuUs("splitAppends")),
+        apart: `${cell(cpuUs("normalStore"))} (the store alone)`,
+        "× apart": cell(ratio("splitAppends", "normalStore", "cpu")),
+        "CPU × raw inserts": cell(ratio("splitAppends", "normalFloor", "cpu")),
+      },
+      {
+        part: "the rest (the loop's own work), in the run",
+        "CPU µs/turn": cell(cpuUs("splitRest")),
+        apart: `${cell(cpuUs("none"))} (the loop alone)`,
+        "× apart": cell(ratio("splitRest", "none", "cpu")),
+        "CPU × raw inserts": cell(ratio("splitRest", "normalFloor", "cpu")),
+      },
+      {
+        part: "the split run, whole",
+        "CPU µs/turn": cell(cpuUs("normalSplit")),
+        apart: "",
+        "× apart": "",
+        "CPU × raw inserts": cell(ratio("normalSplit", "normalFloor", "cpu")),
+      },
     ],
   );
   printTable(
@@ -355,6 +419,13 @@ try {
         cpuRatio: ratio("normalStore", "normalFloor", "cpu").median,
       },
       normalCpuRatio: ratio("normal", "normalFloor", "cpu").median,
+      normalSplit: {
+        cpuUs: cpuUs("normalSplit").median,
+        appendsCpuUs: cpuUs("splitAppends").median,
+        restCpuUs: cpuUs("splitRest").median,
+        appendsVsStoreAlone: ratio("splitAppends", "normalStore", "cpu").median,
+        restVsLoopAlone: ratio("splitRest", "none", "cpu").median,
+      },
       gzip: {
         ...us("gzip"),
         ratio: ratio("gzip", "normalFloor", "wall").median,
