@@ -22,11 +22,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { openSqliteJournal } from "../src/events/journal.ts";
-import type { Journal } from "../src/events/spi.ts";
 import type { EventStore } from "../src/events/store.ts";
-import type { NewEntry } from "../src/events/types.ts";
-import { writeRunSnapshot } from "../src/runtime/base/snapshots.ts";
-import { longRunEntries, longRunLoop, longRunTemplate } from "./longRun.ts";
+import { longRunLoop, withoutSnapshots, writeSnapshottedRun } from "./longRun.ts";
 import { printTable } from "./support.ts";
 
 const { values } = parseArgs({
@@ -50,28 +47,22 @@ interface Measure {
   endMs: number;
 }
 
-/** The journal's store without its snapshot methods: a resume that reads every entry. */
-function fullRead(journal: Journal): Journal {
-  const { writeSnapshot: _w, latestSnapshot: _l, ...store } = journal.store;
-  return { ...journal, store: store as EventStore };
-}
-
 /** In a child: resumes the run in `file` once, and prints what it measured as JSON. */
 async function measureOne(file: string, turns: number, mode: "compact" | "full"): Promise<void> {
   // A warm-up resume of a 50-turn run first (its own file, same mode): the modules a resume loads
   // and the code it compiles are the process's, not the measured resume's, at every size alike.
   const warm = `${file}.warm.db`;
-  await writeRun(warm, 50, 40);
+  await writeSnapshottedRun(warm, 50, { tail: 40, compact: true });
   const warmJournal = openSqliteJournal(warm, { synchronous: "normal" });
   const warmLoop = longRunLoop(50, mode === "compact" ? { snapshots: { every: 1_000_000, compact: true } } : {});
-  await warmLoop.run({ runId: "long", journal: mode === "compact" ? warmJournal : fullRead(warmJournal) });
+  await warmLoop.run({ runId: "long", journal: mode === "compact" ? warmJournal : withoutSnapshots(warmJournal) });
   await warmJournal.close();
   rmSync(warm, { force: true });
   gc?.();
   const heap0 = process.memoryUsage().heapUsed;
   const rss0 = process.memoryUsage().rss;
   const opened = openSqliteJournal(file, { synchronous: "normal" });
-  const base = mode === "compact" ? opened : fullRead(opened);
+  const base = mode === "compact" ? opened : withoutSnapshots(opened);
   let first: { at: number; heap: number; rss: number } | undefined;
   const store: EventStore = {
     ...base.store,
@@ -101,24 +92,6 @@ async function measureOne(file: string, turns: number, mode: "compact" | "full")
   console.log(JSON.stringify(measure));
 }
 
-/** Writes the interrupted run, with a compact snapshot `tail` entries before its end. */
-async function writeRun(file: string, turns: number, tail = TAIL): Promise<void> {
-  const journal = openSqliteJournal(file, { synchronous: "normal" });
-  try {
-    const entries = [...longRunEntries(await longRunTemplate(), turns, "interrupted")];
-    const cut = entries.length - tail;
-    let version = 0;
-    const append = async (batch: NewEntry[]) => {
-      version = (await journal.store.append("long", batch, { expectedVersion: version })).version;
-    };
-    for (let i = 0; i < cut; i += 4000) await append(entries.slice(i, Math.min(i + 4000, cut)));
-    await writeRunSnapshot(journal, "long", { compact: true });
-    await append(entries.slice(cut));
-  } finally {
-    await journal.close();
-  }
-}
-
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
 
 async function main(): Promise<void> {
@@ -130,7 +103,7 @@ async function main(): Promise<void> {
   try {
     for (const turns of sizes) {
       const file = join(dir, `${turns}.db`);
-      await writeRun(file, turns);
+      await writeSnapshottedRun(file, turns, { tail: TAIL, compact: true });
       const run = (mode: "compact" | "full"): Measure => {
         const results: Measure[] = [];
         for (let i = 0; i < repeats; i++) {

@@ -7,13 +7,15 @@
  * checks the entries against a run of the loop itself.
  */
 import { digestOfRecorded } from "../src/core/digest.ts";
-import { createJournal } from "../src/events/journal.ts";
+import { createJournal, openSqliteJournal } from "../src/events/journal.ts";
 import { memoryStore } from "../src/events/memory.ts";
-import type { EventStore } from "../src/events/store.ts";
+import type { Journal } from "../src/events/spi.ts";
+import type { EventStore, StoredSnapshot } from "../src/events/store.ts";
 import type { Message, ModelResponse, NewEntry, RunStartedData, ToolCall } from "../src/events/types.ts";
 import { scriptedModel } from "../src/models/scripted.ts";
 import type { AgentLoopConfig } from "../src/runtime/base/config.ts";
 import { assistantMessage, chainedPromptDigest, toolResultMessage } from "../src/runtime/base/conversation.ts";
+import { writeRunSnapshot } from "../src/runtime/base/snapshots.ts";
 import { agentLoop$ } from "../src/runtime/run/agentLoop.ts";
 
 /** The loop id of a long run. */
@@ -119,4 +121,37 @@ export async function longRunTemplate(): Promise<RunStartedData> {
   const [started] = await store.read("template");
   if (started?.type !== "run.started") throw new Error("the template run wrote no run.started");
   return started.data;
+}
+
+/** The journal with its store's snapshot methods taken away: every read goes through every entry. */
+export function withoutSnapshots(journal: Journal): Journal {
+  const { writeSnapshot: _w, latestSnapshot: _l, ...store } = journal.store;
+  return { ...journal, store: store as EventStore };
+}
+
+/**
+ * Writes an interrupted long run (`LONG_LOOP`'s run "long") into the SQLite file `file`, with a
+ * snapshot (compact when asked) `tail` entries before its end. Resolves to the run's entry count
+ * and the snapshot written.
+ */
+export async function writeSnapshottedRun(
+  file: string,
+  turns: number,
+  options: { readonly tail: number; readonly compact?: boolean },
+): Promise<{ entries: number; snapshot: StoredSnapshot }> {
+  const journal = openSqliteJournal(file, { synchronous: "normal" });
+  try {
+    const entries = [...longRunEntries(await longRunTemplate(), turns, "interrupted")];
+    const cut = entries.length - options.tail;
+    let version = 0;
+    const append = async (batch: NewEntry[]) => {
+      version = (await journal.store.append("long", batch, { expectedVersion: version })).version;
+    };
+    for (let i = 0; i < cut; i += 4000) await append(entries.slice(i, Math.min(i + 4000, cut)));
+    await writeRunSnapshot(journal, "long", options.compact === true ? { compact: true } : {});
+    await append(entries.slice(cut));
+    return { entries: entries.length, snapshot: (await journal.store.latestSnapshot?.("long")) as StoredSnapshot };
+  } finally {
+    await journal.close();
+  }
 }

@@ -15,12 +15,9 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { openSqliteJournal } from "../src/events/journal.ts";
 import type { Journal } from "../src/events/spi.ts";
-import type { EventStore } from "../src/events/store.ts";
-import type { NewEntry } from "../src/events/types.ts";
 import { readRunRow, readRunRows } from "../src/read/runRow.ts";
 import { showStep } from "../src/read/step.ts";
-import { writeRunSnapshot } from "../src/runtime/base/snapshots.ts";
-import { LONG_LOOP, longRunEntries, longRunTemplate } from "./longRun.ts";
+import { LONG_LOOP, withoutSnapshots, writeSnapshottedRun } from "./longRun.ts";
 import { printTable } from "./support.ts";
 
 const { values } = parseArgs({ options: { turns: { type: "string" }, repeats: { type: "string" } } });
@@ -29,36 +26,11 @@ const REPEATS = Number(values.repeats ?? 5);
 const TAIL = 400;
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
 
-/** The journal's store without its snapshot methods: every entry read. */
-function fullRead(journal: Journal): Journal {
-  const { writeSnapshot: _w, latestSnapshot: _l, ...store } = journal.store;
-  return { ...journal, store: store as EventStore };
-}
-
-/** Writes the interrupted run with a compact snapshot `TAIL` entries before its end; resolves to its entry count. */
-async function writeRun(file: string, turns: number): Promise<number> {
-  const journal = openSqliteJournal(file, { synchronous: "normal" });
-  try {
-    const entries = [...longRunEntries(await longRunTemplate(), turns, "interrupted")];
-    const cut = entries.length - TAIL;
-    let version = 0;
-    const append = async (batch: NewEntry[]) => {
-      version = (await journal.store.append("long", batch, { expectedVersion: version })).version;
-    };
-    for (let i = 0; i < cut; i += 4000) await append(entries.slice(i, Math.min(i + 4000, cut)));
-    await writeRunSnapshot(journal, "long", { compact: true });
-    await append(entries.slice(cut));
-    return entries.length;
-  } finally {
-    await journal.close();
-  }
-}
-
 async function timed<T>(f: (journal: Journal) => Promise<T>, file: string, full = false): Promise<number> {
   const journal = openSqliteJournal(file, { readonly: true });
   try {
     const t0 = performance.now();
-    await f(full ? fullRead(journal) : journal);
+    await f(full ? withoutSnapshots(journal) : journal);
     return performance.now() - t0;
   } finally {
     await journal.close();
@@ -70,7 +42,10 @@ try {
   const files = new Map<number, { file: string; entries: number }>();
   for (const turns of SIZES) {
     const file = join(dir, `run-${turns}.db`);
-    files.set(turns, { file, entries: await writeRun(file, turns) });
+    files.set(turns, {
+      file,
+      entries: (await writeSnapshottedRun(file, turns, { tail: TAIL, compact: true })).entries,
+    });
   }
   const row = new Map<number, number[]>(SIZES.map((t) => [t, []]));
   const step = new Map<number, number[]>(SIZES.map((t) => [t, []]));

@@ -18,11 +18,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { openSqliteJournal } from "../src/events/journal.ts";
-import type { Journal } from "../src/events/spi.ts";
-import type { EventStore, StoredSnapshot } from "../src/events/store.ts";
-import type { NewEntry } from "../src/events/types.ts";
-import { readRunState, writeRunSnapshot } from "../src/runtime/base/snapshots.ts";
-import { longRunEntries, longRunLoop, longRunTemplate } from "./longRun.ts";
+import { readRunState } from "../src/runtime/base/snapshots.ts";
+import { longRunLoop, withoutSnapshots, writeSnapshottedRun } from "./longRun.ts";
 import { printTable } from "./support.ts";
 
 const { values } = parseArgs({
@@ -41,31 +38,6 @@ const heap = () => {
   return process.memoryUsage().heapUsed;
 };
 
-/** The journal's store without its snapshot methods: a resume that reads every entry. */
-function fullRead(journal: Journal): Journal {
-  const { writeSnapshot: _w, latestSnapshot: _l, ...store } = journal.store;
-  return { ...journal, store: store as EventStore };
-}
-
-/** Writes the interrupted run, with a snapshot `TAIL` entries before its end. */
-async function writeRun(file: string, turns: number): Promise<StoredSnapshot> {
-  const journal = openSqliteJournal(file, { synchronous: "normal" });
-  try {
-    const entries = [...longRunEntries(await longRunTemplate(), turns, "interrupted")];
-    const cut = entries.length - TAIL;
-    let version = 0;
-    const append = async (batch: NewEntry[]) => {
-      version = (await journal.store.append("long", batch, { expectedVersion: version })).version;
-    };
-    for (let i = 0; i < cut; i += 4000) await append(entries.slice(i, Math.min(i + 4000, cut)));
-    await writeRunSnapshot(journal, "long");
-    await append(entries.slice(cut));
-    return (await journal.store.latestSnapshot?.("long")) as StoredSnapshot;
-  } finally {
-    await journal.close();
-  }
-}
-
 interface Row {
   turns: number;
   entries: number;
@@ -82,7 +54,7 @@ let kept: Awaited<ReturnType<typeof readRunState>> | undefined;
 try {
   for (const turns of SIZES) {
     const file = join(dir, `${turns}.db`);
-    const snapshot = await writeRun(file, turns);
+    const snapshot = (await writeSnapshottedRun(file, turns, { tail: TAIL })).snapshot;
     const row: Row = {
       turns,
       entries: turns * 4 + 2,
@@ -96,7 +68,7 @@ try {
       const heaps: number[] = [];
       for (let i = 0; i < REPEATS; i++) {
         const journal = openSqliteJournal(file, { readonly: true });
-        const read = mode === "with" ? journal : fullRead(journal);
+        const read = mode === "with" ? journal : withoutSnapshots(journal);
         kept = undefined; // the last repeat's state: gone before this one is measured
         const before = heap();
         const t = performance.now();
@@ -114,12 +86,12 @@ try {
       for (const mode of ["with", "without"] as const) {
         // Each resume ends the run: resumed on a copy of the file, once.
         const copy = join(dir, `${turns}-${mode}.db`);
-        await writeRun(copy, turns);
+        await writeSnapshottedRun(copy, turns, { tail: TAIL });
         const journal = openSqliteJournal(copy, { synchronous: "normal" });
         const t = performance.now();
         const out = await longRunLoop(turns).run({
           runId: "long",
-          journal: mode === "with" ? journal : fullRead(journal),
+          journal: mode === "with" ? journal : withoutSnapshots(journal),
         });
         row.resumeMs[mode] = performance.now() - t;
         if (out.content !== "done") throw new Error("the resume did not end the run");
