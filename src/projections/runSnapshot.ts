@@ -39,7 +39,7 @@ export interface SnapshotAnchor {
 export interface SnapshotFacts {
   /** The entries the store held up to the snapshot's seq when it was written. */
   readonly entries: number;
-  /** Their bytes as stored (type, data and meta as JSON text: {@link entryBytes}). */
+  /** Their bytes as stored (type, data and meta as JSON text: the UTF-8 length of each, summed). */
   readonly bytes: number;
   /** The run's first entry, as read (`run.started`: when the run started, and whether it is a fork). */
   readonly first: JournalEntry;
