@@ -1,12 +1,10 @@
 import { writeFileSync } from "node:fs";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { readJournal } from "../../src/events/journal.ts";
-import { openPostgresJournal, submitRun } from "../../src/postgres.ts";
+import { submitRun } from "../../src/postgres.ts";
 import { deliverEvent } from "../../src/runtime/control/events.ts";
-import { tempDir } from "../events/tmp.ts";
-import { type Worker as Process, startWorker as startProcess } from "../support/processes.ts";
 import { payLoop } from "./fixtures/waitWorker.ts";
-import { dropSchema, freshSchema, PG_URL, sleep, sql, until } from "./pg.ts";
+import { cleanAfterEach, PG_URL, processScene, sleep, sql, until } from "./pg.ts";
 
 /**
  * An event delivered to a run whose process is gone (issue 31's "Must show"), on PostgreSQL: the
@@ -17,34 +15,15 @@ import { dropSchema, freshSchema, PG_URL, sleep, sql, until } from "./pg.ts";
  */
 
 const FIXTURE = "test/postgres/fixtures/waitWorker.ts";
-const cleanups: (() => Promise<unknown> | unknown)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
+const cleanups = cleanAfterEach();
 
 describe.skipIf(PG_URL === undefined)("an event delivered to a run whose worker process is gone", () => {
   it("is journaled at once, and a new worker process resumes the run; the tool does not run again", async () => {
-    const schema = freshSchema("eventkill");
-    const dir = tempDir("loom-eventkill-");
+    const { schema, dir, journal, spawn } = processScene("eventkill", cleanups);
     const clockFile = dir.file("clock");
     writeFileSync(clockFile, String(Date.now())); // the real time: these waits have no timeout
-    const journal = openPostgresJournal(PG_URL as string, { schema });
-    const processes: Process[] = [];
-    cleanups.push(
-      () => dir.remove(),
-      () => dropSchema(schema),
-      () => journal.close(),
-      () =>
-        Promise.all(
-          processes.map((p) => {
-            p.child.kill("SIGKILL");
-            return p.exited;
-          }),
-        ),
-    );
     const start = async () => {
-      const p = startProcess(FIXTURE, [schema, clockFile]);
-      processes.push(p);
+      const p = spawn(FIXTURE, [schema, clockFile]);
       await p.waitFor((l) => l === "ready", "a worker ready", 60_000);
       return p;
     };

@@ -1,5 +1,9 @@
 import { randomBytes } from "node:crypto";
 import pg from "pg";
+import { afterEach } from "vitest";
+import { openPostgresJournal } from "../../src/postgres.ts";
+import { tempDir } from "../events/tmp.ts";
+import { type Worker as Process, startWorker as startProcess } from "../support/processes.ts";
 
 /**
  * The postgres suites run against a real server named by LOOM_PG_URL (`npm run test:pg` starts a
@@ -42,4 +46,47 @@ export async function until(
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await sleep(everyMs);
   }
+}
+
+/** Clean-ups a test registers; `cleanAfterEach` runs them after each test, the last first. */
+export type Cleanups = (() => Promise<unknown> | unknown)[];
+
+/** A list of clean-ups run after each test of the file, in reverse order (call once, at the top). */
+export function cleanAfterEach(): Cleanups {
+  const cleanups: Cleanups = [];
+  afterEach(async () => {
+    for (const c of cleanups.splice(0).reverse()) await c();
+  });
+  return cleanups;
+}
+
+/**
+ * What a test that spawns worker processes on PostgreSQL needs: a fresh schema, a temporary
+ * folder, a journal on the schema, and `spawn` to start a worker process (test/support's
+ * `startWorker`). After the test each process still alive is SIGKILLed and awaited, then the
+ * journal closed, the schema dropped and the folder removed.
+ */
+export function processScene(what: string, cleanups: Cleanups) {
+  const schema = freshSchema(what);
+  const dir = tempDir(`loom-${what}-`);
+  const journal = openPostgresJournal(PG_URL as string, { schema });
+  const processes: Process[] = [];
+  cleanups.push(
+    () => dir.remove(),
+    () => dropSchema(schema),
+    () => journal.close(),
+    () =>
+      Promise.all(
+        processes.map((p) => {
+          p.child.kill("SIGKILL");
+          return p.exited;
+        }),
+      ),
+  );
+  const spawn = (script: string, args: readonly string[]): Process => {
+    const p = startProcess(script, args);
+    processes.push(p);
+    return p;
+  };
+  return { schema, dir, journal, processes, spawn };
 }

@@ -1,25 +1,20 @@
 import { writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { scriptedModel } from "../../src/models/scripted.ts";
 import { isNotPostgresJournalError } from "../../src/postgres/errors.ts";
 import { fireDueOnPostgres, openPostgresJournal, POSTGRES_SCHEMA_VERSION } from "../../src/postgres.ts";
 import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
 import { type MissedTicks, schedule } from "../../src/runtime/run/schedule.ts";
 import { loom } from "../cli/support.ts";
-import { tempDir } from "../events/tmp.ts";
 import { jsonJournal } from "../support/loop.ts";
-import { type Worker as Process, startWorker as startProcess } from "../support/processes.ts";
-import { dropSchema, freshSchema, PG_URL, sql, until } from "./pg.ts";
+import { cleanAfterEach, dropSchema, freshSchema, PG_URL, processScene, sql, until } from "./pg.ts";
 
 const T0 = Date.UTC(2026, 0, 1);
 const TICKS = 50;
 const loop = agentLoop$({ id: "ticker", model: scriptedModel(async () => ({ content: "ok", toolCalls: [] })) });
-const cleanups: (() => Promise<unknown> | unknown)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
+const cleanups = cleanAfterEach();
 
 /** Run ids in the journal that are runs of schedule `id`, sorted. */
 const scheduled = async (schema: string, id: string) =>
@@ -31,37 +26,19 @@ const scheduled = async (schema: string, id: string) =>
 
 describe.skipIf(PG_URL === undefined)("schedules on PostgreSQL", () => {
   it(`4 worker processes, 2 given the schedule and 2 with a scheduler beside, fire each of ${TICKS} ticks exactly once`, async () => {
-    const url = PG_URL as string;
-    const schema = freshSchema("schedules");
-    const dir = tempDir("loom-schedules-");
+    const { schema, dir, journal, processes, spawn } = processScene("schedules", cleanups);
     const clock = dir.file("clock");
     const setClock = (ms: number) => writeFileSync(clock, String(ms));
-    const journal = openPostgresJournal(url, { schema });
-    const processes: Process[] = [];
-    cleanups.push(
-      () => dir.remove(),
-      () => dropSchema(schema),
-      () => journal.close(),
-      () =>
-        Promise.all(
-          processes.map((p) => {
-            p.child.kill("SIGKILL");
-            return p.exited;
-          }),
-        ),
-    );
     await journal.store.listRuns(); // creates the schema and Loom's tables
     await sql(`CREATE TABLE "${schema}".executions (id serial PRIMARY KEY, input text NOT NULL, pid integer NOT NULL)`);
     setClock(T0); // before the first tick
     for (let i = 0; i < 4; i++)
-      processes.push(
-        startProcess("test/postgres/fixtures/scheduler.ts", [
-          schema,
-          clock,
-          String(T0 + 1000),
-          i % 2 === 0 ? "worker" : "scheduler", // startWorker({ schedules }), or startScheduler beside startWorker
-        ]),
-      );
+      spawn("test/postgres/fixtures/scheduler.ts", [
+        schema,
+        clock,
+        String(T0 + 1000),
+        i % 2 === 0 ? "worker" : "scheduler", // startWorker({ schedules }), or startScheduler beside startWorker
+      ]);
     await Promise.all(processes.map((p, i) => p.waitFor((l) => l === "ready", `process ${i} ready`, 60_000)));
 
     // The clock moves one second at a time; the 4 schedulers look every 10 ms, all at the same tick.

@@ -1,13 +1,11 @@
 import { writeFileSync } from "node:fs";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { waitId } from "../../src/events/ids.ts";
 import { readJournal } from "../../src/events/journal.ts";
 import type { JournalEntry } from "../../src/events/types.ts";
-import { openPostgresJournal, submitRun } from "../../src/postgres.ts";
-import { tempDir } from "../events/tmp.ts";
-import { type Worker as Process, startWorker as startProcess } from "../support/processes.ts";
+import { submitRun } from "../../src/postgres.ts";
 import { DAY, sleepLoop } from "./fixtures/waitWorker.ts";
-import { dropSchema, freshSchema, PG_URL, sleep, sql, until } from "./pg.ts";
+import { cleanAfterEach, PG_URL, processScene, sleep, sql, until } from "./pg.ts";
 
 /**
  * A 3-day sleep on PostgreSQL with a fake clock (`WorkerOptions.clock`), across a SIGKILL of the
@@ -19,38 +17,16 @@ import { dropSchema, freshSchema, PG_URL, sleep, sql, until } from "./pg.ts";
 
 const FIXTURE = "test/postgres/fixtures/waitWorker.ts";
 const STEP = "rem#turn:0:tool:0";
-const cleanups: (() => Promise<unknown> | unknown)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
+const cleanups = cleanAfterEach();
 
 const ofType = (entries: readonly JournalEntry[], type: string) => entries.filter((e) => e.type === type);
 
 describe.skipIf(PG_URL === undefined)("a 3-day sleep on PostgreSQL across a worker SIGKILL", () => {
   it("is woken once, by the new worker, when its clock reaches the wake time, and not before", async () => {
-    const schema = freshSchema("sleepkill");
-    const dir = tempDir("loom-sleepkill-");
+    const { schema, dir, journal, spawn } = processScene("sleepkill", cleanups);
     const clockFile = dir.file("clock");
     const setClock = (ms: number) => writeFileSync(clockFile, String(ms));
-    const journal = openPostgresJournal(PG_URL as string, { schema });
-    const processes: Process[] = [];
-    cleanups.push(
-      () => dir.remove(),
-      () => dropSchema(schema),
-      () => journal.close(),
-      () =>
-        Promise.all(
-          processes.map((p) => {
-            p.child.kill("SIGKILL");
-            return p.exited;
-          }),
-        ),
-    );
-    const start = () => {
-      const p = startProcess(FIXTURE, [schema, clockFile]);
-      processes.push(p);
-      return p;
-    };
+    const start = () => spawn(FIXTURE, [schema, clockFile]);
     const T0 = Math.floor((Date.now() - 30 * DAY) / 1000) * 1000;
     const WAKE = T0 + 3 * DAY;
     const wakeIso = new Date(WAKE).toISOString();
