@@ -200,8 +200,11 @@ export function sqliteStoreOn(shared: SqliteFile): SqliteEventStore {
     },
   );
 
+  // The marker first, then the removals: each removed row is then below the run's last seq, which
+  // the trigger that keeps `loom_runs.removed` counts as one removed (sqliteFile.ts).
   const compactTx = db.transaction((runId: string, request: CompactRequest, text: string) => {
     const key = check(runId, request.expectedVersion);
+    insertRows(key, request.expectedVersion, [request.marker.type], [text]);
     for (const seq of request.removeSeqs) {
       if (remove.run(key, seq).changes !== 1) {
         throw new JournalFormatError(
@@ -212,7 +215,6 @@ export function sqliteStoreOn(shared: SqliteFile): SqliteEventStore {
         );
       }
     }
-    insertRows(key, request.expectedVersion, [request.marker.type], [text]);
   });
 
   // Pages, not one all(): a page's row texts die young once parsed, instead of every row's text

@@ -13,14 +13,20 @@ import { INSERT_ENTRY, SQL_DATA_TEXT, SQL_META_TEXT, TYPE_CODES, v1RowColumns } 
 /**
  * The version of the tables below, recorded in `loom_meta`. Version 1 kept every entry as text
  * columns (run id, type, data, meta); version 2 keeps the same entries in less room (see
- * sqliteRows.ts). A version 1 file is migrated when it is opened.
+ * sqliteRows.ts); version 3 adds `loom_runs.removed` and the trigger that keeps it (see
+ * `REMOVED_TRIGGER`): a Loom at version 2 would delete rows without keeping it right (its
+ * compaction removes before it appends its marker), so it must refuse the file, as it does a
+ * newer version. An older file is migrated when it is opened to write; read-only, this Loom reads
+ * versions 2 and 3 as they are (a version 2 file's entries counted, as before).
  *
  * What an older Loom at the same version reads and writes correctly is added when a file is
- * opened to write, without a new version: the owner and cancel tables, `loom_snapshots`, and
- * `loom_runs.removed` with the trigger that keeps it (an older Loom's deletes fire it too). A file
- * opened read-only that predates one of them is read without it.
+ * opened to write, without a new version: the owner and cancel tables and `loom_snapshots`. A
+ * file opened read-only that predates one of them is read without it.
  */
-export const SQLITE_SCHEMA_VERSION = 2;
+export const SQLITE_SCHEMA_VERSION = 3;
+
+/** The oldest version a read-only open reads as it is (no table of version 3 is needed to read). */
+const OLDEST_READABLE = 2;
 
 /** How Loom opens a SQLite file (ignored for a `Database` handed in: its settings are the caller's). */
 export interface SqliteOptions {
@@ -96,11 +102,12 @@ export interface SqliteFile {
 /**
  * `loom_runs.removed` is the run's last seq minus the entries it keeps (0 for a run never
  * compacted), so `listRuns` tells a run's entries from its last row alone (`seq - removed`)
- * instead of counting them. Appends leave it alone (they add the seqs after the last); this
- * trigger keeps it on every delete, Loom's (compaction) or anyone's (a run removed with SQLite's
- * tools, an older Loom writing the file), per row in the deleting transaction: +1 for a row
- * below the last; for the last row itself, +1 less the seqs between it and the new last (which
- * leaves 0 when the run's last row goes).
+ * instead of counting them. Appends leave it alone (each adds the seq after the last); this
+ * trigger keeps it on every delete, Loom's (compaction, which appends its marker first, so that
+ * every row it removes is below the last) or anyone's (a run removed with SQLite's tools, whole or
+ * its last entries), per row in the deleting transaction: +1 for a row below the last; for the
+ * last row itself, +1 less the seqs between it and the new last (which leaves 0 when the run's
+ * last row goes, and the next append starts from the new last).
  */
 const REMOVED_TRIGGER = `CREATE TRIGGER IF NOT EXISTS loom_entries_removed AFTER DELETE ON loom_entries BEGIN
   UPDATE loom_runs
@@ -184,11 +191,11 @@ export function openSqliteFile(target: string | SqliteDatabase, options: SqliteO
     if (db.readonly || options.create === false) {
       const version = recordedSchemaVersion(db, path);
       if (version === undefined) throw notAJournal(path);
-      if (db.readonly && version !== SQLITE_SCHEMA_VERSION) {
+      if (db.readonly && !(version >= OLDEST_READABLE && version <= SQLITE_SCHEMA_VERSION)) {
         throw new JournalFileError(
           "journalVersion",
           path,
-          `${path} holds Loom's tables at schema version ${version}; read-only, this Loom reads version ${SQLITE_SCHEMA_VERSION} only: ${version < SQLITE_SCHEMA_VERSION ? "open it once to write (openSqliteJournal(path)), which migrates it" : "upgrade Loom"}`,
+          `${path} holds Loom's tables at schema version ${version}; read-only, this Loom reads versions ${OLDEST_READABLE} to ${SQLITE_SCHEMA_VERSION} only: ${version < SQLITE_SCHEMA_VERSION ? "open it once to write (openSqliteJournal(path)), which migrates it" : "upgrade Loom"}`,
         );
       }
     }
@@ -231,8 +238,8 @@ function ensureSchema(db: Database.Database): void {
       );
     }
     if (found === 1) db.exec("ALTER TABLE loom_entries RENAME TO loom_entries_v1");
-    // A file written before `removed` (any Loom before it, at version 2): the column is added and
-    // set from the rows once, here; the trigger keeps it from then on.
+    // Version 2 → 3: the column is added and set from the rows once, here; the trigger keeps it
+    // from then on. (Version 1 has no loom_runs: it is created with the column below.)
     const runsTable = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'loom_runs'").get();
     const addRemoved = runsTable !== undefined && !hasRemovedColumn(db);
     if (addRemoved) db.exec("ALTER TABLE loom_runs ADD COLUMN removed INTEGER NOT NULL DEFAULT 0");
