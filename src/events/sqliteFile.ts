@@ -43,7 +43,8 @@ export interface SqliteOptions {
   /**
    * Open an existing journal to read it only: nothing in the file or its folder is changed (no
    * WAL switch, no tables), a read-only file or folder works, and a file that is not a Loom
-   * journal at this schema version is refused with `JournalFileError`. Appends fail.
+   * journal at a schema version this Loom reads as it is (2 and 3) is refused with
+   * `JournalFileError`. Appends fail.
    */
   readonly readonly?: boolean;
   /**
