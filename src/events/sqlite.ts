@@ -6,6 +6,7 @@ import { encodeEntries } from "./rows.ts";
 import { prefixEnd } from "./runPrefix.ts";
 import { appendCheck } from "./sqliteAppendCheck.ts";
 import {
+  hasRemovedColumn,
   openSqliteFile,
   type SqliteDatabase,
   type SqliteFile,
@@ -78,29 +79,27 @@ export function sqliteStoreOn(shared: SqliteFile): SqliteEventStore {
     )
     .raw();
   const remove = db.prepare("DELETE FROM loom_entries WHERE run = ? AND seq = ?");
-  const runs = db.prepare(
-    `SELECT r.run_id AS runId, e.seq AS version, coalesce(t.type, 'code ' || e.type) AS lastType, c.n AS entries
-       FROM (SELECT run, max(seq) AS v, count(*) AS n FROM loom_entries GROUP BY run) c
-       JOIN loom_runs r ON r.run = c.run
-       JOIN loom_entries e ON e.run = c.run AND e.seq = c.v
-       LEFT JOIN loom_entry_types t ON t.code = e.type
-      ORDER BY r.run_id`,
-  );
-
-  // The runs whose id starts with a prefix: a range of loom_runs' run_id index (BINARY: UTF-8 byte order).
+  // A run's entries: its last seq less the seqs removed below it (`loom_runs.removed`, kept by a
+  // trigger on delete: sqliteFile.ts), so the list reads one row per run whatever its length.
+  // A file opened read-only that predates the column counts them, as every Loom before it did.
+  const entries = hasRemovedColumn(db)
+    ? "e.seq - r.removed"
+    : "(SELECT count(*) FROM loom_entries n WHERE n.run = r.run)";
+  // The runs in run_id order (loom_runs' run_id index), each with its last entry through the
+  // (run, seq) key; `range`: those whose id starts with a prefix (BINARY: UTF-8 byte order).
   const runsIn = (range: string) =>
     db.prepare(
-      `SELECT r.run_id AS runId, e.seq AS version, coalesce(t.type, 'code ' || e.type) AS lastType,
-              (SELECT count(*) FROM loom_entries n WHERE n.run = r.run) AS entries
+      `SELECT r.run_id AS runId, e.seq AS version, coalesce(t.type, 'code ' || e.type) AS lastType, ${entries} AS entries
          FROM loom_runs r
          JOIN loom_entries e ON e.run = r.run AND e.seq = (SELECT max(seq) FROM loom_entries m WHERE m.run = r.run)
          LEFT JOIN loom_entry_types t ON t.code = e.type
-        WHERE ${range} ORDER BY r.run_id`,
+        ${range} ORDER BY r.run_id`,
     );
+  const runs = runsIn("");
   let between: Database.Statement | undefined;
   let from: Database.Statement | undefined;
-  const runsBetween = () => (between ??= runsIn("r.run_id >= ? AND r.run_id < ?"));
-  const runsFrom = () => (from ??= runsIn("r.run_id >= ?"));
+  const runsBetween = () => (between ??= runsIn("WHERE r.run_id >= ? AND r.run_id < ?"));
+  const runsFrom = () => (from ??= runsIn("WHERE r.run_id >= ?"));
 
   // Prepared on first use: a file opened only to read (by a newer reader, or read-only) needs no owner table.
   let owners:
@@ -201,8 +200,11 @@ export function sqliteStoreOn(shared: SqliteFile): SqliteEventStore {
     },
   );
 
+  // The marker first, then the removals: each removed row is then below the run's last seq, which
+  // the trigger that keeps `loom_runs.removed` counts as one removed (sqliteFile.ts).
   const compactTx = db.transaction((runId: string, request: CompactRequest, text: string) => {
     const key = check(runId, request.expectedVersion);
+    insertRows(key, request.expectedVersion, [request.marker.type], [text]);
     for (const seq of request.removeSeqs) {
       if (remove.run(key, seq).changes !== 1) {
         throw new JournalFormatError(
@@ -213,7 +215,6 @@ export function sqliteStoreOn(shared: SqliteFile): SqliteEventStore {
         );
       }
     }
-    insertRows(key, request.expectedVersion, [request.marker.type], [text]);
   });
 
   // Pages, not one all(): a page's row texts die young once parsed, instead of every row's text

@@ -13,9 +13,20 @@ import { INSERT_ENTRY, SQL_DATA_TEXT, SQL_META_TEXT, TYPE_CODES, v1RowColumns } 
 /**
  * The version of the tables below, recorded in `loom_meta`. Version 1 kept every entry as text
  * columns (run id, type, data, meta); version 2 keeps the same entries in less room (see
- * sqliteRows.ts). A version 1 file is migrated when it is opened.
+ * sqliteRows.ts); version 3 adds `loom_runs.removed` and the trigger that keeps it (see
+ * `REMOVED_TRIGGER`): a Loom at version 2 would delete rows without keeping it right (its
+ * compaction removes before it appends its marker), so it must refuse the file, as it does a
+ * newer version. An older file is migrated when it is opened to write; read-only, this Loom reads
+ * versions 2 and 3 as they are (a version 2 file's entries counted, as before).
+ *
+ * What an older Loom at the same version reads and writes correctly is added when a file is
+ * opened to write, without a new version: the owner and cancel tables and `loom_snapshots`. A
+ * file opened read-only that predates one of them is read without it.
  */
-export const SQLITE_SCHEMA_VERSION = 2;
+export const SQLITE_SCHEMA_VERSION = 3;
+
+/** The oldest version a read-only open reads as it is (no table of version 3 is needed to read). */
+const OLDEST_READABLE = 2;
 
 /** How Loom opens a SQLite file (ignored for a `Database` handed in: its settings are the caller's). */
 export interface SqliteOptions {
@@ -32,7 +43,8 @@ export interface SqliteOptions {
   /**
    * Open an existing journal to read it only: nothing in the file or its folder is changed (no
    * WAL switch, no tables), a read-only file or folder works, and a file that is not a Loom
-   * journal at this schema version is refused with `JournalFileError`. Appends fail.
+   * journal at a schema version this Loom reads as it is (2 and 3) is refused with
+   * `JournalFileError`. Appends fail.
    */
   readonly readonly?: boolean;
   /**
@@ -88,12 +100,41 @@ export interface SqliteFile {
   release(): void;
 }
 
+/**
+ * `loom_runs.removed` is the run's last seq minus the entries it keeps (0 for a run never
+ * compacted), so `listRuns` tells a run's entries from its last row alone (`seq - removed`)
+ * instead of counting them. Appends leave it alone (each adds the seq after the last); this
+ * trigger keeps it on every delete, Loom's (compaction, which appends its marker first, so that
+ * every row it removes is below the last) or anyone's (a run removed with SQLite's tools, whole or
+ * its last entries), per row in the deleting transaction: +1 for a row below the last; for the
+ * last row itself, +1 less the seqs between it and the new last (which leaves 0 when the run's
+ * last row goes, and the next append starts from the new last).
+ */
+const REMOVED_TRIGGER = `CREATE TRIGGER IF NOT EXISTS loom_entries_removed AFTER DELETE ON loom_entries BEGIN
+  UPDATE loom_runs
+     SET removed = removed + 1 - max(0, old.seq - coalesce((SELECT max(seq) FROM loom_entries WHERE run = old.run), 0))
+   WHERE run = old.run;
+END;`;
+
+/** Sets every run's `removed` from its rows (last seq − entries): once, where the column is new. */
+const BACKFILL_REMOVED = `UPDATE loom_runs
+   SET removed = coalesce((SELECT max(seq) - count(*) FROM loom_entries e WHERE e.run = loom_runs.run), 0)`;
+
+/** Does the file's `loom_runs` have its `removed` column (read-only: a file that predates it has not)? @internal */
+export function hasRemovedColumn(db: Database.Database): boolean {
+  return db.prepare("SELECT 1 FROM pragma_table_info('loom_runs') WHERE name = 'removed'").get() !== undefined;
+}
+
 /** Where a store or an archive says which file it lives in (for one-transaction compaction). */
 export const sqliteFileOf: unique symbol = Symbol("loom.sqliteFile");
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS loom_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS loom_runs (run INTEGER PRIMARY KEY, run_id TEXT NOT NULL UNIQUE);
+CREATE TABLE IF NOT EXISTS loom_runs (
+  run INTEGER PRIMARY KEY,
+  run_id TEXT NOT NULL UNIQUE,
+  removed INTEGER NOT NULL DEFAULT 0
+);
 CREATE TABLE IF NOT EXISTS loom_entry_types (code INTEGER PRIMARY KEY, type TEXT NOT NULL UNIQUE);
 CREATE TABLE IF NOT EXISTS loom_entries (
   run INTEGER NOT NULL,
@@ -107,6 +148,7 @@ CREATE TABLE IF NOT EXISTS loom_entries (
   data TEXT,
   UNIQUE (run, seq)
 );
+${REMOVED_TRIGGER}
 CREATE VIEW IF NOT EXISTS loom_journal AS
   SELECT r.run_id, e.seq, t.type, ${SQL_DATA_TEXT} AS data, ${SQL_META_TEXT} AS meta
     FROM loom_entries e JOIN loom_runs r ON r.run = e.run LEFT JOIN loom_entry_types t ON t.code = e.type;
@@ -150,11 +192,11 @@ export function openSqliteFile(target: string | SqliteDatabase, options: SqliteO
     if (db.readonly || options.create === false) {
       const version = recordedSchemaVersion(db, path);
       if (version === undefined) throw notAJournal(path);
-      if (db.readonly && version !== SQLITE_SCHEMA_VERSION) {
+      if (db.readonly && !(version >= OLDEST_READABLE && version <= SQLITE_SCHEMA_VERSION)) {
         throw new JournalFileError(
           "journalVersion",
           path,
-          `${path} holds Loom's tables at schema version ${version}; read-only, this Loom reads version ${SQLITE_SCHEMA_VERSION} only: ${version < SQLITE_SCHEMA_VERSION ? "open it once to write (openSqliteJournal(path)), which migrates it" : "upgrade Loom"}`,
+          `${path} holds Loom's tables at schema version ${version}; read-only, this Loom reads versions ${OLDEST_READABLE} to ${SQLITE_SCHEMA_VERSION} only: ${version < SQLITE_SCHEMA_VERSION ? "open it once to write (openSqliteJournal(path)), which migrates it" : "upgrade Loom"}`,
         );
       }
     }
@@ -197,10 +239,17 @@ function ensureSchema(db: Database.Database): void {
       );
     }
     if (found === 1) db.exec("ALTER TABLE loom_entries RENAME TO loom_entries_v1");
+    // Version 2 → 3: the column is added and set from the rows once, here; the trigger keeps it
+    // from then on. (Version 1 has no loom_runs: it is created with the column below.)
+    const runsTable = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'loom_runs'").get();
+    const addRemoved = runsTable !== undefined && !hasRemovedColumn(db);
+    if (addRemoved) db.exec("ALTER TABLE loom_runs ADD COLUMN removed INTEGER NOT NULL DEFAULT 0");
     db.exec(SCHEMA);
     const types = db.prepare("INSERT OR IGNORE INTO loom_entry_types (code, type) VALUES (?, ?)");
     for (const [type, code] of Object.entries(TYPE_CODES)) types.run(code, type);
     if (found === 1) migrateFromV1(db);
+    // Version 1 runs were compacted by deleting rows too; the migration's inserts fire no trigger.
+    if (addRemoved || found === 1) db.exec(BACKFILL_REMOVED);
     if (found !== SQLITE_SCHEMA_VERSION) {
       db.prepare("INSERT OR REPLACE INTO loom_meta (key, value) VALUES ('schema_version', ?)").run(
         String(SQLITE_SCHEMA_VERSION),

@@ -2,7 +2,7 @@ import { JournalFormatError } from "../core/errors.ts";
 import type { EntryMeta, EntryType, JournalEntry } from "./types.ts";
 
 /**
- * How the SQLite store lays an entry out in a row (schema version 2), and back.
+ * How the SQLite store lays an entry out in a row (schema version 2, the same at 3), and back.
  *
  * The data of an entry is the text `JSON.stringify` wrote, and the store hands that text back
  * exactly. What a row spends around it is kept small, because a run's journal is written once a

@@ -136,6 +136,24 @@ describe("a schema version 1 file", () => {
     db.close();
   });
 
+  it("keeps its compacted runs' entry counts (loom_runs.removed set from the rows it kept)", async () => {
+    const at = "2026-11-30T10:00:00.123Z";
+    writeV1([
+      ["a", 1, "run.started", runStarted("l").data, at],
+      ["a", 4, "decision.recorded", decision("d", 1).data, at], // 2 and 3 were compacted away
+      ["a", 5, "decision.recorded", decision("e", 2).data, at],
+      ["b", 1, "run.started", runStarted("m").data, at],
+    ]);
+    const store = sqliteStore(path);
+    expect(await store.listRuns()).toEqual([
+      { runId: "a", version: 5, lastType: "decision.recorded", entries: 3 },
+      { runId: "b", version: 1, lastType: "run.started", entries: 1 },
+    ]);
+    await store.append("a", [decision("f", 3)], { expectedVersion: 5 });
+    expect((await store.listRuns({ prefix: "a" }))[0]?.entries).toBe(4);
+    await store.close();
+  });
+
   it("is left untouched when a row cannot be migrated, with the run and seq named", async () => {
     writeV1([
       ["a", 1, "run.started", runStarted("l").data, "2026-11-30T10:00:00.000Z"],

@@ -132,7 +132,26 @@ describe("a journal read while it is written", () => {
     }
   });
 
-  it("a journal at an older schema version is refused read-only, saying how it is migrated", async () => {
+  it("a journal at schema version 2 (before loom_runs.removed) is read read-only as it is, untouched", async () => {
+    const v2 = join(dir, "v2.db");
+    copyFileSync(journalDb, v2);
+    const db = new Database(v2);
+    // Version 2's tables: version 3 only added the column and its trigger.
+    db.exec(`DROP TRIGGER loom_entries_removed; ALTER TABLE loom_runs DROP COLUMN removed;
+             UPDATE loom_meta SET value = '2' WHERE key = 'schema_version'; PRAGMA journal_mode = DELETE`);
+    db.close();
+    const before = sha(v2);
+    const [now, old] = await Promise.all([
+      loom(dir, ["runs", "--json", "--db", journalDb]),
+      loom(dir, ["runs", "--json", "--db", v2]),
+    ]);
+    expect(old.code).toBe(0);
+    expect(JSON.parse(old.stdout)).toEqual(JSON.parse(now.stdout));
+    expect(sha(v2)).toBe(before);
+    expect(existsSync(`${v2}-wal`)).toBe(false);
+  });
+
+  it("a journal at schema version 1 (a row layout this Loom reads only once migrated) is refused read-only, saying how it is migrated", async () => {
     const old = join(dir, "old.db");
     const db = new Database(old);
     db.exec(
