@@ -7,7 +7,7 @@
  */
 import canonicalize from "canonicalize";
 import { canonicalJson, sha256Hex } from "../src/core/index.ts";
-import { opsPerSecond, printTable, rng, toolOutput } from "./support.ts";
+import { opsPerSecond, printResult, printTable, rng, toolOutput } from "./support.ts";
 
 const reference = canonicalize as unknown as (v: unknown) => string;
 const next = rng(42);
@@ -45,3 +45,12 @@ for (const w of workloads) {
   });
 }
 printTable("Digest throughput (higher is better; target ours/stringify ≥ 0.5, ours/canonicalize > 1)", rows);
+const lowest = (key: string) => Math.min(...rows.map((r) => Number(r[key])));
+const vsStringify = lowest("ours / stringify");
+const vsCanonicalize = lowest("ours / canonicalize");
+printResult("digest", {
+  targets: { vsStringify: "≥ 0.5", vsCanonicalize: "> 1" },
+  vsStringify,
+  vsCanonicalize,
+  met: vsStringify >= 0.5 && vsCanonicalize > 1,
+});

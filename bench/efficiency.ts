@@ -209,6 +209,7 @@ async function measure(admin: pg.Client, loop: AgentLoop, turns: number, runs: n
 
 if (url === undefined) {
   console.log("bench/efficiency.ts skipped: set LOOM_PG_URL");
+  console.log(`RESULT ${JSON.stringify({ bench: "efficiency", skipped: "LOOM_PG_URL is not set" })}`);
 } else {
   const one = loopOf("one", 1);
   const twenty = loopOf("twenty", 20);

@@ -228,6 +228,7 @@ async function measure(concurrency: number): Promise<Measured> {
 
 if (url === undefined) {
   console.log("bench/inflight.ts skipped: set LOOM_PG_URL (see README)");
+  console.log(`RESULT ${JSON.stringify({ bench: "inflight", skipped: "LOOM_PG_URL is not set" })}`);
 } else {
   const results: Measured[] = [];
   for (const concurrency of CONCURRENCIES) results.push(await measure(concurrency));
@@ -252,6 +253,7 @@ if (url === undefined) {
   );
   console.log(
     `RESULT ${JSON.stringify({
+      bench: "inflight",
       runs: RUNS,
       turns: TURNS,
       pool: POOL,

@@ -25,7 +25,7 @@ import { scriptedModel } from "../src/models/scripted.ts";
 import { openPostgresJournal, postgresStore, startWorker, submitRun } from "../src/postgres.ts";
 import { foldEntries } from "../src/projections/runState.ts";
 import { agentLoop$ } from "../src/runtime/run/agentLoop.ts";
-import { printTable, rng, serveUntilTerm, toolOutput } from "./support.ts";
+import { printResult, printTable, rng, serveUntilTerm, toolOutput } from "./support.ts";
 
 const url = process.env.LOOM_PG_URL;
 const next = rng(42);
@@ -57,6 +57,7 @@ if (process.argv[2] === "--worker") {
   await serveUntilTerm(journal, worker);
 } else if (url === undefined) {
   console.log("bench/journal-postgres.ts skipped: set LOOM_PG_URL (see README)");
+  printResult("journal-postgres", { skipped: "LOOM_PG_URL is not set" });
 } else {
   const schema = `loom_bench_${randomBytes(4).toString("hex")}`;
   const dir = mkdtempSync(join(tmpdir(), "loom-bench-pg-"));
@@ -70,6 +71,8 @@ if (process.argv[2] === "--worker") {
       "runs completed per second by worker processes (3 model calls + 3 tool calls a run)",
       await workers(schema),
     );
+    // No targets of its own: the figures beside SQLite's and the raw inserts', compared run to run.
+    printResult("journal-postgres");
   } finally {
     const client = new pg.Client({ connectionString: url });
     await client.connect();

@@ -23,7 +23,7 @@ import { openSqliteFile, type SqliteOptions } from "../src/events/sqliteFile.ts"
 import { TYPE_CODES } from "../src/events/sqliteRows.ts";
 import type { EventStore } from "../src/events/store.ts";
 import { type NewEntry, SCHEMA_VERSION } from "../src/events/types.ts";
-import { printTable, rng, toolOutput } from "./support.ts";
+import { printResult, printTable, rng, toolOutput } from "./support.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "loom-bench-journal-"));
 const next = rng(42);
@@ -134,13 +134,17 @@ async function reads(name: string, store: EventStore, count: number, texts: () =
 
 const only = process.argv[2];
 try {
-  if (only !== "reads")
-    printTable("sqliteStore appends, 2 kB outputs (target: 20-entry ours/raw ≥ 0.8)", [
-      await appends("full", 1, 300),
-      await appends("full", 20, 6_000),
-      await appends("normal", 1, 3_000),
-      await appends("normal", 20, 20_000),
-    ]);
+  const appendRows =
+    only === "reads"
+      ? []
+      : [
+          await appends("full", 1, 300),
+          await appends("full", 20, 6_000),
+          await appends("normal", 1, 3_000),
+          await appends("normal", 20, 20_000),
+        ];
+  if (appendRows.length > 0)
+    printTable("sqliteStore appends, 2 kB outputs (target: 20-entry ours/raw ≥ 0.8)", appendRows);
 
   const readRows = [];
   for (const count of only === "appends" ? [] : [1_000, 10_000]) {
@@ -159,6 +163,19 @@ try {
     readRows.push(await reads("memory (json)", memoryStore({ json: true }), count, memoryTexts));
   }
   if (readRows.length > 0) printTable("readJournal: read + parse + validate (target: ours/JSON.parse ≥ 0.5)", readRows);
+  const lowest = (rows: Record<string, string | number>[], key: string) =>
+    rows.length > 0 ? Math.min(...rows.map((r) => Number(r[key]))) : null;
+  const twentyEntry = lowest(
+    appendRows.filter((r) => String(r.workload).startsWith("20-entry")),
+    "ours / raw",
+  );
+  const reading = lowest(readRows, "ours / JSON.parse");
+  printResult("journal", {
+    targets: { twentyEntryVsRaw: "≥ 0.8", readVsJsonParse: "≥ 0.5" },
+    twentyEntryVsRaw: twentyEntry,
+    readVsJsonParse: reading,
+    met: (twentyEntry === null || twentyEntry >= 0.8) && (reading === null || reading >= 0.5),
+  });
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }

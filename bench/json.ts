@@ -11,7 +11,7 @@ import { canonicalJson, withCanonicalBytes } from "../src/core/canonicalJson.ts"
 import { digestOfRecorded, sha256Hex } from "../src/core/digest.ts";
 import { jsonRoundTrip } from "../src/core/jsonForm.ts";
 import { recordedOutput } from "../src/runtime/steps/recordedOutput.ts";
-import { printTable, rng, toolOutput } from "./support.ts";
+import { printResult, printTable, rng, toolOutput } from "./support.ts";
 
 const ROUNDS = Number(process.env.JSON_ROUNDS ?? 100);
 const next = rng(7); // the outputs bench/loop.ts makes
@@ -63,3 +63,5 @@ printTable(
   `A tool output's JSON form, canonical text and digest (${outputs.length} outputs, ${Math.round(bytes)} B canonical on average; best of ${ROUNDS})`,
   rows,
 );
+// No target of its own: what each step costs, beside bench/loop.ts's rows.
+printResult("json", { canonicalBytesPerOutput: Math.round(bytes) });

@@ -20,7 +20,7 @@ import type { ToolCallLogMode } from "../src/projections/types.ts";
 import type { Tool } from "../src/runtime/base/config.ts";
 import { foldRun, rebuildToolCallLog } from "../src/runtime/base/readers.ts";
 import { agentLoop$ } from "../src/runtime/run/agentLoop.ts";
-import { printTable, rng, toolOutput } from "./support.ts";
+import { printResult, printTable, rng, toolOutput } from "./support.ts";
 
 const TURNS = 200;
 const SEED = 142;
@@ -144,3 +144,9 @@ printTable("Ratios (same run)", [
     met: "",
   },
 ]);
+printResult("leanToolCallLog", {
+  target: "lean _output / full _output ≤ 7%",
+  leanSharePct: leanShare,
+  leanShareClaimCheckPct: leanShareCc,
+  met: leanShare <= 7,
+});

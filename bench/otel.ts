@@ -15,7 +15,7 @@ import { otelTelemetry } from "../src/otel.ts";
 import type { AgentLoopConfig, Tool } from "../src/runtime/base/config.ts";
 import type { RunTelemetry } from "../src/runtime/base/telemetry.ts";
 import { agentLoop$ } from "../src/runtime/run/agentLoop.ts";
-import { printTable, rng, toolOutput } from "./support.ts";
+import { printResult, printTable, rng, toolOutput } from "./support.ts";
 
 const TURNS = 200;
 const REPEATS = 41;
@@ -74,3 +74,11 @@ printTable(
     };
   }),
 );
+const noop = median(times.get("otelTelemetry(), no-op tracer") as number[]) / base;
+const recordingRatio = median(times.get("otelTelemetry(), recording tracer") as number[]) / base;
+printResult("otel", {
+  target: "no-op tracer ≤ 1.05× none a turn",
+  noopVsNone: noop,
+  recordingVsNone: recordingRatio,
+  met: noop <= 1.05,
+});

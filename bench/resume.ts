@@ -13,7 +13,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
-import { printTable, rng, toolOutput } from "./support.ts";
+import { printResult, printTable, rng, toolOutput } from "./support.ts";
 
 const { values } = parseArgs({ options: { baseline: { type: "string" }, turns: { type: "string" } } });
 const TURNS = Number(values.turns ?? 2000);
@@ -84,6 +84,14 @@ try {
       return { build: b.name, "resume ms": ms, "× baseline": base === undefined ? "" : ms / base };
     }),
   );
+  const ours = median(times.get(builds[0]?.name ?? "") as number[]);
+  printResult("resume", {
+    turns: TURNS,
+    target: "≤ 1.5× the baseline build's resume (--baseline)",
+    resumeMs: ours,
+    vsBaseline: base === undefined ? null : ours / base,
+    met: base === undefined ? null : ours / base <= 1.5,
+  });
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }

@@ -95,7 +95,7 @@ try {
     }
   }
   printTable(`median of ${REPEATS}, SQLite, compact snapshot ${TAIL} entries before the end`, rows);
-  console.log(`RESULT ${JSON.stringify(result)}`);
+  console.log(`RESULT ${JSON.stringify({ bench: "snapshotReads", ...result })}`);
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }

@@ -20,7 +20,7 @@ import { runEventsOf } from "../src/projections/events.ts";
 import type { Tool } from "../src/runtime/base/config.ts";
 import { type AgentLoop, agentLoop$ } from "../src/runtime/run/agentLoop.ts";
 import { followRun } from "../src/runtime/streaming/follow.ts";
-import { printTable, rng, toolOutput } from "./support.ts";
+import { printResult, printTable, rng, toolOutput } from "./support.ts";
 
 const TURNS = 200;
 const REPEATS = 15;
@@ -260,16 +260,29 @@ async function deltaRows(): Promise<Record<string, string | number>[]> {
 const dir = mkdtempSync(join(tmpdir(), "loom-bench-stream-"));
 try {
   const sqlite = openSqliteJournal(join(dir, "stream.db"));
+  const replay = [
+    await replayRows("memory", createJournal({ store: memoryStore() })),
+    await replayRows("sqlite", sqlite),
+  ];
   printTable(
     `followRun replay of a completed ${TURNS}-turn run vs its resume (alternated, best of ${REPEATS * 2}; target replay / resume ≤ 1)`,
-    [await replayRows("memory", createJournal({ store: memoryStore() })), await replayRows("sqlite", sqlite)],
+    replay,
   );
   await sqlite.close();
   printTable(`What watching adds to a live ${TURNS}-turn run (memory journal, best of ${REPEATS})`, await liveRows());
+  const deltas = await deltaRows();
   printTable(
     `Time to first delta, a new run through loop.stream vs the model's own stream (first chunk after ${FIRST_CHUNK_MS} ms; median of ${REPEATS}), and cost per delta`,
-    await deltaRows(),
+    deltas,
   );
+  const replayVsResume = Math.max(...replay.map((r) => Number(r["replay / resume"])));
+  const firstDeltaMet = deltas.filter((r) => r["within 1.05× + 1 ms"] === "yes" || r["within 1.05× + 1 ms"] === "no");
+  printResult("stream", {
+    targets: { replayVsResume: "≤ 1", firstDelta: "≤ 1.05× the model's own + 1 ms" },
+    replayVsResume,
+    firstDeltaWithin: firstDeltaMet.every((r) => r["within 1.05× + 1 ms"] === "yes"),
+    met: replayVsResume <= 1 && firstDeltaMet.every((r) => r["within 1.05× + 1 ms"] === "yes"),
+  });
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }

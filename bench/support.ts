@@ -1,3 +1,6 @@
+/** The files of bench/ that benchmarks import, not benchmarks themselves (bench/run.ts runs the rest). */
+export const NOT_BENCHMARKS: ReadonlySet<string> = new Set(["support.ts", "run.ts", "longRun.ts"]);
+
 /** Small helpers shared by the benchmarks: a seeded generator, timing, a table printer. */
 
 /** mulberry32: a tiny seeded PRNG, so every benchmark run measures the same data. */
@@ -64,10 +67,14 @@ export function opsPerSecond(fn: () => void, ms = 400): number {
   return (n * 1000) / (now - start);
 }
 
-/** Prints rows as an aligned Markdown table. */
+/** Every table this process printed, in order: the figures {@link printResult} ends the bench with. */
+const printed: { readonly title: string; readonly rows: readonly Record<string, string | number>[] }[] = [];
+
+/** Prints rows as an aligned Markdown table (and keeps them for {@link printResult}). */
 export function printTable(title: string, rows: Record<string, string | number>[]): void {
   const first = rows[0];
   if (!first) return;
+  printed.push({ title, rows });
   const cols = Object.keys(first);
   const cell = (v: string | number | undefined) => (typeof v === "number" ? fmt(v) : (v ?? ""));
   const widths = cols.map((c) => Math.max(c.length, ...rows.map((r) => cell(r[c]).length)));
@@ -76,6 +83,18 @@ export function printTable(title: string, rows: Record<string, string | number>[
   console.log(line(cols));
   console.log(line(widths.map((w) => "-".repeat(w))));
   for (const r of rows) console.log(line(cols.map((c) => cell(r[c]))));
+}
+
+/**
+ * Prints a bench's last line, `RESULT {json}`: its name, the figures given (its ratios and targets,
+ * each target beside what it measured) and every table it printed, numbers as measured rather than
+ * as formatted, so two runs compare without parsing a table.
+ *
+ * @example
+ * printResult("digest", { target: "ours/stringify ≥ 0.5", worst: 0.71, met: true });
+ */
+export function printResult(bench: string, figures: Record<string, unknown> = {}): void {
+  console.log(`RESULT ${JSON.stringify({ bench, ...figures, tables: printed })}`);
 }
 
 function fmt(n: number): string {

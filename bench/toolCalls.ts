@@ -20,7 +20,7 @@ import type { Journal } from "../src/events/spi.ts";
 import type { ModelResponse } from "../src/events/types.ts";
 import type { Model } from "../src/models/types.ts";
 import { agentLoop$ } from "../src/runtime/run/agentLoop.ts";
-import { printTable } from "./support.ts";
+import { printResult, printTable } from "./support.ts";
 
 const SIZES = process.argv.slice(2).map(Number).filter(Number.isInteger);
 const CALLS = SIZES.length > 0 ? SIZES : [500, 4_000, 10_000];
@@ -109,3 +109,18 @@ printTable(
   `One model response with many tool calls (the run, end to end; linear would be ${CALLS.map((c) => (c / (CALLS[0] ?? 1)).toFixed(0)).join(" : ")})`,
   rows,
 );
+const first = CALLS[0] ?? 1;
+const last = CALLS.includes(4_000) ? 4_000 : undefined;
+const scaling = Object.fromEntries(
+  ["memory", "sqlite"].map((journal) => {
+    const at = (calls: number | undefined) => rows.find((r) => r.journal === journal && r.calls === calls)?.["time ms"];
+    const a = at(first);
+    const b = at(last);
+    return [journal, typeof a === "number" && typeof b === "number" ? b / a : null];
+  }),
+);
+printResult("toolCalls", {
+  target: `4,000 calls within 10× the time of ${first}`,
+  scaling,
+  met: Object.values(scaling).every((x) => x === null || x <= 10),
+});

@@ -218,7 +218,7 @@ try {
     },
   ]);
   console.log(
-    `RESULT ${JSON.stringify({ turns: TURNS, entries: big.length, showMs: show, runPageMs: run, travelColdMs: travelCold, sliderMs: slider, sliderPartMs: sliderPart, liveFreshMs: fresh, liveKeptMs: kept })}`,
+    `RESULT ${JSON.stringify({ bench: "viewer", turns: TURNS, entries: big.length, showMs: show, runPageMs: run, travelColdMs: travelCold, sliderMs: slider, sliderPartMs: sliderPart, liveFreshMs: fresh, liveKeptMs: kept })}`,
   );
 } finally {
   await viewer.stop();

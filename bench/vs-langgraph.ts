@@ -58,7 +58,7 @@ import { scriptedModel } from "../src/models/scripted.ts";
 import type { ToolCallLogMode } from "../src/projections/types.ts";
 import type { Tool } from "../src/runtime/base/config.ts";
 import { agentLoop$ } from "../src/runtime/run/agentLoop.ts";
-import { printTable, rng, toolOutput } from "./support.ts";
+import { printResult, printTable, rng, toolOutput } from "./support.ts";
 import { langGraphAgent, type MessagesState, PROMPT } from "./vsLanggraph/langgraph.ts";
 import { loomByteParts } from "./vsLanggraph/loomBytes.ts";
 import { measureSqlite, type Storage } from "./vsLanggraph/storage.ts";
@@ -462,6 +462,11 @@ try {
     lgRows,
   );
   console.log(`\nwhole bench: ${((performance.now() - started) / 1000).toFixed(1)} s`);
+  printResult("vs-langgraph", {
+    targets: targets.map((t) => ({ what: t.what, measured: Number(t.measured), target: t.target, met: t.met })),
+    met: targets.every((t) => t.met !== "NO"),
+    skipped,
+  });
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }

@@ -17,7 +17,7 @@ import { scriptedModel } from "../src/models/scripted.ts";
 import { databaseOf } from "../src/postgres/submit.ts";
 import { openPostgresJournal, startWorker, submitRun } from "../src/postgres.ts";
 import { agentLoop$ } from "../src/runtime/run/agentLoop.ts";
-import { printTable, rng, toolOutput } from "./support.ts";
+import { printResult, printTable, rng, toolOutput } from "./support.ts";
 
 const url = process.env.LOOM_PG_URL;
 const runs = Number(process.argv[2] ?? 1000);
@@ -53,6 +53,7 @@ function serverCpuMs(pids: readonly number[]): number {
 
 if (url === undefined) {
   console.log("bench/workerCpu.ts skipped: set LOOM_PG_URL");
+  printResult("workerCpu", { skipped: "LOOM_PG_URL is not set" });
 } else {
   const warm = createJournal({ store: memoryStore() });
   for (let i = 0; i < 200; i++) await one.run({ runId: `warm-${i}`, journal: warm, input: "go" });
@@ -125,6 +126,8 @@ if (url === undefined) {
       },
     ]);
     for (const [text, n] of [...counts].sort((a, b) => b[1] - a[1])) console.log(`${(n / runs).toFixed(2)}  ${text}`);
+    // No target of its own: bench/efficiency.ts holds issue 34's; this is the profile's companion.
+    printResult("workerCpu", { runs });
   } finally {
     await journal.close();
     if (!process.env.LOOM_BENCH_KEEP) await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);

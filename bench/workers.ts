@@ -29,7 +29,7 @@ import { scriptedModel } from "../src/models/scripted.ts";
 import { tablesIn } from "../src/postgres/schema.ts";
 import { openPostgresJournal, startWorker, submitRun } from "../src/postgres.ts";
 import { agentLoop$ } from "../src/runtime/run/agentLoop.ts";
-import { printTable, rng, serveUntilTerm, toolOutput } from "./support.ts";
+import { printResult, printTable, rng, serveUntilTerm, toolOutput } from "./support.ts";
 
 const url = process.env.LOOM_PG_URL;
 const next = rng(21);
@@ -77,6 +77,7 @@ if (process.argv[2] === "--worker") {
   await serveUntilTerm(journal, worker);
 } else if (url === undefined) {
   console.log("bench/workers.ts skipped: set LOOM_PG_URL (see README)");
+  printResult("workers", { skipped: "LOOM_PG_URL is not set" });
 } else {
   const load = loadavg(); // the machine's load when the bench starts (it shares its cores)
   const admin = new pg.Pool({ connectionString: url, max: 2 });
@@ -110,13 +111,25 @@ if (process.argv[2] === "--worker") {
     console.log(`(load average at the start: ${load.map((x) => x.toFixed(1)).join(", ")})`);
     printTable(`one-turn runs through worker processes (${CONCURRENCY} runs in hand each, pool of 10)`, rows);
     printTable("twenty-turn runs through worker processes", long);
-    if (parts.has("storage")) {
-      printTable("database bytes per turn of the twenty-turn runs, against the tool outputs' own bytes", [
-        await storage("default"),
-        await storage("incompressible"),
-        await storage("external"),
-      ]);
+    const stored = parts.has("storage")
+      ? [await storage("default"), await storage("incompressible"), await storage("external")]
+      : [];
+    if (stored.length > 0) {
+      printTable("database bytes per turn of the twenty-turn runs, against the tool outputs' own bytes", stored);
     }
+    const of = (n: number) => rows.find((r) => r["worker processes"] === n);
+    const four = of(4)?.["one-turn runs/s (1,000 at once)"];
+    const two = of(2)?.["vs 1 process"];
+    const p99 = rows.length > 0 ? Math.max(...rows.map((r) => Number(r["pickup p99 ms"]))) : null;
+    const storageVsFloor = stored[0] ? Number(stored[0]["total / floor"]) : null;
+    printResult("workers", {
+      targets: { fourWorkersRunsPerS: "≥ 300", twoVsOne: "≥ 1.6", pickupP99Ms: "≤ 50", storageVsFloor: "≤ 1.3" },
+      fourWorkersRunsPerS: four ?? null,
+      twoVsOne: two ?? null,
+      pickupP99Ms: p99,
+      storageVsFloor,
+      loadAverage: load,
+    });
   } finally {
     for (const s of schemas) await admin.query(`DROP SCHEMA IF EXISTS "${s}" CASCADE`);
     await admin.end();
