@@ -6,25 +6,10 @@ import type { NewEntry } from "../../src/events/types.ts";
 import { tablesIn } from "../../src/postgres/schema.ts";
 import { appendFinishing, type PostgresEventStore, postgresStore } from "../../src/postgres/store.ts";
 import { frameCompleted, frameStarted, runCompleted, runStarted } from "../events/entries.ts";
-import { dropSchema, freshSchema, PG_URL, sql, until } from "./pg.ts";
-
-/** The texts of every statement sent on the pool's connections. */
-function countQueries(pool: pg.Pool): string[] {
-  const sent: string[] = [];
-  pool.on("connect", (client) => {
-    const query = client.query.bind(client) as (...a: unknown[]) => unknown;
-    (client as unknown as { query: unknown }).query = (...a: unknown[]) => {
-      const q = a[0] as string | { text?: string };
-      sent.push(typeof q === "string" ? q : (q.text ?? ""));
-      return query(...a);
-    };
-  });
-  return sent;
-}
+import { countQueries, dropSchema, freshSchema, PG_URL, relaxes, sql, until } from "./pg.ts";
 
 const isBatch = (text: string) => text.includes("FROM input i LEFT JOIN fence f");
 const isSingle = (text: string) => text.includes("loom_entries") && text.includes("INSERT") && !isBatch(text);
-const relaxes = (text: string) => text.includes("set_config('synchronous_commit', 'off', true)");
 const model = (i: number) => frameStarted(`l#turn:${i}:model`, "model");
 
 /** What an append settled as: "ok", or the error's class name. */

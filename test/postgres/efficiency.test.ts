@@ -9,23 +9,7 @@ import { databaseOf } from "../../src/postgres/submit.ts";
 import { openPostgresJournal, postgresStore, startWorker, submitRun } from "../../src/postgres.ts";
 import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
 import { frameCompleted, frameStarted, runStarted } from "../events/entries.ts";
-import { dropSchema, freshSchema, PG_URL, sql, until } from "./pg.ts";
-
-/** Every query sent on the pool's connections (each is one round trip: pg sends one at a time). */
-function countQueries(pool: pg.Pool): string[] {
-  const sent: string[] = [];
-  pool.on("connect", (client) => {
-    const query = client.query.bind(client) as (...a: unknown[]) => unknown;
-    (client as unknown as { query: unknown }).query = (...a: unknown[]) => {
-      const q = a[0] as string | { text?: string };
-      sent.push(typeof q === "string" ? q : (q.text ?? ""));
-      return query(...a);
-    };
-  });
-  return sent;
-}
-
-const relaxes = (text: string) => text.includes("set_config('synchronous_commit', 'off', true)");
+import { countQueries, dropSchema, freshSchema, PG_URL, relaxes, sql, until } from "./pg.ts";
 
 // Skipped without LOOM_PG_URL (store.test.ts prints the one line saying so).
 describe.skipIf(PG_URL === undefined)("what an append and a run cost PostgreSQL", () => {

@@ -90,3 +90,23 @@ export function processScene(what: string, cleanups: Cleanups) {
   };
   return { schema, dir, journal, processes, spawn };
 }
+
+/**
+ * Records the text of every query sent on the pool's connections from now on (each is one round
+ * trip: pg sends one at a time), in the array it returns.
+ */
+export function countQueries(pool: pg.Pool): string[] {
+  const sent: string[] = [];
+  pool.on("connect", (client) => {
+    const query = client.query.bind(client) as (...a: unknown[]) => unknown;
+    (client as unknown as { query: unknown }).query = (...a: unknown[]) => {
+      const q = a[0] as string | { text?: string };
+      sent.push(typeof q === "string" ? q : (q.text ?? ""));
+      return query(...a);
+    };
+  });
+  return sent;
+}
+
+/** Whether a statement relaxes its transaction's commit (an append with durability "written"). */
+export const relaxes = (text: string) => text.includes("set_config('synchronous_commit', 'off', true)");
