@@ -43,7 +43,10 @@ export interface ScriptedModelOptions {
 /**
  * A deterministic model for tests and the demo: a list of responses (picked by the model turn,
  * so a resumed run gets the same answer for the same turn), or a function of the conversation.
- * `calls` counts the times it was actually called, streamed or not.
+ * `calls` counts the times it was actually called, streamed or not. The turn is counted as the
+ * conversation grows: a messages array it was sent before (a run sends one, grown each turn) has
+ * only its new messages counted; an array that shrank, or whose last counted message is no longer
+ * where it was, is counted again from its start.
  *
  * It streams too (`stream`): the content in word deltas, each tool call's input as JSON text in
  * two deltas, then the same response `generate` gives.
@@ -57,8 +60,9 @@ export interface ScriptedModelOptions {
  */
 export function scriptedModel(script: Script, options: ScriptedModelOptions = {}): Model & { readonly calls: number } {
   let calls = 0;
+  const counts = new WeakMap<readonly Message[], Counted>();
   const respond = async (request: GenerateRequest): Promise<ModelResponse> => {
-    const turn = assistantTurns(request.messages);
+    const turn = assistantTurns(request.messages, counts);
     const call = calls++;
     if (typeof script === "function") return script({ messages: request.messages, call, turn, request });
     const response = script[turn];
@@ -87,10 +91,36 @@ export function scriptedModel(script: Script, options: ScriptedModelOptions = {}
   };
 }
 
-/** How many assistant messages `messages` holds: counted, not filtered (a long run's every call would copy them). */
-function assistantTurns(messages: readonly Message[]): number {
-  let turns = 0;
-  for (let i = 0; i < messages.length; i++) if ((messages[i] as Message).role === "assistant") turns++;
+/** What a scripted model counted of one conversation array: its first `length` messages, the last of them `last`. */
+interface Counted {
+  length: number;
+  last: Message | undefined;
+  turns: number;
+}
+
+/**
+ * How many assistant messages `messages` holds. A run sends the model one array, grown by each
+ * turn's messages: only the messages added since this model last counted that array are counted,
+ * so a run's calls cost O(1) each instead of O(n) (its whole run O(n), not O(n²)). An array that
+ * did not grow from what was counted (shorter, or another message where the last counted one was)
+ * is counted again in full.
+ */
+function assistantTurns(messages: readonly Message[], counts: WeakMap<readonly Message[], Counted>): number {
+  const n = messages.length;
+  let counted = counts.get(messages);
+  if (
+    counted === undefined ||
+    counted.length > n ||
+    (counted.length > 0 && messages[counted.length - 1] !== counted.last)
+  ) {
+    counted = { length: 0, last: undefined, turns: 0 };
+    counts.set(messages, counted);
+  }
+  let turns = counted.turns;
+  for (let i = counted.length; i < n; i++) if ((messages[i] as Message).role === "assistant") turns++;
+  counted.length = n;
+  counted.last = messages[n - 1];
+  counted.turns = turns;
   return turns;
 }
 
