@@ -381,9 +381,10 @@ export class RunSession {
 
   /**
    * Prepares a tool's live output for the journal: its JSON round trip (what a resume reads back),
-   * claim-checked into the blob store when its canonical JSON exceeds the threshold.
+   * claim-checked into the blob store when its canonical JSON exceeds the threshold (then a promise;
+   * else made at once).
    */
-  recordOutput(output: unknown): Promise<RecordedOutput> {
+  recordOutput(output: unknown): RecordedOutput | Promise<RecordedOutput> {
     return recordedOutput(output, this.config.claimCheck);
   }
 }

@@ -145,9 +145,10 @@ export function toolCallActors(session: RunSession) {
    * other tools of the turn still run (they may take minutes), it is written now: a finished tool
    * must not run again because a slow neighbour kept its result in memory when the process died.
    */
-  async function recordResult(...entries: NewEntry[]) {
+  function recordResult(...entries: NewEntry[]): Promise<void> | undefined {
+    // Undefined when nothing is written now: the caller need not wait.
     session.appender.defer(...entries);
-    if (running > 0) await session.appender.flush();
+    return running > 0 ? session.appender.flush() : undefined;
   }
   /** Tools of this run executing now. */
   let running = 0;
@@ -160,7 +161,7 @@ export function toolCallActors(session: RunSession) {
     effect: string,
     attempt?: NewEntry,
   ) {
-    await recordResult(
+    const flushed = recordResult(
       ...(started ? [] : [{ type: "frame.started", data: { frameId: stepId, effect, inputDigest } } as const]),
       ...(attempt ? [attempt] : []),
       { type: "frame.completed", data: { frameId: stepId, failed: true } },
@@ -169,6 +170,7 @@ export function toolCallActors(session: RunSession) {
         data: { decisionId: outcomeId(stepId), source: DECISION_SOURCES.outcome, choice: { failed } },
       },
     );
+    if (flushed !== undefined) await flushed;
     const choice = session.state.decisions[outcomeId(stepId)]?.choice as { failed?: unknown } | undefined;
     session.setFed(stepId, { output: choice?.failed, isError: true });
     return { status: "error" } as const;
@@ -181,7 +183,8 @@ export function toolCallActors(session: RunSession) {
     inputDigest: string,
     effect: string,
   ): Promise<RunToolOutput> {
-    const prepared = await session.recordOutput(output);
+    const made = session.recordOutput(output);
+    const prepared = made instanceof Promise ? await made : made; // a promise only when claim-checked
     if (!prepared.ok)
       return fail(stepId, { error: "output-not-json", message: prepared.message }, true, inputDigest, effect);
     const { digest, bytes } = prepared.digest;
@@ -189,7 +192,8 @@ export function toolCallActors(session: RunSession) {
     const data = prepared.claimChecked
       ? { frameId: stepId, digest, bytes, claimChecked: true as const, output: prepared.recorded }
       : { frameId: stepId, digest, bytes, output: prepared.recorded };
-    await recordResult({ type: "frame.completed", data });
+    const flushed = recordResult({ type: "frame.completed", data });
+    if (flushed !== undefined) await flushed; // written now only while other tools of the turn run
     session.setFed(stepId, { output: prepared.fed, isError: false });
     return { status: "ok" };
   }
