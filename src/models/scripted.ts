@@ -43,7 +43,10 @@ export interface ScriptedModelOptions {
 /**
  * A deterministic model for tests and the demo: a list of responses (picked by the model turn,
  * so a resumed run gets the same answer for the same turn), or a function of the conversation.
- * `calls` counts the times it was actually called, streamed or not.
+ * `calls` counts the times it was actually called, streamed or not. The turn is counted as the
+ * conversation grows: a messages array it was sent before (a run sends one, grown each turn) has
+ * only its new messages counted; an array that shrank, or whose last counted message is no longer
+ * where it was, is counted again from its start.
  *
  * It streams too (`stream`): the content in word deltas, each tool call's input as JSON text in
  * two deltas, then the same response `generate` gives.
@@ -57,8 +60,9 @@ export interface ScriptedModelOptions {
  */
 export function scriptedModel(script: Script, options: ScriptedModelOptions = {}): Model & { readonly calls: number } {
   let calls = 0;
+  const counts = new WeakMap<readonly Message[], Counted>();
   const respond = async (request: GenerateRequest): Promise<ModelResponse> => {
-    const turn = assistantTurns(request.messages);
+    const turn = assistantTurns(request.messages, counts);
     const call = calls++;
     if (typeof script === "function") return script({ messages: request.messages, call, turn, request });
     const response = script[turn];
@@ -66,7 +70,10 @@ export function scriptedModel(script: Script, options: ScriptedModelOptions = {}
     return response;
   };
   const delayMs = options.deltaDelayMs ?? 0;
-  async function* stream(request: GenerateRequest): AsyncGenerator<ModelStreamPart> {
+  function stream(request: GenerateRequest): AsyncIterableIterator<ModelStreamPart> {
+    return delayMs > 0 ? pacedStream(request) : new InstantStream(respond, request);
+  }
+  async function* pacedStream(request: GenerateRequest): AsyncGenerator<ModelStreamPart> {
     const response = await respond(request);
     for (const part of scriptedDeltas(response)) {
       // Only a paced stream waits, so only it reads the signal (a run's step makes it when read).
@@ -87,10 +94,93 @@ export function scriptedModel(script: Script, options: ScriptedModelOptions = {}
   };
 }
 
-/** How many assistant messages `messages` holds: counted, not filtered (a long run's every call would copy them). */
-function assistantTurns(messages: readonly Message[]): number {
-  let turns = 0;
-  for (let i = 0; i < messages.length; i++) if ((messages[i] as Message).role === "assistant") turns++;
+/**
+ * An unpaced scripted stream: the same parts as the paced one's generator, each `next` answered
+ * as soon as the response is made (an async generator made a call cost some fourteen promises,
+ * this about six). Like a generator, it asks the script at the first `next`, and ends after its
+ * `response` part, a throw, or `return`.
+ */
+class InstantStream implements AsyncIterableIterator<ModelStreamPart> {
+  private parts: ModelStreamPart[] | undefined;
+  private ready: Promise<unknown> | undefined;
+  private at = 0;
+  private ended = false;
+
+  constructor(
+    private readonly respond: (request: GenerateRequest) => Promise<ModelResponse>,
+    private readonly request: GenerateRequest,
+  ) {}
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+
+  next(): Promise<IteratorResult<ModelStreamPart>> {
+    if (this.parts !== undefined || this.ended) return Promise.resolve(this.step());
+    this.ready ??= this.respond(this.request).then(
+      (response) => {
+        const parts = scriptedDeltas(response);
+        parts.push({ type: "response", response });
+        this.parts = parts;
+      },
+      (error: unknown) => {
+        this.ended = true;
+        throw error;
+      },
+    );
+    return this.ready.then(() => this.step());
+  }
+
+  return(value?: unknown): Promise<IteratorResult<ModelStreamPart>> {
+    this.ended = true;
+    return Promise.resolve({ done: true, value });
+  }
+
+  throw(error?: unknown): Promise<IteratorResult<ModelStreamPart>> {
+    this.ended = true;
+    return Promise.reject(error);
+  }
+
+  private step(): IteratorResult<ModelStreamPart> {
+    const parts = this.parts;
+    if (this.ended || parts === undefined || this.at >= parts.length) {
+      this.ended = true;
+      return { done: true, value: undefined };
+    }
+    return { done: false, value: parts[this.at++] as ModelStreamPart };
+  }
+}
+
+/** What a scripted model counted of one conversation array: its first `length` messages, the last of them `last`. */
+interface Counted {
+  length: number;
+  last: Message | undefined;
+  turns: number;
+}
+
+/**
+ * How many assistant messages `messages` holds. A run sends the model one array, grown by each
+ * turn's messages: only the messages added since this model last counted that array are counted,
+ * so a run's calls cost O(1) each instead of O(n) (its whole run O(n), not O(n²)). An array that
+ * did not grow from what was counted (shorter, or another message where the last counted one was)
+ * is counted again in full.
+ */
+function assistantTurns(messages: readonly Message[], counts: WeakMap<readonly Message[], Counted>): number {
+  const n = messages.length;
+  let counted = counts.get(messages);
+  if (
+    counted === undefined ||
+    counted.length > n ||
+    (counted.length > 0 && messages[counted.length - 1] !== counted.last)
+  ) {
+    counted = { length: 0, last: undefined, turns: 0 };
+    counts.set(messages, counted);
+  }
+  let turns = counted.turns;
+  for (let i = counted.length; i < n; i++) if ((messages[i] as Message).role === "assistant") turns++;
+  counted.length = n;
+  counted.last = messages[n - 1];
+  counted.turns = turns;
   return turns;
 }
 

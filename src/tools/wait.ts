@@ -96,20 +96,10 @@ export interface WaitContext {
  * @internal
  */
 export function waitContext(runId: string, stepId: string, now: () => number): WaitContext {
-  const until = (at: number, options: SleepOptions | undefined) => {
-    if (!Number.isFinite(at)) throw new RangeError(`step ${stepId}: a wait needs a finite time, not ${at}`);
-    const choice: WaitChoice = {
-      kind: "sleep",
-      until: new Date(at).toISOString(),
-      ...(options?.result === undefined ? {} : { result: options.result }),
-      ...(options?.what === undefined ? {} : { what: options.what }),
-    };
-    return new WaitRequest(choice);
-  };
   return {
-    sleep: (ms, options) => until(now() + Math.max(0, ms), options),
+    sleep: (ms, options) => sleepUntil(stepId, now() + Math.max(0, ms), options),
     waitUntil: (at, options) =>
-      until(at instanceof Date ? at.getTime() : typeof at === "string" ? Date.parse(at) : at, options),
+      sleepUntil(stepId, at instanceof Date ? at.getTime() : typeof at === "string" ? Date.parse(at) : at, options),
     waitForEvent: (options) => {
       const token = makeEventToken(runId, stepId);
       const timeoutMs = options?.timeoutMs;
@@ -122,6 +112,18 @@ export function waitContext(runId: string, stepId: string, now: () => number): W
       return new EventWait(choice, token);
     },
   };
+}
+
+/** The wait of `sleep` and `waitUntil`: until `at` (ms since the epoch). */
+function sleepUntil(stepId: string, at: number, options: SleepOptions | undefined): WaitRequest {
+  if (!Number.isFinite(at)) throw new RangeError(`step ${stepId}: a wait needs a finite time, not ${at}`);
+  const choice: WaitChoice = {
+    kind: "sleep",
+    until: new Date(at).toISOString(),
+    ...(options?.result === undefined ? {} : { result: options.result }),
+    ...(options?.what === undefined ? {} : { what: options.what }),
+  };
+  return new WaitRequest(choice);
 }
 
 /**

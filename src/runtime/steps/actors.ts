@@ -10,7 +10,7 @@ import {
 import { jsonRoundTrip } from "../../core/jsonForm.ts";
 import { contextDecisionId, modelFrameId, modePinId, toolStepId } from "../../events/ids.ts";
 import { readModePin } from "../../events/modePin.ts";
-import type { Message, ModelResponse, NewEntry, RunStartedData, ToolCall } from "../../events/types.ts";
+import type { AttemptError, Message, ModelResponse, NewEntry, RunStartedData, ToolCall } from "../../events/types.ts";
 import type {
   CallModelOutput,
   Ending,
@@ -21,8 +21,8 @@ import type {
 import { resolveModePin } from "../../machines/modePin.machine.ts";
 import { applyContext, type ContextChoice } from "../../policies/context.ts";
 import { type DefinitionPin, definitionPin, describeChange, unacceptedChanges } from "../../policies/definition.ts";
-import { attemptError } from "../../policies/retry.ts";
-import { type RunState, responseAt } from "../../projections/runState.ts";
+import { attemptError, type RetryPolicy } from "../../policies/retry.ts";
+import { type FrameState, type RunState, responseAt } from "../../projections/runState.ts";
 import { Appender, type Fence } from "../base/appender.ts";
 import type { AgentLoopConfig } from "../base/config.ts";
 import {
@@ -39,11 +39,11 @@ import { recordedToolCallIds, recordedTraceContext, traceContextDecision } from 
 import { isSubAgentTool } from "../subruns/subAgentTools.ts";
 import { askModel } from "./askModel.ts";
 import { CONTEXT_SOURCE } from "./budget.ts";
-import { durableStep } from "./durableStep.ts";
+import { durableStep, type StepEffect } from "./durableStep.ts";
 import { causeOf, modelPolicy, runDeadline } from "./failurePolicy.ts";
 import { cancelEnds, failedEntry, interruptionEntry } from "./hooks.ts";
 import type { OlderConversation, RunSession } from "./session.ts";
-import { CallStop } from "./stepSignals.ts";
+import { CallStop, type StepStop } from "./stepSignals.ts";
 import { prepareToolSources } from "./toolSources.ts";
 
 /**
@@ -217,9 +217,11 @@ export function loopActors(
     const chained = session.nextPromptDigest();
     // A context policy decides on, and cuts, the whole conversation: after a compact resume, the turns
     // before its tail are read from the journal now (once); without one, when the model is asked.
-    const contexted = config.context !== undefined || session.state.decisions[contextDecisionId(config.id, turn)];
+    const recordedContext = session.state.decisions[contextDecisionId(config.id, turn)];
+    const contexted = config.context !== undefined || recordedContext;
     if (contexted && session.state.frames[frameId]?.status !== "completed") await session.conversation();
-    const context = await contextChoice(turn, frameId);
+    // Without a policy, only a journaled decision makes a context (no call to decide one, not awaited).
+    const context = contexted ? await contextChoice(turn, frameId) : undefined;
     if (context?.asked !== undefined) session.budget.askedForContext(turn, context.asked); // a summary's calls count too
     const digest = context === undefined ? chained : contextPromptDigest(chained, context);
     // The prompt is made only for a call that runs (a served one needs its digest alone).
@@ -227,34 +229,13 @@ export function loopActors(
       context === undefined || session.state.frames[frameId]?.status === "completed"
         ? undefined
         : applyContext(session.messages, session.turnStarts, config.id, context);
-    let streamed: number | undefined; // the attempt whose deltas watchers were sent
+    const step = new ModelStep(session, frameId, turn, actor);
     const result = await durableStep<ModelResponse, ModelResponse>(
       session,
       { frameId, effect: "model", inputDigest: digest, onUnknownOutcome: "rerun", checkInput: !session.replaying },
-      {
-        // Methods, not arrows: a step's hooks are made every turn, and a method needs no name set on it.
-        serve(frame) {
-          return frame.output as ModelResponse;
-        },
-        execute(s, attempt) {
-          return askModel(session, s, frameId, attempt, () => (streamed = attempt));
-        },
-        record(raw) {
-          // Written with the next append (its tools' frame.started, or the run's end): nothing acts on it before.
-          session.appender.defer({ type: "frame.completed", data: { frameId, output: normalizeResponse(raw) } });
-          return responseAt(session.state, turn) as ModelResponse;
-        },
-        classify: attemptError,
-        policy() {
-          return modelPolicy(config);
-        },
-        timeoutMs: config.timeouts?.modelAttemptMs,
-        describe: `model call ${frameId}`,
-        stop() {
-          return session.stepStop(actor); // read only by a step that runs: linked then
-        },
-      },
+      step,
     );
+    const streamed = step.streamed; // the attempt whose deltas watchers were sent
     // The deltas of an attempt that did not answer are void: watchers drop them. A failed attempt's
     // reset is journaled with its attempt.failed (the event fold gives it); one stopped is told live.
     if (streamed !== undefined && (result.kind === "aborted" || result.kind === "past-deadline")) {
@@ -361,7 +342,8 @@ export function loopActors(
   async function servedTurn(turn: number, response: ModelResponse): Promise<boolean> {
     if (session.replaying || response.toolCalls.length === 0) return false;
     for (let index = 0; index < response.toolCalls.length; index++) {
-      await session.breathe();
+      const breath = session.breathe();
+      if (breath !== undefined) await breath;
       const fed = await session.serveCall(toolStepId(config.id, turn, index), response.toolCalls[index] as ToolCall);
       if (!fed) return false;
     }
@@ -417,6 +399,66 @@ function startTelemetry(session: RunSession, state: RunState): NewEntry[] {
   const onEvent = scope.onEvent;
   if (onEvent !== undefined) session.events.observe((event) => onEvent.call(scope, event));
   return recorded === undefined && scope.carrier !== undefined ? [traceContextDecision(loopId, scope.carrier)] : [];
+}
+
+/**
+ * The model call of one turn as a durable step: its hooks are methods of one object a call (a
+ * literal of closures cost a turn nine functions), and a module's class, so the step's calls into
+ * it see one shape in every run.
+ */
+class ModelStep implements StepEffect<ModelResponse, ModelResponse> {
+  /** The attempt whose deltas watchers were sent, if one streamed any. */
+  streamed: number | undefined;
+  readonly timeoutMs: number | undefined;
+
+  constructor(
+    private readonly session: RunSession,
+    private readonly frameId: string,
+    private readonly turn: number,
+    private readonly actor: CallStop,
+  ) {
+    this.timeoutMs = session.config.timeouts?.modelAttemptMs;
+  }
+
+  /** Named for a timeout's message (made only then). */
+  get describe(): string {
+    return `model call ${this.frameId}`;
+  }
+
+  serve(frame: FrameState): ModelResponse {
+    return frame.output as ModelResponse;
+  }
+
+  execute(stop: StepStop, attempt: number): Promise<ModelResponse> {
+    return askModel(this.session, stop, this.frameId, attempt, this);
+  }
+
+  /** Told by `askModel` when an attempt first streams a delta. */
+  delta(attempt: number): void {
+    this.streamed = attempt;
+  }
+
+  record(raw: ModelResponse): ModelResponse {
+    const session = this.session;
+    // Written with the next append (its tools' frame.started, or the run's end): nothing acts on it before.
+    session.appender.defer({
+      type: "frame.completed",
+      data: { frameId: this.frameId, output: normalizeResponse(raw) },
+    });
+    return responseAt(session.state, this.turn) as ModelResponse;
+  }
+
+  classify(error: unknown, now: number): AttemptError {
+    return attemptError(error, now);
+  }
+
+  policy(): RetryPolicy {
+    return modelPolicy(this.session.config);
+  }
+
+  stop(): StepStop {
+    return this.session.stepStop(this.actor); // read only by a step that runs: linked then
+  }
 }
 
 /** A signal never aborted: a context policy's model call in a run given none. */

@@ -10,22 +10,30 @@ import { callModel } from "./modelStream.ts";
 import type { RunSession } from "./session.ts";
 import type { StepStop } from "./stepSignals.ts";
 
+/** Told when an attempt first streams a delta (the caller then owes watchers a `reset` if it fails). */
+export interface DeltaListener {
+  delta(attempt: number): void;
+}
+
 /**
- * Asks the run's model once. `onDelta` is told the first time this attempt streams a delta (the
+ * Asks the run's model once. `streaming` is told the first time this attempt streams a delta (the
  * caller then owes watchers a `reset` if the attempt fails).
  *
  * @example
- * const response = await askModel(session, stop, frameId, attempt, () => (streamed = attempt));
+ * const response = await askModel(session, stop, frameId, attempt, { delta: (a) => (streamed = a) });
  */
 export function askModel(
   session: RunSession,
   stop: StepStop,
   frameId: string,
   attempt: number,
-  onDelta: () => void,
+  streaming: DeltaListener,
 ): Promise<ModelResponse> {
-  // After a compact resume, the conversation before its tail is read from the journal first (once).
-  return session.conversation().then((messages) => ask(session, messages, stop, frameId, attempt, onDelta));
+  // After a compact resume, the conversation before its tail is read from the journal first (once);
+  // else it is at hand, and asked at once.
+  const messages = session.conversationAtHand();
+  if (messages !== undefined) return ask(session, messages, stop, frameId, attempt, streaming);
+  return session.conversation().then((all) => ask(session, all, stop, frameId, attempt, streaming));
 }
 
 function ask(
@@ -34,7 +42,7 @@ function ask(
   stop: StepStop,
   frameId: string,
   attempt: number,
-  onDelta: () => void,
+  streaming: DeltaListener,
 ): Promise<ModelResponse> {
   const { model, timeouts } = session.config;
   // The signal is made when the model reads it: a model that never looks costs the step none.
@@ -56,7 +64,7 @@ function ask(
       stepId: frameId,
       onPart: session.events.watched()
         ? (part) => {
-            onDelta();
+            streaming.delta(attempt);
             session.events.emitLive({ ...part, runId, stepId: frameId, attempt });
           }
         : undefined,

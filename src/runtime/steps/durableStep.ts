@@ -82,8 +82,10 @@ export async function durableStep<T, R>(
   switch (plan.kind) {
     case "diverged":
       throw session.divergence(step.frameId, plan.what);
-    case "recorded":
-      return { kind: "done", value: await effect.serve(plan.frame), served: true };
+    case "recorded": {
+      const served = effect.serve(plan.frame);
+      return { kind: "done", value: served instanceof Promise ? await served : served, served: true };
+    }
     case "outcome-unknown":
       return plan;
     case "past-deadline":
@@ -122,7 +124,8 @@ export async function durableStep<T, R>(
     return { kind: "retry", attempt, delayMs: waitUntil(decision.retryAt, Date.now(), deadlineAt) };
   }
   if (stop.aborted) return { kind: "aborted" };
-  return { kind: "done", value: await effect.record(result.value), served: false };
+  const recorded = effect.record(result.value); // a model's response is recorded at once: no promise to wait
+  return { kind: "done", value: recorded instanceof Promise ? await recorded : recorded, served: false };
 }
 
 /**

@@ -99,18 +99,21 @@ export function waitUntil(at: number, now: number, deadlineAt: number | undefine
 /** Which of the limits stopped an effect. */
 export type Stopped = "timeout" | "deadline" | undefined;
 
+/** What {@link withLimits} gives: the effect's value, or what it failed with and which limit (if one) stopped it. */
+export type Limited<T> = { readonly value: T } | { readonly error: unknown; readonly stopped: Stopped };
+
 /**
  * Runs `effect` with `stop` (a step's, or an AbortSignal) plus a timer of `timeoutMs` and one
  * until `deadlineAt`: when one fires the effect's stop aborts and the call stops waiting for it
  * (an effect that ignores its signal is left behind, its answer dropped). `stopped` tells which
  * limit fired. The effect's AbortSignal (`stop.signal`) is made only if it reads it.
  */
-export async function withLimits<T>(
+export function withLimits<T>(
   given: StepStop | AbortSignal,
   timeoutMs: number | undefined,
   deadlineAt: number | undefined,
   effect: (stop: StepStop) => T | Promise<T>,
-): Promise<{ readonly value: T } | { readonly error: unknown; readonly stopped: Stopped }> {
+): Promise<Limited<T>> {
   const stop = given instanceof StepStop ? given : StepStop.following(given);
   let stopped: Stopped;
   let timers: NodeJS.Timeout[] | undefined;
@@ -130,22 +133,46 @@ export async function withLimits<T>(
     else unlink = stop.onAbort(() => limited.abort(stop.reason));
     combined = limited;
   }
-  let unlisten: (() => void) | undefined;
-  try {
-    // One promise settled by the effect or by the abort, whichever comes first (a race of two made
-    // four more promises a step); the effect still starts a microtask later, its listener set.
-    const value = await new Promise<T>((resolve, reject) => {
-      if (combined.aborted) reject(combined.reason);
-      else unlisten = combined.onAbort(() => reject(combined.reason));
-      // effect(combined), a microtask later; left behind after a limit, its late answer settles nothing.
-      Promise.resolve(combined).then(effect).then(resolve, reject);
-    });
-    return { value };
-  } catch (error) {
-    return { error, stopped };
-  } finally {
-    if (timers !== undefined) for (const t of timers) clearTimeout(t);
-    unlisten?.();
-    unlink?.();
+  // One promise, settled by the effect or by the abort, whichever comes first (not an async
+  // function around a race: its frame and the promises between cost a step more than the rest of
+  // this); the effect still starts a microtask later, its listener set.
+  return new Promise<Limited<T>>((settle) => {
+    const race = new Race<T>(settle, combined, timers, unlink);
+    // Not a named closure (tsx names each one it makes, at a cost, as the bench runs it).
+    race.onAbort = () => race.end({ error: combined.reason, stopped });
+    if (combined.aborted) race.onAbort();
+    else combined.watch(race.onAbort);
+    // effect(combined), a microtask later; left behind after a limit, its late answer settles nothing.
+    Promise.resolve(combined)
+      .then(effect)
+      .then(
+        (value) => race.end({ value }),
+        (error: unknown) => race.end({ error, stopped }),
+      );
+  });
+}
+
+/** One {@link withLimits} race: settled once, by the effect or by the abort; then its timers and listeners go. */
+class Race<T> {
+  private done = false;
+  /** The stop's listener. */
+  onAbort: () => void = noop;
+
+  constructor(
+    private readonly settle: (result: Limited<T>) => void,
+    private readonly combined: StepStop,
+    private readonly timers: NodeJS.Timeout[] | undefined,
+    private readonly unlink: (() => void) | undefined,
+  ) {}
+
+  end(result: Limited<T>): void {
+    if (this.done) return;
+    this.done = true;
+    if (this.timers !== undefined) for (const t of this.timers) clearTimeout(t);
+    this.combined.unwatch(this.onAbort);
+    this.unlink?.();
+    this.settle(result);
   }
 }
+
+function noop(): void {}

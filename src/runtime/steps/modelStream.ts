@@ -124,10 +124,9 @@ async function readStream(
   options: StreamModelCallOptions,
   stop: StepStop | undefined,
 ): Promise<ModelResponse | ModelCapabilityError> {
-  const { firstChunkMs, chunkIdleMs, onPart, what = describe(options) } = options;
+  const { firstChunkMs, chunkIdleMs, onPart } = options;
   if (stop === undefined) request.signal.throwIfAborted();
   else if (stop.aborted) throw stop.reason;
-  const aborted = () => (stop === undefined ? request.signal.aborted : stop.aborted);
   // A chunk limit aborts the model's call with a signal of its own, which the request's aborts too.
   // (Not AbortSignal.any: on Node 20 it cost a call about a hundred µs.)
   let limit: AbortController | undefined;
@@ -177,7 +176,7 @@ async function readStream(
           next = await Promise.race(raced);
         }
       } catch (error) {
-        if (!aborted()) settled = true; // the model's own failure ended its stream
+        if (!(stop === undefined ? request.signal.aborted : stop.aborted)) settled = true; // the model's own failure ended its stream
         if (first && settled && isModelCapabilityError(error)) return error;
         throw error;
       } finally {
@@ -185,6 +184,7 @@ async function readStream(
       }
       if (stop?.aborted) throw stop.reason; // the step is over (withLimits told it): read no further
       if (next === "timeout") {
+        const what = options.what ?? describe(options); // named only when it fails: not a string a call
         const error = first
           ? new ModelStreamError(
               "firstChunkTimeout",
@@ -202,7 +202,7 @@ async function readStream(
         settled = true;
         throw new ModelStreamError(
           "incompleteStream",
-          `${what}: the model's stream ended without its response part; a Model.stream must end with { type: "response", response }`,
+          `${options.what ?? describe(options)}: the model's stream ended without its response part; a Model.stream must end with { type: "response", response }`,
         );
       }
       const part = next.value;

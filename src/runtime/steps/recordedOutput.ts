@@ -2,6 +2,7 @@ import { canonicalBytesOfParsed } from "../../core/canonicalJson.ts";
 import { digestOfRecorded, sha256Hex } from "../../core/digest.ts";
 import { jsonRoundTrip } from "../../core/jsonForm.ts";
 import type { ClaimCheckEnvelope } from "../../events/claimCheck.ts";
+import type { BlobStore } from "../../events/spi.ts";
 import type { AgentLoopConfig } from "../base/config.ts";
 import type { RecordedOutput } from "./session.ts";
 
@@ -14,16 +15,17 @@ import type { RecordedOutput } from "./session.ts";
  * whose tool message holds the same value (`canonicalBytesOfParsed`). The blob holds the output's
  * JSON text in its own order (as long as the canonical text: the same members, numbers and
  * strings), so a resume reads back what the model was fed live; the envelope's digest is that
- * text's sha256, which the blob store verifies.
+ * text's sha256, which the blob store verifies. Made at once (not a promise) unless the output is
+ * put in the blob store.
  *
  * @example
- * const out = await recordedOutput({ hits: 3, at: new Date(0) }, undefined);
+ * const out = await recordedOutput({ hits: 3, at: new Date(0) }, undefined); // no claim check: made at once
  * out.ok && out.recorded; // { hits: 3, at: "1970-01-01T00:00:00.000Z" }
  */
-export async function recordedOutput(
+export function recordedOutput(
   output: unknown,
   claimCheck: AgentLoopConfig["claimCheck"],
-): Promise<RecordedOutput> {
+): RecordedOutput | Promise<RecordedOutput> {
   let recorded: unknown;
   try {
     recorded = jsonRoundTrip(output);
@@ -39,10 +41,13 @@ export async function recordedOutput(
     return { ok: true, recorded, fed: recorded, digest: digestOfRecorded(recorded) };
   }
   const bytes = canonical.length;
-  if (claimCheck && bytes > claimCheck.thresholdBytes) {
-    const info = await claimCheck.blobs.put(Buffer.from(JSON.stringify(recorded)));
-    const envelope: ClaimCheckEnvelope = { __loomClaimCheck: 1, ref: info.ref, size: info.size, digest: info.digest };
-    return { ok: true, recorded: envelope, fed: recorded, digest: digestOfRecorded(envelope), claimChecked: true };
-  }
+  if (claimCheck && bytes > claimCheck.thresholdBytes) return claimChecked(recorded, claimCheck.blobs);
   return { ok: true, recorded, fed: recorded, digest: { digest: sha256Hex(canonical), bytes } };
+}
+
+/** An output put in the blob store: the envelope is recorded, the output fed. */
+async function claimChecked(recorded: unknown, blobs: BlobStore): Promise<RecordedOutput> {
+  const info = await blobs.put(Buffer.from(JSON.stringify(recorded)));
+  const envelope: ClaimCheckEnvelope = { __loomClaimCheck: 1, ref: info.ref, size: info.size, digest: info.digest };
+  return { ok: true, recorded: envelope, fed: recorded, digest: digestOfRecorded(envelope), claimChecked: true };
 }

@@ -243,6 +243,11 @@ export class RunSession {
     return this.messages;
   }
 
+  /** The whole conversation when it needs no reading first (see {@link conversation}), else undefined. */
+  conversationAtHand(): readonly Message[] | undefined {
+    return this.older === undefined ? this.messages : undefined;
+  }
+
   /** The digest a model call at this point is journaled with: chained, so hashing stays linear. */
   nextPromptDigest(): string {
     return chainedPromptDigest(this.promptDigest, this.messages.slice(this.digested));
@@ -261,11 +266,17 @@ export class RunSession {
    * Lets the event loop run other work (timers, I/O: a worker's lease renewal) once the run has
    * held it for {@link BREATH_MS}. Stores and tools may answer synchronously under their promises,
    * so a response with thousands of calls would otherwise run in one stretch of microtasks.
+   * Undefined when there is no need yet: then the caller goes on without waiting.
+   *
+   * @example
+   * const breath = session.breathe();
+   * if (breath !== undefined) await breath;
    */
-  async breathe(): Promise<void> {
-    if (performance.now() - this.lastBreath < BREATH_MS) return;
-    await new Promise<void>((resolve) => setImmediate(resolve));
-    this.lastBreath = performance.now();
+  breathe(): Promise<void> | undefined {
+    if (performance.now() - this.lastBreath < BREATH_MS) return undefined; // no promise made: most calls
+    return new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
+      this.lastBreath = performance.now();
+    });
   }
 
   /**
@@ -317,6 +328,12 @@ export class RunSession {
     return fedFromState(this.state, stepId, (id, envelope) => this.resolveOutput(id, envelope));
   }
 
+  /** Whether the journal holds anything of the call at `stepId` (a frame, or its settlement): else {@link serveCall} serves nothing. */
+  holdsCall(stepId: string): boolean {
+    const state = this.state;
+    return state.frames[stepId] !== undefined || state.settled[stepId] !== undefined;
+  }
+
   /**
    * Serves a tool call from the journal when it recorded the call's outcome: checks the frame
    * against this code (`judgeToolFrame`), and keeps what the model was fed. Returns it, or
@@ -364,9 +381,10 @@ export class RunSession {
 
   /**
    * Prepares a tool's live output for the journal: its JSON round trip (what a resume reads back),
-   * claim-checked into the blob store when its canonical JSON exceeds the threshold.
+   * claim-checked into the blob store when its canonical JSON exceeds the threshold (then a promise;
+   * else made at once).
    */
-  recordOutput(output: unknown): Promise<RecordedOutput> {
+  recordOutput(output: unknown): RecordedOutput | Promise<RecordedOutput> {
     return recordedOutput(output, this.config.claimCheck);
   }
 }

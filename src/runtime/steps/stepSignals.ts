@@ -19,6 +19,9 @@ const ONCE = Object.freeze({ once: true });
  */
 export class StepStop {
   private controller: AbortController | undefined;
+  /** The first listener (most stops have one at most: no array for it). */
+  private listener: (() => void) | undefined;
+  /** The listeners after the first. */
   private listeners: (() => void)[] | undefined;
   private done = false;
   private why: unknown;
@@ -51,20 +54,40 @@ export class StepStop {
     this.done = true;
     this.why = reason === undefined ? new DOMException("This operation was aborted", "AbortError") : reason;
     this.controller?.abort(this.why);
+    const first = this.listener;
     const listeners = this.listeners;
+    this.listener = undefined;
     this.listeners = undefined;
+    first?.();
     if (listeners !== undefined) for (const listener of listeners) listener();
   }
 
   /** Calls `listener` once when this aborts (not if it already has); returns its removal. */
   onAbort(listener: () => void): () => void {
     if (this.done) return noop;
-    (this.listeners ??= []).push(listener);
-    return () => {
-      const listeners = this.listeners;
-      const at = listeners === undefined ? -1 : listeners.indexOf(listener);
-      if (at >= 0) listeners?.splice(at, 1);
-    };
+    this.watch(listener);
+    return () => this.unwatch(listener);
+  }
+
+  /**
+   * {@link onAbort} without a removal made for it: remove it with {@link unwatch} (a step's race
+   * against its abort, made twice a turn). Nothing is called if this has aborted already.
+   */
+  watch(listener: () => void): void {
+    if (this.done) return;
+    if (this.listener === undefined && this.listeners === undefined) this.listener = listener;
+    else (this.listeners ??= []).push(listener);
+  }
+
+  /** Removes a listener {@link watch} added (once; nothing if it is not there). */
+  unwatch(listener: () => void): void {
+    if (this.listener === listener) {
+      this.listener = undefined;
+      return;
+    }
+    const listeners = this.listeners;
+    const at = listeners === undefined ? -1 : listeners.indexOf(listener);
+    if (at >= 0) listeners?.splice(at, 1);
   }
 
   /** A stop that aborts when `signal` does, with its reason. */

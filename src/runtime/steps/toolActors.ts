@@ -1,10 +1,18 @@
 import { fromPromise } from "xstate";
 import { digestOfRecorded } from "../../core/digest.ts";
 import { DECISION_SOURCES, idempotencyKey, outcomeId, toolStepId, waitId } from "../../events/ids.ts";
-import type { CallSettledData, ModelResponse, NewEntry, SettledReason, ToolCall } from "../../events/types.ts";
+import type {
+  AttemptError,
+  CallSettledData,
+  ModelResponse,
+  NewEntry,
+  SettledReason,
+  ToolCall,
+} from "../../events/types.ts";
 import type { CheckOutput, RunToolOutput, ToolCallInput } from "../../machines/toolCall.machine.ts";
+import type { RetryPolicy } from "../../policies/retry.ts";
 import { asWaitChoice, decideWait } from "../../policies/wait.ts";
-import { responseAt } from "../../projections/runState.ts";
+import { type FrameState, responseAt } from "../../projections/runState.ts";
 import { isWaitRequest, type WaitRequest, waitContext } from "../../tools/wait.ts";
 import { AppendAfterCloseError } from "../base/appender.ts";
 import type { Tool } from "../base/config.ts";
@@ -12,7 +20,7 @@ import { isSubAgentTool } from "../subruns/subAgentTools.ts";
 import { subRunWaits } from "../subruns/subRuns.ts";
 import { approvalActor } from "./approvalActor.ts";
 import { answersSearchTools, SEARCH_TOOLS, SKILL_ACTIVATION, searchTools } from "./builtins.ts";
-import { durableStep } from "./durableStep.ts";
+import { durableStep, type StepEffect } from "./durableStep.ts";
 import { toolAttemptError, toolPolicy } from "./failurePolicy.ts";
 import { plainCallsActor } from "./plainCalls.ts";
 import type { RunSession } from "./session.ts";
@@ -73,10 +81,12 @@ export function toolCallActors(session: RunSession) {
   /** `validating`: served from the journal, refused (journaled as call.settled), or cleared to run. */
   async function check(input: ToolCallInput): Promise<CheckOutput> {
     const { stepId, call } = input;
-    await session.breathe();
+    const breath = session.breathe();
+    if (breath !== undefined) await breath;
     const tools = session.tools;
     const tool: Tool | undefined = Object.hasOwn(tools, call.name) ? tools[call.name] : undefined;
-    const recorded = await session.serveCall(stepId, call);
+    // A call the journal holds nothing of (most: a new one) has nothing to serve.
+    const recorded = session.holdsCall(stepId) ? await session.serveCall(stepId, call) : undefined;
     if (recorded) return { kind: "settled", status: recorded.isError ? "error" : "ok" };
     if (input.index >= maxCalls) {
       await refuseExcessCalls(input.turn);
@@ -135,9 +145,10 @@ export function toolCallActors(session: RunSession) {
    * other tools of the turn still run (they may take minutes), it is written now: a finished tool
    * must not run again because a slow neighbour kept its result in memory when the process died.
    */
-  async function recordResult(...entries: NewEntry[]) {
+  function recordResult(...entries: NewEntry[]): Promise<void> | undefined {
+    // Undefined when nothing is written now: the caller need not wait.
     session.appender.defer(...entries);
-    if (running > 0) await session.appender.flush();
+    return running > 0 ? session.appender.flush() : undefined;
   }
   /** Tools of this run executing now. */
   let running = 0;
@@ -150,7 +161,7 @@ export function toolCallActors(session: RunSession) {
     effect: string,
     attempt?: NewEntry,
   ) {
-    await recordResult(
+    const flushed = recordResult(
       ...(started ? [] : [{ type: "frame.started", data: { frameId: stepId, effect, inputDigest } } as const]),
       ...(attempt ? [attempt] : []),
       { type: "frame.completed", data: { frameId: stepId, failed: true } },
@@ -159,6 +170,7 @@ export function toolCallActors(session: RunSession) {
         data: { decisionId: outcomeId(stepId), source: DECISION_SOURCES.outcome, choice: { failed } },
       },
     );
+    if (flushed !== undefined) await flushed;
     const choice = session.state.decisions[outcomeId(stepId)]?.choice as { failed?: unknown } | undefined;
     session.setFed(stepId, { output: choice?.failed, isError: true });
     return { status: "error" } as const;
@@ -171,7 +183,8 @@ export function toolCallActors(session: RunSession) {
     inputDigest: string,
     effect: string,
   ): Promise<RunToolOutput> {
-    const prepared = await session.recordOutput(output);
+    const made = session.recordOutput(output);
+    const prepared = made instanceof Promise ? await made : made; // a promise only when claim-checked
     if (!prepared.ok)
       return fail(stepId, { error: "output-not-json", message: prepared.message }, true, inputDigest, effect);
     const { digest, bytes } = prepared.digest;
@@ -179,7 +192,8 @@ export function toolCallActors(session: RunSession) {
     const data = prepared.claimChecked
       ? { frameId: stepId, digest, bytes, claimChecked: true as const, output: prepared.recorded }
       : { frameId: stepId, digest, bytes, output: prepared.recorded };
-    await recordResult({ type: "frame.completed", data });
+    const flushed = recordResult({ type: "frame.completed", data });
+    if (flushed !== undefined) await flushed; // written now only while other tools of the turn run
     session.setFed(stepId, { output: prepared.fed, isError: false });
     return { status: "ok" };
   }
@@ -223,65 +237,23 @@ export function toolCallActors(session: RunSession) {
    */
   async function run(input: ToolCallInput, actor: { readonly signal: AbortSignal }): Promise<RunToolOutput> {
     const { stepId, call } = input;
-    await session.breathe();
+    const breath = session.breathe();
+    if (breath !== undefined) await breath;
     const tool = session.tools[call.name] as Tool;
-    const effect = `tool:${call.name}`;
+    const effect = effectOf(call.name);
     const checked = inputDigests.get(stepId);
     inputDigests.delete(stepId); // one entry a call in flight, not one a call of the run (a retry hashes again)
     const inputDigest = checked ?? digestOfRecorded(call.input).digest ?? "";
-    let toolStop: StepStop | undefined;
-    const timeoutMs = tool.timeoutMs ?? config.timeouts?.toolMs;
-    const waited = await resumeWait(stepId, inputDigest, effect);
-    if (waited !== undefined) return waited;
+    // Only a call whose wait the journal holds is resumed as one (most calls never waited).
+    if (session.state.decisions[waitId(stepId)] !== undefined) {
+      const waited = await resumeWait(stepId, inputDigest, effect);
+      if (waited !== undefined) return waited;
+    }
     const result = await durableStep<unknown, RunToolOutput>(
       session,
       { frameId: stepId, effect, inputDigest, onUnknownOutcome: tool.onUnknownOutcome === "fail" ? "fail" : "rerun" },
-      {
-        // Methods, not arrows: a step's hooks are made every call, and a method needs no name set on it.
-        // checkCall served a recorded outcome already; a frame recorded since (a late flush) is served the same way.
-        async serve() {
-          const fed = await session.fedFromJournal(stepId);
-          if (fed) session.setFed(stepId, fed);
-          return { status: fed?.isError ? "error" : "ok" };
-        },
-        async execute(s) {
-          running++;
-          try {
-            // The signal is made when the tool reads it: a tool that never looks costs the step none.
-            return await tool.execute(validated.has(stepId) ? validated.get(stepId) : call.input, {
-              // Computed when the tool reads it, like the signal: a tool that never looks hashes nothing.
-              get idempotencyKey(): string {
-                return idempotencyKey(runId, stepId);
-              },
-              stepId,
-              get signal(): AbortSignal {
-                return s.signal;
-              },
-              runId,
-              journal: options.journal,
-              run: session.run,
-              ...waitContext(runId, stepId, () => session.now()),
-            });
-          } finally {
-            running--;
-          }
-        },
-        record(output) {
-          return isWaitRequest(output) ? startWait(stepId, output) : complete(stepId, output, inputDigest, effect);
-        },
-        classify: toolAttemptError,
-        policy() {
-          return toolPolicy(config, tool);
-        },
-        timeoutMs,
-        describe: `${call.name} (step ${stepId})`,
-        stop() {
-          toolStop ??= session.stepStop(actor);
-          return toolStop;
-        },
-      },
+      new ToolStep(steps, input, tool, inputDigest, effect, actor),
     );
-    const late = { error: "deadline", message: `the run's deadline (timeouts.runMs) passed; ${call.name} was stopped` };
     switch (result.kind) {
       case "done":
         return result.value;
@@ -300,7 +272,13 @@ export function toolCallActors(session: RunSession) {
         );
       // Past the run's deadline: not run, or stopped (the next model step interrupts the run with `deadline`).
       case "past-deadline":
-        return fail(stepId, late, result.started, inputDigest, effect);
+        return fail(
+          stepId,
+          { error: "deadline", message: `the run's deadline (timeouts.runMs) passed; ${call.name} was stopped` },
+          result.started,
+          inputDigest,
+          effect,
+        );
       case "gave-up": {
         if (subRunWaits(session.run, stepId, result.thrown)) return { status: "pending" }; // a sub-agent waits for an approval
         const e = result.thrown;
@@ -318,6 +296,67 @@ export function toolCallActors(session: RunSession) {
         throw new AppendAfterCloseError(runId, "aborted");
     }
   }
+
+  /** `tool:<name>`, made once a tool name (a call's frame records it). */
+  const effects = new Map<string, string>();
+  const effectOf = (name: string): string => {
+    let effect = effects.get(name);
+    if (effect === undefined) {
+      effect = `tool:${name}`;
+      effects.set(name, effect);
+    }
+    return effect;
+  };
+
+  /** The run's clock, for the waits a tool makes (one function for the run, not one a call). */
+  const now = () => session.now();
+
+  /** What a call's {@link ToolStep} needs of this run's actors. */
+  const steps: ToolSteps = {
+    session,
+    execute(stepId, call, tool, stop) {
+      running++;
+      let ran: unknown;
+      try {
+        // The signal is made when the tool reads it: a tool that never looks costs the step none.
+        ran = tool.execute(validated.has(stepId) ? validated.get(stepId) : call.input, {
+          // Computed when the tool reads it, like the signal: a tool that never looks hashes nothing.
+          get idempotencyKey(): string {
+            return idempotencyKey(runId, stepId);
+          },
+          stepId,
+          get signal(): AbortSignal {
+            return stop.signal;
+          },
+          runId,
+          journal: options.journal,
+          run: session.run,
+          ...waitContext(runId, stepId, now),
+        });
+      } catch (e) {
+        running--;
+        throw e;
+      }
+      // Counted as running until it settles (as `await` would, a thenable too).
+      if (!isThenable(ran)) {
+        running--;
+        return ran;
+      }
+      return Promise.resolve(ran).then(
+        (value) => {
+          running--;
+          return value;
+        },
+        (error: unknown) => {
+          running--;
+          throw error;
+        },
+      );
+    },
+    record(stepId, output, inputDigest, effect) {
+      return isWaitRequest(output) ? startWait(stepId, output) : complete(stepId, output, inputDigest, effect);
+    },
+  };
 
   const checkCall = fromPromise<CheckOutput, ToolCallInput>(({ input }) => check(input));
   const runTool = fromPromise<RunToolOutput, ToolCallInput>((actor) => run(actor.input, actor));
@@ -354,4 +393,74 @@ export function toolCallActors(session: RunSession) {
   };
 
   return { chart: { checkCall, askApproval, runTool }, plainCalls, chartedCalls };
+}
+
+const isThenable = (value: unknown): value is PromiseLike<unknown> =>
+  (typeof value === "object" || typeof value === "function") &&
+  value !== null &&
+  typeof (value as { then?: unknown }).then === "function";
+
+/** What a {@link ToolStep} calls back into: the run's session and its tool actors' bookkeeping. */
+interface ToolSteps {
+  readonly session: RunSession;
+  /** Runs the tool once (counted as running while it does). */
+  execute(stepId: string, call: ToolCall, tool: Tool, stop: StepStop): unknown;
+  /** Journals its output (or its wait) and feeds it. */
+  record(stepId: string, output: unknown, inputDigest: string, effect: string): Promise<RunToolOutput>;
+}
+
+/**
+ * One tool call as a durable step: its hooks are methods of one object a call (a literal of
+ * closures cost a call nine functions), and a module's class, so the step's calls into it see one
+ * shape in every run.
+ */
+class ToolStep implements StepEffect<unknown, RunToolOutput> {
+  readonly timeoutMs: number | undefined;
+  private toolStop: StepStop | undefined;
+
+  constructor(
+    private readonly steps: ToolSteps,
+    private readonly input: ToolCallInput,
+    private readonly tool: Tool,
+    private readonly inputDigest: string,
+    private readonly effect: string,
+    private readonly actor: { readonly signal: AbortSignal },
+  ) {
+    this.timeoutMs = tool.timeoutMs ?? steps.session.config.timeouts?.toolMs;
+  }
+
+  /** Named for a timeout's message (made only then). */
+  get describe(): string {
+    return `${this.input.call.name} (step ${this.input.stepId})`;
+  }
+
+  // checkCall served a recorded outcome already; a frame recorded since (a late flush) is served the same way.
+  async serve(_frame: FrameState): Promise<RunToolOutput> {
+    const session = this.steps.session;
+    const stepId = this.input.stepId;
+    const fed = await session.fedFromJournal(stepId);
+    if (fed) session.setFed(stepId, fed);
+    return { status: fed?.isError ? "error" : "ok" };
+  }
+
+  execute(stop: StepStop): unknown {
+    return this.steps.execute(this.input.stepId, this.input.call, this.tool, stop);
+  }
+
+  record(output: unknown): Promise<RunToolOutput> {
+    return this.steps.record(this.input.stepId, output, this.inputDigest, this.effect);
+  }
+
+  classify(error: unknown, now: number): AttemptError {
+    return toolAttemptError(error, now);
+  }
+
+  policy(): RetryPolicy {
+    return toolPolicy(this.steps.session.config, this.tool);
+  }
+
+  stop(): StepStop {
+    this.toolStop ??= this.steps.session.stepStop(this.actor);
+    return this.toolStop;
+  }
 }
