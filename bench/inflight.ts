@@ -7,7 +7,7 @@
  * against the ideal (runs / concurrency × turns × 1 s; target ≤ 1.5×), the worker process's RSS
  * above its baseline per run in flight (at the peak of runs held at once), and the most connections the worker's pool
  * held at once (from `pg_stat_activity`, by the pool's `application_name`). Also counted: the
- * statements the worker's pool sent, the worker process's CPU and its connections' backends' CPU
+ * statements the worker's pool sent, the worker process's CPU (and its main thread's alone) and its connections' backends' CPU
  * (from /proc, so on a server on this machine), each per run.
  *
  *   LOOM_PG_URL=postgres://… [LOOM_BENCH_RUNS=10000] [LOOM_BENCH_CONCURRENCY=2000,10000] \
@@ -67,14 +67,19 @@ interface Measured {
   readonly statementsPerRun: number;
   /** The worker process's CPU (user + system), ms per run. */
   readonly workerCpuMsPerRun: number;
+  /**
+   * The worker process's main thread's CPU alone, ms per run (NaN without /proc): without V8's
+   * collector threads, whose share moves with what else runs on the cores.
+   */
+  readonly mainThreadCpuMsPerRun: number;
   /** The CPU of the worker's connections' PostgreSQL backends, ms per run (NaN when /proc shows none). */
   readonly serverCpuMsPerRun: number;
 }
 
-/** CPU ms a process has used (utime + stime, from /proc), or undefined when it is not visible. */
-function cpuMsOf(pid: number): number | undefined {
+/** CPU ms a process (or with `task`, one of its threads) has used (utime + stime, from /proc), or undefined when it is not visible. */
+function cpuMsOf(pid: number, task?: number): number | undefined {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const stat = readFileSync(task === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${task}/stat`, "utf8");
     const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
     return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // clock ticks of 10 ms
   } catch {
@@ -134,6 +139,7 @@ async function measure(concurrency: number): Promise<Measured> {
   checkouts = 0;
   const backends = new Map<number, { first: number; last: number }>();
   const cpuStarted = process.cpuUsage();
+  const mainStarted = cpuMsOf(process.pid, process.pid) ?? Number.NaN;
   let errors = 0;
   const errorSamples: string[] = [];
   // LOOM_BENCH_CPUPROF=<file>: a CPU profile of the worker's phase alone (not the submits), for DevTools.
@@ -194,6 +200,7 @@ async function measure(concurrency: number): Promise<Measured> {
   }
   const seconds = (performance.now() - started) / 1000;
   const cpu = process.cpuUsage(cpuStarted);
+  const mainCpu = (cpuMsOf(process.pid, process.pid) ?? Number.NaN) - mainStarted;
   if (profiler !== undefined) {
     const { profile } = await profiler.post("Profiler.stop");
     writeFileSync(`${process.env.LOOM_BENCH_CPUPROF}.${concurrency}.cpuprofile`, JSON.stringify(profile));
@@ -222,6 +229,7 @@ async function measure(concurrency: number): Promise<Measured> {
     liveKbPerRun,
     statementsPerRun: sent / RUNS,
     workerCpuMsPerRun: (cpu.user + cpu.system) / 1000 / RUNS,
+    mainThreadCpuMsPerRun: mainCpu / RUNS,
     serverCpuMsPerRun: backends.size === 0 ? Number.NaN : serverCpu / RUNS,
   };
 }
@@ -246,6 +254,7 @@ if (url === undefined) {
       "max connections": r.maxConnections,
       "statements / run": r.statementsPerRun.toFixed(2),
       "worker CPU ms / run": r.workerCpuMsPerRun.toFixed(2),
+      "main thread CPU ms / run": r.mainThreadCpuMsPerRun.toFixed(2),
       "server CPU ms / run": r.serverCpuMsPerRun.toFixed(2),
       completed: r.completed,
       errors: r.errors,
@@ -267,6 +276,7 @@ if (url === undefined) {
         maxConnections: r.maxConnections,
         statementsPerRun: Number(r.statementsPerRun.toFixed(2)),
         workerCpuMsPerRun: Number(r.workerCpuMsPerRun.toFixed(2)),
+        mainThreadCpuMsPerRun: Number(r.mainThreadCpuMsPerRun.toFixed(2)),
         serverCpuMsPerRun: Number(r.serverCpuMsPerRun.toFixed(2)),
         completed: r.completed,
         errors: r.errors,

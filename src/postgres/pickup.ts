@@ -98,6 +98,62 @@ function finishes(entries: readonly NewEntry[]): boolean {
   return reason === "max-iterations" || reason === "deadline";
 }
 
+/** One picked-up run's state, on its view of the store (`pickedUpJournal`). */
+interface PickedUpView extends PostgresEventStore {
+  /** The store the view reads and writes through. */
+  readonly store: PostgresEventStore;
+  readonly runId: string;
+  /** The entries the claim read, until the run's first read takes them (or an append makes them stale). */
+  primed: JournalEntry[] | undefined;
+  readonly queueOwner: string;
+  /** Whether the run's last append took it off the queue and released it. */
+  finished: boolean;
+}
+
+/**
+ * The methods a picked-up run's view overrides, made once per store and shared by every run's
+ * view as its prototype (whose own prototype is the store): a run's view is then one object of
+ * its fields, with no functions of its own (a worker makes thousands of them a second).
+ */
+const viewPrototypes = new WeakMap<PostgresEventStore, object>();
+
+function viewPrototype(store: PostgresEventStore): object {
+  let proto = viewPrototypes.get(store);
+  if (proto !== undefined) return proto;
+  proto = Object.create(store, {
+    read: {
+      value(this: PickedUpView, id: string, options?: { from?: number }) {
+        if (id === this.runId && this.primed !== undefined && (options?.from ?? 1) <= 1) {
+          const out = this.primed;
+          this.primed = undefined;
+          return Promise.resolve(out);
+        }
+        return this.store.read(id, options);
+      },
+    },
+    // The claim read every entry already: the resume folds those rather than read a snapshot too.
+    latestSnapshot: {
+      value(this: PickedUpView, id: string) {
+        return id === this.runId && this.primed !== undefined
+          ? Promise.resolve(undefined)
+          : (this.store.latestSnapshot?.(id) ?? Promise.resolve(undefined));
+      },
+    },
+    append: {
+      async value(this: PickedUpView, id: string, added: readonly NewEntry[], options: AppendOptions) {
+        this.primed = undefined; // a later read must see what was written
+        if (id !== this.runId || options.fence === undefined || !finishes(added))
+          return this.store.append(id, added, options);
+        const result = await this.store[appendFinishing](id, added, options, this.queueOwner);
+        this.finished = true;
+        return result;
+      },
+    },
+  }) as object;
+  viewPrototypes.set(store, proto);
+  return proto;
+}
+
 /**
  * The journal one claimed run is resumed with: its first read of the run returns the entries the
  * claim read, and its append of the run's last entries (completed, or waiting for its caller)
@@ -110,36 +166,25 @@ export function pickedUpJournal(
   runId: string,
   entries: JournalEntry[],
   queueOwner: string,
-): { readonly journal: Journal; readonly finished: () => boolean } {
-  let primed: JournalEntry[] | undefined = entries;
-  let finished = false;
-  const view: PostgresEventStore = Object.create(store, {
-    read: {
-      value: (id: string, options?: { from?: number }) => {
-        if (id === runId && primed !== undefined && (options?.from ?? 1) <= 1) {
-          const out = primed;
-          primed = undefined;
-          return Promise.resolve(out);
-        }
-        return store.read(id, options);
-      },
-    },
-    // The claim read every entry already: the resume folds those rather than read a snapshot too.
-    latestSnapshot: {
-      value: (id: string) =>
-        id === runId && primed !== undefined
-          ? Promise.resolve(undefined)
-          : (store.latestSnapshot?.(id) ?? Promise.resolve(undefined)),
-    },
-    append: {
-      value: async (id: string, added: readonly NewEntry[], options: AppendOptions) => {
-        primed = undefined; // a later read must see what was written
-        if (id !== runId || options.fence === undefined || !finishes(added)) return store.append(id, added, options);
-        const result = await store[appendFinishing](id, added, options, queueOwner);
-        finished = true;
-        return result;
-      },
-    },
-  });
-  return { journal: { ...journal, store: view }, finished: () => finished };
+): PickedUp {
+  const view = Object.create(viewPrototype(store)) as { -readonly [K in keyof PickedUpView]: PickedUpView[K] };
+  view.store = store;
+  view.runId = runId;
+  view.primed = entries;
+  view.queueOwner = queueOwner;
+  view.finished = false;
+  return new PickedUp({ ...journal, store: view }, view);
+}
+
+/** A picked-up run's journal, and whether its last append finished it (`pickedUpJournal`). */
+class PickedUp {
+  constructor(
+    readonly journal: Journal,
+    private readonly view: { readonly finished: boolean },
+  ) {}
+
+  /** Whether the run's last append took it off the queue and released it. */
+  finished(): boolean {
+    return this.view.finished;
+  }
 }

@@ -18,7 +18,7 @@ export interface EntryArrays {
 
 export function entryArrays(types: readonly EntryType[], texts: readonly string[]): EntryArrays {
   const out: EntryArrays = { types: [], frames: [], effects: [], digests: [], datas: [], refs: [] };
-  const seen = new Set<string>();
+  let seen: Set<string> | undefined; // made only for the appends that name blobs (few do)
   for (let i = 0; i < texts.length; i++) {
     const text = texts[i] as string;
     const c = encodeRow(types[i] as EntryType, text, 0, 0);
@@ -28,6 +28,7 @@ export function entryArrays(types: readonly EntryType[], texts: readonly string[
     out.digests.push(c.digest);
     out.datas.push(c.data);
     for (const hex of blobRefsIn(text)) {
+      seen ??= new Set();
       if (seen.has(hex)) continue;
       seen.add(hex);
       out.refs.push(Buffer.from(hex, "hex"));

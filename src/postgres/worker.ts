@@ -1,16 +1,9 @@
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
-import {
-  AgentLoopConfigError,
-  isOwnershipLostError,
-  isRunBusyError,
-  isRunCancelledError,
-  RunCancelledError,
-} from "../core/errors.ts";
+import { AgentLoopConfigError, isOwnershipLostError, isRunBusyError, isRunCancelledError } from "../core/errors.ts";
 import type { Journal } from "../events/spi.ts";
 import type { RunLease } from "../events/store.ts";
 import { isAgentInterruptedError } from "../runtime/base/errors.ts";
-import { HeldLease } from "../runtime/base/heldLease.ts";
 import type { AgentLoop } from "../runtime/run/agentLoop.ts";
 import type { TickReport } from "../runtime/run/runSchedules.ts";
 import type { Schedule } from "../runtime/run/schedule.ts";
@@ -20,6 +13,7 @@ import { databaseHealth } from "./outage.ts";
 import { parkedFor, waitingDueOf } from "./parkedWaits.ts";
 import { claimOwnRead, type Pickup, pickedUpJournal } from "./pickup.ts";
 import { batchedRenewals } from "./renewals.ts";
+import { type InHandContext, RunInHand } from "./runInHand.ts";
 import { startScheduler } from "./scheduler.ts";
 import { ownStore } from "./store.ts";
 import { databaseOf } from "./submit.ts";
@@ -150,8 +144,8 @@ export function startWorker(options: WorkerOptions): Worker {
   }
   const loopIds = Object.keys(loops);
   const active = new Map<string, { controller: AbortController; done: Promise<void> }>();
-  // The renewals of the runs in hand, each a function the worker's one renewal tick calls.
-  const renewing = new Map<string, () => void>();
+  // The runs in hand, each renewed by the worker's one renewal tick.
+  const renewing = new Map<string, RunInHand>();
   const renewals = batchedRenewals(db, owner, leaseMs);
   let stopping = false;
   let wake: () => void = () => {};
@@ -178,6 +172,14 @@ export function startWorker(options: WorkerOptions): Worker {
     }
   };
   const health = databaseHealth(owner, db.label, (e) => report(e, undefined), options.errorIntervalMs ?? 10_000);
+  const inHandContext: InHandContext = {
+    owner,
+    leaseMs,
+    now,
+    renewals,
+    store: fast !== undefined ? undefined : journal.store,
+    failed: (what, e) => health.failed(what, e),
+  };
 
   /** `claimedAt`: when the claim was sent (performance.now), which took the run's ownership on a fast path. */
   async function work(claim: Pickup, controller: AbortController, claimedAt: number): Promise<void> {
@@ -217,46 +219,9 @@ export function startWorker(options: WorkerOptions): Worker {
       fast !== undefined && claim.owned !== undefined
         ? pickedUpJournal(journal, fast, runId, claim.owned.entries, owner)
         : undefined;
-    let lost = false;
-    const lose = (why: unknown) => {
-      if (lost) return;
-      lost = true;
-      controller.abort(why);
-    };
-    const lostQueue = () => lose(new Error(`worker ${owner} lost its lease on run ${runId}`));
-    // On a store Loom made, the ownership is renewed with the queue row, in the worker's batch.
-    const batched = {
-      async renew(current: RunLease): Promise<RunLease> {
-        const renewed = await renewals.renew(current);
-        if (!renewed.queued) lostQueue();
-        if (renewed.lease instanceof Error) throw renewed.lease;
-        return renewed.lease;
-      },
-    };
-    const held = new HeldLease(fast !== undefined ? batched : journal.store, owned, {
-      leaseMs,
-      sentAt,
-      now,
-      onRenewed(renewed) {
-        // cancelRun from any process: the run stops at its next step and ends with run.cancelled.
-        if (renewed.cancelRequested !== undefined && !controller.signal.aborted)
-          controller.abort(new RunCancelledError(runId, renewed.cancelRequested));
-      },
-    });
-    const renewalFailed = (e: unknown) => {
-      if (isOwnershipLostError(e)) lose(e);
-      else health.failed(`renewing the lease on run ${runId}`, e);
-    };
-    renewing.set(runId, () => {
-      if (fast === undefined) {
-        // Another store: the queue row in the batch, the ownership through the store.
-        renewals.renew(held.lease).then((r) => {
-          if (!r.queued) lostQueue();
-        }, renewalFailed);
-      }
-      held.renew().catch(renewalFailed);
-    });
-    const renewal = { stop: () => renewing.delete(runId) };
+    const inHand = new RunInHand(runId, controller, inHandContext, owned, sentAt);
+    const held = inHand.held;
+    renewing.set(runId, inHand);
     let released = false;
     try {
       await loops[claim.loopId]!.run({
@@ -266,11 +231,11 @@ export function startWorker(options: WorkerOptions): Worker {
         ownership: { lease: held },
         ...(options.clock === undefined ? {} : { now: options.clock }),
       });
-      renewal.stop(); // the run is done: no renewal after its release
+      renewing.delete(runId); // the run is done: no renewal after its release
       if (!picked?.finished()) await lease.finishAndRelease(runId, owner, held.token);
       released = true;
     } catch (e) {
-      if (lost || isOwnershipLostError(e)) return; // another worker holds the run now
+      if (inHand.lost || isOwnershipLostError(e)) return; // another worker holds the run now
       const reason = isAgentInterruptedError(e) ? e.run.reason : undefined;
       // A budget stop is finished for now too: running it again would stop at the same call until the budget is raised.
       const waits =
@@ -280,7 +245,7 @@ export function startWorker(options: WorkerOptions): Worker {
         reason === "deadline" ||
         reason === "budget";
       if (waits || isRunCancelledError(e)) {
-        renewal.stop();
+        renewing.delete(runId);
         // A run whose approvals expire stays queued, due when the first one does (the run declines it).
         if (picked?.finished()) {
           // its last append took it off the queue and released it
@@ -295,7 +260,7 @@ export function startWorker(options: WorkerOptions): Worker {
         await lease.retryLater(runId, owner, backoffMs(claim.failures), String(e));
       }
     } finally {
-      renewal.stop();
+      renewing.delete(runId);
       // A no-op when another worker holds the run now (the token moved on).
       if (!released) await journal.store.release(held.lease).catch((e) => report(e, runId));
     }
@@ -325,7 +290,7 @@ export function startWorker(options: WorkerOptions): Worker {
 
   // One renewal tick for every run in hand, a third of the lease apart: one batched statement.
   const renewalTick = setInterval(() => {
-    for (const renew of renewing.values()) renew();
+    for (const run of renewing.values()) run.tick();
   }, leaseMs / 3);
 
   let swept = 0; // when the queue was last swept of runs that need no worker (at most once a lease)

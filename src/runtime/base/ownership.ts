@@ -48,6 +48,18 @@ export interface HeldRun {
   letGo(): Promise<void>;
 }
 
+/** Nothing to let go: the caller that gave the lease releases it. */
+const keep = async (): Promise<void> => {};
+
+/**
+ * The run held with ownership the caller already has (`RunOwnership.lease`): nothing to acquire,
+ * renew or release, so no promise to wait for (a worker starts thousands of runs a second this way).
+ */
+export function holdGiven(store: EventStore, given: RunLease | HeldLease, leaseMs = DEFAULT_LEASE_MS): HeldRun {
+  const lease = given instanceof HeldLease ? given : new HeldLease(store, given, { leaseMs });
+  return { fence: lease.token, lease, cancelRequested: lease.lease.cancelRequested, letGo: keep };
+}
+
 /**
  * Acquires the run (waiting up to `waitMs` for a live owner) and renews it every third of the
  * lease. `onLost` is told once when a renewal finds the run taken over. Failed renewals for any
@@ -65,10 +77,7 @@ export async function holdRun(
 ): Promise<HeldRun> {
   const given = ownership?.lease;
   const leaseMs = ownership?.leaseMs ?? DEFAULT_LEASE_MS;
-  if (given !== undefined) {
-    const lease = given instanceof HeldLease ? given : new HeldLease(store, given, { leaseMs });
-    return { fence: lease.token, lease, cancelRequested: lease.lease.cancelRequested, letGo: async () => {} };
-  }
+  if (given !== undefined) return holdGiven(store, given, leaseMs);
   const owner = ownership?.owner ?? `loop.run ${loopId}`;
   const deadline = Date.now() + (ownership?.waitMs ?? 0);
   let lost = false;

@@ -10,7 +10,7 @@ import type { AgentOutput, InterruptedAgentRun, RunWait, ToolCallLogMode } from 
 import type { Fence } from "../base/appender.ts";
 import type { AgentLoopConfig } from "../base/config.ts";
 import { AgentInterruptedError } from "../base/errors.ts";
-import { holdRun, type RunOwnership } from "../base/ownership.ts";
+import { holdGiven, holdRun, type RunOwnership } from "../base/ownership.ts";
 import { hydrateForLog } from "../base/readers.ts";
 import { readRunState } from "../base/snapshots.ts";
 import { resolveApprovals } from "../control/approvalAnswers.ts";
@@ -189,33 +189,48 @@ async function runLoop(
   const stop = new RunStop(request.runId, request.signal);
   const session = new RunSession(config, { ...request, signal: stop.signal }, request.runContext);
   setUp?.(session);
-  const held = await holdRun(
-    request.journal.store,
-    request.runId,
-    config.id,
-    request.ownership,
-    request.signal,
-    (e) => {
-      session.appender?.lost(e); // tells the fence's onLost, once the appender exists
-      stop.lose(e);
-    },
-    (e) => stop.cancel(e.reason), // a renewal found a cancel request (cancelRun)
-  ).catch((e: unknown) => {
-    stop.dispose();
-    throw e;
-  });
+  const givenLease = request.ownership?.lease;
+  const held =
+    givenLease !== undefined
+      ? holdGiven(request.journal.store, givenLease, request.ownership?.leaseMs) // a worker's: nothing to wait for
+      : await holdRun(
+          request.journal.store,
+          request.runId,
+          config.id,
+          request.ownership,
+          request.signal,
+          (e) => {
+            session.appender?.lost(e); // tells the fence's onLost, once the appender exists
+            stop.lose(e);
+          },
+          (e) => stop.cancel(e.reason), // a renewal found a cancel request (cancelRun)
+        ).catch((e: unknown) => {
+          stop.dispose();
+          throw e;
+        });
   session.lease = held.lease;
   try {
     if (held.cancelRequested !== undefined) stop.cancel(held.cancelRequested); // asked before the run was held
-    const fence = {
-      token: held.fence,
-      onLost: (e: Error) => stop.lose(e),
-      onCancelled: (e: RunCancelledError) => stop.cancel(e.reason),
-    };
-    return await runHeld(config, request, session, fence, stop);
+    return await runHeld(config, request, session, new RunFence(held.fence, stop), stop);
   } finally {
     stop.dispose();
     await held.letGo();
+  }
+}
+
+/** The run's fence: its token, and the run stopped when an append is refused (another owner, a cancel request). */
+class RunFence implements Fence {
+  constructor(
+    readonly token: number,
+    private readonly stop: RunStop,
+  ) {}
+
+  onLost(e: Error): void {
+    this.stop.lose(e);
+  }
+
+  onCancelled(e: RunCancelledError): void {
+    this.stop.cancel(e.reason);
   }
 }
 
@@ -233,8 +248,8 @@ class RunStop {
   private actor: Actor<typeof agentLoopMachine> | undefined;
   private waiting: StopEvent[] = [];
 
-  /** Aborts the run's signal with the caller's reason (removed by `dispose`). */
-  private readonly follow: (() => void) | undefined;
+  /** Whether the run follows the caller's signal (this is its listener, removed by `dispose`). */
+  private readonly following: boolean = false;
 
   constructor(
     private readonly runId: string,
@@ -246,15 +261,19 @@ class RunStop {
     if (given === undefined) return;
     if (given.aborted) this.controller.abort(given.reason);
     else {
-      const follow = () => this.controller.abort(given.reason);
-      given.addEventListener("abort", follow, { once: true });
-      this.follow = follow;
+      given.addEventListener("abort", this, { once: true }); // handleEvent: no closure a run
+      this.following = true;
     }
+  }
+
+  /** The caller's signal aborted: the run's signal aborts with its reason. */
+  handleEvent(): void {
+    this.controller.abort(this.given?.reason);
   }
 
   /** The run is over: a caller's signal that outlives it no longer holds it. */
   dispose(): void {
-    if (this.follow !== undefined) this.given?.removeEventListener("abort", this.follow);
+    if (this.following) this.given?.removeEventListener("abort", this);
   }
 
   /** A cancel request (`cancelRun`) reached the run. */
@@ -317,13 +336,13 @@ async function runHeld(
   // Its events, answers and inspector become its sub-agents' (agentTool), through the run's context.
   const detach = session.run.attach(session.events, request.approvals, request.inspect, actor);
   session.run.useBudget(() => session.budget.remaining());
-  let unlisten = () => {};
+  let unlisten: (() => void) | undefined;
   try {
     unlisten = stop.start(actor);
     await done;
   } finally {
     detach();
-    unlisten();
+    unlisten?.();
     session.dispose();
     // Results deferred to a next append that never came (the run failed, lost or ended unjournaled):
     // journaled, or a resume would see their effects' outcome as unknown. A failure here leaves the run's outcome as it is.

@@ -3,7 +3,6 @@ import {
   type ActorLogic,
   type ActorOptions,
   type AnyActorLogic,
-  type AnyActorRef,
   type AnyActorScope,
   createActor,
   type EventObject,
@@ -23,27 +22,40 @@ import { toolCallMachine } from "../../machines/toolCall.machine.ts";
  * then what runs, snapshots, events and stops as xstate makes them.
  */
 
-type AnyActorSystem = AnyActorRef["system"];
 /** Any snapshot: a stand-in holds whatever its run's logic makes. */
 type AnySnapshot = Snapshot<unknown>;
 
-/** The run's own logic, by actor (`loop:prepare`, `tool:runTool`), by the actor system of its actor (alive as long as the run). */
-const bound = new WeakMap<AnyActorSystem, ReadonlyMap<string, AnyActorLogic>>();
+type Logics = Readonly<Record<string, AnyActorLogic>>;
+
+/** A run's own logic: the loop's actors (`prepare`, …) and each tool call's (`runTool`, …). */
+interface RunLogics {
+  readonly loop: Logics;
+  readonly tool: Logics;
+}
 
 /**
- * The run's logic while `createActor` makes its actor: the actors of the chart's first state are
- * made inside it (their initial snapshots), before the actor and its system are handed back.
+ * Where a run's logic is kept on its actor system (one per run, alive as long as the run): a
+ * property of the system rather than an entry in a WeakMap, which the collector treats as an
+ * ephemeron table, and which every stand-in call looked up.
  */
-let constructing: ReadonlyMap<string, AnyActorLogic> | undefined;
+const LOGICS = Symbol("loom.runLogics");
+type BoundSystem = AnyActorScope["system"] & { [LOGICS]?: RunLogics };
 
-const runLogic = (scope: AnyActorScope, key: string): AnyActorLogic => {
-  let logics = bound.get(scope.system);
+/**
+ * The run's logic while `createRunActor` makes its actor: the actors of the chart's first state
+ * are made inside it (their initial snapshots), before the actor and its system are handed back.
+ */
+let constructing: RunLogics | undefined;
+
+const runLogic = (scope: AnyActorScope, kind: keyof RunLogics, name: string): AnyActorLogic => {
+  const system = scope.system as BoundSystem;
+  let logics = system[LOGICS];
   if (logics === undefined && constructing !== undefined) {
     logics = constructing;
-    bound.set(scope.system, logics);
+    system[LOGICS] = logics;
   }
-  const logic = logics?.get(key);
-  if (logic === undefined) throw new Error(`internal: actor ${key} has no implementation bound for this run`);
+  const logic = logics?.[kind][name];
+  if (logic === undefined) throw new Error(`internal: actor ${kind}:${name} has no implementation bound for this run`);
   return logic;
 };
 
@@ -53,23 +65,24 @@ const runLogic = (scope: AnyActorScope, key: string): AnyActorLogic => {
  * the run by: it returns the snapshot as it is, as promise and callback logic persist theirs (a
  * run persists through its journal, never through a snapshot).
  */
-function standIn(key: string): ActorLogic<AnySnapshot, EventObject, unknown> {
+function standIn(kind: keyof RunLogics, name: string): ActorLogic<AnySnapshot, EventObject, unknown> {
   return {
-    transition: (snapshot, event, scope) => runLogic(scope, key).transition(snapshot, event, scope),
-    getInitialSnapshot: (scope, input) => runLogic(scope, key).getInitialSnapshot(scope, input),
+    transition: (snapshot, event, scope) => runLogic(scope, kind, name).transition(snapshot, event, scope),
+    getInitialSnapshot: (scope, input) => runLogic(scope, kind, name).getInitialSnapshot(scope, input),
     restoreSnapshot: (persisted, scope) => {
-      const logic = runLogic(scope, key);
+      const logic = runLogic(scope, kind, name);
       return logic.restoreSnapshot ? logic.restoreSnapshot(persisted, scope) : persisted;
     },
-    start: (snapshot, scope) => runLogic(scope, key).start?.(snapshot, scope),
+    start: (snapshot, scope) => runLogic(scope, kind, name).start?.(snapshot, scope),
     getPersistedSnapshot: (snapshot) => snapshot,
   };
 }
 
 /** Shared machines by loop (its config), and the actor names they were built for. */
-const shared = new WeakMap<object, { readonly names: string; readonly machine: typeof agentLoopMachine }>();
-
-type Logics = Readonly<Record<string, AnyActorLogic>>;
+const shared = new WeakMap<
+  object,
+  { readonly loop: readonly string[]; readonly tool: readonly string[]; readonly machine: typeof agentLoopMachine }
+>();
 
 /**
  * The actor of one run of the loop `loopKey` (its config): the loop's shared chart, run with `loop`
@@ -81,10 +94,8 @@ export function createRunActor(
   tool: Logics,
   options: ActorOptions<typeof agentLoopMachine> & { readonly input: AgentLoopInput },
 ): Actor<typeof agentLoopMachine> {
-  const logics = new Map<string, AnyActorLogic>();
-  for (const [name, logic] of Object.entries(loop)) logics.set(`loop:${name}`, logic);
-  for (const [name, logic] of Object.entries(tool)) logics.set(`tool:${name}`, logic);
-  const machine = sharedMachine(loopKey, [...logics.keys()].join(","), loop, tool);
+  const logics: RunLogics = { loop, tool };
+  const machine = sharedMachine(loopKey, logics);
   constructing = logics;
   let actor: Actor<typeof agentLoopMachine>;
   try {
@@ -92,20 +103,27 @@ export function createRunActor(
   } finally {
     constructing = undefined;
   }
-  bound.set(actor.system, logics);
+  (actor.system as BoundSystem)[LOGICS] = logics;
   return actor;
 }
 
-/** The loop's chart with stand-ins for the actors named `names`, built once per loop (and again if they change). */
-function sharedMachine(loopKey: object, names: string, loop: Logics, tool: Logics): typeof agentLoopMachine {
+/** Whether `logics` has exactly the keys `names`, in that order (no array made: this runs once a run). */
+function sameNames(logics: Logics, names: readonly string[]): boolean {
+  let i = 0;
+  for (const name in logics) if (names[i++] !== name) return false;
+  return i === names.length;
+}
+
+/** The loop's chart with stand-ins for the run's actors, built once per loop (and again if their names change). */
+function sharedMachine(loopKey: object, { loop, tool }: RunLogics): typeof agentLoopMachine {
   let entry = shared.get(loopKey);
-  if (entry?.names !== names) {
-    const stand = (prefix: string, actors: Logics) =>
-      Object.fromEntries(Object.keys(actors).map((name) => [name, standIn(`${prefix}:${name}`)]));
+  if (entry === undefined || !sameNames(loop, entry.loop) || !sameNames(tool, entry.tool)) {
+    const stand = (kind: keyof RunLogics, actors: Logics) =>
+      Object.fromEntries(Object.keys(actors).map((name) => [name, standIn(kind, name)]));
     const machine = agentLoopMachine.provide({
       actors: { ...stand("loop", loop), toolCall: toolCallMachine.provide({ actors: stand("tool", tool) }) },
     });
-    entry = { names, machine };
+    entry = { loop: Object.keys(loop), tool: Object.keys(tool), machine };
     shared.set(loopKey, entry);
   }
   return entry.machine;
