@@ -125,7 +125,12 @@ async function byChart(c: Case, stop = false): Promise<Outcome> {
 async function byPlainCalls(c: Case, stop = false): Promise<Outcome> {
   const outcome: Outcome = { steps: [], told: [], aborted: false };
   const steps: CallSteps = fakeSteps(c, outcome);
-  const actor = createActor(parentOf(plainCallsActor(steps), "told")).start();
+  const actor = createActor(
+    parentOf(
+      plainCallsActor(() => steps),
+      "told",
+    ),
+  ).start();
   actor.send({ type: "RUN" });
   await settled();
   if (stop) {

@@ -1,84 +1,51 @@
 import { describe, expect, it } from "vitest";
-import { type AnyActorLogic, createMachine, fromCallback, fromPromise, toPromise } from "xstate";
-import type { Ending, ModelCallsEvent, PlainCallsEvent } from "../../src/machines/agentLoop.machine.ts";
+import { assign, createActor, createMachine, fromPromise, toPromise } from "xstate";
+import { type BoundRun, bindRun, boundRun } from "../../src/runtime/steps/runBinding.ts";
 import { createRunActor } from "../../src/runtime/steps/sharedMachine.ts";
 
-/** One run's actors: a one-turn run that answers at once, each actor telling which run it belongs to. */
-function runActors(runId: string, seen: string[], prepare?: AnyActorLogic) {
-  const loop: Record<string, AnyActorLogic> = {
-    prepare:
-      prepare ??
-      fromPromise(async () => {
-        seen.push(`${runId} prepare`);
-        return { kind: "ready" };
-      }),
-    modelCalls: fromCallback<ModelCallsEvent>(({ receive, sendBack }) => {
-      receive(() => {
-        seen.push(`${runId} model`);
-        queueMicrotask(() => sendBack({ type: "MODEL.DONE", output: { ok: true, response: { toolCalls: [] } } }));
-      });
-    }),
-    plainCalls: fromCallback<PlainCallsEvent>(() => {}),
-    // The one actor that journals the run's ending (completed here).
-    end: fromPromise<void, Ending>(async ({ input }) => {
-      if (input.kind === "completed") seen.push(`${runId} complete`);
-    }),
-  };
-  const tool = {
-    checkCall: fromPromise(async () => ({ kind: "run" })),
-    askApproval: fromPromise(async () => ({ kind: "pending" })),
-    runTool: fromPromise(async () => ({ status: "ok" })),
-  };
-  return { loop, tool };
-}
+const input = (runId: string) => ({ input: { runId, loopId: "support", maxIterations: 3 } });
 
-function start(loopKey: object, runId: string, seen: string[], prepare?: AnyActorLogic) {
-  const { loop, tool } = runActors(runId, seen, prepare);
-  const actor = createRunActor(loopKey, loop, tool, { input: { runId, loopId: "support", maxIterations: 3 } });
-  return { machine: actor.logic, actor };
-}
+/** A run as its actors see it (only its identity matters here). */
+const fakeRun = (name: string) => ({ name }) as unknown as BoundRun;
 
-describe("createRunActor: one machine per loop, each run's own actors", () => {
-  it("two runs of one loop share the machine and each runs its own actors", async () => {
-    const key = {};
-    const seen: string[] = [];
-    const a = start(key, "run-a", seen);
-    const b = start(key, "run-b", seen);
-    expect(b.machine).toBe(a.machine);
-    a.actor.start();
-    b.actor.start();
-    await Promise.all([toPromise(a.actor), toPromise(b.actor)]);
-    expect(a.actor.getSnapshot().value).toBe("completed");
-    expect(b.actor.getSnapshot().value).toBe("completed");
-    expect(seen.filter((s) => s.startsWith("run-a"))).toEqual(["run-a prepare", "run-a model", "run-a complete"]);
-    expect(seen.filter((s) => s.startsWith("run-b"))).toEqual(["run-b prepare", "run-b model", "run-b complete"]);
+/** A parent invoking a child that reports which run its actor system is bound to. */
+const parent = createMachine({
+  types: {} as { context: { seen?: unknown } },
+  initial: "asking",
+  context: {},
+  states: {
+    asking: {
+      invoke: {
+        src: fromPromise(async ({ system }) => (boundRun(system) as unknown as { name: string }).name),
+        onDone: { target: "done", actions: assign({ seen: ({ event }) => event.output }) },
+      },
+    },
+    done: { type: "final" },
+  },
+});
+
+describe("createRunActor: one machine and one set of actors for every run", () => {
+  it("two runs (of any loops) share the machine, each bound to its own actor system", () => {
+    const a = createRunActor(fakeRun("a"), input("run-a"));
+    const b = createRunActor(fakeRun("b"), input("run-b"));
+    expect(b.logic).toBe(a.logic);
+    expect(a.system).not.toBe(b.system);
+    expect((boundRun(a.system) as unknown as { name: string }).name).toBe("a");
+    expect((boundRun(b.system) as unknown as { name: string }).name).toBe("b");
   });
 
-  it("shares the machine whatever kind of logic an actor is (a state machine as prepare)", async () => {
-    const key = {};
-    const seen: string[] = [];
-    const first = start(key, "run-a", seen);
-    const prepare = createMachine({ initial: "done", states: { done: { type: "final" } }, output: { kind: "ready" } });
-    const second = start(key, "run-b", seen, prepare);
-    expect(second.machine).toBe(first.machine);
-    second.actor.start();
-    await toPromise(second.actor);
-    expect(second.actor.getSnapshot().value).toBe("completed");
-    expect(seen).toEqual(["run-b model", "run-b complete"]);
-  });
-
-  it("a stopped actor's step sees xstate's abort signal (the run's promise actor is what runs)", async () => {
-    let signal: AbortSignal | undefined;
-    const prepare = fromPromise(({ signal: s }) => {
-      signal = s;
-      return new Promise(() => {});
+  it("an actor built once finds the run it works for through its system", async () => {
+    const runs = ["a", "b"].map((name) => {
+      const actor = createActor(parent);
+      bindRun(actor.system, fakeRun(name));
+      return actor.start();
     });
-    const { actor } = start({}, "run-a", [], prepare);
-    actor.start();
-    await Promise.resolve();
-    expect(signal?.aborted).toBe(false);
-    actor.stop();
-    expect(signal?.aborted).toBe(true);
-    expect((signal?.reason as Error | undefined)?.name).toBe("AbortError");
+    await Promise.all(runs.map((actor) => toPromise(actor)));
+    expect(runs.map((actor) => actor.getSnapshot().context.seen)).toEqual(["a", "b"]);
+  });
+
+  it("an actor in a system no run is bound to fails, saying so", async () => {
+    const actor = createActor(parent).start();
+    await expect(toPromise(actor)).rejects.toThrow(/no run is bound/);
   });
 });

@@ -14,10 +14,9 @@ import { holdGiven, holdRun, type RunOwnership } from "../base/ownership.ts";
 import { hydrateForLog } from "../base/readers.ts";
 import { readRunState } from "../base/snapshots.ts";
 import { resolveApprovals } from "../control/approvalAnswers.ts";
-import { loopActors } from "../steps/actors.ts";
 import { type RunOptions, RunSession } from "../steps/session.ts";
 import { createRunActor } from "../steps/sharedMachine.ts";
-import { toolCallActors } from "../steps/toolActors.ts";
+import { ToolCalls } from "../steps/toolActors.ts";
 import { describeApproval, waitsIn } from "../steps/waits.ts";
 import { type AgentStream, chainListeners, streamOf } from "../streaming/stream.ts";
 import type { RunContext } from "../subruns/runContext.ts";
@@ -323,13 +322,14 @@ async function runHeld(
   fence: Fence,
   stop: RunStop,
 ): Promise<AgentOutput> {
-  // The chart is built once per loop; the run's own actors are bound to its actor (sharedMachine.ts).
-  const calls = toolCallActors(session);
-  const loop = { ...loopActors(session, fence, calls.chartedCalls), plainCalls: calls.plainCalls };
-  const actor = createRunActor(config, loop, calls.chart, {
-    input: { runId: request.runId, loopId: config.id, maxIterations: config.maxIterations ?? DEFAULT_MAX_ITERATIONS },
-    ...(request.inspect ? { inspect: request.inspect } : {}),
-  });
+  // The chart and its actors are built once; the run is bound to its actor system (sharedMachine.ts).
+  const actor = createRunActor(
+    { session, fence, calls: new ToolCalls(session) },
+    {
+      input: { runId: request.runId, loopId: config.id, maxIterations: config.maxIterations ?? DEFAULT_MAX_ITERATIONS },
+      ...(request.inspect ? { inspect: request.inspect } : {}),
+    },
+  );
   const done = new Promise<void>((resolve, reject) => {
     actor.subscribe({ complete: resolve, error: reject });
   });

@@ -23,7 +23,7 @@ import { applyContext, type ContextChoice } from "../../policies/context.ts";
 import { type DefinitionPin, definitionPin, describeChange, unacceptedChanges } from "../../policies/definition.ts";
 import { attemptError, type RetryPolicy } from "../../policies/retry.ts";
 import { type FrameState, type RunState, responseAt } from "../../projections/runState.ts";
-import { Appender, type Fence } from "../base/appender.ts";
+import { Appender } from "../base/appender.ts";
 import type { AgentLoopConfig } from "../base/config.ts";
 import {
   assistantMessage,
@@ -42,348 +42,362 @@ import { CONTEXT_SOURCE } from "./budget.ts";
 import { durableStep, type StepEffect } from "./durableStep.ts";
 import { causeOf, modelPolicy, runDeadline } from "./failurePolicy.ts";
 import { cancelEnds, failedEntry, interruptionEntry } from "./hooks.ts";
+import { type BoundRun, boundRun } from "./runBinding.ts";
 import type { OlderConversation, RunSession } from "./session.ts";
 import { CallStop, type StepStop } from "./stepSignals.ts";
 import { prepareToolSources } from "./toolSources.ts";
 
-/**
- * The loop machine's actors for one run: each does the journaled work the statechart asks for
- * (read and fold, call the model as a durable step, complete or interrupt the run).
- */
-export function loopActors(
-  session: RunSession,
-  fence?: Fence,
-  chartedCalls?: (turn: number, response: ModelResponse) => readonly number[] | undefined,
-) {
+/** `preparing`: reads and folds the journal, pins the mode, starts or resumes the conversation. */
+async function prepare({ session, fence }: BoundRun): Promise<PrepareOutput> {
   const { config, options } = session;
   const runId = options.runId;
-
-  const prepare = fromPromise<PrepareOutput, { runId: string }>(async () => {
-    // The latest snapshot and the entries after it, when the store keeps snapshots; else every entry.
-    const onSnapshotWarning = config.snapshots?.onWarning;
-    // Compact: a compact snapshot's state is enough to resume (the chart starts at its last turns).
-    // A budgeted run reads every frame: its usage so far is summed from every turn's response.
-    const read = await readRunState(options.journal, runId, {
-      compact: !session.budget.active,
-      ...(onSnapshotWarning ? { onSnapshotWarning } : {}),
-    });
-    const state = read.state;
-    session.appender = new Appender(options.journal.store, runId, state, fence);
-    if (config.snapshots !== undefined && !session.replaying) {
-      const schedule = new SnapshotSchedule(options.journal, runId, config.snapshots, read.snapshotSeq);
-      session.snapshots = schedule;
-      session.appender.onDurable = (version) => schedule.durable(version);
-    }
-    // The journal's one pin reader (readJournal has refused a damaged pin already, naming its seq).
-    const pinDecision = state.decisions[modePinId(config.id)];
-    const recorded = pinDecision ? readModePin(runId, pinDecision) : undefined;
-    const pin = resolveModePin({
-      loopId: config.id,
-      runId,
-      recorded,
-      configured: config.toolCallLog,
-      runCompleted: state.status === "completed",
-    });
-    if (pin.error) throw pin.error;
-    session.mode = pin.mode;
-    const pinEntry: NewEntry[] = pin.appendPin && pin.pin ? [{ type: "decision.recorded", data: pin.pin }] : [];
-    // Telemetry sees the run's events from here on; its trace context is journaled with the first attempt.
-    const traceEntry = state.status === "completed" || session.replaying ? [] : startTelemetry(session, state);
-    if (state.status === "new") {
-      if (options.input === undefined) {
-        throw new AgentLoopConfigError(
-          `run ${runId} has no journal yet, so it needs an input: call loop.run({ runId: "${runId}", input, journal })`,
-          "missingInput",
-        );
-      }
-      const lists = await prepareToolSources(session, state); // asked live, before anything is appended
-      const deadline = runDeadline(config, state, Date.now());
-      session.deadlineAt = deadline.deadlineAt;
-      // Written with the first model call's frame.started (no effect runs from these): one commit fewer.
-      // A crash before it leaves no journal, and the run is new again.
-      session.appender.defer(
-        { type: "run.started", data: runStartedData(config, options.input) },
-        ...pinEntry,
-        ...lists,
-        ...traceEntry,
-        ...deadline.append,
-        ...session.budget.startEntries(config.id),
-      );
-      session.startConversation(session.state.input ?? "");
-      session.prepared = true;
-      return { kind: "ready" };
-    }
-    if (state.loopId !== config.id) {
-      throw new ReplayDivergenceError(
-        runId,
-        modelFrameId(state.loopId ?? "?", 0),
-        `run ${runId} was recorded by loop "${state.loopId}" but this loop is "${config.id}": its frame ids would not match; run it with the loop that recorded it.`,
-      );
-    }
-    if (options.input !== undefined && digestOf(options.input).digest !== digestOfRecorded(state.input).digest) {
+  // The latest snapshot and the entries after it, when the store keeps snapshots; else every entry.
+  const onSnapshotWarning = config.snapshots?.onWarning;
+  // Compact: a compact snapshot's state is enough to resume (the chart starts at its last turns).
+  // A budgeted run reads every frame: its usage so far is summed from every turn's response.
+  const read = await readRunState(options.journal, runId, {
+    compact: !session.budget.active,
+    ...(onSnapshotWarning ? { onSnapshotWarning } : {}),
+  });
+  const state = read.state;
+  session.appender = new Appender(options.journal.store, runId, state, fence);
+  if (config.snapshots !== undefined && !session.replaying) {
+    const schedule = new SnapshotSchedule(options.journal, runId, config.snapshots, read.snapshotSeq);
+    session.snapshots = schedule;
+    session.appender.onDurable = (version) => schedule.durable(version);
+  }
+  // The journal's one pin reader (readJournal has refused a damaged pin already, naming its seq).
+  const pinDecision = state.decisions[modePinId(config.id)];
+  const recorded = pinDecision ? readModePin(runId, pinDecision) : undefined;
+  const pin = resolveModePin({
+    loopId: config.id,
+    runId,
+    recorded,
+    configured: config.toolCallLog,
+    runCompleted: state.status === "completed",
+  });
+  if (pin.error) throw pin.error;
+  session.mode = pin.mode;
+  const pinEntry: NewEntry[] = pin.appendPin && pin.pin ? [{ type: "decision.recorded", data: pin.pin }] : [];
+  // Telemetry sees the run's events from here on; its trace context is journaled with the first attempt.
+  const traceEntry = state.status === "completed" || session.replaying ? [] : startTelemetry(session, state);
+  if (state.status === "new") {
+    if (options.input === undefined) {
       throw new AgentLoopConfigError(
-        `run ${runId} was started with another input; resume it without input (the recorded one is used) or start a new run.`,
-        "inputMismatch",
+        `run ${runId} has no journal yet, so it needs an input: call loop.run({ runId: "${runId}", input, journal })`,
+        "missingInput",
       );
     }
-    if (state.status === "completed") return { kind: "completed" };
-    // An ended run runs nothing: the chart ends it so again, and nothing is appended.
-    if (state.status === "cancelled") return { kind: "cancelled", reason: state.cancelled?.reason ?? "" };
-    if (state.status === "failed") {
-      return { kind: "failed", error: new RunFailedError(runId, state.error ?? { name: "Error", message: "" }) };
-    }
-    if (!session.replaying) checkDefinition(runId, config, state.definition);
-    if (!session.replaying && state.redacted)
-      throw new RedactedHistoryError(runId, state.redacted.seq, state.redacted.type);
-    const lists = await prepareToolSources(session, state); // journaled lists; a source's first one asked live
-    // A late pin (ADR 0142 D3); a deadline configured after the run started runs from now.
+    const lists = await prepareToolSources(session, state); // asked live, before anything is appended
     const deadline = runDeadline(config, state, Date.now());
     session.deadlineAt = deadline.deadlineAt;
-    // Written with the next append (a frame.started, or the run's end), as a new run's run.started is:
-    // nothing acts on these before it. A run a worker picks up after submitRun commits once fewer.
-    const late = [...pinEntry, ...lists, ...traceEntry, ...deadline.append];
-    if (late.length > 0) session.appender.defer(...late);
-    // The chart then walks the recorded turns, each step served from the journal: archived outputs first.
-    await hydrateArchived(options.journal, state);
-    const from = compactStart(state);
-    if (from === undefined) session.startConversation(state.input ?? "");
-    else await resumeCompact(state, from, read.snapshotSeq);
-    session.prepared = true;
-    return from === undefined ? { kind: "ready" } : { kind: "ready", turn: from };
-  });
-
-  /**
-   * The turn a compact state is resumed from: its last recorded model turn (walked again: its
-   * calls may not have ended), or undefined to walk from turn 0 (a full state, a replay).
-   */
-  function compactStart(state: RunState): number | undefined {
-    const below = state.compacted?.belowTurn;
-    if (below === undefined || below === 0 || session.replaying) return undefined;
-    return state.turns - 1;
-  }
-
-  /**
-   * Restores the conversation's tail for a resume at turn `from`: the turn before's response and
-   * its results (served from the journal, checked as a walk checks them), chained from that model
-   * call's recorded prompt digest. The messages before are read from the journal when the model
-   * is first asked: a resume that ends in served steps never reads them.
-   */
-  async function resumeCompact(state: RunState, from: number, snapshotSeq: number): Promise<void> {
-    const before = from - 1;
-    const frame = state.frames[modelFrameId(config.id, before)];
-    const response = responseAt(state, before);
-    if (frame === undefined || response === undefined) {
-      throw new SnapshotError(
-        "snapshotUnreadable",
-        runId,
-        snapshotSeq,
-        `the compact state does not hold the model frame of turn ${before} it resumes after; write a new snapshot (writeRunSnapshot) or remove it`,
-      );
-    }
-    session.resumeAt(frame.inputDigest, response, () => olderMessages(before));
-    await servedTurn(before, response);
-  }
-
-  /** The conversation before turn `turn`'s response: its start, then every turn's messages, from the whole journal. */
-  async function olderMessages(turn: number): Promise<OlderConversation> {
-    const onWarning = config.snapshots?.onWarning;
-    const full = (await readRunState(options.journal, runId, onWarning ? { onSnapshotWarning: onWarning } : undefined))
-      .state;
-    await hydrateArchived(options.journal, full);
-    const messages = conversationStart(config, full.input ?? "");
-    const turnStarts: number[] = [];
-    for (let t = 0; t < turn; t++) {
-      const response = responseAt(full, t) as ModelResponse;
-      turnStarts.push(messages.length);
-      messages.push(assistantMessage(response));
-      for (let index = 0; index < response.toolCalls.length; index++) {
-        const stepId = toolStepId(config.id, t, index);
-        const fed = await fedFromState(full, stepId, (id, envelope) => session.resolveOutput(id, envelope));
-        messages.push(toolResultMessage(response.toolCalls[index] as ToolCall, fed));
-      }
-    }
-    return { messages, turnStarts };
-  }
-
-  /** The model call of `turn`, as a durable step; `actor` stops it (the loop left `running`). */
-  async function callModel(turn: number, actor: CallStop): Promise<CallModelOutput> {
-    if (session.pace !== undefined) await session.pace(); // a replay's; not a tick every turn of every run
-    if (turn > 0) session.pushToolResults(turn - 1, responseAt(session.state, turn - 1) as ModelResponse);
-    const frameId = modelFrameId(config.id, turn);
-    if (session.budget.active && session.state.frames[frameId]?.status !== "completed") {
-      const breach = await budgetCheck(turn);
-      if (breach !== undefined) return { ok: false, reason: "budget", detail: breach };
-    }
-    const chained = session.nextPromptDigest();
-    // A context policy decides on, and cuts, the whole conversation: after a compact resume, the turns
-    // before its tail are read from the journal now (once); without one, when the model is asked.
-    const recordedContext = session.state.decisions[contextDecisionId(config.id, turn)];
-    const contexted = config.context !== undefined || recordedContext;
-    if (contexted && session.state.frames[frameId]?.status !== "completed") await session.conversation();
-    // Without a policy, only a journaled decision makes a context (no call to decide one, not awaited).
-    const context = contexted ? await contextChoice(turn, frameId) : undefined;
-    if (context?.asked !== undefined) session.budget.askedForContext(turn, context.asked); // a summary's calls count too
-    const digest = context === undefined ? chained : contextPromptDigest(chained, context);
-    // The prompt is made only for a call that runs (a served one needs its digest alone).
-    session.prompt =
-      context === undefined || session.state.frames[frameId]?.status === "completed"
-        ? undefined
-        : applyContext(session.messages, session.turnStarts, config.id, context);
-    const step = new ModelStep(session, frameId, turn, actor);
-    const result = await durableStep<ModelResponse, ModelResponse>(
-      session,
-      { frameId, effect: "model", inputDigest: digest, onUnknownOutcome: "rerun", checkInput: !session.replaying },
-      step,
+    // Written with the first model call's frame.started (no effect runs from these): one commit fewer.
+    // A crash before it leaves no journal, and the run is new again.
+    session.appender.defer(
+      { type: "run.started", data: runStartedData(config, options.input) },
+      ...pinEntry,
+      ...lists,
+      ...traceEntry,
+      ...deadline.append,
+      ...session.budget.startEntries(config.id),
     );
-    const streamed = step.streamed; // the attempt whose deltas watchers were sent
-    // The deltas of an attempt that did not answer are void: watchers drop them. A failed attempt's
-    // reset is journaled with its attempt.failed (the event fold gives it); one stopped is told live.
-    if (streamed !== undefined && (result.kind === "aborted" || result.kind === "past-deadline")) {
-      session.events.emitLive({ type: "reset", runId, stepId: frameId, attempt: streamed });
-    }
-    switch (result.kind) {
-      case "done":
-        session.modelAnswered(digest, result.value);
-        if (result.served && (await servedTurn(turn, result.value))) {
-          return { ok: true, response: result.value, settled: true };
-        }
-        return { ok: true, response: result.value, charted: chartedCalls?.(turn, result.value) };
-      case "retry":
-        return { ok: false, retry: { attempt: result.attempt, delayMs: result.delayMs } };
-      case "past-deadline":
-        return pastDeadline(session.deadlineAt as number);
-      case "gave-up": {
-        await session.appender.append(result.record);
-        const cause = causeOf(result.error);
-        // `detail` keeps the fields Loom 0.1.0 wrote (readers of it keep working); `cause` is the typed record.
-        const detail = { frameId, name: cause.name, message: cause.message };
-        return { ok: false, reason: "model-error", detail, cause };
-      }
-      default: // aborted (a model call's unknown outcome is always asked again)
-        return { ok: false, reason: "aborted", detail: null };
-    }
+    session.startConversation(session.state.input ?? "");
+    session.prepared = true;
+    return { kind: "ready" };
   }
-
-  /**
-   * The context decision of model call `turn`: served when journaled; else, for a call not started
-   * yet, decided by the loop's policy and journaled with the call's frame.started. A call the
-   * journal started without one (recorded before the policy was configured) is sent as recorded.
-   */
-  async function contextChoice(turn: number, frameId: string): Promise<ContextChoice | undefined> {
-    const id = contextDecisionId(config.id, turn);
-    const recorded = session.state.decisions[id];
-    if (recorded !== undefined) return recorded.choice as ContextChoice;
-    const policy = config.context;
-    if (policy === undefined || session.state.frames[frameId] !== undefined) return undefined;
-    const previous = turn > 0 ? session.state.decisions[contextDecisionId(config.id, turn - 1)] : undefined;
-    const view = {
-      loopId: config.id,
-      turn,
-      messages: session.messages,
-      turnStarts: session.turnStarts,
-      previous: previous?.choice as ContextChoice | undefined,
-    };
-    const asked = { modelCalls: 0, inputTokens: 0, outputTokens: 0 };
-    const ask = async (messages: readonly Message[]) => {
-      const response = await config.model.generate({ messages, tools: [], signal: options.signal ?? NEVER });
-      asked.modelCalls++;
-      asked.inputTokens += countOf(response.usage?.inputTokens);
-      asked.outputTokens += countOf(response.usage?.outputTokens);
-      return typeof response.content === "string" ? response.content : "";
-    };
-    const decided = await policy.decide(view, ask);
-    const choice = jsonRoundTrip(asked.modelCalls === 0 ? decided : { ...decided, asked }) as ContextChoice;
-    // Written with the call's frame.started: a crash before it leaves neither, and the policy decides again.
-    session.appender.defer({ type: "decision.recorded", data: { decisionId: id, source: CONTEXT_SOURCE, choice } });
-    return choice;
+  if (state.loopId !== config.id) {
+    throw new ReplayDivergenceError(
+      runId,
+      modelFrameId(state.loopId ?? "?", 0),
+      `run ${runId} was recorded by loop "${state.loopId}" but this loop is "${config.id}": its frame ids would not match; run it with the loop that recorded it.`,
+    );
   }
-
-  /** The budget's check before the model call of `turn` (one not recorded yet); a sub-agent's usage read anew after its turn. */
-  function budgetCheck(turn: number) {
-    const previous = turn > 0 ? responseAt(session.state, turn - 1) : undefined;
-    const tool = (name: string) => session.tools[name];
-    if (previous?.toolCalls.some((c) => Object.hasOwn(session.tools, c.name) && isSubAgentTool(tool(c.name) as object)))
-      session.budget.subAgentsRan();
-    return session.budget.check(turn);
+  if (options.input !== undefined && digestOf(options.input).digest !== digestOfRecorded(state.input).digest) {
+    throw new AgentLoopConfigError(
+      `run ${runId} was started with another input; resume it without input (the recorded one is used) or start a new run.`,
+      "inputMismatch",
+    );
   }
-
-  /**
-   * The loop chart's one actor for the model calls of the whole run: told a turn, it calls the
-   * model and reports as an invoked actor's done or error event would. Stopped (the loop left
-   * `running`), the call in flight is stopped: its stop aborts and it reports nothing.
-   */
-  const modelCalls = fromCallback<ModelCallsEvent, { runId: string }>(({ receive, sendBack }) => {
-    let current: CallStop | undefined;
-    const report = (stop: CallStop, event: ModelCallEvent) => {
-      if (current !== stop) return;
-      current = undefined;
-      sendBack(event);
-    };
-    receive((event) => {
-      const stop = new CallStop();
-      current = stop;
-      callModel(event.turn, stop).then(
-        (output) => report(stop, { type: "MODEL.DONE", output }),
-        (error: unknown) => report(stop, { type: "MODEL.FAILED", error }),
-      );
-    });
-    return () => {
-      current?.stop();
-      current = undefined;
-    };
-  });
-
-  /**
-   * A resumed turn whose every call the journal settled is served whole: each call checked and
-   * fed as its toolCall actor would, without a child actor per call (what kept a 2,000-turn
-   * resume within 1.5× of the hand walk it replaced). A replay for the inspector spawns them, to
-   * show them. False when some call has not ended: the turn is dispatched.
-   */
-  async function servedTurn(turn: number, response: ModelResponse): Promise<boolean> {
-    if (session.replaying || response.toolCalls.length === 0) return false;
-    for (let index = 0; index < response.toolCalls.length; index++) {
-      const breath = session.breathe();
-      if (breath !== undefined) await breath;
-      const fed = await session.serveCall(toolStepId(config.id, turn, index), response.toolCalls[index] as ToolCall);
-      if (!fed) return false;
-    }
-    return true;
+  if (state.status === "completed") return { kind: "completed" };
+  // An ended run runs nothing: the chart ends it so again, and nothing is appended.
+  if (state.status === "cancelled") return { kind: "cancelled", reason: state.cancelled?.reason ?? "" };
+  if (state.status === "failed") {
+    return { kind: "failed", error: new RunFailedError(runId, state.error ?? { name: "Error", message: "" }) };
   }
-
-  /**
-   * The one actor that journals how the run ends, whichever way the chart ends it. Once it runs,
-   * work still in flight appends nothing more (`close`), except a completion: nothing is in flight.
-   */
-  const end = fromPromise<void, Ending>(async ({ input }) => {
-    switch (input.kind) {
-      case "completed":
-        // The log is not journaled again: the value returned is rebuilt from the frames (completedOutput).
-        await session.appender.append({
-          type: "run.completed",
-          data: { output: { content: input.content, iterations: input.turn + 1 } },
-        });
-        return;
-      case "interrupted":
-        session.appender.close(input.reason);
-        await session.appender.appendFinal(interruptionEntry(session, input));
-        return;
-      case "cancelled":
-        if (!cancelEnds(session)) return;
-        session.appender.close("cancelled");
-        await session.appender.appendFinal({ type: "run.cancelled", data: { reason: input.reason } });
-        return;
-      case "failed": {
-        const entry = failedEntry(session, input.error);
-        if (entry === undefined) return;
-        session.appender.close("failed");
-        await session.appender.appendFinal(entry);
-        return;
-      }
-    }
-  });
-
-  return { prepare, modelCalls, end };
+  if (!session.replaying) checkDefinition(runId, config, state.definition);
+  if (!session.replaying && state.redacted)
+    throw new RedactedHistoryError(runId, state.redacted.seq, state.redacted.type);
+  const lists = await prepareToolSources(session, state); // journaled lists; a source's first one asked live
+  // A late pin (ADR 0142 D3); a deadline configured after the run started runs from now.
+  const deadline = runDeadline(config, state, Date.now());
+  session.deadlineAt = deadline.deadlineAt;
+  // Written with the next append (a frame.started, or the run's end), as a new run's run.started is:
+  // nothing acts on these before it. A run a worker picks up after submitRun commits once fewer.
+  const late = [...pinEntry, ...lists, ...traceEntry, ...deadline.append];
+  if (late.length > 0) session.appender.defer(...late);
+  // The chart then walks the recorded turns, each step served from the journal: archived outputs first.
+  await hydrateArchived(options.journal, state);
+  const from = compactStart(session, state);
+  if (from === undefined) session.startConversation(state.input ?? "");
+  else await resumeCompact(session, state, from, read.snapshotSeq);
+  session.prepared = true;
+  return from === undefined ? { kind: "ready" } : { kind: "ready", turn: from };
 }
+
+/**
+ * The turn a compact state is resumed from: its last recorded model turn (walked again: its
+ * calls may not have ended), or undefined to walk from turn 0 (a full state, a replay).
+ */
+function compactStart(session: RunSession, state: RunState): number | undefined {
+  const below = state.compacted?.belowTurn;
+  if (below === undefined || below === 0 || session.replaying) return undefined;
+  return state.turns - 1;
+}
+
+/**
+ * Restores the conversation's tail for a resume at turn `from`: the turn before's response and
+ * its results (served from the journal, checked as a walk checks them), chained from that model
+ * call's recorded prompt digest. The messages before are read from the journal when the model
+ * is first asked: a resume that ends in served steps never reads them.
+ */
+async function resumeCompact(session: RunSession, state: RunState, from: number, snapshotSeq: number): Promise<void> {
+  const { config } = session;
+  const runId = session.options.runId;
+  const before = from - 1;
+  const frame = state.frames[modelFrameId(config.id, before)];
+  const response = responseAt(state, before);
+  if (frame === undefined || response === undefined) {
+    throw new SnapshotError(
+      "snapshotUnreadable",
+      runId,
+      snapshotSeq,
+      `the compact state does not hold the model frame of turn ${before} it resumes after; write a new snapshot (writeRunSnapshot) or remove it`,
+    );
+  }
+  session.resumeAt(frame.inputDigest, response, () => olderMessages(session, before));
+  await servedTurn(session, before, response);
+}
+
+/** The conversation before turn `turn`'s response: its start, then every turn's messages, from the whole journal. */
+async function olderMessages(session: RunSession, turn: number): Promise<OlderConversation> {
+  const { config, options } = session;
+  const runId = options.runId;
+  const onWarning = config.snapshots?.onWarning;
+  const full = (await readRunState(options.journal, runId, onWarning ? { onSnapshotWarning: onWarning } : undefined))
+    .state;
+  await hydrateArchived(options.journal, full);
+  const messages = conversationStart(config, full.input ?? "");
+  const turnStarts: number[] = [];
+  for (let t = 0; t < turn; t++) {
+    const response = responseAt(full, t) as ModelResponse;
+    turnStarts.push(messages.length);
+    messages.push(assistantMessage(response));
+    for (let index = 0; index < response.toolCalls.length; index++) {
+      const stepId = toolStepId(config.id, t, index);
+      const fed = await fedFromState(full, stepId, (id, envelope) => session.resolveOutput(id, envelope));
+      messages.push(toolResultMessage(response.toolCalls[index] as ToolCall, fed));
+    }
+  }
+  return { messages, turnStarts };
+}
+
+/** The model call of `turn`, as a durable step; `actor` stops it (the loop left `running`). */
+async function callModel(run: BoundRun, turn: number, actor: CallStop): Promise<CallModelOutput> {
+  const session = run.session;
+  const config = session.config;
+  const runId = session.options.runId;
+  if (session.pace !== undefined) await session.pace(); // a replay's; not a tick every turn of every run
+  if (turn > 0) session.pushToolResults(turn - 1, responseAt(session.state, turn - 1) as ModelResponse);
+  const frameId = modelFrameId(config.id, turn);
+  if (session.budget.active && session.state.frames[frameId]?.status !== "completed") {
+    const breach = await budgetCheck(session, turn);
+    if (breach !== undefined) return { ok: false, reason: "budget", detail: breach };
+  }
+  const chained = session.nextPromptDigest();
+  // A context policy decides on, and cuts, the whole conversation: after a compact resume, the turns
+  // before its tail are read from the journal now (once); without one, when the model is asked.
+  const recordedContext = session.state.decisions[contextDecisionId(config.id, turn)];
+  const contexted = config.context !== undefined || recordedContext;
+  if (contexted && session.state.frames[frameId]?.status !== "completed") await session.conversation();
+  // Without a policy, only a journaled decision makes a context (no call to decide one, not awaited).
+  const context = contexted ? await contextChoice(session, turn, frameId) : undefined;
+  if (context?.asked !== undefined) session.budget.askedForContext(turn, context.asked); // a summary's calls count too
+  const digest = context === undefined ? chained : contextPromptDigest(chained, context);
+  // The prompt is made only for a call that runs (a served one needs its digest alone).
+  session.prompt =
+    context === undefined || session.state.frames[frameId]?.status === "completed"
+      ? undefined
+      : applyContext(session.messages, session.turnStarts, config.id, context);
+  const step = new ModelStep(session, frameId, turn, actor);
+  const result = await durableStep<ModelResponse, ModelResponse>(
+    session,
+    { frameId, effect: "model", inputDigest: digest, onUnknownOutcome: "rerun", checkInput: !session.replaying },
+    step,
+  );
+  const streamed = step.streamed; // the attempt whose deltas watchers were sent
+  // The deltas of an attempt that did not answer are void: watchers drop them. A failed attempt's
+  // reset is journaled with its attempt.failed (the event fold gives it); one stopped is told live.
+  if (streamed !== undefined && (result.kind === "aborted" || result.kind === "past-deadline")) {
+    session.events.emitLive({ type: "reset", runId, stepId: frameId, attempt: streamed });
+  }
+  switch (result.kind) {
+    case "done":
+      session.modelAnswered(digest, result.value);
+      if (result.served && (await servedTurn(session, turn, result.value))) {
+        return { ok: true, response: result.value, settled: true };
+      }
+      return { ok: true, response: result.value, charted: run.calls.chartedCalls(turn, result.value) };
+    case "retry":
+      return { ok: false, retry: { attempt: result.attempt, delayMs: result.delayMs } };
+    case "past-deadline":
+      return pastDeadline(session.deadlineAt as number);
+    case "gave-up": {
+      await session.appender.append(result.record);
+      const cause = causeOf(result.error);
+      // `detail` keeps the fields Loom 0.1.0 wrote (readers of it keep working); `cause` is the typed record.
+      const detail = { frameId, name: cause.name, message: cause.message };
+      return { ok: false, reason: "model-error", detail, cause };
+    }
+    default: // aborted (a model call's unknown outcome is always asked again)
+      return { ok: false, reason: "aborted", detail: null };
+  }
+}
+
+/**
+ * The context decision of model call `turn`: served when journaled; else, for a call not started
+ * yet, decided by the loop's policy and journaled with the call's frame.started. A call the
+ * journal started without one (recorded before the policy was configured) is sent as recorded.
+ */
+async function contextChoice(session: RunSession, turn: number, frameId: string): Promise<ContextChoice | undefined> {
+  const { config, options } = session;
+  const id = contextDecisionId(config.id, turn);
+  const recorded = session.state.decisions[id];
+  if (recorded !== undefined) return recorded.choice as ContextChoice;
+  const policy = config.context;
+  if (policy === undefined || session.state.frames[frameId] !== undefined) return undefined;
+  const previous = turn > 0 ? session.state.decisions[contextDecisionId(config.id, turn - 1)] : undefined;
+  const view = {
+    loopId: config.id,
+    turn,
+    messages: session.messages,
+    turnStarts: session.turnStarts,
+    previous: previous?.choice as ContextChoice | undefined,
+  };
+  const asked = { modelCalls: 0, inputTokens: 0, outputTokens: 0 };
+  const ask = async (messages: readonly Message[]) => {
+    const response = await config.model.generate({ messages, tools: [], signal: options.signal ?? NEVER });
+    asked.modelCalls++;
+    asked.inputTokens += countOf(response.usage?.inputTokens);
+    asked.outputTokens += countOf(response.usage?.outputTokens);
+    return typeof response.content === "string" ? response.content : "";
+  };
+  const decided = await policy.decide(view, ask);
+  const choice = jsonRoundTrip(asked.modelCalls === 0 ? decided : { ...decided, asked }) as ContextChoice;
+  // Written with the call's frame.started: a crash before it leaves neither, and the policy decides again.
+  session.appender.defer({ type: "decision.recorded", data: { decisionId: id, source: CONTEXT_SOURCE, choice } });
+  return choice;
+}
+
+/** The budget's check before the model call of `turn` (one not recorded yet); a sub-agent's usage read anew after its turn. */
+function budgetCheck(session: RunSession, turn: number) {
+  const previous = turn > 0 ? responseAt(session.state, turn - 1) : undefined;
+  const tool = (name: string) => session.tools[name];
+  if (previous?.toolCalls.some((c) => Object.hasOwn(session.tools, c.name) && isSubAgentTool(tool(c.name) as object)))
+    session.budget.subAgentsRan();
+  return session.budget.check(turn);
+}
+
+/**
+ * The loop chart's one actor for the model calls of the whole run: told a turn, it calls the
+ * model and reports as an invoked actor's done or error event would. Stopped (the loop left
+ * `running`), the call in flight is stopped: its stop aborts and it reports nothing.
+ */
+const modelCalls = fromCallback<ModelCallsEvent, { runId: string }>(({ receive, sendBack, system }) => {
+  const run = boundRun(system);
+  let current: CallStop | undefined;
+  const report = (stop: CallStop, event: ModelCallEvent) => {
+    if (current !== stop) return;
+    current = undefined;
+    sendBack(event);
+  };
+  receive((event) => {
+    const stop = new CallStop();
+    current = stop;
+    callModel(run, event.turn, stop).then(
+      (output) => report(stop, { type: "MODEL.DONE", output }),
+      (error: unknown) => report(stop, { type: "MODEL.FAILED", error }),
+    );
+  });
+  return () => {
+    current?.stop();
+    current = undefined;
+  };
+});
+
+/**
+ * A resumed turn whose every call the journal settled is served whole: each call checked and
+ * fed as its toolCall actor would, without a child actor per call (what kept a 2,000-turn
+ * resume within 1.5× of the hand walk it replaced). A replay for the inspector spawns them, to
+ * show them. False when some call has not ended: the turn is dispatched.
+ */
+async function servedTurn(session: RunSession, turn: number, response: ModelResponse): Promise<boolean> {
+  if (session.replaying || response.toolCalls.length === 0) return false;
+  for (let index = 0; index < response.toolCalls.length; index++) {
+    const breath = session.breathe();
+    if (breath !== undefined) await breath;
+    const fed = await session.serveCall(
+      toolStepId(session.config.id, turn, index),
+      response.toolCalls[index] as ToolCall,
+    );
+    if (!fed) return false;
+  }
+  return true;
+}
+
+/**
+ * The one actor that journals how the run ends, whichever way the chart ends it. Once it runs,
+ * work still in flight appends nothing more (`close`), except a completion: nothing is in flight.
+ */
+const end = fromPromise<void, Ending>(({ input, system }) => endRun(boundRun(system).session, input));
+
+async function endRun(session: RunSession, input: Ending): Promise<void> {
+  switch (input.kind) {
+    case "completed":
+      // The log is not journaled again: the value returned is rebuilt from the frames (completedOutput).
+      await session.appender.append({
+        type: "run.completed",
+        data: { output: { content: input.content, iterations: input.turn + 1 } },
+      });
+      return;
+    case "interrupted":
+      session.appender.close(input.reason);
+      await session.appender.appendFinal(interruptionEntry(session, input));
+      return;
+    case "cancelled":
+      if (!cancelEnds(session)) return;
+      session.appender.close("cancelled");
+      await session.appender.appendFinal({ type: "run.cancelled", data: { reason: input.reason } });
+      return;
+    case "failed": {
+      const entry = failedEntry(session, input.error);
+      if (entry === undefined) return;
+      session.appender.close("failed");
+      await session.appender.appendFinal(entry);
+      return;
+    }
+  }
+}
+
+/**
+ * The loop machine's actors, built once: each does the journaled work the statechart asks for
+ * (read and fold, call the model as a durable step, complete or interrupt the run) for the run
+ * bound to the actor system it runs in (runBinding.ts).
+ */
+export const loopLogic = {
+  prepare: fromPromise<PrepareOutput, { runId: string }>(({ system }) => prepare(boundRun(system))),
+  modelCalls,
+  end,
+};
 
 /**
  * Starts the run's telemetry in this process (`config.telemetry`), listening to its events, with

@@ -4,55 +4,56 @@ import { approvalId, DECISION_SOURCES } from "../../events/ids.ts";
 import type { ApprovalOutput, ToolCallInput } from "../../machines/toolCall.machine.ts";
 import { approvalExpiry, declinedResult } from "../../policies/approval.ts";
 import { answerGiven } from "../subruns/subRunApprovals.ts";
+import { boundRun } from "./runBinding.ts";
 import type { RunSession } from "./session.ts";
 
 /**
- * The toolCall chart's `askApproval` for one run: the journaled decision if there is one (its
- * input digest checked), else the answer given in `approvals`, or by `config.approve`, journaled
- * once; a decline (or an expired request) also settles the call.
+ * The toolCall chart's `askApproval`, built once (its run found through its actor system): the
+ * journaled decision if there is one (its input digest checked), else the answer given in
+ * `approvals`, or by `config.approve`, journaled once; a decline (or an expired request) also
+ * settles the call.
  */
-export function approvalActor(session: RunSession) {
+export const askApproval = fromPromise<ApprovalOutput, ToolCallInput>(({ input, system }) =>
+  approve(boundRun(system).session, input),
+);
+
+async function approve(session: RunSession, input: ToolCallInput): Promise<ApprovalOutput> {
   const { config, options } = session;
   const runId = options.runId;
-  return fromPromise<ApprovalOutput, ToolCallInput>(async ({ input }) => {
-    const { stepId, call } = input;
-    const inputDigest = digestOfRecorded(call.input).digest;
-    const decisionId = approvalId(stepId);
-    const recorded = session.state.decisions[decisionId]?.choice as
-      | { approved?: boolean; inputDigest?: string }
-      | undefined;
-    if (recorded) {
-      if (recorded.inputDigest !== inputDigest)
-        throw session.divergence(decisionId, "an approval given for another input");
-      return recorded.approved ? { kind: "approved" } : { kind: "declined" };
-    }
-    // Expired (the tool's approvalTimeoutMs, counted from the first interruption that asked): declined,
-    // whatever answer comes now, also when no process was running when it expired.
-    const expiresAt = approvalExpiry(
-      session.state.approvalRequests[stepId],
-      session.tools[call.name]?.approvalTimeoutMs,
-    );
-    const expired = expiresAt !== undefined && session.now() >= expiresAt; // the run's clock, as waits read it
-    const given = expired ? false : answerGiven(options.approvals, runId, stepId);
-    const answer =
-      given ??
-      (config.approve ? await config.approve({ runId, stepId, toolName: call.name, input: call.input }) : "pending");
-    if (answer === "pending") return { kind: "pending" };
-    const choice = { approved: answer === true, inputDigest, ...(expired ? { reason: "approval-expired" } : {}) };
-    const decision = {
-      type: "decision.recorded",
-      data: { decisionId, source: DECISION_SOURCES.approval, choice },
-    } as const;
-    if (answer === true) {
-      await session.appender.append(decision);
-      return { kind: "approved" };
-    }
-    const result = declinedResult(call.name, expired ? { expiredAt: expiresAt } : {});
-    await session.appender.append(decision, {
-      type: "call.settled",
-      data: { stepId, status: "error", reason: expired ? "approval-expired" : "approval-declined", result },
-    });
-    session.setFed(stepId, { output: session.state.settled[stepId]?.result, isError: true });
-    return { kind: "declined" };
+  const { stepId, call } = input;
+  const inputDigest = digestOfRecorded(call.input).digest;
+  const decisionId = approvalId(stepId);
+  const recorded = session.state.decisions[decisionId]?.choice as
+    | { approved?: boolean; inputDigest?: string }
+    | undefined;
+  if (recorded) {
+    if (recorded.inputDigest !== inputDigest)
+      throw session.divergence(decisionId, "an approval given for another input");
+    return recorded.approved ? { kind: "approved" } : { kind: "declined" };
+  }
+  // Expired (the tool's approvalTimeoutMs, counted from the first interruption that asked): declined,
+  // whatever answer comes now, also when no process was running when it expired.
+  const expiresAt = approvalExpiry(session.state.approvalRequests[stepId], session.tools[call.name]?.approvalTimeoutMs);
+  const expired = expiresAt !== undefined && session.now() >= expiresAt; // the run's clock, as waits read it
+  const given = expired ? false : answerGiven(options.approvals, runId, stepId);
+  const answer =
+    given ??
+    (config.approve ? await config.approve({ runId, stepId, toolName: call.name, input: call.input }) : "pending");
+  if (answer === "pending") return { kind: "pending" };
+  const choice = { approved: answer === true, inputDigest, ...(expired ? { reason: "approval-expired" } : {}) };
+  const decision = {
+    type: "decision.recorded",
+    data: { decisionId, source: DECISION_SOURCES.approval, choice },
+  } as const;
+  if (answer === true) {
+    await session.appender.append(decision);
+    return { kind: "approved" };
+  }
+  const result = declinedResult(call.name, expired ? { expiredAt: expiresAt } : {});
+  await session.appender.append(decision, {
+    type: "call.settled",
+    data: { stepId, status: "error", reason: expired ? "approval-expired" : "approval-declined", result },
   });
+  session.setFed(stepId, { output: session.state.settled[stepId]?.result, isError: true });
+  return { kind: "declined" };
 }

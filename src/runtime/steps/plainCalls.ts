@@ -6,6 +6,7 @@ import type {
   ToolCallInput,
   ToolCallParentEvent,
 } from "../../machines/toolCall.machine.ts";
+import type { ActorSystem } from "./runBinding.ts";
 import { CallStop } from "./stepSignals.ts";
 
 /**
@@ -40,10 +41,12 @@ export async function plainCall(steps: CallSteps, input: ToolCallInput, stop: Ca
  * The loop chart's one actor for every call that cannot wait, for the whole run: each call it
  * is told to run reports back as a toolCall chart does (a failed step as `CALL.FAILED`). An actor
  * a call (or a child machine) cost more than the instant call itself. Stopped, or told
- * `CALLS.STOP`, its calls' stops abort and they report nothing.
+ * `CALLS.STOP`, its calls' stops abort and they report nothing. Built once: `stepsOf` finds the
+ * steps of the run it runs for through its actor system.
  */
-export function plainCallsActor(steps: CallSteps) {
-  return fromCallback<PlainCallsEvent, { runId: string }>(({ receive, sendBack }) => {
+export function plainCallsActor(stepsOf: (system: ActorSystem) => CallSteps) {
+  return fromCallback<PlainCallsEvent, { runId: string }>(({ receive, sendBack, system }) => {
+    const steps = stepsOf(system);
     const live = new Set<CallStop>();
     const stopAll = () => {
       for (const call of live) call.stop();

@@ -18,11 +18,12 @@ import { AppendAfterCloseError } from "../base/appender.ts";
 import type { Tool } from "../base/config.ts";
 import { isSubAgentTool } from "../subruns/subAgentTools.ts";
 import { subRunWaits } from "../subruns/subRuns.ts";
-import { approvalActor } from "./approvalActor.ts";
+import { askApproval } from "./approvalActor.ts";
 import { answersSearchTools, SEARCH_TOOLS, SKILL_ACTIVATION, searchTools } from "./builtins.ts";
 import { durableStep, type StepEffect } from "./durableStep.ts";
 import { toolAttemptError, toolPolicy } from "./failurePolicy.ts";
-import { plainCallsActor } from "./plainCalls.ts";
+import { type CallSteps, plainCallsActor } from "./plainCalls.ts";
+import { boundRun } from "./runBinding.ts";
 import type { RunSession } from "./session.ts";
 import type { StepStop } from "./stepSignals.ts";
 import { invalidInputMessage, noCanonicalForm } from "./toolInput.ts";
@@ -31,31 +32,45 @@ import { invalidInputMessage, noCanonicalForm } from "./toolInput.ts";
 export const DEFAULT_MAX_TOOL_CALLS_PER_RESPONSE = 128;
 
 /**
- * The tool-call machine's actors for one run. Each first serves what the journal already says
- * about the call (settled, completed, failed, decided) and only then does new work.
+ * One run's tool calls, as the toolCall chart's actors (below, built once) run them. Each first
+ * serves what the journal already says about the call (settled, completed, failed, decided) and
+ * only then does new work. One object a run, its bookkeeping made when a call first needs it.
  */
-export function toolCallActors(session: RunSession) {
-  const { config, options } = session;
-  const runId = options.runId;
-  const maxInputBytes = config.maxToolInputBytes ?? 64 * 1024;
-  const maxCalls = config.maxToolCallsPerResponse ?? DEFAULT_MAX_TOOL_CALLS_PER_RESPONSE;
-  // Inputs that passed validateInput, possibly transformed by it: what the tool runs with.
-  const validated = new Map<string, unknown>();
-  // The digests of the inputs checkCall cleared to run: what their frames record (not hashed again).
-  const inputDigests = new Map<string, string>();
+export class ToolCalls implements CallSteps, ToolSteps {
+  /** Inputs that passed validateInput, possibly transformed by it: what the tool runs with. */
+  private validated: Map<string, unknown> | undefined;
+  /** The digests of the inputs `check` cleared to run: what their frames record (not hashed again). */
+  private inputDigests: Map<string, string> | undefined;
+  /** The calls past maxToolCallsPerResponse of each turn, refused in one append (not one a call). */
+  private excessRefused: Map<number, Promise<void>> | undefined;
+  /** Tools of this run executing now. */
+  private running = 0;
+  /** `tool:<name>`, made once a tool name (a call's frame records it). */
+  private effects: Map<string, string> | undefined;
+  /** Whether a tool may be tried again (its retry policy), once a tool. */
+  private retries: Map<Tool, boolean> | undefined;
+  /** The run's clock, for the waits a tool makes (one function for the run, not one a call). */
+  private clock: (() => number) | undefined;
 
-  // The calls past maxToolCallsPerResponse of each turn, refused in one append (not one a call).
-  const excessRefused = new Map<number, Promise<void>>();
-  function refuseExcessCalls(turn: number): Promise<void> {
-    let refused = excessRefused.get(turn);
+  constructor(readonly session: RunSession) {}
+
+  /** The calls of one response that run (`maxToolCallsPerResponse`). */
+  private get maxCalls(): number {
+    return this.session.config.maxToolCallsPerResponse ?? DEFAULT_MAX_TOOL_CALLS_PER_RESPONSE;
+  }
+
+  private refuseExcessCalls(turn: number): Promise<void> {
+    this.excessRefused ??= new Map();
+    let refused = this.excessRefused.get(turn);
     if (refused === undefined) {
-      refused = appendExcessRefusals(turn);
-      excessRefused.set(turn, refused);
+      refused = this.appendExcessRefusals(turn);
+      this.excessRefused.set(turn, refused);
     }
     return refused;
   }
 
-  async function appendExcessRefusals(turn: number): Promise<void> {
+  private async appendExcessRefusals(turn: number): Promise<void> {
+    const { session, maxCalls } = this;
     const asked = responseAt(session.state, turn)?.toolCalls.length ?? 0;
     const entries: NewEntry[] = [];
     for (let index = maxCalls; index < asked; index++) {
@@ -70,7 +85,8 @@ export function toolCallActors(session: RunSession) {
     if (entries.length > 0) await session.appender.append(...entries);
   }
 
-  async function settle(stepId: string, reason: SettledReason, status: "ok" | "error", result: unknown) {
+  private async settle(stepId: string, reason: SettledReason, status: "ok" | "error", result: unknown) {
+    const session = this.session;
     const data: CallSettledData = { stepId, status, reason, result };
     session.appender.defer({ type: "call.settled", data }); // no effect ran: durable with the next append
     const recorded = session.state.settled[stepId];
@@ -79,7 +95,9 @@ export function toolCallActors(session: RunSession) {
   }
 
   /** `validating`: served from the journal, refused (journaled as call.settled), or cleared to run. */
-  async function check(input: ToolCallInput): Promise<CheckOutput> {
+  async check(input: ToolCallInput): Promise<CheckOutput> {
+    const session = this.session;
+    const config = session.config;
     const { stepId, call } = input;
     const breath = session.breathe();
     if (breath !== undefined) await breath;
@@ -88,8 +106,8 @@ export function toolCallActors(session: RunSession) {
     // A call the journal holds nothing of (most: a new one) has nothing to serve.
     const recorded = session.holdsCall(stepId) ? await session.serveCall(stepId, call) : undefined;
     if (recorded) return { kind: "settled", status: recorded.isError ? "error" : "ok" };
-    if (input.index >= maxCalls) {
-      await refuseExcessCalls(input.turn);
+    if (input.index >= this.maxCalls) {
+      await this.refuseExcessCalls(input.turn);
       const refused = session.state.settled[stepId];
       if (refused) {
         session.setFed(stepId, { output: refused.result, isError: true });
@@ -99,28 +117,29 @@ export function toolCallActors(session: RunSession) {
     }
     if (!tool) {
       if (call.name === SEARCH_TOOLS && answersSearchTools(config)) {
-        return settle(stepId, "search-tools", "ok", searchTools(tools, call.input));
+        return this.settle(stepId, "search-tools", "ok", searchTools(tools, call.input));
       }
       if (call.name === SKILL_ACTIVATION && config.skills) {
         const name = (call.input as { name?: unknown } | null)?.name;
         const skill = typeof name === "string" && Object.hasOwn(config.skills, name) ? config.skills[name] : undefined;
         return skill
-          ? settle(stepId, "skill-activation", "ok", { skill: name, instructions: skill.instructions })
-          : settle(stepId, "skill-activation", "error", {
+          ? this.settle(stepId, "skill-activation", "ok", { skill: name, instructions: skill.instructions })
+          : this.settle(stepId, "skill-activation", "error", {
               error: "unknown-skill",
               message: `no skill named ${JSON.stringify(name)}; available: ${Object.keys(config.skills).join(", ")}`,
             });
       }
-      return settle(stepId, "unknown-tool", "error", {
+      return this.settle(stepId, "unknown-tool", "error", {
         error: "unknown-tool",
         message: `no tool named ${JSON.stringify(call.name)}; available: ${Object.keys(tools).join(", ") || "none"}`,
       });
     }
     const { digest, bytes: size } = digestOfRecorded(call.input);
     const invalid = invalidInputMessage(call.input) ?? (digest === null ? noCanonicalForm(call.input) : undefined);
-    if (invalid) return settle(stepId, "invalid-input", "error", { error: "invalid-input", message: invalid });
+    if (invalid) return this.settle(stepId, "invalid-input", "error", { error: "invalid-input", message: invalid });
+    const maxInputBytes = config.maxToolInputBytes ?? 64 * 1024;
     if (size > maxInputBytes) {
-      return settle(stepId, "input-too-large", "error", {
+      return this.settle(stepId, "input-too-large", "error", {
         error: "input-too-large",
         message: `the input is ${size} bytes; ${call.name} takes at most ${maxInputBytes}`,
       });
@@ -129,15 +148,13 @@ export function toolCallActors(session: RunSession) {
     if (tool.validateInput) {
       const check = await tool.validateInput(call.input);
       if (!check.ok)
-        return settle(stepId, "invalid-input", "error", { error: "invalid-input", message: check.message });
+        return this.settle(stepId, "invalid-input", "error", { error: "invalid-input", message: check.message });
       value = check.value;
     }
-    validated.set(stepId, value);
-    inputDigests.set(stepId, digest ?? "");
+    (this.validated ??= new Map()).set(stepId, value);
+    (this.inputDigests ??= new Map()).set(stepId, digest ?? "");
     return tool.requiresApproval ? { kind: "needs-approval" } : { kind: "run" };
   }
-
-  const askApproval = approvalActor(session);
 
   /**
    * Journals a tool's result (and what follows it). Write-ahead only needs it durable with the next
@@ -145,15 +162,13 @@ export function toolCallActors(session: RunSession) {
    * other tools of the turn still run (they may take minutes), it is written now: a finished tool
    * must not run again because a slow neighbour kept its result in memory when the process died.
    */
-  function recordResult(...entries: NewEntry[]): Promise<void> | undefined {
+  private recordResult(...entries: NewEntry[]): Promise<void> | undefined {
     // Undefined when nothing is written now: the caller need not wait.
-    session.appender.defer(...entries);
-    return running > 0 ? session.appender.flush() : undefined;
+    this.session.appender.defer(...entries);
+    return this.running > 0 ? this.session.appender.flush() : undefined;
   }
-  /** Tools of this run executing now. */
-  let running = 0;
 
-  async function fail(
+  private async fail(
     stepId: string,
     failed: unknown,
     started: boolean,
@@ -161,7 +176,7 @@ export function toolCallActors(session: RunSession) {
     effect: string,
     attempt?: NewEntry,
   ) {
-    const flushed = recordResult(
+    const flushed = this.recordResult(
       ...(started ? [] : [{ type: "frame.started", data: { frameId: stepId, effect, inputDigest } } as const]),
       ...(attempt ? [attempt] : []),
       { type: "frame.completed", data: { frameId: stepId, failed: true } },
@@ -171,30 +186,25 @@ export function toolCallActors(session: RunSession) {
       },
     );
     if (flushed !== undefined) await flushed;
-    const choice = session.state.decisions[outcomeId(stepId)]?.choice as { failed?: unknown } | undefined;
-    session.setFed(stepId, { output: choice?.failed, isError: true });
+    const choice = this.session.state.decisions[outcomeId(stepId)]?.choice as { failed?: unknown } | undefined;
+    this.session.setFed(stepId, { output: choice?.failed, isError: true });
     return { status: "error" } as const;
   }
 
   /** Journals a tool's output as its frame's completion (claim-checked when large) and feeds it. */
-  async function complete(
-    stepId: string,
-    output: unknown,
-    inputDigest: string,
-    effect: string,
-  ): Promise<RunToolOutput> {
-    const made = session.recordOutput(output);
+  private async complete(stepId: string, output: unknown, inputDigest: string, effect: string): Promise<RunToolOutput> {
+    const made = this.session.recordOutput(output);
     const prepared = made instanceof Promise ? await made : made; // a promise only when claim-checked
     if (!prepared.ok)
-      return fail(stepId, { error: "output-not-json", message: prepared.message }, true, inputDigest, effect);
+      return this.fail(stepId, { error: "output-not-json", message: prepared.message }, true, inputDigest, effect);
     const { digest, bytes } = prepared.digest;
     // The claim-check mark sits beside the output, where no tool can write it (src/events/claimCheck.ts).
     const data = prepared.claimChecked
       ? { frameId: stepId, digest, bytes, claimChecked: true as const, output: prepared.recorded }
       : { frameId: stepId, digest, bytes, output: prepared.recorded };
-    const flushed = recordResult({ type: "frame.completed", data });
+    const flushed = this.recordResult({ type: "frame.completed", data });
     if (flushed !== undefined) await flushed; // written now only while other tools of the turn run
-    session.setFed(stepId, { output: prepared.fed, isError: false });
+    this.session.setFed(stepId, { output: prepared.fed, isError: false });
     return { status: "ok" };
   }
 
@@ -202,8 +212,8 @@ export function toolCallActors(session: RunSession) {
    * The tool returned a wait (docs/waits.md): journaled now (its token may be out already), the
    * frame left started; the run interrupts with `waiting` once no call is open.
    */
-  async function startWait(stepId: string, wait: WaitRequest): Promise<RunToolOutput> {
-    await session.appender.append({
+  private async startWait(stepId: string, wait: WaitRequest): Promise<RunToolOutput> {
+    await this.session.appender.append({
       type: "decision.recorded",
       data: { decisionId: waitId(stepId), source: DECISION_SOURCES.wait, choice: wait.choice },
     });
@@ -215,7 +225,8 @@ export function toolCallActors(session: RunSession) {
    * journaled, never shortened), wakes (a due sleep completes with its result) or expires (an event
    * wait past its timeout fails, the model told). Undefined for a call that does not wait.
    */
-  async function resumeWait(stepId: string, inputDigest: string, effect: string): Promise<RunToolOutput | undefined> {
+  private async resumeWait(stepId: string, inputDigest: string, effect: string): Promise<RunToolOutput | undefined> {
+    const session = this.session;
     const decision = session.state.decisions[waitId(stepId)];
     if (decision === undefined || session.state.frames[stepId]?.status !== "started") return undefined;
     const wait = asWaitChoice(decision.choice);
@@ -225,9 +236,9 @@ export function toolCallActors(session: RunSession) {
       case "wait":
         return { status: "waiting" };
       case "wake":
-        return complete(stepId, decided.output, inputDigest, effect);
+        return this.complete(stepId, decided.output, inputDigest, effect);
       case "expired":
-        return fail(stepId, decided.failed, true, inputDigest, effect);
+        return this.fail(stepId, decided.failed, true, inputDigest, effect);
     }
   }
 
@@ -235,24 +246,25 @@ export function toolCallActors(session: RunSession) {
    * `running`: the tool as a durable step, its result (or failure) journaled and fed. `actor`'s
    * signal is read only when the tool runs (a served call makes none).
    */
-  async function run(input: ToolCallInput, actor: { readonly signal: AbortSignal }): Promise<RunToolOutput> {
+  async run(input: ToolCallInput, actor: { readonly signal: AbortSignal }): Promise<RunToolOutput> {
+    const session = this.session;
     const { stepId, call } = input;
     const breath = session.breathe();
     if (breath !== undefined) await breath;
     const tool = session.tools[call.name] as Tool;
-    const effect = effectOf(call.name);
-    const checked = inputDigests.get(stepId);
-    inputDigests.delete(stepId); // one entry a call in flight, not one a call of the run (a retry hashes again)
+    const effect = this.effectOf(call.name);
+    const checked = this.inputDigests?.get(stepId);
+    this.inputDigests?.delete(stepId); // one entry a call in flight, not one a call of the run (a retry hashes again)
     const inputDigest = checked ?? digestOfRecorded(call.input).digest ?? "";
     // Only a call whose wait the journal holds is resumed as one (most calls never waited).
     if (session.state.decisions[waitId(stepId)] !== undefined) {
-      const waited = await resumeWait(stepId, inputDigest, effect);
+      const waited = await this.resumeWait(stepId, inputDigest, effect);
       if (waited !== undefined) return waited;
     }
     const result = await durableStep<unknown, RunToolOutput>(
       session,
       { frameId: stepId, effect, inputDigest, onUnknownOutcome: tool.onUnknownOutcome === "fail" ? "fail" : "rerun" },
-      new ToolStep(steps, input, tool, inputDigest, effect, actor),
+      new ToolStep(this, input, tool, inputDigest, effect, actor),
     );
     switch (result.kind) {
       case "done":
@@ -260,7 +272,7 @@ export function toolCallActors(session: RunSession) {
       case "retry":
         return { status: "retry", attempt: result.attempt, delayMs: result.delayMs };
       case "outcome-unknown":
-        return fail(
+        return this.fail(
           stepId,
           {
             error: "outcome-unknown",
@@ -272,7 +284,7 @@ export function toolCallActors(session: RunSession) {
         );
       // Past the run's deadline: not run, or stopped (the next model step interrupts the run with `deadline`).
       case "past-deadline":
-        return fail(
+        return this.fail(
           stepId,
           { error: "deadline", message: `the run's deadline (timeouts.runMs) passed; ${call.name} was stopped` },
           result.started,
@@ -288,81 +300,73 @@ export function toolCallActors(session: RunSession) {
             ? { error: e.name, message: e.message }
             : { error: "Error", message: String(e) };
         // A tool with one attempt (the default) journals its failure as before: its outcome alone.
-        const retried = toolPolicy(config, tool).maxAttempts > 1;
-        return fail(stepId, fed, true, inputDigest, effect, retried ? result.record : undefined);
+        const retried = toolPolicy(session.config, tool).maxAttempts > 1;
+        return this.fail(stepId, fed, true, inputDigest, effect, retried ? result.record : undefined);
       }
       default:
         // Stopped by the abort: the outcome is unknown, so nothing is journaled (onUnknownOutcome decides on resume).
-        throw new AppendAfterCloseError(runId, "aborted");
+        throw new AppendAfterCloseError(session.options.runId, "aborted");
     }
   }
 
-  /** `tool:<name>`, made once a tool name (a call's frame records it). */
-  const effects = new Map<string, string>();
-  const effectOf = (name: string): string => {
-    let effect = effects.get(name);
+  private effectOf(name: string): string {
+    this.effects ??= new Map();
+    let effect = this.effects.get(name);
     if (effect === undefined) {
       effect = `tool:${name}`;
-      effects.set(name, effect);
+      this.effects.set(name, effect);
     }
     return effect;
-  };
+  }
 
-  /** The run's clock, for the waits a tool makes (one function for the run, not one a call). */
-  const now = () => session.now();
-
-  /** What a call's {@link ToolStep} needs of this run's actors. */
-  const steps: ToolSteps = {
-    session,
-    execute(stepId, call, tool, stop) {
-      running++;
-      let ran: unknown;
-      try {
-        // The signal is made when the tool reads it: a tool that never looks costs the step none.
-        ran = tool.execute(validated.has(stepId) ? validated.get(stepId) : call.input, {
-          // Computed when the tool reads it, like the signal: a tool that never looks hashes nothing.
-          get idempotencyKey(): string {
-            return idempotencyKey(runId, stepId);
-          },
-          stepId,
-          get signal(): AbortSignal {
-            return stop.signal;
-          },
-          runId,
-          journal: options.journal,
-          run: session.run,
-          ...waitContext(runId, stepId, now),
-        });
-      } catch (e) {
-        running--;
-        throw e;
-      }
-      // Counted as running until it settles (as `await` would, a thenable too).
-      if (!isThenable(ran)) {
-        running--;
-        return ran;
-      }
-      return Promise.resolve(ran).then(
-        (value) => {
-          running--;
-          return value;
+  /** Runs the tool once (counted as running while it does). */
+  execute(stepId: string, call: ToolCall, tool: Tool, stop: StepStop): unknown {
+    const session = this.session;
+    const { runId, journal } = session.options;
+    this.running++;
+    let ran: unknown;
+    try {
+      const validated = this.validated;
+      // The signal is made when the tool reads it: a tool that never looks costs the step none.
+      ran = tool.execute(validated?.has(stepId) ? validated.get(stepId) : call.input, {
+        // Computed when the tool reads it, like the signal: a tool that never looks hashes nothing.
+        get idempotencyKey(): string {
+          return idempotencyKey(runId, stepId);
         },
-        (error: unknown) => {
-          running--;
-          throw error;
+        stepId,
+        get signal(): AbortSignal {
+          return stop.signal;
         },
-      );
-    },
-    record(stepId, output, inputDigest, effect) {
-      return isWaitRequest(output) ? startWait(stepId, output) : complete(stepId, output, inputDigest, effect);
-    },
-  };
+        runId,
+        journal,
+        run: session.run,
+        ...waitContext(runId, stepId, (this.clock ??= () => session.now())),
+      });
+    } catch (e) {
+      this.running--;
+      throw e;
+    }
+    // Counted as running until it settles (as `await` would, a thenable too).
+    if (!isThenable(ran)) {
+      this.running--;
+      return ran;
+    }
+    return Promise.resolve(ran).then(
+      (value) => {
+        this.running--;
+        return value;
+      },
+      (error: unknown) => {
+        this.running--;
+        throw error;
+      },
+    );
+  }
 
-  const checkCall = fromPromise<CheckOutput, ToolCallInput>(({ input }) => check(input));
-  const runTool = fromPromise<RunToolOutput, ToolCallInput>((actor) => run(actor.input, actor));
-
-  /** A call that cannot wait (see {@link chartedCalls}): run by the loop's one `plainCalls` actor. */
-  const plainCalls = plainCallsActor({ check, run });
+  /** Journals a tool's output (or its wait) and feeds it. */
+  record(stepId: string, output: unknown, inputDigest: string, effect: string): Promise<RunToolOutput> {
+    return isWaitRequest(output) ? this.startWait(stepId, output) : this.complete(stepId, output, inputDigest, effect);
+  }
 
   /**
    * The calls of a response that need their own toolCall chart: a tool that asks for approval, or
@@ -370,7 +374,8 @@ export function toolCallActors(session: RunSession) {
    * sub-agent (whose chart the inspector shows under the call's actor), can wait, and a wait is a
    * state of the chart. The others are dispatched as plain calls (plainCalls.ts).
    */
-  function chartedCalls(turn: number, response: ModelResponse): readonly number[] | undefined {
+  chartedCalls(turn: number, response: ModelResponse): readonly number[] | undefined {
+    const session = this.session;
     let charted: number[] | undefined;
     const calls = response.toolCalls;
     for (let index = 0; index < calls.length; index++) {
@@ -378,22 +383,34 @@ export function toolCallActors(session: RunSession) {
       const tool = Object.hasOwn(session.tools, name) ? session.tools[name] : undefined;
       if (tool === undefined) continue; // refused or built in: settled without waiting
       const retried = session.state.attempts[toolStepId(session.loopId, turn, index)] !== undefined;
-      if (tool.requiresApproval || retried || mayRetry(tool) || isSubAgentTool(tool)) (charted ??= []).push(index);
+      if (tool.requiresApproval || retried || this.mayRetry(tool) || isSubAgentTool(tool)) (charted ??= []).push(index);
     }
     return charted;
   }
-  const retries = new Map<Tool, boolean>();
-  const mayRetry = (tool: Tool) => {
-    let may = retries.get(tool);
+
+  private mayRetry(tool: Tool): boolean {
+    this.retries ??= new Map();
+    let may = this.retries.get(tool);
     if (may === undefined) {
-      may = toolPolicy(config, tool).maxAttempts > 1;
-      retries.set(tool, may);
+      may = toolPolicy(this.session.config, tool).maxAttempts > 1;
+      this.retries.set(tool, may);
     }
     return may;
-  };
-
-  return { chart: { checkCall, askApproval, runTool }, plainCalls, chartedCalls };
+  }
 }
+
+/**
+ * The toolCall chart's actors, built once: each finds its run's {@link ToolCalls} through the
+ * actor system it runs in (runBinding.ts).
+ */
+export const toolCallLogic = {
+  checkCall: fromPromise<CheckOutput, ToolCallInput>(({ input, system }) => boundRun(system).calls.check(input)),
+  askApproval,
+  runTool: fromPromise<RunToolOutput, ToolCallInput>((actor) => boundRun(actor.system).calls.run(actor.input, actor)),
+};
+
+/** The loop's one actor for the calls that cannot wait (see {@link ToolCalls.chartedCalls}), built once. */
+export const plainCalls = plainCallsActor((system) => boundRun(system).calls);
 
 const isThenable = (value: unknown): value is PromiseLike<unknown> =>
   (typeof value === "object" || typeof value === "function") &&
