@@ -14,13 +14,13 @@ export interface BoundRun {
   readonly calls: ToolCalls;
 }
 
+/** The actor system of an actor (xstate exports no name for it). */
+export type ActorSystem = AnyActorScope["system"];
+
 /**
  * Where a run is kept on its actor system (alive as long as the run): a property of the system
  * rather than an entry in a WeakMap, which the collector treats as an ephemeron table.
  */
-/** The actor system of an actor (xstate exports no name for it). */
-export type ActorSystem = AnyActorScope["system"];
-
 const RUN = Symbol("loom.run");
 type BoundSystem = ActorSystem & { [RUN]?: BoundRun };
 
