@@ -32,6 +32,9 @@ export function bindRun(system: ActorSystem, run: BoundRun): void {
 /** The run an actor of `system` works for. */
 export function boundRun(system: ActorSystem): BoundRun {
   const run = (system as BoundSystem)[RUN];
-  if (run === undefined) throw new Error("internal: an actor of the agent loop runs in a system no run is bound to");
+  if (run === undefined)
+    throw new Error(
+      "internal: an actor of the agent loop runs in a system no run is bound to; make the run's actor with createRunActor (sharedMachine.ts), which binds it",
+    );
   return run;
 }
