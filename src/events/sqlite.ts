@@ -5,6 +5,7 @@ import { acquisition, leaseOf, liveHolder, lost, type OwnerRow, stillOwned } fro
 import { encodeEntries } from "./rows.ts";
 import { prefixEnd } from "./runPrefix.ts";
 import { appendCheck } from "./sqliteAppendCheck.ts";
+import { walCheckpointer } from "./sqliteCheckpoint.ts";
 import {
   hasRemovedColumn,
   openSqliteFile,
@@ -34,6 +35,16 @@ export interface SqliteEventStore extends EventStore {
   readonly [sqliteFileOf]: SqliteFile;
   /** `compact` without its own transaction boundary: a savepoint inside the caller's transaction. */
   compactSync(runId: string, request: CompactRequest): { version: number };
+}
+
+/**
+ * About how many pages a commit of these rows adds to the WAL: a page of the table and one of its
+ * key per commit, one per row more, and one per 4 kB of text.
+ */
+function walPages(texts: readonly string[]): number {
+  let pages = 1 + texts.length;
+  for (let i = 0; i < texts.length; i++) pages += (texts[i] as string).length >> 12;
+  return pages;
 }
 
 /** Rows fetched per statement when reading a run. */
@@ -69,6 +80,8 @@ export function sqliteStoreOn(shared: SqliteFile): SqliteEventStore {
   // follows in the background (sqliteSync.ts); only on a WAL file Loom opened at "full".
   const background = file.synchronous === "full" && db.pragma("journal_mode", { simple: true }) === "wal";
   const sync = background ? walSync(db, file.synchronous) : undefined;
+  // At "normal", the WAL is checkpointed on a worker thread instead of inside an append (sqliteCheckpoint.ts).
+  const checkpoints = file.checkpoints === "background" ? walCheckpointer(db, file.synchronous) : undefined;
   /** Commits without waiting for its fsync where the file allows it (see `walSync`). */
   const lightly = <T>(commit: () => T): T => (sync === undefined ? commit() : sync.relaxed(commit));
   const keyOf = db.prepare("SELECT run FROM loom_runs WHERE run_id = ?").pluck();
@@ -253,6 +266,7 @@ export function sqliteStoreOn(shared: SqliteFile): SqliteEventStore {
         write.immediate(runId, entries, types, texts, expectedVersion, fence);
         sync?.covered(); // its fsync flushed the relaxed commits before it
       }
+      if (checkpoints !== undefined) checkpoints.wrote(walPages(texts));
       if (entries.length > 0) watching.tell(runId);
       return { version: expectedVersion + entries.length };
     },
@@ -318,6 +332,8 @@ export function sqliteStoreOn(shared: SqliteFile): SqliteEventStore {
 
     async close() {
       await sync?.close();
+      // Before the file's last connection closes: that one checkpoints and removes the WAL.
+      await checkpoints?.close();
       file.release();
     },
   };

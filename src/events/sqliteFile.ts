@@ -38,6 +38,20 @@ export interface SqliteOptions {
    * loss (WAL keeps the file consistent either way); a few times faster per append.
    */
   readonly synchronous?: "full" | "normal";
+  /**
+   * Where the write-ahead log is copied back into the file (a checkpoint), at `synchronous:
+   * "normal"`: `"background"` (default) on a worker thread, so no append waits for it (the
+   * appending connection still checkpoints at 4,000 pages if the worker finds no pause);
+   * `"inline"` inside the commit that takes the WAL past 1,000 pages, as SQLite does by default.
+   * At `"full"` checkpoints are always inline.
+   *
+   * @example
+   * ```ts
+   * const journal = openSqliteJournal("./loom.db", { synchronous: "normal" }); // checkpoints on a worker thread
+   * const inline = openSqliteJournal("./other.db", { synchronous: "normal", checkpoints: "inline" });
+   * ```
+   */
+  readonly checkpoints?: "background" | "inline";
   /** How long a writer waits for another process's transaction, in ms (default 10,000). */
   readonly busyTimeoutMs?: number;
   /**
@@ -94,6 +108,8 @@ export interface SqliteFile {
    * database handed in (its settings are the caller's) or opened read-only.
    */
   readonly synchronous: "full" | "normal" | undefined;
+  /** @internal Where its WAL is checkpointed (`SqliteOptions.checkpoints`); undefined as for `synchronous`. */
+  readonly checkpoints: "background" | "inline" | undefined;
   /** Counts one more holder. */
   acquire(): SqliteFile;
   /** One holder is done; the last one closes the database (unless the caller opened it). */
@@ -213,6 +229,7 @@ export function openSqliteFile(target: string | SqliteDatabase, options: SqliteO
   const file: SqliteFile = {
     db,
     synchronous: external || db.readonly ? undefined : (options.synchronous ?? "full"),
+    checkpoints: external || db.readonly ? undefined : (options.checkpoints ?? "background"),
     acquire() {
       holders++;
       return file;
