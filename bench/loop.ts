@@ -36,7 +36,9 @@
  * Where the rest goes is measured in the run itself (row "normal, split"): a `normal` run whose
  * appends are each timed (CPU), split into the store's appends and everything else (the loop's
  * own work), beside the store alone and the loop alone: how much more each part costs when the two
- * run interleaved than when each runs apart.
+ * run interleaved than when each runs apart. CPU time is the process's, every thread: the
+ * collector's helpers and, at `normal`, the checkpoint worker count in whichever part they run
+ * beside (the worker's copies mostly in the rest, as they run while the loop works).
  *
  * It ends with one line `RESULT {json}` of the same figures (medians; µs a turn; ratios of wall
  * times unless named CPU). Issue 33's codec target: the loop with gzip within 1.3× of the CPU time
