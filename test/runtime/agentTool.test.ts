@@ -77,6 +77,16 @@ describe("agentTool: a loop run as a child run of a tool call", () => {
     expect([third.models.planner.calls, third.models.researcher.calls, third.models.fact.calls]).toEqual([0, 0, 0]);
   });
 
+  it("called by hand without a run's context, it fails with a named error that says where it belongs", async () => {
+    const child = agentLoop$({ id: "child", model: scriptedModel(() => ({ content: "hi", toolCalls: [] })), tools: {} });
+    const tool = agentTool(child, { description: "asks the child" });
+    await expect(tool.execute({ prompt: "x" }, { stepId: "s" } as never)).rejects.toMatchObject({
+      name: "LoomError",
+      code: "agentToolOutsideRun",
+      message: expect.stringContaining("give it to a loop's tools"),
+    });
+  });
+
   it("refuses a chain deeper than maxDepth with SubAgentLimitError, told to the model", async () => {
     const journal = jsonJournal();
     const { planner, models } = threeLevels({ factDepth: 1 });

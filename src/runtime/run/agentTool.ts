@@ -142,7 +142,10 @@ export function agentTool<I = { prompt: string }>(loop: AgentLoop, options: Agen
     async execute(input: I, context: ToolContext) {
       const { runId, journal, stepId, signal } = context;
       if (runId === undefined || journal === undefined) {
-        throw new Error(`agentTool(${loop.config.id}) runs inside a loop's run: its context has no runId or journal`);
+        throw new LoomError(
+          "agentToolOutsideRun",
+          `agentTool(${loop.config.id}) was called with a context that has no runId or journal: it runs inside a loop's run, so give it to a loop's tools (agentLoop$({ tools: { name: agentTool(…) } })) instead of calling execute yourself`,
+        );
       }
       const id = childRunId(runId, stepId);
       // Called by hand with a context the runtime did not make: a run of its own, at depth 0.
