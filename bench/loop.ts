@@ -57,7 +57,7 @@ import { payloadCodec, staticKeys } from "../src/events/codec.ts";
 import { withCodec } from "../src/events/codecStore.ts";
 import { createJournal, openSqliteJournal } from "../src/events/journal.ts";
 import { memoryStore } from "../src/events/memory.ts";
-import { walCheckpointer } from "../src/events/sqliteCheckpoint.ts";
+import { walCheckpointer, walPages } from "../src/events/sqliteCheckpoint.ts";
 import { encodeRow } from "../src/events/sqliteRows.ts";
 import type { EventStore } from "../src/events/store.ts";
 import { type NewEntry, SCHEMA_VERSION } from "../src/events/types.ts";
@@ -181,14 +181,12 @@ async function rawInserts(
   );
   const write = db.transaction((b: Batch) => {
     const at = Date.now();
-    let pages = 1 + b.entries.length;
+    const texts = b.entries.map((e) => JSON.stringify(e.data));
     b.entries.forEach((e, k) => {
-      const text = JSON.stringify(e.data);
-      pages += text.length >> 12;
-      const c = encodeRow(e.type, text, at, SCHEMA_VERSION);
+      const c = encodeRow(e.type, texts[k] as string, at, SCHEMA_VERSION);
       insert.run(1, b.from + k, c.type, c.at, c.v, c.frame, c.effect, c.digest, c.data);
     });
-    return pages;
+    return walPages(texts);
   });
   const t = performance.now();
   const c = cpuNow();

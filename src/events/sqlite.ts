@@ -5,7 +5,7 @@ import { acquisition, leaseOf, liveHolder, lost, type OwnerRow, stillOwned } fro
 import { encodeEntries } from "./rows.ts";
 import { prefixEnd } from "./runPrefix.ts";
 import { appendCheck } from "./sqliteAppendCheck.ts";
-import { walCheckpointer } from "./sqliteCheckpoint.ts";
+import { walCheckpointer, walPages } from "./sqliteCheckpoint.ts";
 import {
   hasRemovedColumn,
   openSqliteFile,
@@ -35,16 +35,6 @@ export interface SqliteEventStore extends EventStore {
   readonly [sqliteFileOf]: SqliteFile;
   /** `compact` without its own transaction boundary: a savepoint inside the caller's transaction. */
   compactSync(runId: string, request: CompactRequest): { version: number };
-}
-
-/**
- * About how many pages a commit of these rows adds to the WAL: a page of the table and one of its
- * key per commit, one per row more, and one per 4 kB of text.
- */
-function walPages(texts: readonly string[]): number {
-  let pages = 1 + texts.length;
-  for (let i = 0; i < texts.length; i++) pages += (texts[i] as string).length >> 12;
-  return pages;
 }
 
 /** Rows fetched per statement when reading a run. */

@@ -12,9 +12,9 @@ import type Database from "better-sqlite3";
  * fsyncs: at `normal`, the largest wait an append has, about a quarter of the wall time of writing
  * a run's rows (bench/loop). Here the appending connection leaves that to a second connection on
  * a worker thread, which checkpoints (`PASSIVE`: it never blocks a writer or a reader) each time
- * the appends have written about {@link CHECKPOINT_PAGES} pages, and again every
- * {@link RETRY_MS} ms until it has copied the whole WAL; SQLite then starts the WAL over at the
- * next commit. A run that appends without a pause leaves the worker no such moment: the
+ * the appends have written about {@link CHECKPOINT_PAGES} pages (as {@link walPages} counts
+ * them), and again every {@link RETRY_MS} ms until it has copied the whole WAL (at most
+ * {@link MAX_RETRIES} times in a row); SQLite then starts the WAL over at the next commit. A run that appends without a pause leaves the worker no such moment: the
  * appending connection then checkpoints inline once the WAL reaches {@link INLINE_LIMIT_PAGES}
  * pages, as SQLite does by default at 1,000, so the WAL stays bounded.
  *
@@ -23,7 +23,8 @@ import type Database from "better-sqlite3";
  * file needs (a short-lived reader or a small run never starts one), does not keep the process
  * alive, and is closed with the store, before the file's last connection, which checkpoints and
  * removes the WAL as it did. If it cannot start or its checkpoint fails, the appending connection
- * checkpoints inline again, as SQLite does by default.
+ * checkpoints inline again, as SQLite does by default; nothing of it ever fails an append. Writes
+ * of the blob store and the archive are not counted: the inline limit bounds the WAL there too.
  *
  * @example
  * ```ts
@@ -41,6 +42,12 @@ export const INLINE_LIMIT_PAGES = 4 * CHECKPOINT_PAGES;
 
 /** How long the worker waits before it checkpoints again, while the WAL is not copied whole. */
 export const RETRY_MS = 20;
+
+/**
+ * How many times in a row the worker checkpoints again without copying the WAL whole before it
+ * waits for the next request (a reader in another process may hold an old snapshot for long).
+ */
+export const MAX_RETRIES = 50;
 
 /** What one of the worker's checkpoints did (`PRAGMA wal_checkpoint`'s row). */
 export interface CheckpointResult {
@@ -97,7 +104,8 @@ const checkpoint = (file) => {
     return parentPort.postMessage({ id: file.id, error: String((e && e.message) || e) });
   }
   parentPort.postMessage({ id: file.id, row });
-  if (row.busy !== 0 || row.checkpointed < row.log) file.timer = setTimeout(checkpoint, workerData.retryMs, file);
+  if ((row.busy !== 0 || row.checkpointed < row.log) && file.retries++ < workerData.maxRetries)
+    file.timer = setTimeout(checkpoint, workerData.retryMs, file);
 };
 parentPort.on("message", (m) => {
   const file = files.get(m.id);
@@ -109,13 +117,41 @@ parentPort.on("message", (m) => {
     }
     return;
   }
-  if (file === undefined) files.set(m.id, { id: m.id, path: m.path, db: undefined, timer: undefined });
+  if (file === undefined) files.set(m.id, { id: m.id, path: m.path, db: undefined, timer: undefined, retries: 0 });
   else if (file.timer !== undefined) clearTimeout(file.timer);
-  checkpoint(files.get(m.id));
+  const asked = files.get(m.id);
+  asked.retries = 0;
+  checkpoint(asked);
 });
 `;
 
+/**
+ * About how many pages a commit of these rows adds to the WAL (a little more, rather than less):
+ * the table's and its key's pages, and a page a row and 2 kB of its text (measured: 2.1 frames a
+ * commit of one 200-byte row, 3 of 2 kB, 4 of 3 kB, 5 of 8 kB).
+ *
+ * @example
+ * walPages(['{"a":1}', "x".repeat(3000)]); // 5
+ */
+export function walPages(texts: readonly string[]): number {
+  let pages = 2;
+  for (let i = 0; i < texts.length; i++) pages += ((texts[i] as string).length + 2047) >> 11;
+  return pages;
+}
+
 const require = createRequire(import.meta.url);
+
+/** Each connection's checkpointer, for tests and diagnostics. */
+const byConnection = new WeakMap<Database.Database, WalCheckpointer>();
+
+/**
+ * What the worker has done for a connection (see {@link WalCheckpointer.stats}), or undefined when
+ * the connection has no checkpointer.
+ * @internal
+ */
+export function checkpointStatsOf(db: Database.Database): WalCheckpointer["stats"] | undefined {
+  return byConnection.get(db)?.stats;
+}
 
 /** What the process's one checkpoint worker tells the file it checkpoints. */
 interface Listener {
@@ -135,11 +171,10 @@ function sharedWorker(driver: string): NonNullable<typeof shared> {
   if (shared !== undefined) return shared;
   const worker = new Worker(WORKER, {
     eval: true,
-    workerData: { driver, retryMs: RETRY_MS },
+    workerData: { driver, retryMs: RETRY_MS, maxRetries: MAX_RETRIES },
     // The worker needs none of the process's loaders or flags (tsx, --cpu-prof…).
     execArgv: [],
   });
-  worker.unref();
   const files = new Map<number, Listener>();
   const state = { worker, files, closing: 0 };
   worker.on("message", (m: { id: number; row?: CheckpointResult; error?: string; closed?: true }) => {
@@ -159,6 +194,8 @@ function sharedWorker(driver: string): NonNullable<typeof shared> {
   };
   worker.on("error", (e) => gone(`the checkpoint worker failed: ${e.message}`));
   worker.on("exit", () => gone("the checkpoint worker ended"));
+  // After the listeners: adding a "message" listener refs the worker again.
+  worker.unref();
   shared = state;
   return state;
 }
@@ -202,32 +239,38 @@ export function walCheckpointer(
     error(why) {
       if (stats.failed !== undefined) return;
       stats.failed = `${path}: ${why}`;
-      if (db.open) inline(CHECKPOINT_PAGES);
+      try {
+        if (db.open) inline(CHECKPOINT_PAGES);
+      } catch {
+        // The connection is closing: it checkpoints as it closes.
+      }
     },
     closed() {
       closed?.();
     },
   };
-  return {
+  let ended = false;
+  const checkpointer: WalCheckpointer = {
     stats,
+    // Never throws: it runs after the append committed, which must not be reported as failed.
     wrote(n: number) {
       written += n;
-      if (written < pages || stats.failed !== undefined) return;
+      if (written < pages || ended || stats.failed !== undefined) return;
       written = 0;
-      if (worker === undefined) {
-        let driver: string;
-        try {
-          driver = require.resolve("better-sqlite3");
-        } catch (e) {
-          return listener.error(`cannot find better-sqlite3 for the checkpoint worker (${(e as Error).message})`);
+      try {
+        if (worker === undefined) {
+          const w = sharedWorker(require.resolve("better-sqlite3"));
+          w.files.set(id, listener);
+          worker = w;
         }
-        worker = sharedWorker(driver);
-        worker.files.set(id, listener);
+        worker.worker.postMessage({ op: "checkpoint", id, path });
+        stats.requests++;
+      } catch (e) {
+        listener.error(`the checkpoint worker cannot start (${(e as Error).message})`);
       }
-      stats.requests++;
-      worker.worker.postMessage({ op: "checkpoint", id, path });
     },
     async close() {
+      ended = true; // an append that races the close asks for no checkpoint (nor a connection) more
       const w = worker;
       if (w === undefined || !w.files.has(id)) return;
       worker = undefined;
@@ -241,4 +284,6 @@ export function walCheckpointer(
       if (--w.closing === 0) w.worker.unref();
     },
   };
+  byConnection.set(db, checkpointer);
+  return checkpointer;
 }

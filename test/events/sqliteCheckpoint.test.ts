@@ -1,9 +1,17 @@
+import { spawn } from "node:child_process";
 import { existsSync, renameSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { openSqliteJournal } from "../../src/events/journal.ts";
 import type { SqliteEventStore } from "../../src/events/sqlite.ts";
-import { CHECKPOINT_PAGES, INLINE_LIMIT_PAGES, walCheckpointer } from "../../src/events/sqliteCheckpoint.ts";
+import {
+  CHECKPOINT_PAGES,
+  checkpointStatsOf,
+  INLINE_LIMIT_PAGES,
+  walCheckpointer,
+  walPages,
+} from "../../src/events/sqliteCheckpoint.ts";
 import { sqliteFileOf } from "../../src/events/sqliteFile.ts";
 import { decision, runStarted } from "./entries.ts";
 import { tempDir } from "./tmp.ts";
@@ -34,7 +42,7 @@ describe("WAL checkpoints on a worker thread (synchronous: normal)", () => {
   });
   afterEach(() => tmp.remove());
 
-  it("the appending connection no longer checkpoints at 1,000 pages; the worker does, and the WAL starts over", async () => {
+  it("the worker copies the WAL into the file once the appends pause, and SQLite then starts the WAL over", async () => {
     const db = walFile(tmp.file("a.db"));
     const checkpoints = walCheckpointer(db, "normal", { pages: 50 });
     expect(checkpoints).toBeDefined();
@@ -110,6 +118,12 @@ describe("WAL checkpoints on a worker thread (synchronous: normal)", () => {
     for (let v = 1; v <= 400; v++) {
       await journal.store.append("r", [decision(`d${v}`, { note: big })], { expectedVersion: v });
     }
+    // The worker checkpointed the file (not the appending connection, whose limit is 4,000 pages).
+    await vi.waitFor(() => expect(checkpointStatsOf(db)?.checkpoints).toBeGreaterThan(0), {
+      timeout: 10_000,
+      interval: 10,
+    });
+    expect(checkpointStatsOf(db)?.failed).toBeUndefined();
     // Another connection sees each entry whatever the worker has copied.
     const reader = new Database(path, { readonly: true });
     expect(reader.prepare("SELECT count(*) FROM loom_entries").pluck().get()).toBe(401);
@@ -121,6 +135,76 @@ describe("WAL checkpoints on a worker thread (synchronous: normal)", () => {
     expect(entries).toHaveLength(401);
     expect(entries[400]?.data).toMatchObject({ choice: { note: big } });
     await again.close();
+  });
+
+  it("two files share the one worker; closing one leaves the other checkpointed", async () => {
+    const a = walFile(tmp.file("a2.db"));
+    const b = walFile(tmp.file("b2.db"));
+    const ca = walCheckpointer(a, "normal", { pages: 20 });
+    const cb = walCheckpointer(b, "normal", { pages: 20 });
+    commit(a, 0, 20);
+    ca?.wrote(20);
+    commit(b, 0, 20);
+    cb?.wrote(20);
+    await vi.waitFor(() => expect([ca?.stats.checkpoints, cb?.stats.checkpoints]).toEqual([1, 1]), {
+      timeout: 10_000,
+      interval: 10,
+    });
+    await ca?.close();
+    a.close();
+    expect(existsSync(tmp.file("a2.db-wal"))).toBe(false); // the worker's connection closed first
+    commit(b, 20, 20);
+    cb?.wrote(20);
+    await vi.waitFor(() => expect(cb?.stats.checkpoints).toBe(2), { timeout: 10_000, interval: 10 });
+    expect(cb?.stats.failed).toBeUndefined();
+    await cb?.close();
+    b.close();
+  });
+
+  it("asks nothing once closed: an append racing the close opens no connection in the worker", async () => {
+    const db = walFile(tmp.file("race.db"));
+    const checkpoints = walCheckpointer(db, "normal", { pages: 10 });
+    commit(db, 0, 10);
+    checkpoints?.wrote(10);
+    const closing = checkpoints?.close();
+    commit(db, 10, 10);
+    checkpoints?.wrote(10); // after close began
+    await closing;
+    expect(checkpoints?.stats.requests).toBe(1);
+    db.close();
+    expect(existsSync(tmp.file("race.db-wal"))).toBe(false); // so this connection was the last
+  });
+
+  it("a process that leaves its journal open still exits (the worker does not hold it)", async () => {
+    const fixture = fileURLToPath(new URL("./workers/leftOpen.ts", import.meta.url));
+    const child = spawn(process.execPath, ["--import", "tsx", fixture, tmp.file("left.db")], {
+      cwd: fileURLToPath(new URL("../..", import.meta.url)),
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let out = "";
+    let err = "";
+    child.stdout.on("data", (chunk: Buffer) => {
+      out += chunk.toString();
+    });
+    child.stderr.on("data", (chunk: Buffer) => {
+      err += chunk.toString();
+    });
+    const killer = setTimeout(() => child.kill("SIGKILL"), 30_000);
+    const [code, signal] = (await new Promise((done) => child.on("close", (c, s) => done([c, s])))) as [
+      number | null,
+      string | null,
+    ];
+    clearTimeout(killer);
+    expect({ code, signal, err }).toEqual({ code: 0, signal: null, err: "" });
+    const stats = JSON.parse(out.trim()) as { checkpoints: number; failed?: string };
+    expect(stats.checkpoints).toBeGreaterThan(0); // the worker had started: it did not keep the process
+    expect(stats.failed).toBeUndefined();
+  }, 60_000);
+
+  it("estimates a commit's WAL pages at or above what SQLite writes", () => {
+    expect(walPages(["x".repeat(200)])).toBe(3); // measured 2.1 frames a commit
+    expect(walPages(["x".repeat(3000)])).toBe(4); // 4
+    expect(walPages(["x".repeat(8000)])).toBe(6); // 5
   });
 
   it("checkpoints: inline keeps SQLite's own checkpoints at normal", async () => {

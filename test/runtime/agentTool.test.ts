@@ -78,7 +78,11 @@ describe("agentTool: a loop run as a child run of a tool call", () => {
   });
 
   it("called by hand without a run's context, it fails with a named error that says where it belongs", async () => {
-    const child = agentLoop$({ id: "child", model: scriptedModel(() => ({ content: "hi", toolCalls: [] })), tools: {} });
+    const child = agentLoop$({
+      id: "child",
+      model: scriptedModel(() => ({ content: "hi", toolCalls: [] })),
+      tools: {},
+    });
     const tool = agentTool(child, { description: "asks the child" });
     await expect(tool.execute({ prompt: "x" }, { stepId: "s" } as never)).rejects.toMatchObject({
       name: "LoomError",
