@@ -20,6 +20,6 @@ for (let v = 1; v < 300; v++) {
   await journal.store.append("r", [decision(`d${v}`, text)], { expectedVersion: v });
 }
 const stats = checkpointStatsOf((journal.store as SqliteEventStore)[sqliteFileOf].db);
-for (let i = 0; i < 200 && (stats?.checkpoints ?? 0) === 0 && stats?.failed === undefined; i++) await sleep(10);
+for (let i = 0; i < 1000 && (stats?.checkpoints ?? 0) === 0 && stats?.failed === undefined; i++) await sleep(10);
 process.stdout.write(`${JSON.stringify(stats)}\n`);
 // No journal.close(): nothing here keeps the event loop busy, so the process ends now.
