@@ -256,7 +256,7 @@ export function sqliteStoreOn(shared: SqliteFile): SqliteEventStore {
         write.immediate(runId, entries, types, texts, expectedVersion, fence);
         sync?.covered(); // its fsync flushed the relaxed commits before it
       }
-      if (checkpoints !== undefined) checkpoints.wrote(walPages(texts));
+      checkpoints?.wrote(walPages(texts)); // counted only when there is a checkpointer
       if (entries.length > 0) watching.tell(runId);
       return { version: expectedVersion + entries.length };
     },

@@ -14,9 +14,10 @@ import type Database from "better-sqlite3";
  * a worker thread, which checkpoints (`PASSIVE`: it never blocks a writer or a reader) each time
  * the appends have written about {@link CHECKPOINT_PAGES} pages (as {@link walPages} counts
  * them), and again every {@link RETRY_MS} ms until it has copied the whole WAL (at most
- * {@link MAX_RETRIES} times in a row); SQLite then starts the WAL over at the next commit. A run that appends without a pause leaves the worker no such moment: the
- * appending connection then checkpoints inline once the WAL reaches {@link INLINE_LIMIT_PAGES}
- * pages, as SQLite does by default at 1,000, so the WAL stays bounded.
+ * {@link MAX_RETRIES} times in a row); SQLite then starts the WAL over at the next commit. A run
+ * that appends without a pause leaves the worker no such moment: the appending connection then
+ * checkpoints inline once the WAL reaches {@link INLINE_LIMIT_PAGES} pages, as SQLite does by
+ * default at 1,000, so the WAL stays bounded.
  *
  * Nothing about durability changes: a checkpoint only copies what is committed, and SQLite
  * serializes it with every other connection's. The worker starts with the first checkpoint the
@@ -62,7 +63,10 @@ export interface CheckpointResult {
 export interface WalCheckpointer {
   /** A commit of the appending connection wrote about `pages` pages to the WAL. */
   wrote(pages: number): void;
-  /** Waits for a checkpoint in progress, closes the worker's connection and ends the worker. */
+  /**
+   * Waits for a checkpoint of this file in progress and closes the file's connection in the
+   * worker (the worker itself stays, for other files); after it, `wrote` asks for nothing.
+   */
   close(): Promise<void>;
   /** What it has done: checkpoints asked and finished, the last one's result, why it stopped. */
   readonly stats: {
@@ -117,9 +121,11 @@ parentPort.on("message", (m) => {
     }
     return;
   }
-  if (file === undefined) files.set(m.id, { id: m.id, path: m.path, db: undefined, timer: undefined, retries: 0 });
-  else if (file.timer !== undefined) clearTimeout(file.timer);
-  const asked = files.get(m.id);
+  let asked = file;
+  if (asked === undefined) {
+    asked = { id: m.id, path: m.path, db: undefined, timer: undefined, retries: 0 };
+    files.set(m.id, asked);
+  } else if (asked.timer !== undefined) clearTimeout(asked.timer);
   asked.retries = 0;
   checkpoint(asked);
 });
