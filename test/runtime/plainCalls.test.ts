@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { type AnyActorLogic, assign, createActor, fromPromise, sendTo, setup } from "xstate";
+import { isLoomError } from "../../src/core/errors.ts";
 import {
   type CheckOutput,
   type RunToolOutput,
@@ -175,7 +176,9 @@ describe("the plain-call path equals the toolCall chart's non-waiting paths", ()
     const approval = await byPlainCalls({ check: { kind: "needs-approval" } });
     expect(approval.steps).toEqual([`check ${INPUT.stepId}`]);
     expect(approval.told).toMatchObject([{ type: "CALL.FAILED", index: INPUT.index }]);
-    expect(String((approval.told[0] as { error?: unknown }).error)).toContain("may wait (needs-approval)");
+    const refused = (approval.told[0] as { error?: unknown }).error;
+    expect(String(refused)).toContain("may wait (needs-approval)");
+    expect(isLoomError(refused) && refused.code).toBe("internal");
     const retry = await byPlainCalls({ check: { kind: "run" }, run: { status: "retry", attempt: 1, delayMs: 10 } });
     expect(retry.told).toMatchObject([{ type: "CALL.FAILED", index: INPUT.index }]);
   });

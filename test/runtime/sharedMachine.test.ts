@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { assign, createActor, createMachine, fromPromise, toPromise } from "xstate";
+import { isLoomError } from "../../src/core/errors.ts";
 import { type BoundRun, bindRun, boundRun } from "../../src/runtime/steps/runBinding.ts";
 import { createRunActor } from "../../src/runtime/steps/sharedMachine.ts";
 
@@ -46,6 +47,8 @@ describe("createRunActor: one machine and one set of actors for every run", () =
 
   it("an actor in a system no run is bound to fails, saying so", async () => {
     const actor = createActor(parent).start();
-    await expect(toPromise(actor)).rejects.toThrow(/no run is bound/);
+    const error = await toPromise(actor).catch((e: unknown) => e);
+    expect(isLoomError(error) && error.code).toBe("internal");
+    expect(String(error)).toMatch(/no run is bound/);
   });
 });

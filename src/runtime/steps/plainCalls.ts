@@ -1,4 +1,5 @@
 import { fromCallback } from "xstate";
+import { LoomError } from "../../core/errors.ts";
 import type { PlainCallsEvent } from "../../machines/agentLoop.machine.ts";
 import type {
   CheckOutput,
@@ -34,7 +35,10 @@ export async function plainCall(steps: CallSteps, input: ToolCallInput, stop: Ca
     if (ran.status === "waiting") return { type: "CALL.WAITING", index, stepId }; // a durable wait (docs/waits.md)
     if (ran.status !== "retry") return { type: "CALL.SETTLED", index, status: ran.status };
   }
-  throw new Error(`internal: call ${stepId} may wait (${checked.kind}) but was dispatched without its chart`);
+  throw new LoomError(
+    "internal",
+    `internal: call ${stepId} of run ${input.runId} may wait (${checked.kind}) but was dispatched without its chart; a bug in Loom: report it with the run's story (loom show ${input.runId})`,
+  );
 }
 
 /**

@@ -1,4 +1,5 @@
 import type { AnyActorScope } from "xstate";
+import { LoomError } from "../../core/errors.ts";
 import type { Fence } from "../base/appender.ts";
 import type { RunSession } from "./session.ts";
 import type { ToolCalls } from "./toolActors.ts";
@@ -33,7 +34,8 @@ export function bindRun(system: ActorSystem, run: BoundRun): void {
 export function boundRun(system: ActorSystem): BoundRun {
   const run = (system as BoundSystem)[RUN];
   if (run === undefined)
-    throw new Error(
+    throw new LoomError(
+      "internal",
       "internal: an actor of the agent loop runs in a system no run is bound to; make the run's actor with createRunActor (sharedMachine.ts), which binds it",
     );
   return run;
