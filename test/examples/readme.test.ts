@@ -37,4 +37,18 @@ describe("README.md", () => {
     expect(script).toMatch(/^npm pack /m);
     expect(script).toContain('npm install --no-audit --no-fund --loglevel=error "$tarball"');
   });
+
+  it("sends readers who contribute to CONTRIBUTING.md, which exists", () => {
+    expect(readme).toContain("[CONTRIBUTING.md](CONTRIBUTING.md)");
+    expect(readFileSync(join(root, "CONTRIBUTING.md"), "utf8")).toMatch(/as root/);
+  });
+});
+
+describe("CHANGELOG.md", () => {
+  it("heads its first section with the version package.json packs, so the tarball's changelog names itself", () => {
+    const { version } = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { version: string };
+    const changelog = readFileSync(join(root, "CHANGELOG.md"), "utf8");
+    const first = /^## (.+)$/m.exec(changelog)?.[1];
+    expect(first?.split(" ")[0]).toBe(version);
+  });
 });
