@@ -261,7 +261,13 @@ export {
   type ModelStreamErrorCode,
 } from "./models/errors.ts";
 export type { ScriptedModelOptions } from "./models/scripted.ts";
-export { type Script, type ScriptContext, ScriptExhaustedError, scriptedModel } from "./models/scripted.ts";
+export {
+  type Script,
+  type ScriptContext,
+  ScriptExhaustedError,
+  type ScriptedResponse,
+  scriptedModel,
+} from "./models/scripted.ts";
 export type {
   GenerateRequest,
   Message,

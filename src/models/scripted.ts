@@ -12,10 +12,22 @@ export interface ScriptContext {
 }
 
 /**
+ * One scripted answer: a model response whose `toolCalls` may be left out for a text answer
+ * (`{ content: "Done." }` is `{ content: "Done.", toolCalls: [] }`).
+ */
+export type ScriptedResponse = Omit<ModelResponse, "toolCalls"> & { readonly toolCalls?: ModelResponse["toolCalls"] };
+
+/**
  * What `scriptedModel` answers with: the responses in order (one per model call), or a function
  * that computes each from the call (its turn and request).
  */
-export type Script = readonly ModelResponse[] | ((context: ScriptContext) => ModelResponse | Promise<ModelResponse>);
+export type Script =
+  | readonly ScriptedResponse[]
+  | ((context: ScriptContext) => ScriptedResponse | Promise<ScriptedResponse>);
+
+/** The response as the Model SPI gives it: a text answer's missing `toolCalls` is `[]`. */
+const asResponse = (r: ScriptedResponse): ModelResponse =>
+  r.toolCalls === undefined ? ({ ...r, toolCalls: [] } as ModelResponse) : (r as ModelResponse);
 
 /** A scripted model ran out of responses. */
 export class ScriptExhaustedError extends LoomError {
@@ -54,7 +66,7 @@ export interface ScriptedModelOptions {
  * @example
  * const model = scriptedModel([
  *   { toolCalls: [{ id: "c1", name: "add", input: { a: 1, b: 2 } }] },
- *   { content: "3", toolCalls: [] },
+ *   { content: "3" }, // a text answer: no toolCalls needed
  * ]);
  * for await (const part of model.stream!(request)) console.log(part); // word deltas, then the response
  */
@@ -64,10 +76,11 @@ export function scriptedModel(script: Script, options: ScriptedModelOptions = {}
   const respond = async (request: GenerateRequest): Promise<ModelResponse> => {
     const turn = assistantTurns(request.messages, counts);
     const call = calls++;
-    if (typeof script === "function") return script({ messages: request.messages, call, turn, request });
+    if (typeof script === "function")
+      return asResponse(await script({ messages: request.messages, call, turn, request }));
     const response = script[turn];
     if (!response) throw new ScriptExhaustedError(turn, script.length);
-    return response;
+    return asResponse(response);
   };
   const delayMs = options.deltaDelayMs ?? 0;
   function stream(request: GenerateRequest): AsyncIterableIterator<ModelStreamPart> {

@@ -88,3 +88,18 @@ describe("scriptedModel's turn", () => {
     expect(seen.every((s) => s.turn === s.counted)).toBe(true);
   });
 });
+
+describe("scriptedModel's text answers", () => {
+  it("answers a response written without toolCalls as one with none, and a loop's run ends on it", async () => {
+    const model = scriptedModel([{ content: "Hello" }]);
+    expect(await model.generate(ask([user("hi")]))).toEqual({ content: "Hello", toolCalls: [] });
+    const fromFunction = scriptedModel(() => ({ content: "Hi" }));
+    expect((await fromFunction.generate(ask([user("hi")]))).toolCalls).toEqual([]);
+    const loop = agentLoop$({ id: "text", model, tools: {} });
+    expect(loop.id).toBe("text");
+    const journal = createJournal({ store: memoryStore() });
+    const out = await loop.run({ runId: "r", input: "hi", journal });
+    expect(out.content).toBe("Hello");
+    expect(out.iterations).toBe(1);
+  });
+});

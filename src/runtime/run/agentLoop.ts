@@ -76,6 +76,8 @@ export type SessionReply<M extends ToolCallLogMode | undefined = ToolCallLogMode
  * types the log it returns (see `ToolCallLog`).
  */
 export interface AgentLoop<M extends ToolCallLogMode | undefined = ToolCallLogMode | undefined> {
+  /** The loop's id (`config.id`): the first part of its step ids (`<id>#turn:0:model`). */
+  readonly id: string;
   /** The configuration it was made with. */
   readonly config: AgentLoopConfig<M>;
   /**
@@ -105,7 +107,9 @@ const DEFAULT_MAX_ITERATIONS = 50;
 /**
  * Makes a durable agent loop. Every model and tool call is a journaled step, so `run` with the
  * same `runId` resumes a stopped or crashed run where it stopped, never running a completed
- * step again. Throws `AgentLoopConfigError` for an invalid configuration.
+ * step again. Throws `AgentLoopConfigError` for an invalid configuration. The `$` in the name
+ * marks a durable definition: what it makes does nothing until a run is started, and every step
+ * of that run is journaled (a plain `agentLoop(...)` would read like a call that runs the loop).
  *
  * @example
  * const loop = agentLoop$({ id: "support", model, tools: { lookup }, toolCallLog: "lean" });
@@ -126,7 +130,7 @@ export function agentLoop$<M extends ToolCallLogMode | undefined = undefined>(
   const send = (request: SendRequest) => sendMessage(request, run, sending) as Promise<SessionReply<M>>;
   const sendStream = (request: SendRequest) =>
     streamOf<M>((onEvent) => send({ ...request, onEvent: chainListeners(request.onEvent, onEvent) }));
-  return { config, run, stream, send, sendStream };
+  return { id: config.id, config, run, stream, send, sendStream };
 }
 
 async function sendMessage(
