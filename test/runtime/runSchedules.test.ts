@@ -243,3 +243,94 @@ describe("startSchedules (the embedded scheduler, with a stop)", () => {
     expect((await held.loop.run({ runId: TICK, journal })).content).toBe("digest written");
   });
 });
+
+describe("a schedule's first start", () => {
+  it("latest fires one run on a fresh journal, not one per tick of the last lateAfterMs", async () => {
+    const { loop, calls } = countedLoop();
+    const s = schedule({
+      id: "five",
+      cron: "*/5 * * * * *",
+      loop,
+      input: (t) => `tick ${t.toISOString()}`,
+      missed: "latest",
+    });
+    const journal = jsonJournal();
+    const firstLook = new Date(T0.getTime() + 59_500);
+    const report = await fireDueTicks(journal, [s], { now: () => firstLook });
+    expect(report).toEqual({
+      fired: [{ scheduleId: "five", tick: new Date(T0.getTime() + 55_000), runId: "five@2026-01-01T00:00:55.000Z" }],
+      skipped: [],
+    });
+    expect(await runIds(journal)).toEqual(["five@2026-01-01T00:00:55.000Z"]);
+    expect(calls.size).toBe(1);
+    // The next look goes on from that run: the next tick, and only it.
+    const next = await fireDueTicks(journal, [s], { now: () => new Date(T0.getTime() + 60_500) });
+    expect(next.fired.map((f) => f.runId)).toEqual(["five@2026-01-01T00:01:00.000Z"]);
+  });
+});
+
+describe("many runs in hand", () => {
+  /** Runs `body` and returns the warnings the process emitted meanwhile (MaxListenersExceededWarning…). */
+  async function warningsOf(body: () => Promise<void>): Promise<string[]> {
+    const warnings: string[] = [];
+    const onWarning = (w: Error) => warnings.push(`${w.name}: ${w.message}`);
+    process.on("warning", onWarning);
+    try {
+      await body();
+      await new Promise((r) => setTimeout(r, 20)); // warnings are emitted on the next tick
+    } finally {
+      process.off("warning", onWarning);
+    }
+    return warnings;
+  }
+  const TICKS = 1000;
+  const thousand = () => {
+    const held = heldLoop();
+    const s = schedule({
+      id: "burst",
+      cron: "* * * * * *",
+      loop: held.loop,
+      input: (t) => `tick ${t.toISOString()}`,
+      missed: "all",
+      maxMissed: TICKS,
+      startAt: new Date(T0.getTime() + 1000),
+    });
+    return { held, s, now: () => new Date(T0.getTime() + TICKS * 1000) };
+  };
+  const waitStarted = async (held: ReturnType<typeof heldLoop>) => {
+    for (let i = 0; held.started() < TICKS; i++) {
+      if (i > 6000) throw new Error(`${held.started()} of ${TICKS} runs started`);
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  };
+
+  it(`fireDueTicks with a signal holds ${TICKS} runs at once without a listener per run on it`, async () => {
+    const { held, s, now } = thousand();
+    const journal = jsonJournal();
+    const stop = new AbortController();
+    const warnings = await warningsOf(async () => {
+      const look = fireDueTicks(journal, [s], { now, signal: stop.signal });
+      await waitStarted(held);
+      held.release();
+      expect((await look).fired).toHaveLength(TICKS);
+    });
+    expect(warnings).toEqual([]);
+    expect(await runIds(journal)).toHaveLength(TICKS);
+  }, 60_000);
+
+  it(`startSchedules holds ${TICKS} runs at once without a listener per run, and stop({ abort }) still reaches each`, async () => {
+    const { held, s, now } = thousand();
+    const journal = jsonJournal();
+    const warnings = await warningsOf(async () => {
+      const scheduler = startSchedules(journal, [s], { now, pollMs: 5 });
+      await waitStarted(held);
+      await scheduler.stop({ abort: true });
+    });
+    expect(warnings).toEqual([]);
+    const last = await Promise.all(
+      (await runIds(journal)).map(async (id) => (await journal.store.read(id)).at(-1)?.type),
+    );
+    expect(last).toHaveLength(TICKS);
+    expect(new Set(last)).toEqual(new Set(["run.interrupted"]));
+  }, 60_000);
+});

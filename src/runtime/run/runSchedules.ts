@@ -73,14 +73,55 @@ export async function planTicks(
 }
 
 /** Starts (or resumes) a tick's run; a run already in the journal keeps its recorded input. */
-async function runTick(journal: Journal, s: Schedule, fired: FiredTick, signal: AbortSignal | undefined) {
-  const existing = await journal.store.read(fired.runId);
-  await s.loop.run({
-    runId: fired.runId,
-    journal,
-    ...(existing.length === 0 ? { input: tickInput(s, fired.tick) } : {}),
-    ...(signal ? { signal } : {}),
-  });
+async function runTick(journal: Journal, s: Schedule, fired: FiredTick, stops: RunStops) {
+  const stop = stops.open();
+  try {
+    const existing = await journal.store.read(fired.runId);
+    await s.loop.run({
+      runId: fired.runId,
+      journal,
+      ...(existing.length === 0 ? { input: tickInput(s, fired.tick) } : {}),
+      ...(stop ? { signal: stop.signal } : {}),
+    });
+  } finally {
+    if (stop) stops.close(stop);
+  }
+}
+
+/**
+ * The stop signals of the runs in hand: each run follows a signal of its own, aborted when the
+ * scheduler's is, so however many runs a look starts, the scheduler's signal holds one listener.
+ */
+class RunStops {
+  private readonly inHand = new Set<AbortController>();
+
+  constructor(private readonly given: AbortSignal | undefined) {
+    given?.addEventListener("abort", this, { once: true }); // handleEvent: one listener for all runs
+  }
+
+  /** The scheduler's signal aborted: every run in hand is told, with its reason. */
+  handleEvent(): void {
+    for (const stop of this.inHand) stop.abort(this.given?.reason);
+  }
+
+  /** A run's own stop, or undefined when the scheduler has no signal to follow. */
+  open(): AbortController | undefined {
+    if (this.given === undefined) return undefined;
+    const stop = new AbortController();
+    if (this.given.aborted) stop.abort(this.given.reason);
+    else this.inHand.add(stop);
+    return stop;
+  }
+
+  /** The run is over. */
+  close(stop: AbortController): void {
+    this.inHand.delete(stop);
+  }
+
+  /** The scheduler is over: its signal, if it outlives it, no longer holds it. */
+  dispose(): void {
+    this.given?.removeEventListener("abort", this);
+  }
 }
 
 const byId = (schedules: readonly Schedule[]) => new Map(schedules.map((s) => [s.id, s]));
@@ -108,13 +149,16 @@ export async function fireDueTicks(
   const now = options.now ?? (() => new Date());
   const report = await planTicks(journal, schedules, now());
   const found = byId(schedules);
-  await Promise.all(
-    report.fired.map((f) =>
-      runTick(journal, found.get(f.scheduleId) as Schedule, f, options.signal).catch((e) =>
-        options.onError?.(e, f.runId),
+  const stops = new RunStops(options.signal);
+  try {
+    await Promise.all(
+      report.fired.map((f) =>
+        runTick(journal, found.get(f.scheduleId) as Schedule, f, stops).catch((e) => options.onError?.(e, f.runId)),
       ),
-    ),
-  );
+    );
+  } finally {
+    stops.dispose();
+  }
   return report;
 }
 
@@ -153,23 +197,28 @@ async function lookUntil(
   const pollMs = options.pollMs ?? 1000;
   const found = byId(schedules);
   const inHand = new Map<string, Promise<void>>();
+  const stops = new RunStops(runs);
   // Ticks this process fired: one whose run failed before its journal began is not fired again.
   const firedHere = new Set<string>();
-  while (!looking?.aborted) {
-    const at = now();
-    const report = await planTicks(journal, schedules, at, firedHere);
-    if (report.fired.length > 0 || report.skipped.length > 0) options.onTicks?.(report);
-    for (const f of report.fired) {
-      firedHere.add(f.runId);
-      const done = runTick(journal, found.get(f.scheduleId) as Schedule, f, runs)
-        .catch((e) => options.onError?.(e, f.runId))
-        .finally(() => inHand.delete(f.runId));
-      inHand.set(f.runId, done);
+  try {
+    while (!looking?.aborted) {
+      const at = now();
+      const report = await planTicks(journal, schedules, at, firedHere);
+      if (report.fired.length > 0 || report.skipped.length > 0) options.onTicks?.(report);
+      for (const f of report.fired) {
+        firedHere.add(f.runId);
+        const done = runTick(journal, found.get(f.scheduleId) as Schedule, f, stops)
+          .catch((e) => options.onError?.(e, f.runId))
+          .finally(() => inHand.delete(f.runId));
+        inHand.set(f.runId, done);
+      }
+      const next = Math.min(...schedules.map((s) => s.nextTick(at)?.getTime() ?? Number.POSITIVE_INFINITY));
+      await pause(Math.max(1, Math.min(pollMs, next - at.getTime())), looking);
     }
-    const next = Math.min(...schedules.map((s) => s.nextTick(at)?.getTime() ?? Number.POSITIVE_INFINITY));
-    await pause(Math.max(1, Math.min(pollMs, next - at.getTime())), looking);
+  } finally {
+    while (inHand.size > 0) await Promise.all(inHand.values());
+    stops.dispose();
   }
-  while (inHand.size > 0) await Promise.all(inHand.values());
 }
 
 /** The embedded scheduler started by {@link startSchedules}. */
