@@ -1,5 +1,6 @@
 import { scheduleTickOf } from "../../events/ids.ts";
 import type { Journal } from "../../events/spi.ts";
+import { runActivity } from "../control/activity.ts";
 import { dueTicks, initialCursor, type Schedule, tickInput } from "./schedule.ts";
 
 /** A tick a scheduler fired: which schedule, when, and the run it names. */
@@ -22,6 +23,12 @@ export interface SkippedTicks {
 export interface TickReport {
   readonly fired: readonly FiredTick[];
   readonly skipped: readonly SkippedTicks[];
+  /**
+   * Runs of earlier ticks that a process which died (killed, crashed) left part-way, and that this
+   * look resumed: the embedded scheduler finishes them. Present only when there are some; on
+   * PostgreSQL the workers resume such runs instead.
+   */
+  readonly resumed?: readonly FiredTick[];
 }
 
 /** The clock and stop signal of the embedded scheduler. */
@@ -38,20 +45,45 @@ export interface RunSchedulesOptions {
   readonly pollMs?: number;
 }
 
-/**
- * The last tick of `s` the journal has a run of (its runs' ids sort by tick), or undefined.
- * On a store without a run id index, `listRuns` may return other runs too: they are filtered.
- */
-async function lastRecordedTick(journal: Journal, s: Schedule): Promise<Date | undefined> {
-  let last: Date | undefined;
-  for (const run of await journal.store.listRuns({ prefix: `${s.id}@` })) {
-    const tick = scheduleTickOf(run.runId, s.id);
-    if (tick !== undefined && (last === undefined || tick > last)) last = tick;
-  }
-  return last;
+/** A schedule's runs in the journal: the newest tick run, and the runs not ended yet (by their last entry). */
+interface RecordedTicks {
+  readonly last: Date | undefined;
+  readonly open: readonly FiredTick[];
 }
 
-/** What to fire now on a journal without a schedules table: the cursor is the newest run's tick. */
+/**
+ * The runs of `s` in the journal (their ids sort by tick). On a store without a run id index,
+ * `listRuns` may return other runs too: they are filtered.
+ */
+async function recordedTicks(journal: Journal, s: Schedule): Promise<RecordedTicks> {
+  let last: Date | undefined;
+  const open: FiredTick[] = [];
+  for (const run of await journal.store.listRuns({ prefix: `${s.id}@` })) {
+    const tick = scheduleTickOf(run.runId, s.id);
+    if (tick === undefined) continue;
+    if (last === undefined || tick > last) last = tick;
+    // Ended (completed, failed, cancelled) or interrupted (a wait, an abort): only a part-way run is open.
+    if (run.lastType === "run.started" || !run.lastType.startsWith("run.")) {
+      open.push({ scheduleId: s.id, tick, runId: run.runId });
+    }
+  }
+  return { last, open };
+}
+
+/**
+ * Whether a part-way run was left by a process that is gone: nobody holds it (`stalled`, or
+ * `not-started` when only its `run.started` was written). A store that cannot say who holds a run
+ * reports it running, and it is left alone.
+ */
+async function leftByTheDead(journal: Journal, runId: string): Promise<boolean> {
+  const { activity } = await runActivity(journal, runId);
+  return activity === "stalled" || activity === "not-started";
+}
+
+/**
+ * What to fire now on a journal without a schedules table: the cursor is the newest run's tick.
+ * Runs of the schedules left part-way by a process that died are resumed too (`resumed`).
+ */
 export async function planTicks(
   journal: Journal,
   schedules: readonly Schedule[],
@@ -60,17 +92,24 @@ export async function planTicks(
 ): Promise<TickReport> {
   const fired: FiredTick[] = [];
   const skipped: SkippedTicks[] = [];
+  const resumed: FiredTick[] = [];
   for (const s of schedules) {
-    const cursor = (await lastRecordedTick(journal, s)) ?? initialCursor(s, now);
-    const due = dueTicks(s, cursor, now);
+    const recorded = await recordedTicks(journal, s);
+    for (const run of recorded.open) {
+      if (!busy.has(run.runId) && (await leftByTheDead(journal, run.runId))) resumed.push(run);
+    }
+    const due = dueTicks(s, recorded.last ?? initialCursor(s, now), now);
     for (const tick of due.fire) {
       const runId = s.runIdOf(tick);
       if (!busy.has(runId)) fired.push({ scheduleId: s.id, tick, runId });
     }
     if (due.skipped !== undefined) skipped.push({ scheduleId: s.id, ...due.skipped });
   }
-  return { fired, skipped };
+  return resumed.length > 0 ? { fired, skipped, resumed } : { fired, skipped };
 }
+
+/** The runs a look starts: the ticks it fired, and the runs it resumes. */
+const runsOf = (report: TickReport): readonly FiredTick[] => [...(report.resumed ?? []), ...report.fired];
 
 /** Starts (or resumes) a tick's run; a run already in the journal keeps its recorded input. */
 async function runTick(journal: Journal, s: Schedule, fired: FiredTick, stops: RunStops) {
@@ -152,7 +191,7 @@ export async function fireDueTicks(
   const stops = new RunStops(options.signal);
   try {
     await Promise.all(
-      report.fired.map((f) =>
+      runsOf(report).map((f) =>
         runTick(journal, found.get(f.scheduleId) as Schedule, f, stops).catch((e) => options.onError?.(e, f.runId)),
       ),
     );
@@ -204,8 +243,8 @@ async function lookUntil(
     while (!looking?.aborted) {
       const at = now();
       const report = await planTicks(journal, schedules, at, firedHere);
-      if (report.fired.length > 0 || report.skipped.length > 0) options.onTicks?.(report);
-      for (const f of report.fired) {
+      if (report.fired.length > 0 || report.skipped.length > 0 || report.resumed) options.onTicks?.(report);
+      for (const f of runsOf(report)) {
         firedHere.add(f.runId);
         const done = runTick(journal, found.get(f.scheduleId) as Schedule, f, stops)
           .catch((e) => options.onError?.(e, f.runId))
