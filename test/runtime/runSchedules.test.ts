@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { openSqliteJournal } from "../../src/events/journal.ts";
-import type { Journal } from "../../src/events/spi.ts";
 import { memoryStore } from "../../src/events/memory.ts";
+import type { Journal } from "../../src/events/spi.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
 import { runActivity } from "../../src/runtime/control/activity.ts";
 import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
