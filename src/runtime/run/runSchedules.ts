@@ -171,7 +171,9 @@ const byId = (schedules: readonly Schedule[]) => new Map(schedules.map((s) => [s
  * its newest run in the journal, so a look after a restart or in another process (`loom schedule
  * run`, started by the system's cron) picks up where the last left off, and ticks missed meanwhile
  * follow the schedule's `missed` policy. A run that fails is reported to `onError`; it is not fired
- * again (resume it with `loop.run({ runId, journal })`). Runs on any journal; on PostgreSQL with
+ * again (resume it with `loop.run({ runId, journal })`). A run of an earlier tick that a process
+ * left part-way (killed, crashed: nobody holds it and its journal does not end) is resumed, and
+ * reported in `resumed`. Runs on any journal; on PostgreSQL with
  * many processes use `startScheduler` from `loom-agent/postgres`, which hands ticks to workers.
  *
  * @example
