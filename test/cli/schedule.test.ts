@@ -1,6 +1,10 @@
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { createJournal } from "../../src/events/journal.ts";
+import { sqliteStore } from "../../src/events/sqlite.ts";
 import { openSqliteJournal } from "../../src/index.ts";
+import { schedules } from "../fixtures/schedules.ts";
+import { crashingStore } from "../support/loop.ts";
 import { loom, tempDir } from "./support.ts";
 
 const fixture = join(import.meta.dirname, "../fixtures/schedules.ts");
@@ -65,6 +69,29 @@ describe("loom schedule", () => {
     expect(listed.stdout).toMatch(
       /hourly\s+0 \* \* \* \*\s+UTC\s+all\s+digest\s+2026-01-02 11:00:00\s+2026-01-02 12:00:00/,
     );
+  });
+
+  it("resumes a tick's run that a process left part-way, and says so", async () => {
+    const dir = tempDir();
+    const db = join(dir, "loom.db");
+    const hourly = schedules[0] as (typeof schedules)[number];
+    const runId = "hourly@2026-01-02T08:00:00.000Z";
+    // The process that ran 08:00's tick died after its first append: the run is part-way, held by nobody.
+    const store = sqliteStore(db);
+    const dying = createJournal({ store: crashingStore(store, 1) });
+    await expect(hourly.loop.run({ runId, journal: dying, input: "2026-01-02T08:00:00.000Z" })).rejects.toThrow();
+    await store.close();
+    const r = await loom(dir, ["schedule", "run", fixture, "--db", db, "--now", "2026-01-02T08:00:20Z"]);
+    expect(r.stderr).toBe("");
+    expect(r.stdout).toBe(
+      `resumed ${runId} (left part-way by a process that died)\nran morning@2026-01-02T08:00:00.000Z\n`,
+    );
+    const journal = openSqliteJournal(db);
+    try {
+      expect((await journal.store.read(runId)).at(-1)?.type).toBe("run.completed");
+    } finally {
+      await journal.close();
+    }
   });
 
   it("says what is wrong with the module or the time", async () => {

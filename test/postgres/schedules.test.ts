@@ -149,6 +149,25 @@ describe.skipIf(PG_URL === undefined)("schedules on PostgreSQL", () => {
     expect(runs).toEqual([0, 1, 2, 3, 4, 5, 6].map(hour));
   });
 
+  it("on a fresh database, latest submits one tick, not every tick of the last lateAfterMs", async () => {
+    const schema = freshSchema("schedfirst");
+    const journal = openPostgresJournal(PG_URL as string, { schema });
+    cleanups.push(
+      () => dropSchema(schema),
+      () => journal.close(),
+    );
+    const s = schedule({ id: "five", cron: "*/5 * * * * *", loop, input: (t) => t.toISOString(), missed: "latest" });
+    const first = await fireDueOnPostgres(journal, [s], { now: () => new Date(T0 + 59_500) });
+    expect(first).toEqual({
+      fired: [{ scheduleId: "five", tick: new Date(T0 + 55_000), runId: "five@2026-01-01T00:00:55.000Z" }],
+      skipped: [],
+    });
+    expect(await scheduled(schema, "five")).toEqual(["five@2026-01-01T00:00:55.000Z"]);
+    expect(await sql(`SELECT cursor_ms::text FROM "${schema}".loom_schedules`)).toEqual([
+      { cursor_ms: String(T0 + 55_000) },
+    ]);
+  });
+
   it("a tick submitted again (a scheduler that died before moving the cursor) names the same run", async () => {
     const schema = freshSchema("schedretry");
     const journal = openPostgresJournal(PG_URL as string, { schema });

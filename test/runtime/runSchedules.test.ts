@@ -1,12 +1,14 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { openSqliteJournal } from "../../src/events/journal.ts";
+import { memoryStore } from "../../src/events/memory.ts";
 import type { Journal } from "../../src/events/spi.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
+import { runActivity } from "../../src/runtime/control/activity.ts";
 import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
 import { fireDueTicks, runSchedules, startSchedules } from "../../src/runtime/run/runSchedules.ts";
 import { type MissedTicks, schedule } from "../../src/runtime/run/schedule.ts";
 import { tempDir } from "../events/tmp.ts";
-import { jsonJournal } from "../support/loop.ts";
+import { crashingStore, jsonJournal } from "../support/loop.ts";
 
 /** A loop whose model answers at once, counting its calls per input (one input per tick). */
 function countedLoop() {
@@ -114,6 +116,49 @@ describe("fireDueTicks (the embedded scheduler, one look)", () => {
     expect([...calls.values()]).toEqual([1]);
     // The second look found the run owned by the first (RunBusyError), or finished: never a second run.
     for (const e of errors) expect((e as { code?: string }).code).toBe("runBusy");
+  });
+});
+
+describe("a run a process left part-way", () => {
+  it("is resumed by the next look, once, and not fired again", async () => {
+    const { loop, calls } = countedLoop();
+    const s = schedule({ id: "hourly", cron: "0 * * * *", loop, input: (t) => `digest ${t.toISOString()}` });
+    const store = memoryStore({ json: true });
+    // The process that fired 01:00 died after the run's first entries: its journal does not end.
+    const dying = jsonJournal(crashingStore(store, 1));
+    await expect(
+      loop.run({ runId: s.runIdOf(hours(1)), journal: dying, input: `digest ${hours(1).toISOString()}` }),
+    ).rejects.toThrow("simulated crash");
+    const journal = jsonJournal(store);
+    expect((await runActivity(journal, s.runIdOf(hours(1)))).activity).toBe("stalled");
+
+    const report = await fireDueTicks(journal, [s], { now: () => hours(1, 30_000) });
+    expect(report).toEqual({
+      fired: [],
+      skipped: [],
+      resumed: [{ scheduleId: "hourly", tick: hours(1), runId: "hourly@2026-01-01T01:00:00.000Z" }],
+    });
+    const types = (await journal.store.read(s.runIdOf(hours(1)))).map((e) => e.type);
+    expect(types.filter((t) => t === "run.started")).toHaveLength(1);
+    expect(types.at(-1)).toBe("run.completed");
+    // Ended now: a later look neither resumes nor fires it again.
+    expect(await fireDueTicks(journal, [s], { now: () => hours(1, 40_000) })).toEqual({ fired: [], skipped: [] });
+    expect([...calls.values()]).toEqual([2]); // the crashed attempt's call, and the resume's
+  });
+
+  it("is left alone while a live owner holds it", async () => {
+    const held = heldLoop();
+    const s = schedule({ id: "hourly", cron: "0 * * * *", loop: held.loop, input: (t) => `digest ${t.toISOString()}` });
+    const journal = jsonJournal();
+    const running = held.loop.run({ runId: s.runIdOf(hours(1)), journal, input: "by hand" });
+    for (let i = 0; held.started() === 0; i++) {
+      if (i > 2000) throw new Error("the run never started");
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    expect(await fireDueTicks(journal, [s], { now: () => hours(1, 30_000) })).toEqual({ fired: [], skipped: [] });
+    held.release();
+    await running;
+    expect(held.started()).toBe(1);
   });
 });
 
@@ -242,4 +287,95 @@ describe("startSchedules (the embedded scheduler, with a stop)", () => {
     held.release();
     expect((await held.loop.run({ runId: TICK, journal })).content).toBe("digest written");
   });
+});
+
+describe("a schedule's first start", () => {
+  it("latest fires one run on a fresh journal, not one per tick of the last lateAfterMs", async () => {
+    const { loop, calls } = countedLoop();
+    const s = schedule({
+      id: "five",
+      cron: "*/5 * * * * *",
+      loop,
+      input: (t) => `tick ${t.toISOString()}`,
+      missed: "latest",
+    });
+    const journal = jsonJournal();
+    const firstLook = new Date(T0.getTime() + 59_500);
+    const report = await fireDueTicks(journal, [s], { now: () => firstLook });
+    expect(report).toEqual({
+      fired: [{ scheduleId: "five", tick: new Date(T0.getTime() + 55_000), runId: "five@2026-01-01T00:00:55.000Z" }],
+      skipped: [],
+    });
+    expect(await runIds(journal)).toEqual(["five@2026-01-01T00:00:55.000Z"]);
+    expect(calls.size).toBe(1);
+    // The next look goes on from that run: the next tick, and only it.
+    const next = await fireDueTicks(journal, [s], { now: () => new Date(T0.getTime() + 60_500) });
+    expect(next.fired.map((f) => f.runId)).toEqual(["five@2026-01-01T00:01:00.000Z"]);
+  });
+});
+
+describe("many runs in hand", () => {
+  /** Runs `body` and returns the warnings the process emitted meanwhile (MaxListenersExceededWarning…). */
+  async function warningsOf(body: () => Promise<void>): Promise<string[]> {
+    const warnings: string[] = [];
+    const onWarning = (w: Error) => warnings.push(`${w.name}: ${w.message}`);
+    process.on("warning", onWarning);
+    try {
+      await body();
+      await new Promise((r) => setTimeout(r, 20)); // warnings are emitted on the next tick
+    } finally {
+      process.off("warning", onWarning);
+    }
+    return warnings;
+  }
+  const TICKS = 1000;
+  const thousand = () => {
+    const held = heldLoop();
+    const s = schedule({
+      id: "burst",
+      cron: "* * * * * *",
+      loop: held.loop,
+      input: (t) => `tick ${t.toISOString()}`,
+      missed: "all",
+      maxMissed: TICKS,
+      startAt: new Date(T0.getTime() + 1000),
+    });
+    return { held, s, now: () => new Date(T0.getTime() + TICKS * 1000) };
+  };
+  const waitStarted = async (held: ReturnType<typeof heldLoop>) => {
+    for (let i = 0; held.started() < TICKS; i++) {
+      if (i > 6000) throw new Error(`${held.started()} of ${TICKS} runs started`);
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  };
+
+  it(`fireDueTicks with a signal holds ${TICKS} runs at once without a listener per run on it`, async () => {
+    const { held, s, now } = thousand();
+    const journal = jsonJournal();
+    const stop = new AbortController();
+    const warnings = await warningsOf(async () => {
+      const look = fireDueTicks(journal, [s], { now, signal: stop.signal });
+      await waitStarted(held);
+      held.release();
+      expect((await look).fired).toHaveLength(TICKS);
+    });
+    expect(warnings).toEqual([]);
+    expect(await runIds(journal)).toHaveLength(TICKS);
+  }, 60_000);
+
+  it(`startSchedules holds ${TICKS} runs at once without a listener per run, and stop({ abort }) still reaches each`, async () => {
+    const { held, s, now } = thousand();
+    const journal = jsonJournal();
+    const warnings = await warningsOf(async () => {
+      const scheduler = startSchedules(journal, [s], { now, pollMs: 5 });
+      await waitStarted(held);
+      await scheduler.stop({ abort: true });
+    });
+    expect(warnings).toEqual([]);
+    const last = await Promise.all(
+      (await runIds(journal)).map(async (id) => (await journal.store.read(id)).at(-1)?.type),
+    );
+    expect(last).toHaveLength(TICKS);
+    expect(new Set(last)).toEqual(new Set(["run.interrupted"]));
+  }, 60_000);
 });

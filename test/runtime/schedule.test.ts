@@ -128,4 +128,18 @@ describe("dueTicks (the missed-tick policy, a pure decision)", () => {
     const firstLook = new Date(at("05:00").getTime() + 10_000);
     expect(dueTicks(s, initialCursor(s, firstLook), firstLook).fire).toEqual([at("05:00")]);
   });
+
+  it("on first sight fires the newest tick of the last lateAfterMs only, under every policy", () => {
+    const firstLook = new Date(at("05:00").getTime() + 59_500); // 12 ticks of */5 s lie in the last minute
+    for (const missed of ["skip", "latest", "all"] as const) {
+      const s = hourly({ cron: "*/5 * * * * *", missed });
+      const d = dueTicks(s, initialCursor(s, firstLook), firstLook);
+      expect(d.fire).toEqual([new Date(at("05:00").getTime() + 55_000)]);
+      expect(d.skipped).toBeUndefined(); // the ticks before it were never this schedule's: none was missed
+    }
+    // The newest tick older than lateAfterMs is not run on first sight: the schedule starts after it.
+    const late = hourly({ missed: "latest" });
+    const afterIt = new Date(at("05:00").getTime() + 61_000);
+    expect(dueTicks(late, initialCursor(late, afterIt), afterIt)).toMatchObject({ fire: [], skipped: undefined });
+  });
 });

@@ -78,6 +78,7 @@ function printReport(io: CliIo, report: TickReport, json: boolean | undefined, h
     println(io.stdout, JSON.stringify(report));
     return;
   }
+  for (const r of report.resumed ?? []) println(io.stdout, `resumed ${r.runId} (left part-way by a process that died)`);
   for (const f of report.fired) println(io.stdout, `${handedOver ? "submitted" : "ran"} ${f.runId}`);
   for (const s of report.skipped) {
     println(

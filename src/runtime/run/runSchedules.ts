@@ -1,5 +1,7 @@
 import { scheduleTickOf } from "../../events/ids.ts";
 import type { Journal } from "../../events/spi.ts";
+import { runActivity } from "../control/activity.ts";
+import { RunStops } from "./runStops.ts";
 import { dueTicks, initialCursor, type Schedule, tickInput } from "./schedule.ts";
 
 /** A tick a scheduler fired: which schedule, when, and the run it names. */
@@ -22,6 +24,12 @@ export interface SkippedTicks {
 export interface TickReport {
   readonly fired: readonly FiredTick[];
   readonly skipped: readonly SkippedTicks[];
+  /**
+   * Runs of earlier ticks that a process which died (killed, crashed) left part-way, and that this
+   * look resumed: the embedded scheduler finishes them. Present only when there are some; on
+   * PostgreSQL the workers resume such runs instead.
+   */
+  readonly resumed?: readonly FiredTick[];
 }
 
 /** The clock and stop signal of the embedded scheduler. */
@@ -38,20 +46,45 @@ export interface RunSchedulesOptions {
   readonly pollMs?: number;
 }
 
-/**
- * The last tick of `s` the journal has a run of (its runs' ids sort by tick), or undefined.
- * On a store without a run id index, `listRuns` may return other runs too: they are filtered.
- */
-async function lastRecordedTick(journal: Journal, s: Schedule): Promise<Date | undefined> {
-  let last: Date | undefined;
-  for (const run of await journal.store.listRuns({ prefix: `${s.id}@` })) {
-    const tick = scheduleTickOf(run.runId, s.id);
-    if (tick !== undefined && (last === undefined || tick > last)) last = tick;
-  }
-  return last;
+/** A schedule's runs in the journal: the newest tick run, and the runs not ended yet (by their last entry). */
+interface RecordedTicks {
+  readonly last: Date | undefined;
+  readonly open: readonly FiredTick[];
 }
 
-/** What to fire now on a journal without a schedules table: the cursor is the newest run's tick. */
+/**
+ * The runs of `s` in the journal (their ids sort by tick). On a store without a run id index,
+ * `listRuns` may return other runs too: they are filtered.
+ */
+async function recordedTicks(journal: Journal, s: Schedule): Promise<RecordedTicks> {
+  let last: Date | undefined;
+  const open: FiredTick[] = [];
+  for (const run of await journal.store.listRuns({ prefix: `${s.id}@` })) {
+    const tick = scheduleTickOf(run.runId, s.id);
+    if (tick === undefined) continue;
+    if (last === undefined || tick > last) last = tick;
+    // Ended (completed, failed, cancelled) or interrupted (a wait, an abort): only a part-way run is open.
+    if (run.lastType === "run.started" || !run.lastType.startsWith("run.")) {
+      open.push({ scheduleId: s.id, tick, runId: run.runId });
+    }
+  }
+  return { last, open };
+}
+
+/**
+ * Whether a part-way run was left by a process that is gone: nobody holds it (`stalled`, or
+ * `not-started` when only its `run.started` was written). A store that cannot say who holds a run
+ * reports it running, and it is left alone.
+ */
+async function leftByTheDead(journal: Journal, runId: string): Promise<boolean> {
+  const { activity } = await runActivity(journal, runId);
+  return activity === "stalled" || activity === "not-started";
+}
+
+/**
+ * What to fire now on a journal without a schedules table: the cursor is the newest run's tick.
+ * Runs of the schedules left part-way by a process that died are resumed too (`resumed`).
+ */
 export async function planTicks(
   journal: Journal,
   schedules: readonly Schedule[],
@@ -60,27 +93,39 @@ export async function planTicks(
 ): Promise<TickReport> {
   const fired: FiredTick[] = [];
   const skipped: SkippedTicks[] = [];
+  const resumed: FiredTick[] = [];
   for (const s of schedules) {
-    const cursor = (await lastRecordedTick(journal, s)) ?? initialCursor(s, now);
-    const due = dueTicks(s, cursor, now);
+    const recorded = await recordedTicks(journal, s);
+    for (const run of recorded.open) {
+      if (!busy.has(run.runId) && (await leftByTheDead(journal, run.runId))) resumed.push(run);
+    }
+    const due = dueTicks(s, recorded.last ?? initialCursor(s, now), now);
     for (const tick of due.fire) {
       const runId = s.runIdOf(tick);
       if (!busy.has(runId)) fired.push({ scheduleId: s.id, tick, runId });
     }
     if (due.skipped !== undefined) skipped.push({ scheduleId: s.id, ...due.skipped });
   }
-  return { fired, skipped };
+  return resumed.length > 0 ? { fired, skipped, resumed } : { fired, skipped };
 }
 
+/** The runs a look starts: the ticks it fired, and the runs it resumes. */
+const runsOf = (report: TickReport): readonly FiredTick[] => [...(report.resumed ?? []), ...report.fired];
+
 /** Starts (or resumes) a tick's run; a run already in the journal keeps its recorded input. */
-async function runTick(journal: Journal, s: Schedule, fired: FiredTick, signal: AbortSignal | undefined) {
-  const existing = await journal.store.read(fired.runId);
-  await s.loop.run({
-    runId: fired.runId,
-    journal,
-    ...(existing.length === 0 ? { input: tickInput(s, fired.tick) } : {}),
-    ...(signal ? { signal } : {}),
-  });
+async function runTick(journal: Journal, s: Schedule, fired: FiredTick, stops: RunStops) {
+  const stop = stops.open();
+  try {
+    const existing = await journal.store.read(fired.runId);
+    await s.loop.run({
+      runId: fired.runId,
+      journal,
+      ...(existing.length === 0 ? { input: tickInput(s, fired.tick) } : {}),
+      ...(stop ? { signal: stop.signal } : {}),
+    });
+  } finally {
+    if (stop) stops.close(stop);
+  }
 }
 
 const byId = (schedules: readonly Schedule[]) => new Map(schedules.map((s) => [s.id, s]));
@@ -91,7 +136,9 @@ const byId = (schedules: readonly Schedule[]) => new Map(schedules.map((s) => [s
  * its newest run in the journal, so a look after a restart or in another process (`loom schedule
  * run`, started by the system's cron) picks up where the last left off, and ticks missed meanwhile
  * follow the schedule's `missed` policy. A run that fails is reported to `onError`; it is not fired
- * again (resume it with `loop.run({ runId, journal })`). Runs on any journal; on PostgreSQL with
+ * again (resume it with `loop.run({ runId, journal })`). A run of an earlier tick that a process
+ * left part-way (killed, crashed: nobody holds it and its journal does not end) is resumed, and
+ * reported in `resumed`. Runs on any journal; on PostgreSQL with
  * many processes use `startScheduler` from `loom-agent/postgres`, which hands ticks to workers.
  *
  * @example
@@ -108,13 +155,16 @@ export async function fireDueTicks(
   const now = options.now ?? (() => new Date());
   const report = await planTicks(journal, schedules, now());
   const found = byId(schedules);
-  await Promise.all(
-    report.fired.map((f) =>
-      runTick(journal, found.get(f.scheduleId) as Schedule, f, options.signal).catch((e) =>
-        options.onError?.(e, f.runId),
+  const stops = new RunStops(options.signal);
+  try {
+    await Promise.all(
+      runsOf(report).map((f) =>
+        runTick(journal, found.get(f.scheduleId) as Schedule, f, stops).catch((e) => options.onError?.(e, f.runId)),
       ),
-    ),
-  );
+    );
+  } finally {
+    stops.dispose();
+  }
   return report;
 }
 
@@ -153,23 +203,28 @@ async function lookUntil(
   const pollMs = options.pollMs ?? 1000;
   const found = byId(schedules);
   const inHand = new Map<string, Promise<void>>();
+  const stops = new RunStops(runs);
   // Ticks this process fired: one whose run failed before its journal began is not fired again.
   const firedHere = new Set<string>();
-  while (!looking?.aborted) {
-    const at = now();
-    const report = await planTicks(journal, schedules, at, firedHere);
-    if (report.fired.length > 0 || report.skipped.length > 0) options.onTicks?.(report);
-    for (const f of report.fired) {
-      firedHere.add(f.runId);
-      const done = runTick(journal, found.get(f.scheduleId) as Schedule, f, runs)
-        .catch((e) => options.onError?.(e, f.runId))
-        .finally(() => inHand.delete(f.runId));
-      inHand.set(f.runId, done);
+  try {
+    while (!looking?.aborted) {
+      const at = now();
+      const report = await planTicks(journal, schedules, at, firedHere);
+      if (report.fired.length > 0 || report.skipped.length > 0 || report.resumed) options.onTicks?.(report);
+      for (const f of runsOf(report)) {
+        firedHere.add(f.runId);
+        const done = runTick(journal, found.get(f.scheduleId) as Schedule, f, stops)
+          .catch((e) => options.onError?.(e, f.runId))
+          .finally(() => inHand.delete(f.runId));
+        inHand.set(f.runId, done);
+      }
+      const next = Math.min(...schedules.map((s) => s.nextTick(at)?.getTime() ?? Number.POSITIVE_INFINITY));
+      await pause(Math.max(1, Math.min(pollMs, next - at.getTime())), looking);
     }
-    const next = Math.min(...schedules.map((s) => s.nextTick(at)?.getTime() ?? Number.POSITIVE_INFINITY));
-    await pause(Math.max(1, Math.min(pollMs, next - at.getTime())), looking);
+  } finally {
+    while (inHand.size > 0) await Promise.all(inHand.values());
+    stops.dispose();
   }
-  while (inHand.size > 0) await Promise.all(inHand.values());
 }
 
 /** The embedded scheduler started by {@link startSchedules}. */

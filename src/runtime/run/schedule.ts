@@ -172,11 +172,17 @@ export interface DueTicks {
 }
 
 /**
- * Where a schedule stands when no tick of it was recorded yet: just before `startAt`, else
- * `lateAfterMs` before now (a tick due a moment before the first look still runs on time).
+ * Where a schedule stands when no tick of it was recorded yet: just before `startAt`, else at the
+ * tick before its newest one, and no earlier than `lateAfterMs` before now. So a tick due a moment
+ * before the first look still runs, and only that one: the ticks before it came before the
+ * schedule did, and are neither run nor reported as missed.
  */
-export const initialCursor = (s: Schedule, now: Date): Date =>
-  s.startAt !== undefined ? new Date(s.startAt.getTime() - 1) : new Date(now.getTime() - s.lateAfterMs);
+export function initialCursor(s: Schedule, now: Date): Date {
+  if (s.startAt !== undefined) return new Date(s.startAt.getTime() - 1);
+  const window = now.getTime() - s.lateAfterMs;
+  const before = s.ticksBefore(now, 2)[1]?.getTime() ?? window;
+  return new Date(Math.max(window, before));
+}
 
 /**
  * The policy, as a pure decision: given the last tick the schedule handled (`cursor`) and the time,
