@@ -170,10 +170,13 @@ async function holdsSession(
     return { why, fix: resume };
   }
   const reason = state.interruption?.reason;
-  return {
-    why: `the run of its last message, ${runId}, stopped (${reason ?? activity}) and waits to be resumed`,
-    fix: resume,
-  };
+  const stopped =
+    reason === "approval-pending"
+      ? "waits for an approval"
+      : reason === "waiting"
+        ? "waits for a time or an event (listWaits says which)"
+        : `stopped (${reason ?? activity}) and waits to be resumed`;
+  return { why: `the run of its last message, ${runId}, ${stopped}`, fix: resume };
 }
 
 /**
