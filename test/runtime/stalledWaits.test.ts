@@ -7,33 +7,18 @@
 import { describe, expect, it } from "vitest";
 import { readJournal } from "../../src/events/journal.ts";
 import { memoryStore } from "../../src/events/memory.ts";
-import type { EventStore } from "../../src/events/store.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
 import type { Tool } from "../../src/runtime/base/config.ts";
 import { runActivity } from "../../src/runtime/control/activity.ts";
 import { deliverEvent } from "../../src/runtime/control/events.ts";
 import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
 import { listWaits, wakeDueRuns } from "../../src/runtime/run/waits.ts";
+import { diesAtInterruption } from "../support/diesAt.ts";
 import { jsonJournal } from "../support/loop.ts";
 
 const T0 = Date.parse("2026-01-01T00:00:00.000Z");
 const HOUR = 3_600_000;
 const STEP = "pay#turn:0:tool:0";
-
-/** A store whose process "dies" at the run's interruption: that append, and every later one, fails. */
-function diesAtInterruption(inner: EventStore): EventStore {
-  let dead = false;
-  return {
-    ...inner,
-    async append(runId, entries, options) {
-      if (dead || entries.some((e) => e.type === "run.interrupted")) {
-        dead = true;
-        throw new Error("the process died");
-      }
-      return inner.append(runId, entries, options);
-    },
-  };
-}
 
 /** A loop whose one call waits for a payment event (tokens handed out in `tokens`), then answers. */
 function payingLoop(tokens: string[], runs: { tool: number }) {
