@@ -91,9 +91,10 @@ export interface WokenRun {
 /**
  * Resumes the runs that wait and are due: a sleep whose time came, an event wait past its
  * timeout, or a wait whose event was delivered. A run that waits is one stopped `waiting`, or one
- * whose process died after journaling its waits and before it stopped (stalled in that turn). On SQLite this is what a cron job or a small
- * timer calls (`loom wake` does); on PostgreSQL `startWorker` does it by itself. A run resumed
- * before it is due would only stop again, so it is not resumed.
+ * whose process died after journaling its waits and before it stopped (stalled in that turn,
+ * once the dead process's lease has run out). On SQLite this is what a cron job or a small timer
+ * calls (`loom wake` does); on PostgreSQL `startWorker` does it by itself. A run resumed before it
+ * is due would only stop again, so it is not resumed.
  *
  * @example
  * setInterval(() => wakeDueRuns(journal, { loops: [reminders] }), 60_000); // an embedded scheduler
