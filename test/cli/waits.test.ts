@@ -2,6 +2,7 @@ import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { openSqliteJournal, readJournal } from "../../src/index.ts";
 import { loops, tokens } from "../runtime/workers/waitLoops.ts";
+import { diesAtInterruption } from "../support/diesAt.ts";
 import { loom, tempDir } from "./support.ts";
 
 const dir = tempDir("loom-cli-waits-");
@@ -72,5 +73,40 @@ describe("loom waits / show / deliver / wake", () => {
     } finally {
       await journal.close();
     }
+  });
+});
+
+describe("loom waits / wake for a run whose process died before it stopped for its wait", () => {
+  it("lists the wait and wakes the run when due", async () => {
+    const db = join(dir, "stalled.db");
+    const journal = openSqliteJournal(db);
+    try {
+      const dying = { ...journal, store: diesAtInterruption(journal.store) };
+      await expect(loops[1]?.run({ runId: "nap-2", journal: dying, input: "nap" })).rejects.toThrow("the process died");
+      expect((await readJournal(journal, "nap-2")).some((e) => e.type === "run.interrupted")).toBe(false);
+    } finally {
+      await journal.close();
+    }
+    const waits = await loom(dir, ["waits", "--db", db, "--json"]);
+    expect(JSON.parse(waits.stdout)).toEqual([
+      expect.objectContaining({ runId: "nap-2", kind: "sleep", what: "a nap" }),
+    ]);
+    const early = await loom(dir, ["wake", "--db", db, "--loops", MODULE, "--json"]);
+    expect(JSON.parse(early.stdout).map((w: { runId: string; outcome: string }) => [w.runId, w.outcome])).toEqual([
+      ["nap-2", "not-due"],
+    ]);
+    const due = await loom(dir, [
+      "wake",
+      "--db",
+      db,
+      "--loops",
+      MODULE,
+      "--now",
+      String(Date.now() + 120_000),
+      "--json",
+    ]);
+    expect(JSON.parse(due.stdout).map((w: { runId: string; outcome: string }) => [w.runId, w.outcome])).toEqual([
+      ["nap-2", "completed"],
+    ]);
   });
 });

@@ -93,9 +93,11 @@ export interface AgentLoop<M extends ToolCallLogMode | undefined = ToolCallLogMo
   /**
    * Sends a user message to a session: runs `<sessionId>/<n>` (n: the message's index) on the
    * session's history (`sessionHistory`, a projection of its runs) and the message. Refuses with
-   * `SessionBusyError`, journaling nothing, while the session's last message has not completed or
-   * another send to it is under way. The run is a run like any other: resumable with `run`,
-   * cancellable, streamable (`sendStream`).
+   * `SessionBusyError`, journaling nothing, while the session's last message has not ended (its
+   * run runs, stalled, or stopped and waits to be resumed) or another send to it is under way. A
+   * last message whose run was cancelled or failed has ended: the next one goes on from the
+   * history as it stands. The run is a run like any other: resumable with `run`, cancellable,
+   * streamable (`sendStream`).
    */
   send(request: SendRequest): Promise<SessionReply<M>>;
   /** `send`, watched as it happens (see `stream`); the run id is in the events (`runId`). */
@@ -143,7 +145,11 @@ async function sendMessage(
   const store = request.journal.store;
   let busy = sending.get(store);
   if (busy === undefined) sending.set(store, (busy = new Set()));
-  if (busy.has(sessionId)) throw new SessionBusyError(sessionId, sessionId, "another message is being sent to it");
+  if (busy.has(sessionId)) {
+    throw new SessionBusyError(sessionId, sessionId, "another message is being sent to it", {
+      fix: "Wait for that send to end, then send the message again.",
+    });
+  }
   busy.add(sessionId);
   try {
     const turn = await nextSessionTurn(request.journal, sessionId, message);

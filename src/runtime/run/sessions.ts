@@ -5,6 +5,7 @@ import type { Message, ToolCall } from "../../events/types.ts";
 import { type RunState, responseAt } from "../../projections/runState.ts";
 import { assistantMessage, fedFromState, resolveClaimCheck, toolResultMessage } from "../base/conversation.ts";
 import { foldRun, hydrateArchived } from "../base/readers.ts";
+import { activityOfFolded } from "../control/activity.ts";
 
 /**
  * Sessions (DESIGN §8): a conversation of many runs. Message n of session `s` is the run `s/n`,
@@ -13,10 +14,11 @@ import { foldRun, hydrateArchived } from "../base/readers.ts";
  */
 
 /**
- * A message was sent to a session that is busy: its last message's run has not completed (it is
- * running, here or in another process, or it stopped and waits to be resumed), or another send to
- * it is under way. Nothing was journaled. Wait for the run, or resume it with
- * `loop.run({ runId: e.runId, journal })`, then send again.
+ * A message was sent to a session that is busy: its last message's run has not ended (a process
+ * runs it, or it stalled when its process died, or it stopped and waits to be resumed), or another
+ * send to it is under way. Nothing was journaled. The message says which, and what to do: wait for
+ * the run, resume it with `loop.run({ runId: e.runId, journal })`, or cancel it (`cancelRun`), then
+ * send again. A run that ended without completing (cancelled, failed) does not hold its session.
  *
  * @example
  * await loop.send({ sessionId, journal, message }).catch((e) => {
@@ -28,11 +30,18 @@ export class SessionBusyError extends LoomError {
   readonly sessionId: string;
   /** The run that holds the session: the last message's. */
   readonly runId: string;
-  constructor(sessionId: string, runId: string, why: string, options?: { cause?: unknown }) {
+  /**
+   * `why` says what holds the session; `fix` what to do about it (by default: wait for the run to
+   * end, or resume it).
+   */
+  constructor(sessionId: string, runId: string, why: string, options?: { cause?: unknown; fix?: string }) {
+    const fix =
+      options?.fix ??
+      `Wait for run ${runId} to end (or resume it with loop.run({ runId: "${runId}", journal })), then send the message again.`;
     super(
       "sessionBusy",
-      `session ${sessionId} is busy: ${why}. Wait for run ${runId} to complete (or resume it with loop.run({ runId: "${runId}", journal })), then send the message again.`,
-      options,
+      `session ${sessionId} is busy: ${why}. ${fix}`,
+      options?.cause === undefined ? undefined : { cause: options.cause },
     );
     this.sessionId = sessionId;
     this.runId = runId;
@@ -82,9 +91,11 @@ export async function runConversation(journal: Journal, runId: string): Promise<
 }
 
 /**
- * A session's history: the conversation of its last completed message (which was started with
- * all the earlier ones), rebuilt from the journal, so it survives any restart. Empty for a new
- * session. A last message still running or stopped is not in it yet.
+ * A session's history: the conversation of its last message whose run has ended (which was
+ * started with all the earlier ones), rebuilt from the journal, so it survives any restart. Empty
+ * for a new session. A message whose run was cancelled or failed is in it as far as it got (its
+ * user message, and each model answer whose tool results were all recorded); a last message
+ * still running, or stopped and waiting to be resumed, is not in it yet.
  *
  * @example
  * const history = await sessionHistory(journal, "chat-7"); // [{ role: "user", … }, { role: "assistant", … }, …]
@@ -92,8 +103,9 @@ export async function runConversation(journal: Journal, runId: string): Promise<
 export async function sessionHistory(journal: Journal, sessionId: string): Promise<Message[]> {
   const runs = await sessionRuns(journal, sessionId);
   for (let i = runs.length - 1; i >= 0; i--) {
-    const state = await foldRun(journal, runs[i] as string);
-    if (state.status === "completed") return conversationOfState(journal, await hydrateArchived(journal, state));
+    const runId = runs[i] as string;
+    const state = await foldRun(journal, runId);
+    if ((await holdsSession(journal, runId, state)) === undefined) return messageHistory(journal, state);
   }
   return [];
 }
@@ -105,8 +117,11 @@ export interface SessionTurn {
 }
 
 /**
- * The run the next message of a session starts, or `SessionBusyError` when the last message's run
- * has not completed. `loop.send` uses it; call it yourself to start the run another way
+ * The run the next message of a session starts, on the history as it stands (`sessionHistory`),
+ * or `SessionBusyError` when the last message's run has not ended: it runs, it stalled, or it
+ * stopped and waits to be resumed. A last run that was cancelled or failed, or that can never be
+ * resumed because its journal was redacted, has ended its message: the next one goes on from
+ * what it recorded. `loop.send` uses it; call it yourself to start the run another way
  * (`loop.stream({ ...turn, journal })`).
  *
  * @example
@@ -123,13 +138,65 @@ export async function nextSessionTurn(
   let history: Message[] = [];
   if (last !== undefined) {
     const state = await foldRun(journal, last);
-    if (state.status !== "completed") {
-      throw new SessionBusyError(sessionId, last, `the run of its last message is ${state.status}`);
-    }
-    history = await conversationOfState(journal, await hydrateArchived(journal, state));
+    const held = await holdsSession(journal, last, state);
+    if (held !== undefined) throw new SessionBusyError(sessionId, last, held.why, { fix: held.fix });
+    history = await messageHistory(journal, state);
   }
   const added: Message = typeof message === "string" ? { role: "user", content: message } : message;
   return { runId: sessionRunId(sessionId, runs.length), input: [...history, added] };
+}
+
+/**
+ * Why a message's run still holds its session, and what to do, or undefined once it has ended:
+ * completed, cancelled, failed, or redacted and not running (such a run can never be resumed).
+ */
+async function holdsSession(
+  journal: Journal,
+  runId: string,
+  state: RunState,
+): Promise<{ readonly why: string; readonly fix: string } | undefined> {
+  if (state.status === "completed" || state.status === "cancelled" || state.status === "failed") return undefined;
+  const { activity } = await activityOfFolded(journal, runId, state, undefined);
+  if (activity === "running") {
+    return {
+      why: `the run of its last message, ${runId}, is running`,
+      fix: `Wait for it to end (or cancel it: cancelRun(journal, "${runId}", { reason })), then send the message again.`,
+    };
+  }
+  if (state.redacted !== undefined) return undefined;
+  const resume = `Resume it with loop.run({ runId: "${runId}", journal }), or cancel it (cancelRun(journal, "${runId}", { reason })) to go on without it; then send the message again.`;
+  if (activity === "stalled") {
+    const why = `the run of its last message, ${runId}, stalled: its process stopped before the run ended, and nothing runs it now`;
+    return { why, fix: resume };
+  }
+  const reason = state.interruption?.reason;
+  const stopped =
+    reason === "approval-pending"
+      ? "waits for an approval"
+      : reason === "waiting"
+        ? "waits for a time or an event (listWaits says which)"
+        : `stopped (${reason ?? activity}) and waits to be resumed`;
+  return { why: `the run of its last message, ${runId}, ${stopped}`, fix: resume };
+}
+
+/**
+ * The conversation a message's ended run leaves to the next message: all of it for a completed
+ * run; for one cancelled or failed mid-turn, up to its last model answer whose tool results were
+ * all recorded (a model is never sent a call without its result).
+ */
+async function messageHistory(journal: Journal, state: RunState): Promise<Message[]> {
+  const messages = await conversationOfState(journal, await hydrateArchived(journal, state));
+  return state.status === "completed" ? messages : wholeTurns(messages);
+}
+
+/** `messages` without a last assistant message whose tool calls are not all followed by their results. */
+function wholeTurns(messages: Message[]): Message[] {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const m = messages[i] as Message;
+    if (m.role !== "assistant") continue;
+    return messages.length - 1 - i < m.toolCalls.length ? messages.slice(0, i) : messages;
+  }
+  return messages;
 }
 
 /** The conversation a folded run records (see {@link runConversation}). */

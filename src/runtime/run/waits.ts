@@ -1,33 +1,48 @@
 import { checkRunId, runIdProblem } from "../../events/ids.ts";
 import { readJournal } from "../../events/journal.ts";
 import type { Journal } from "../../events/spi.ts";
-import { foldEntries } from "../../projections/runState.ts";
+import { foldEntries, type RunState } from "../../projections/runState.ts";
 import type { RunWait } from "../../projections/types.ts";
 import { isAgentInterruptedError } from "../base/errors.ts";
+import { activityOfFolded } from "../control/activity.ts";
 import { listPendingApprovals } from "../control/approvals.ts";
-import { describeApproval, runDueAt, waitsIn } from "../steps/waits.ts";
+import { describeApproval, lastTurnWaits, runDueAt, waitsIn } from "../steps/waits.ts";
 import type { AgentLoop } from "./agentLoop.ts";
 
+/** A run whose journal ends with one of these has ended: nothing of it waits any more. */
+const ENDINGS: ReadonlySet<string> = new Set(["run.completed", "run.cancelled", "run.failed"]);
+
 /**
- * The runs to look at: `runId` alone, or every run whose last entry is an interruption, or an
- * event's delivery (`frame.completed` appended to an interrupted run).
+ * The runs to look at: `runId` alone, or every run that has not ended. A wait is found from its
+ * decision (`<stepId>:wait`), not from the run's interruption: a process killed after journaling
+ * a wait and before its run stopped leaves the run `stalled`, its journal ending anywhere in the
+ * turn (the wait, another call's step).
  */
-async function interruptedRuns(journal: Journal, runId: string | undefined, caller: string): Promise<string[]> {
+async function unendedRuns(journal: Journal, runId: string | undefined, caller: string): Promise<string[]> {
   if (runId !== undefined) {
     checkRunId(runId, caller);
     return [runId];
   }
   return (await journal.store.listRuns())
-    .filter(
-      (r) =>
-        (r.lastType === "run.interrupted" || r.lastType === "frame.completed") && runIdProblem(r.runId) === undefined,
-    )
+    .filter((r) => !ENDINGS.has(r.lastType) && runIdProblem(r.runId) === undefined)
     .map((r) => r.runId);
 }
 
 /**
+ * Whether a folded run waits: it stopped `waiting`, or it is stalled (nobody runs it: its process
+ * died) in a turn whose calls journaled waits. A run a live process runs is left to that process.
+ */
+async function waitsNow(journal: Journal, runId: string, state: RunState): Promise<boolean> {
+  if (state.status === "interrupted") return state.interruption?.reason === "waiting";
+  if (state.status !== "running" || lastTurnWaits(state).length === 0) return false;
+  return (await activityOfFolded(journal, runId, state, undefined)).activity === "stalled";
+}
+
+/**
  * Everything the journal's runs wait for (or `runId`'s): each call that sleeps or waits for an
- * event, and each pending approval (one kind of wait), with until when and how to end it. Reads only.
+ * event, and each pending approval (one kind of wait), with until when and how to end it. A wait
+ * is listed from the moment it is journaled, also for a run whose process died before the run
+ * could stop for it. Reads only.
  *
  * @example
  * for (const w of await listWaits(journal)) console.log(`${w.runId} ${w.stepId} ${w.kind} ${w.until ?? ""} → ${w.deliver}`);
@@ -36,9 +51,9 @@ export async function listWaits(journal: Journal, options: { readonly runId?: st
   const out: RunWait[] = [];
   for (const p of await listPendingApprovals(journal, options.runId === undefined ? {} : { runId: options.runId }))
     out.push(describeApproval(p.runId, p.stepId, p.toolName, p.expiresAt));
-  for (const runId of await interruptedRuns(journal, options.runId, "listWaits")) {
+  for (const runId of await unendedRuns(journal, options.runId, "listWaits")) {
     const state = foldEntries(await readJournal(journal, runId));
-    if (state.status !== "interrupted") continue;
+    if (state.status !== "interrupted" && state.status !== "running") continue;
     out.push(...waitsIn(state, runId));
   }
   return out;
@@ -74,10 +89,12 @@ export interface WokenRun {
 }
 
 /**
- * Resumes the runs that wait (`waiting`) and are due: a sleep whose time came, an event wait past
- * its timeout, or a wait whose event was delivered. On SQLite this is what a cron job or a small
- * timer calls (`loom wake` does); on PostgreSQL `startWorker` does it by itself. A run resumed
- * before it is due would only stop again, so it is not resumed.
+ * Resumes the runs that wait and are due: a sleep whose time came, an event wait past its
+ * timeout, or a wait whose event was delivered. A run that waits is one stopped `waiting`, or one
+ * whose process died after journaling its waits and before it stopped (stalled in that turn,
+ * once the dead process's lease has run out). On SQLite this is what a cron job or a small timer
+ * calls (`loom wake` does); on PostgreSQL `startWorker` does it by itself. A run resumed before it
+ * is due would only stop again, so it is not resumed.
  *
  * @example
  * setInterval(() => wakeDueRuns(journal, { loops: [reminders] }), 60_000); // an embedded scheduler
@@ -88,9 +105,9 @@ export async function wakeDueRuns(journal: Journal, options: WakeOptions): Promi
     : (options.loops as Record<string, AgentLoop>);
   const clock = options.now ?? Date.now;
   const out: WokenRun[] = [];
-  for (const runId of await interruptedRuns(journal, options.runId, "wakeDueRuns")) {
+  for (const runId of await unendedRuns(journal, options.runId, "wakeDueRuns")) {
     const state = foldEntries(await readJournal(journal, runId));
-    if (state.status !== "interrupted" || state.interruption?.reason !== "waiting") continue;
+    if (!(await waitsNow(journal, runId, state))) continue;
     const due = runDueAt(state);
     const base = { runId, loopId: state.loopId, dueAt: due === undefined ? undefined : new Date(due).toISOString() };
     if (due === undefined || clock() < due) {

@@ -3,7 +3,7 @@
  * whose frame is still started, described for people (`InterruptedAgentRun.waits`, `listWaits`,
  * `loom show`, the viewer), and the `waiting` interruption's detail.
  */
-import { parseFrameId, waitId } from "../../events/ids.ts";
+import { modelFrameId, parseFrameId, waitId } from "../../events/ids.ts";
 import { asWaitChoice, type WaitChoice, waitDueAt } from "../../policies/wait.ts";
 import { type RunState, responseAt } from "../../projections/runState.ts";
 import type { RunWait } from "../../projections/types.ts";
@@ -90,13 +90,39 @@ export function waitingDetail(state: RunState, stepIds: readonly string[]): unkn
 }
 
 /**
- * When a run interrupted `waiting` is next due (ms since the epoch): the first wake or timeout
- * of its open waits, or undefined when only deliveries can end them. A run whose every wait ended
- * (an event delivered) is due at once (0).
+ * The calls of a run's last model turn that waited (their `<stepId>:wait` journaled), ended or
+ * not, while the run is still in that turn (the next model call not started). These are the waits
+ * of a run that stopped for them, and also of one whose process died after journaling a wait and
+ * before the run could stop (`run.interrupted`): the decision, not the interruption, is the wait.
+ */
+export function lastTurnWaits(state: RunState): string[] {
+  const turn = state.turns - 1;
+  if (turn < 0 || state.loopId === undefined || state.frames[modelFrameId(state.loopId, state.turns)] !== undefined)
+    return [];
+  const out: string[] = [];
+  for (const decisionId in state.decisions) {
+    if (!decisionId.endsWith(WAIT_SUFFIX)) continue;
+    const stepId = decisionId.slice(0, -WAIT_SUFFIX.length);
+    const parsed = parseFrameId(stepId);
+    if (parsed?.kind !== "tool" || parsed.turn !== turn) continue;
+    if (asWaitChoice(state.decisions[decisionId]?.choice) !== undefined) out.push(stepId);
+  }
+  return out;
+}
+
+/**
+ * When a run that waits is next due (ms since the epoch): the first wake or timeout of its open
+ * waits, or undefined when only deliveries can end them. A run one of whose waits ended while it
+ * was stopped (an event delivered, a sleep woken by a resume that did not get further) is due at
+ * once (0). The waits are those its `waiting` interruption lists or, for a run whose process died
+ * before it could stop, those of its last turn.
  */
 export function runDueAt(state: RunState): number | undefined {
   const open = openWaits(state);
-  const listed = (state.interruption?.detail as { stepIds?: unknown } | null)?.stepIds;
+  const listed =
+    state.status === "interrupted"
+      ? (state.interruption?.detail as { stepIds?: unknown } | null)?.stepIds
+      : lastTurnWaits(state);
   if (Array.isArray(listed) && listed.some((id) => typeof id === "string" && state.frames[id]?.status !== "started"))
     return 0; // a listed wait ended while the run was stopped: resume it now
   let first: number | undefined;
