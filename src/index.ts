@@ -283,6 +283,7 @@ export {
   NO_USAGE,
   type PriceTable,
   remainingBudget,
+  shareBudget,
 } from "./policies/budget.ts";
 export {
   type AskModel,

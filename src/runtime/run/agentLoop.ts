@@ -14,6 +14,7 @@ import { holdGiven, holdRun, type RunOwnership } from "../base/ownership.ts";
 import { hydrateForLog } from "../base/readers.ts";
 import { readRunState } from "../base/snapshots.ts";
 import { resolveApprovals } from "../control/approvalAnswers.ts";
+import { budgetShare } from "../steps/budgetShares.ts";
 import { type RunOptions, RunSession } from "../steps/session.ts";
 import { createRunActor } from "../steps/sharedMachine.ts";
 import { ToolCalls } from "../steps/toolActors.ts";
@@ -335,7 +336,7 @@ async function runHeld(
   });
   // Its events, answers and inspector become its sub-agents' (agentTool), through the run's context.
   const detach = session.run.attach(session.events, request.approvals, request.inspect, actor);
-  session.run.useBudget(() => session.budget.remaining());
+  session.run.useBudget({ left: () => session.budget.remaining(), share: (stepId) => budgetShare(session, stepId) });
   let unlisten: (() => void) | undefined;
   try {
     unlisten = stop.start(actor);

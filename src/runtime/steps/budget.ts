@@ -22,14 +22,28 @@ const MODEL_ID_SOURCE = "budget-model";
 export const CONTEXT_SOURCE = "context-policy";
 
 /**
+ * How the sub-agents one model response started share the run's budget, as journaled in
+ * `<loop>#turn:<i>:budget`: the run's usage before any of them ran, and their step ids in call
+ * order. Each one's share is `shareBudget(budget, used, stepIds.length, index)`: the same figures
+ * on every resume, and with a raised budget, a larger share for each.
+ */
+export interface BudgetShares {
+  readonly used: BudgetUsage;
+  readonly stepIds: readonly string[];
+}
+
+/**
  * A run's budget in this process: the usage of its own model calls (summed as they are answered,
  * served ones included) and of its sub-agent runs (`<runId>/…`, folded from the journal when a
  * sub-agent may have run since the last look), checked before each model call by the pure
- * `budgetBreach`. Nothing is kept outside the journal: a resume sums the same figures again.
+ * `budgetBreach`. Nothing is kept outside the journal: a resume sums the same figures again, and
+ * the shares its sub-agents were given are journaled decisions it serves.
  */
 export class RunBudget {
   #own: BudgetUsage = NO_USAGE;
   #below: BudgetUsage | undefined;
+  /** Each turn's sub-agent shares while they are decided: siblings started together wait for one decision. */
+  readonly #shares = new Map<number, Promise<BudgetShares>>();
   /** The last model call the check let through (its retries are not checked again; turns only go up). */
   #admitted = -1;
   /** The last turn whose context decision's model calls are counted. */
@@ -97,10 +111,24 @@ export class RunBudget {
     return breach;
   }
 
-  /** What a sub-agent started now may spend: the budget less what the run has used, or undefined without one. */
+  /** What is left of the budget: what the run has used taken off, or undefined without one. */
   async remaining(): Promise<Budget | undefined> {
     if (this.budget === undefined) return undefined;
     return remainingBudget(this.budget, await this.used());
+  }
+
+  /**
+   * The shares of turn `turn`'s sub-agents: `decide` is called once however many of them ask at
+   * the same time (and again only if it failed).
+   */
+  sharesOf(turn: number, decide: () => Promise<BudgetShares>): Promise<BudgetShares> {
+    let shares = this.#shares.get(turn);
+    if (shares === undefined) {
+      shares = decide();
+      this.#shares.set(turn, shares);
+      shares.catch(() => this.#shares.delete(turn));
+    }
+    return shares;
   }
 }
 
@@ -166,4 +194,15 @@ async function subRunsUsage(
     used = addUsage(used, usageOfRun(await foldRun(journal, run.runId), modelId, prices));
   }
   return used;
+}
+
+/** A usage as a decision recorded it (figures that are not numbers count 0). */
+export function usageOfRecord(recorded: unknown): BudgetUsage {
+  const u = (recorded ?? {}) as Partial<Record<keyof BudgetUsage, unknown>>;
+  return {
+    modelCalls: numberOr0(u.modelCalls),
+    inputTokens: numberOr0(u.inputTokens),
+    outputTokens: numberOr0(u.outputTokens),
+    cost: numberOr0(u.cost),
+  };
 }

@@ -1,0 +1,176 @@
+import { describe, expect, it } from "vitest";
+import { readJournal } from "../../src/events/journal.ts";
+import type { Journal } from "../../src/events/spi.ts";
+import type { EntryOf, ModelResponse } from "../../src/events/types.ts";
+import { scriptedModel } from "../../src/models/scripted.ts";
+import { type Budget, type BudgetBreach, NO_USAGE, shareBudget } from "../../src/policies/budget.ts";
+import type { Tool } from "../../src/runtime/base/config.ts";
+import { type AgentInterruptedError, isAgentInterruptedError } from "../../src/runtime/base/errors.ts";
+import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
+import { agentTool } from "../../src/runtime/run/agentTool.ts";
+import { jsonJournal } from "../support/loop.ts";
+
+const add: Tool = { description: "adds", execute: (input) => (input as { a: number }).a + 1 };
+
+async function interrupted(p: Promise<unknown>): Promise<AgentInterruptedError> {
+  const e = await p.then(
+    () => undefined,
+    (error: unknown) => error,
+  );
+  if (!isAgentInterruptedError(e)) throw new Error(`expected an interruption, got ${String(e)}`);
+  return e;
+}
+
+/** The model calls every run of the journal recorded (completed model frames), and their input tokens. */
+async function spent(journal: Journal): Promise<{ calls: number; inputTokens: number }> {
+  let calls = 0;
+  let inputTokens = 0;
+  for (const { runId } of await journal.store.listRuns()) {
+    for (const e of await readJournal(journal, runId)) {
+      if (e.type !== "frame.completed" || !e.data.frameId.endsWith(":model")) continue;
+      calls++;
+      inputTokens += (e.data.output as ModelResponse).usage?.inputTokens ?? 0;
+    }
+  }
+  return { calls, inputTokens };
+}
+
+/** The limits a run stopped on (its `run.interrupted` detail), or undefined. */
+async function stoppedOn(journal: Journal, runId: string): Promise<BudgetBreach | undefined> {
+  const last = (await readJournal(journal, runId)).at(-1);
+  return last?.type === "run.interrupted" && last.data.reason === "budget"
+    ? (last.data.detail as BudgetBreach)
+    : undefined;
+}
+
+/**
+ * A parent whose first response starts `fanOut` helper sub-agents at once, each of which would call
+ * `add` ten times before answering; every model call reports 100 input tokens. `gate`, when given,
+ * holds each child's tool until it resolves.
+ */
+function family(fanOut: number, gate?: () => Promise<void>) {
+  const usage = { inputTokens: 100, outputTokens: 1 };
+  const childModel = scriptedModel(
+    ({ turn }): ModelResponse =>
+      turn < 10
+        ? { toolCalls: [{ id: `k${turn}`, name: "add", input: { a: turn } }], usage }
+        : { content: "child done", toolCalls: [], usage },
+  );
+  const gated: Tool = {
+    description: "adds",
+    execute: async (input, ctx) => {
+      await gate?.();
+      return add.execute(input, ctx);
+    },
+  };
+  const child = agentLoop$({ id: "child", model: childModel, tools: { add: gated } });
+  const parentModel = scriptedModel(
+    ({ turn }): ModelResponse =>
+      turn === 0
+        ? {
+            toolCalls: Array.from({ length: fanOut }, (_, i) => ({
+              id: `p${i}`,
+              name: "helper",
+              input: { prompt: `q${i}` },
+            })),
+            usage,
+          }
+        : { content: "parent done", toolCalls: [], usage },
+  );
+  const parent = agentLoop$({
+    id: "parent",
+    model: parentModel,
+    tools: { helper: agentTool(child, { description: "helps" }) },
+  });
+  return { parent, parentModel, childModel };
+}
+
+const childOf = (i: number) => `p/parent#turn:0:tool:${i}`;
+
+describe("shareBudget: a pure split of what is left", () => {
+  it("splits whole figures in whole numbers that add up to what is left, cost evenly, and keeps the prices", () => {
+    const prices = { m: { inputPerMillion: 1, outputPerMillion: 1 } };
+    const budget: Budget = { modelCalls: 6, inputTokens: 1_000, cost: 0.5, prices };
+    const used = { modelCalls: 1, inputTokens: 101, outputTokens: 0, cost: 0.1 };
+    const shares = [0, 1, 2, 3].map((i) => shareBudget(budget, used, 4, i));
+    expect(shares.map((s) => s.modelCalls)).toEqual([1, 1, 1, 2]);
+    expect(shares.map((s) => s.inputTokens)).toEqual([224, 225, 225, 225]);
+    expect(shares.reduce((n, s) => n + (s.cost ?? 0), 0)).toBeCloseTo(0.4, 12);
+    expect(shares.every((s) => s.prices === prices && s.outputTokens === undefined)).toBe(true);
+    // Nothing left: every share is 0; one share is all that is left.
+    expect(shareBudget({ modelCalls: 2 }, { ...NO_USAGE, modelCalls: 3 }, 3, 2)).toEqual({ modelCalls: 0 });
+    expect(shareBudget({ modelCalls: 6 }, { ...NO_USAGE, modelCalls: 1 }, 1, 0)).toEqual({ modelCalls: 5 });
+  });
+});
+
+describe("budgets shared by sub-agents started together", () => {
+  it("four sub-agents of one response share the parent's model calls: the family stays within the budget", async () => {
+    const journal = jsonJournal();
+    const { parent, parentModel, childModel } = family(4);
+    const e = await interrupted(parent.run({ runId: "p", journal, input: "go", budget: { modelCalls: 6 } }));
+    expect(e.run.reason).toBe("budget");
+    // The parent's one call and the children's five: never past the budget (each child used to get all 5).
+    expect(parentModel.calls + childModel.calls).toBeLessThanOrEqual(6);
+    expect((await spent(journal)).calls).toBe(parentModel.calls + childModel.calls);
+    const limits = await Promise.all([0, 1, 2, 3].map(async (i) => (await stoppedOn(journal, childOf(i)))?.limits));
+    expect(limits).toEqual([{ modelCalls: 1 }, { modelCalls: 1 }, { modelCalls: 1 }, { modelCalls: 2 }]);
+    // The split is one journaled decision, made before the first child ran.
+    const decisions = (await readJournal(journal, "p")).filter(
+      (x): x is EntryOf<"decision.recorded"> =>
+        x.type === "decision.recorded" && x.data.decisionId === "parent#turn:0:budget",
+    );
+    expect(decisions.map((d) => d.data.choice)).toEqual([
+      {
+        used: { modelCalls: 1, inputTokens: 100, outputTokens: 1, cost: 0 },
+        stepIds: [0, 1, 2, 3].map(childOf).map((id) => id.slice(2)),
+      },
+    ]);
+  });
+
+  it("shares tokens too: each child stops at its share, passing it by one call at most", async () => {
+    const journal = jsonJournal();
+    const { parent } = family(4);
+    await interrupted(parent.run({ runId: "p", journal, input: "go", budget: { inputTokens: 1_000 } }));
+    // 900 left after the parent's first call: 225 each, so each child makes 3 calls of 100.
+    for (let i = 0; i < 4; i++) expect((await stoppedOn(journal, childOf(i)))?.limits).toEqual({ inputTokens: 225 });
+    const { inputTokens } = await spent(journal);
+    expect(inputTokens).toBe(100 + 4 * 300); // each child used to be given all 900
+    expect((await stoppedOn(journal, "p"))?.used.inputTokens).toBe(inputTokens);
+  });
+
+  it("a parent stopped while its sub-agents run resumes them with the shares journaled before they started", async () => {
+    const journal = jsonJournal();
+    let release: () => void = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let waiting = 0;
+    let allWaiting: () => void = () => {};
+    const four = new Promise<void>((resolve) => {
+      allWaiting = resolve;
+    });
+    const first = family(4, () => {
+      if (++waiting === 4) allWaiting();
+      return held;
+    });
+    const abort = new AbortController();
+    const run = first.parent.run({ runId: "p", journal, input: "go", budget: { modelCalls: 6 }, signal: abort.signal });
+    await four; // each child has made its first model call and waits in its tool
+    abort.abort();
+    release();
+    expect((await interrupted(run)).run.reason).toBe("aborted");
+    expect(await spent(journal)).toMatchObject({ calls: 5 });
+
+    // Resumed: the shares are served, not decided again from the usage the children have now.
+    const second = family(4);
+    const e = await interrupted(second.parent.run({ runId: "p", journal, budget: { modelCalls: 6 } }));
+    expect(e.run.reason).toBe("budget");
+    const limits = await Promise.all([0, 1, 2, 3].map(async (i) => (await stoppedOn(journal, childOf(i)))?.limits));
+    expect(limits).toEqual([{ modelCalls: 1 }, { modelCalls: 1 }, { modelCalls: 1 }, { modelCalls: 2 }]);
+    expect((await spent(journal)).calls).toBe(6);
+    const decisions = (await readJournal(journal, "p")).filter(
+      (x) => x.type === "decision.recorded" && x.data.decisionId === "parent#turn:0:budget",
+    );
+    expect(decisions).toHaveLength(1);
+  });
+});
