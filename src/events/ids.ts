@@ -76,6 +76,9 @@ export const contextDecisionId = (loopId: string, turn: number): string => `${lo
  */
 export const budgetSharesId = (loopId: string, turn: number): string => `${loopId}#turn:${turn}:budget`;
 
+/** `<loop>#session`: a session's usage before this message's run, when the message was sent with a budget. */
+export const sessionBudgetId = (loopId: string): string => `${loopId}#session`;
+
 /** `<stepId>:outcome`: what the model was fed for a failed tool. */
 export const outcomeId = (stepId: string): string => `${stepId}:outcome`;
 

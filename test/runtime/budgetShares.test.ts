@@ -174,3 +174,38 @@ describe("budgets shared by sub-agents started together", () => {
     expect(decisions).toHaveLength(1);
   });
 });
+
+describe("a session's budget", () => {
+  it("holds across the session's messages: the message past it stops before its model call", async () => {
+    const journal = jsonJournal();
+    const model = scriptedModel(() => ({ content: "hi", toolCalls: [], usage: { inputTokens: 40, outputTokens: 1 } }));
+    const loop = agentLoop$({ id: "chat", model });
+    const budget = { inputTokens: 100 };
+    for (const message of ["a", "b", "c"]) await loop.send({ sessionId: "s", journal, message, budget });
+    const e = await interrupted(loop.send({ sessionId: "s", journal, message: "d", budget }));
+    expect(e.run).toMatchObject({ runId: "s/3", reason: "budget" });
+    expect(model.calls).toBe(3); // 120 tokens spent by the first three: the fourth is not asked
+    expect((await stoppedOn(journal, "s/3"))?.used).toEqual({
+      modelCalls: 3,
+      inputTokens: 120,
+      outputTokens: 3,
+      cost: 0,
+    });
+    // Resumed with the same budget it stops again (the session's usage was recorded with its start); raised, it answers.
+    await interrupted(loop.run({ runId: "s/3", journal, budget }));
+    expect(model.calls).toBe(3);
+    expect((await loop.run({ runId: "s/3", journal, budget: { inputTokens: 1_000 } })).content).toBe("hi");
+    // The next message counts all four.
+    const fifth = await interrupted(loop.send({ sessionId: "s", journal, message: "e", budget: { inputTokens: 160 } }));
+    expect(fifth.run.runId).toBe("s/4");
+    expect((await stoppedOn(journal, "s/4"))?.used.inputTokens).toBe(160);
+  });
+
+  it("a message sent without a budget is held to the loop's budget per run", async () => {
+    const journal = jsonJournal();
+    const model = scriptedModel(() => ({ content: "hi", toolCalls: [], usage: { inputTokens: 40, outputTokens: 1 } }));
+    const loop = agentLoop$({ id: "chat", model, budget: { inputTokens: 100 } });
+    for (const message of ["a", "b", "c", "d"]) await loop.send({ sessionId: "s", journal, message });
+    expect(model.calls).toBe(4);
+  });
+});

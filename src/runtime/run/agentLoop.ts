@@ -145,7 +145,9 @@ async function sendMessage(
   try {
     const turn = await nextSessionTurn(request.journal, sessionId, message);
     try {
-      const out = await run({ ...rest, runId: turn.runId, input: turn.input });
+      // A budget given with the message is the session's: the run counts the earlier messages' usage.
+      const session = rest.budget === undefined ? {} : { session: sessionId };
+      const out = await run({ ...rest, ...session, runId: turn.runId, input: turn.input });
       return { ...out, runId: turn.runId };
     } catch (e) {
       // Another process sent a message at the same time and took the same run id first.

@@ -1,4 +1,4 @@
-import { parseFrameId } from "../../events/ids.ts";
+import { parseFrameId, sessionBudgetId } from "../../events/ids.ts";
 import type { Journal } from "../../events/spi.ts";
 import type { ModelResponse, NewEntry } from "../../events/types.ts";
 import {
@@ -20,6 +20,8 @@ export const modelIdDecisionId = (loopId: string): string => `${loopId}#model`;
 const MODEL_ID_SOURCE = "budget-model";
 /** The source of context decisions (actors.ts): a summary's model calls are journaled in them. */
 export const CONTEXT_SOURCE = "context-policy";
+/** The source of `<loop>#session`: a session's usage before the message a run answers. */
+const SESSION_SOURCE = "session-budget";
 
 /**
  * How the sub-agents one model response started share the run's budget, as journaled in
@@ -34,14 +36,17 @@ export interface BudgetShares {
 
 /**
  * A run's budget in this process: the usage of its own model calls (summed as they are answered,
- * served ones included) and of its sub-agent runs (`<runId>/…`, folded from the journal when a
- * sub-agent may have run since the last look), checked before each model call by the pure
- * `budgetBreach`. Nothing is kept outside the journal: a resume sums the same figures again, and
- * the shares its sub-agents were given are journaled decisions it serves.
+ * served ones included), of its sub-agent runs (`<runId>/…`, folded from the journal when a
+ * sub-agent may have run since the last look) and, for a session's message sent with a budget, of
+ * the session's earlier messages (journaled once with the run's start), checked before each model
+ * call by the pure `budgetBreach`. Nothing is kept outside the journal: a resume sums the same
+ * figures again, and the shares its sub-agents were given are journaled decisions it serves.
  */
 export class RunBudget {
   #own: BudgetUsage = NO_USAGE;
   #below: BudgetUsage | undefined;
+  /** The session's earlier messages (their runs and their sub-agents'), for a message sent with a budget. */
+  #before: BudgetUsage = NO_USAGE;
   /** Each turn's sub-agent shares while they are decided: siblings started together wait for one decision. */
   readonly #shares = new Map<number, Promise<BudgetShares>>();
   /** The last model call the check let through (its retries are not checked again; turns only go up). */
@@ -54,6 +59,8 @@ export class RunBudget {
     private readonly journal: Journal,
     private readonly runId: string,
     private readonly modelId: string | undefined,
+    /** The session the run is a message of, when `loop.send` started it: its budget holds for the whole session. */
+    private readonly sessionId?: string,
   ) {}
 
   /** Whether a budget applies to the run: without one, nothing is summed or read. */
@@ -69,6 +76,28 @@ export class RunBudget {
         type: "decision.recorded",
         data: { decisionId: modelIdDecisionId(loopId), source: MODEL_ID_SOURCE, choice: { modelId: this.modelId } },
       },
+    ];
+  }
+
+  /**
+   * Reads what the budget counts beside the run's own calls and its sub-agents: for the run of a
+   * session's message sent with a budget, the session's earlier messages. A new run sums them and
+   * returns the decision that records the sum, to journal with its start; a resume reads it back,
+   * so the figure never changes.
+   */
+  async prepare(state: RunState, loopId: string): Promise<NewEntry[]> {
+    if (this.budget === undefined) return [];
+    const recorded = state.decisions[sessionBudgetId(loopId)];
+    if (recorded?.source === SESSION_SOURCE) {
+      this.#before = usageOfRecord((recorded.choice as { used?: unknown } | null)?.used);
+      return [];
+    }
+    if (state.status !== "new" || this.sessionId === undefined) return [];
+    const { journal, runId, modelId, budget } = this;
+    this.#before = await sessionUsageBefore(journal, this.sessionId, runId, modelId, budget.prices);
+    const choice = { sessionId: this.sessionId, used: this.#before };
+    return [
+      { type: "decision.recorded", data: { decisionId: sessionBudgetId(loopId), source: SESSION_SOURCE, choice } },
     ];
   }
 
@@ -93,10 +122,10 @@ export class RunBudget {
     this.#below = undefined;
   }
 
-  /** The run's usage, its sub-agents' included. */
+  /** The run's usage, its sub-agents' included (and for a session's message, the earlier messages'). */
   async used(): Promise<BudgetUsage> {
     this.#below ??= await subRunsUsage(this.journal, this.runId, this.modelId, this.budget?.prices);
-    return addUsage(this.#own, this.#below);
+    return addUsage(addUsage(this.#before, this.#own), this.#below);
   }
 
   /**
@@ -192,6 +221,35 @@ async function subRunsUsage(
   for (const run of await journal.store.listRuns({ prefix })) {
     if (!run.runId.startsWith(prefix)) continue; // a store may ignore the prefix
     used = addUsage(used, usageOfRun(await foldRun(journal, run.runId), modelId, prices));
+  }
+  return used;
+}
+
+/**
+ * The usage of a session's messages before the one `runId` answers (`<sessionId>/<n>`): each
+ * earlier message's run and the sub-agents below it, read back to the last one that recorded the
+ * session's usage before it (so each message reads one run or few, not the whole session).
+ */
+async function sessionUsageBefore(
+  journal: Journal,
+  sessionId: string,
+  runId: string,
+  modelId: string | undefined,
+  prices: PriceTable | undefined,
+): Promise<BudgetUsage> {
+  const n = Number(runId.slice(sessionId.length + 1));
+  let used = NO_USAGE;
+  for (let k = (Number.isInteger(n) ? n : 0) - 1; k >= 0; k--) {
+    const message = `${sessionId}/${k}`; // the run of message k (sessionRunId)
+    const state = await foldRun(journal, message);
+    used = addUsage(
+      addUsage(used, usageOfRun(state, modelId, prices)),
+      await subRunsUsage(journal, message, modelId, prices),
+    );
+    const recorded = state.decisions[sessionBudgetId(state.loopId ?? "")];
+    if (recorded?.source === SESSION_SOURCE) {
+      return addUsage(used, usageOfRecord((recorded.choice as { used?: unknown } | null)?.used));
+    }
   }
   return used;
 }
