@@ -1,7 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { readJournal } from "../../src/events/journal.ts";
-import type { Journal } from "../../src/events/spi.ts";
-import type { EntryOf, ModelResponse } from "../../src/events/types.ts";
+import { digestOf } from "../../src/core/digest.ts";
+import { memoryArchive } from "../../src/events/archive.ts";
+import { compact } from "../../src/events/compact.ts";
+import { createJournal, readJournal } from "../../src/events/journal.ts";
+import { memoryStore } from "../../src/events/memory.ts";
+import type { ArchivedFrame, Journal } from "../../src/events/spi.ts";
+import type { ArchivedFrameDigest, EntryOf, ModelResponse } from "../../src/events/types.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
 import { type Budget, type BudgetBreach, NO_USAGE, shareBudget } from "../../src/policies/budget.ts";
 import type { Tool } from "../../src/runtime/base/config.ts";
@@ -207,5 +211,73 @@ describe("a session's budget", () => {
     const loop = agentLoop$({ id: "chat", model, budget: { inputTokens: 100 } });
     for (const message of ["a", "b", "c", "d"]) await loop.send({ sessionId: "s", journal, message });
     expect(model.calls).toBe(4);
+  });
+});
+
+/**
+ * Moves every completed frame of `runId` (model frames too, which `compact` keeps) to the journal's
+ * archive behind one `frames.archived` marker, through the store's own compaction step: a journal
+ * another compaction could have written.
+ */
+async function archiveAllFrames(journal: Journal, runId: string): Promise<void> {
+  const entries = await readJournal(journal, runId);
+  const started = new Map<string, EntryOf<"frame.started">>();
+  const moved: ArchivedFrame[] = [];
+  const digests: Record<string, ArchivedFrameDigest> = {};
+  for (const e of entries) {
+    if (e.type === "frame.started") started.set(e.data.frameId, e);
+    if (e.type !== "frame.completed") continue;
+    const start = started.get(e.data.frameId) as EntryOf<"frame.started">;
+    moved.push({ frameId: e.data.frameId, started: start, completed: e });
+    const d = digestOf(e.data.output);
+    digests[e.data.frameId] = { ...d, effect: start.data.effect, inputDigest: start.data.inputDigest };
+  }
+  const seqs = moved.flatMap((f) => [f.started.seq, f.completed.seq]).sort((a, b) => a - b);
+  const { ref } = await (journal.archive as NonNullable<Journal["archive"]>).put(runId, moved);
+  await journal.store.compact(runId, {
+    removeSeqs: seqs,
+    expectedVersion: entries.at(-1)?.seq ?? 0,
+    marker: {
+      type: "frames.archived",
+      data: { frameIds: moved.map((f) => f.frameId), archiveRef: ref, digests, seqs },
+    },
+  });
+}
+
+describe("budgets after compaction", () => {
+  const compacting = () => createJournal({ store: memoryStore({ json: true }), archive: memoryArchive() });
+
+  it("a run compacted after its budget stopped it stops again at the same call when resumed", async () => {
+    const journal = compacting();
+    const model = scriptedModel(
+      ({ turn }): ModelResponse => ({
+        toolCalls: [{ id: `c${turn}`, name: "add", input: { a: turn } }],
+        usage: { inputTokens: 100, outputTokens: 1 },
+      }),
+    );
+    const loop = agentLoop$({ id: "b", model, tools: { add } });
+    await interrupted(loop.run({ runId: "r", journal, input: "go", budget: { inputTokens: 300 } }));
+    expect((await compact(journal, "r", { keepTurns: 0 })).frameIds).toHaveLength(3);
+    const e = await interrupted(loop.run({ runId: "r", journal, budget: { inputTokens: 300 } }));
+    expect(e.run.reason).toBe("budget");
+    expect(model.calls).toBe(3);
+    expect((await stoppedOn(journal, "r"))?.used).toMatchObject({ modelCalls: 3, inputTokens: 300 });
+  });
+
+  it("counts the tokens of a sub-agent's model frames moved to the archive", async () => {
+    const journal = compacting();
+    const { parent, parentModel } = family(1);
+    // The child gets 400 of 500: it makes 4 calls and stops, failing its call; the parent is told.
+    const first = parent.run({ runId: "p", journal, input: "go", budget: { inputTokens: 500, modelCalls: 6 } });
+    await interrupted(first);
+    expect((await stoppedOn(journal, "p"))?.used.inputTokens).toBe(500);
+    await archiveAllFrames(journal, childOf(0));
+    expect((await readJournal(journal, childOf(0))).some((e) => e.type === "frame.completed")).toBe(false);
+    // Resumed with the same budget, the child's 400 tokens still count: no model call is made.
+    const calls = parentModel.calls;
+    const e = await interrupted(parent.run({ runId: "p", journal, budget: { inputTokens: 500, modelCalls: 6 } }));
+    expect(e.run.reason).toBe("budget");
+    expect(parentModel.calls).toBe(calls);
+    expect((await stoppedOn(journal, "p"))?.used).toMatchObject({ modelCalls: 5, inputTokens: 500 });
   });
 });

@@ -13,7 +13,7 @@ import {
   remainingBudget,
 } from "../../policies/budget.ts";
 import type { RunState } from "../../projections/runState.ts";
-import { foldRun } from "../base/readers.ts";
+import { foldRun, hydrateArchived } from "../base/readers.ts";
 
 /** `<loop>#model`: the model id a budgeted run is priced with, journaled at its start (read by its parent's budget). */
 export const modelIdDecisionId = (loopId: string): string => `${loopId}#model`;
@@ -184,8 +184,9 @@ const numberOr0 = (n: unknown): number => (typeof n === "number" && Number.isFin
 
 /**
  * The usage a run's folded journal records: each completed model frame a call, with the usage it
- * recorded, priced by the model id the run journaled (else `fallbackModelId`). Frames compacted
- * away count as calls without tokens.
+ * recorded, priced by the model id the run journaled (else `fallbackModelId`). A model frame moved
+ * to the archive counts its tokens once its output is read back (`hydrateArchived`), as a budget
+ * reads a sub-agent's or an earlier message's run; before that it counts as a call without tokens.
  *
  * @example
  * const used = usageOfRun(await foldRun(journal, "r-1"), "gpt-4o-mini", prices);
@@ -220,9 +221,20 @@ async function subRunsUsage(
   let used = NO_USAGE;
   for (const run of await journal.store.listRuns({ prefix })) {
     if (!run.runId.startsWith(prefix)) continue; // a store may ignore the prefix
-    used = addUsage(used, usageOfRun(await foldRun(journal, run.runId), modelId, prices));
+    used = addUsage(
+      used,
+      usageOfRun(await withModelOutputs(journal, await foldRun(journal, run.runId)), modelId, prices),
+    );
   }
   return used;
+}
+
+/** `state` with the outputs of its archived model frames read back (their usage), when it has any. */
+async function withModelOutputs(journal: Journal, state: RunState): Promise<RunState> {
+  const archivedModel = Object.values(state.frames).some(
+    (f) => f.archived !== undefined && !("output" in f) && parseFrameId(f.frameId)?.kind === "model",
+  );
+  return archivedModel ? hydrateArchived(journal, state, { only: "model" }) : state;
 }
 
 /**
@@ -241,7 +253,7 @@ async function sessionUsageBefore(
   let used = NO_USAGE;
   for (let k = (Number.isInteger(n) ? n : 0) - 1; k >= 0; k--) {
     const message = `${sessionId}/${k}`; // the run of message k (sessionRunId)
-    const state = await foldRun(journal, message);
+    const state = await withModelOutputs(journal, await foldRun(journal, message));
     used = addUsage(
       addUsage(used, usageOfRun(state, modelId, prices)),
       await subRunsUsage(journal, message, modelId, prices),
