@@ -1,4 +1,7 @@
-import { describe, expect, it } from "vitest";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
 import { digestOf } from "../../src/core/digest.ts";
 import { memoryArchive } from "../../src/events/archive.ts";
 import { compact } from "../../src/events/compact.ts";
@@ -6,6 +9,7 @@ import { createJournal, readJournal } from "../../src/events/journal.ts";
 import { memoryStore } from "../../src/events/memory.ts";
 import type { ArchivedFrame, Journal } from "../../src/events/spi.ts";
 import type { ArchivedFrameDigest, EntryOf, ModelResponse } from "../../src/events/types.ts";
+import { openSqliteJournal } from "../../src/index.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
 import { type Budget, type BudgetBreach, NO_USAGE, shareBudget } from "../../src/policies/budget.ts";
 import type { Tool } from "../../src/runtime/base/config.ts";
@@ -13,6 +17,7 @@ import { type AgentInterruptedError, isAgentInterruptedError } from "../../src/r
 import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
 import { agentTool } from "../../src/runtime/run/agentTool.ts";
 import { jsonJournal } from "../support/loop.ts";
+import { startWorker } from "../support/processes.ts";
 
 const add: Tool = { description: "adds", execute: (input) => (input as { a: number }).a + 1 };
 
@@ -279,5 +284,44 @@ describe("budgets after compaction", () => {
     expect(e.run.reason).toBe("budget");
     expect(parentModel.calls).toBe(calls);
     expect((await stoppedOn(journal, "p"))?.used).toMatchObject({ modelCalls: 5, inputTokens: 500 });
+  });
+});
+
+describe("budgets shared by sub-agents, across a kill", () => {
+  const dir = mkdtempSync(join(tmpdir(), "loom-budget-shares-"));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it("a parent SIGKILLed while its four sub-agents run is resumed with the shares it journaled, within its budget", async () => {
+    const db = join(dir, "family.db");
+    const counts = join(dir, "counts.txt");
+    writeFileSync(counts, "");
+    const script = "test/fixtures/budgetFamilyProcess.ts";
+    const first = startWorker(script, [db, counts, "crash"]);
+    await first.waitFor(
+      () => first.lines.filter((l) => l === "tool-started").length === 4,
+      "the four children's tools",
+    );
+    first.child.kill("SIGKILL");
+    expect((await first.exited).signal).toBe("SIGKILL");
+
+    const second = startWorker(script, [db, counts, "resume"]);
+    const done = await second.waitFor((l) => l.startsWith("{"), "the parent's end");
+    expect((await second.exited).code, second.stderr()).toBe(0);
+    expect(JSON.parse(done)).toEqual({ reason: "budget" });
+    // Every model call of both processes: the parent's first, the children's, never past 6.
+    const calls = readFileSync(counts, "utf8").split("\n").filter(Boolean);
+    expect(calls.length).toBeLessThanOrEqual(6);
+    const journal = openSqliteJournal(db);
+    try {
+      const limits = await Promise.all([0, 1, 2, 3].map(async (i) => (await stoppedOn(journal, childOf(i)))?.limits));
+      expect(limits).toEqual([{ modelCalls: 1 }, { modelCalls: 1 }, { modelCalls: 1 }, { modelCalls: 2 }]);
+      const decisions = (await readJournal(journal, "p")).filter(
+        (x) => x.type === "decision.recorded" && x.data.decisionId === "parent#turn:0:budget",
+      );
+      expect(decisions).toHaveLength(1);
+      expect((await spent(journal)).calls).toBe(calls.length);
+    } finally {
+      await journal.close();
+    }
   });
 });
