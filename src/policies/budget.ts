@@ -114,8 +114,8 @@ export function budgetBreach(used: BudgetUsage, budget: Budget | undefined): Bud
 }
 
 /**
- * What is left of `budget` once `used` is spent: the budget a sub-agent is started with, so that
- * a child never spends past its parent's limits. Prices are kept.
+ * What is left of `budget` once `used` is spent (sub-agents started together share it: see
+ * {@link shareBudget}). Prices are kept.
  *
  * @example
  * remainingBudget({ modelCalls: 10 }, { modelCalls: 4, inputTokens: 0, outputTokens: 0, cost: 0 }); // { modelCalls: 6 }

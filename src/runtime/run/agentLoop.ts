@@ -55,10 +55,12 @@ export interface RunRequest extends RunOptions {
 
 /**
  * One `loop.send(...)`: a user message to a session. What `run` takes, except the run id and the
- * input, which the session gives (`<sessionId>/<n>`, the history and the message).
+ * input, which the session gives (`<sessionId>/<n>`, the history and the message). A `budget`
+ * given here holds for the whole session: the usage of its earlier messages counts toward it.
  *
  * @example
  * await loop.send({ sessionId: "chat-7", journal, message: "And tomorrow?" });
+ * await loop.send({ sessionId: "chat-7", journal, message: "And Friday?", budget: { inputTokens: 50_000 } });
  */
 export interface SendRequest extends Omit<RunRequest, "runId" | "input"> {
   /** The session (a conversation): its messages' runs are `<sessionId>/<n>`. */
