@@ -136,6 +136,31 @@ describe("budgets shared by sub-agents started together", () => {
     ]);
   });
 
+  it("sub-agents of sub-agents share their parent's share: a two-level family stays within the budget", async () => {
+    const journal = jsonJournal();
+    const leafModel = scriptedModel(
+      ({ turn }): ModelResponse => ({
+        toolCalls: [{ id: `k${turn}`, name: "add", input: { a: turn } }],
+      }),
+    );
+    const leaf = agentLoop$({ id: "leaf", model: leafModel, tools: { add } });
+    const fanOut = (id: string, tool: string, tools: Record<string, Tool>) => {
+      const model = scriptedModel(
+        ({ turn }): ModelResponse =>
+          turn === 0
+            ? { toolCalls: [0, 1].map((i) => ({ id: `${id}${i}`, name: tool, input: { prompt: `q${i}` } })) }
+            : { content: `${id} done`, toolCalls: [] },
+      );
+      return { model, loop: agentLoop$({ id, model, tools }) };
+    };
+    const mid = fanOut("mid", "leaf", { leaf: agentTool(leaf, { description: "leaf" }) });
+    const top = fanOut("top", "mid", { mid: agentTool(mid.loop, { description: "mid" }) });
+    await interrupted(top.loop.run({ runId: "t", journal, input: "go", budget: { modelCalls: 10 } }));
+    // 9 left after the top's call: the mids get 4 and 5, each spends 1 and splits the rest between its leaves.
+    expect(top.model.calls + mid.model.calls + leafModel.calls).toBe(10);
+    expect((await spent(journal)).calls).toBe(10);
+  });
+
   it("shares tokens too: each child stops at its share, passing it by one call at most", async () => {
     const journal = jsonJournal();
     const { parent } = family(4);
