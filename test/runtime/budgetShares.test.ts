@@ -235,6 +235,29 @@ describe("a session's budget", () => {
     expect((await stoppedOn(journal, "s/4"))?.used.inputTokens).toBe(160);
   });
 
+  it("the sub-agents of a session's message share what the session has left", async () => {
+    const journal = jsonJournal();
+    const { parent: helper } = family(0); // a loop that answers at once: one call
+    const model = scriptedModel(
+      ({ messages }): ModelResponse =>
+        messages.at(-1)?.role === "user"
+          ? { toolCalls: [0, 1].map((i) => ({ id: `h${i}`, name: "helper", input: { prompt: `q${i}` } })) }
+          : { content: "answered", toolCalls: [] },
+    );
+    const parent = agentLoop$({ id: "chat", model, tools: { helper: agentTool(helper, { description: "helps" }) } });
+    const budget = { modelCalls: 6 };
+    // Message 0: the call that asks two helpers, their answers (one call each), the answer: 4.
+    expect((await parent.send({ sessionId: "s", journal, message: "one", budget })).content).toBe("answered");
+    // Message 1: 4 used before it, 1 by its first call: its helpers share the 1 left (0 and 1).
+    const e = await interrupted(parent.send({ sessionId: "s", journal, message: "two", budget }));
+    expect(e.run).toMatchObject({ runId: "s/1", reason: "budget" });
+    const limits = await Promise.all(
+      [0, 1].map(async (i) => (await stoppedOn(journal, `s/1/chat#turn:0:tool:${i}`))?.limits),
+    );
+    expect(limits).toEqual([{ modelCalls: 0 }, undefined]); // the second helper answered with its one call
+    expect((await spent(journal)).calls).toBe(6);
+  });
+
   it("a message sent without a budget is held to the loop's budget per run", async () => {
     const journal = jsonJournal();
     const model = scriptedModel(() => ({ content: "hi", toolCalls: [], usage: { inputTokens: 40, outputTokens: 1 } }));
