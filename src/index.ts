@@ -289,6 +289,7 @@ export {
   NO_USAGE,
   type PriceTable,
   remainingBudget,
+  shareBudget,
 } from "./policies/budget.ts";
 export {
   type AskModel,

@@ -70,6 +70,15 @@ export const traceContextId = (loopId: string): string => `${loopId}#trace`;
 /** `<loop>#turn:<i>:context`: what a context policy decided the model is sent at model call i (journaled once). */
 export const contextDecisionId = (loopId: string, turn: number): string => `${loopId}#turn:${turn}:context`;
 
+/**
+ * `<loop>#turn:<i>:budget`: how the sub-agents that model call i started share what is left of the
+ * run's budget (the usage before them and their step ids), journaled once, before the first of them runs.
+ */
+export const budgetSharesId = (loopId: string, turn: number): string => `${loopId}#turn:${turn}:budget`;
+
+/** `<loop>#session`: a session's usage before this message's run, when the message was sent with a budget. */
+export const sessionBudgetId = (loopId: string): string => `${loopId}#session`;
+
 /** `<stepId>:outcome`: what the model was fed for a failed tool. */
 export const outcomeId = (stepId: string): string => `${stepId}:outcome`;
 

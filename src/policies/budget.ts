@@ -114,8 +114,8 @@ export function budgetBreach(used: BudgetUsage, budget: Budget | undefined): Bud
 }
 
 /**
- * What is left of `budget` once `used` is spent: the budget a sub-agent is started with, so that
- * a child never spends past its parent's limits. Prices are kept.
+ * What is left of `budget` once `used` is spent (sub-agents started together share it: see
+ * {@link shareBudget}). Prices are kept.
  *
  * @example
  * remainingBudget({ modelCalls: 10 }, { modelCalls: 4, inputTokens: 0, outputTokens: 0, cost: 0 }); // { modelCalls: 6 }
@@ -128,6 +128,29 @@ export function remainingBudget(budget: Budget, used: BudgetUsage): Budget {
   }
   if (budget.prices !== undefined) left.prices = budget.prices;
   return left;
+}
+
+/**
+ * One of `count` equal shares of what is left of `budget` once `used` is spent: the budget of one
+ * of the sub-agents a model response starts together, so that together they never spend past the
+ * limits. Whole figures (calls, tokens) are split in whole numbers, the later shares taking the
+ * remainder; the shares add up to what is left, never more. Prices are kept. Pure.
+ *
+ * @example
+ * [0, 1, 2, 3].map((i) => shareBudget({ modelCalls: 6 }, { ...NO_USAGE, modelCalls: 1 }, 4, i).modelCalls); // [1, 1, 1, 2]
+ */
+export function shareBudget(budget: Budget, used: BudgetUsage, count: number, index: number): Budget {
+  const left = remainingBudget(budget, used);
+  if (count <= 1) return left;
+  const share: { -readonly [K in keyof Budget]: Budget[K] } = {};
+  for (const limit of LIMITS) {
+    const rest = left[limit];
+    if (rest === undefined) continue;
+    share[limit] =
+      limit === "cost" ? rest / count : Math.floor((rest * (index + 1)) / count) - Math.floor((rest * index) / count);
+  }
+  if (budget.prices !== undefined) share.prices = budget.prices;
+  return share;
 }
 
 /** The limits a budget sets, without its prices (what an interruption journals). */

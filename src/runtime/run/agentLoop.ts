@@ -14,6 +14,7 @@ import { holdGiven, holdRun, type RunOwnership } from "../base/ownership.ts";
 import { hydrateForLog } from "../base/readers.ts";
 import { readRunState } from "../base/snapshots.ts";
 import { resolveApprovals } from "../control/approvalAnswers.ts";
+import { budgetShare } from "../steps/budgetShares.ts";
 import { type RunOptions, RunSession } from "../steps/session.ts";
 import { createRunActor } from "../steps/sharedMachine.ts";
 import { ToolCalls } from "../steps/toolActors.ts";
@@ -54,10 +55,12 @@ export interface RunRequest extends RunOptions {
 
 /**
  * One `loop.send(...)`: a user message to a session. What `run` takes, except the run id and the
- * input, which the session gives (`<sessionId>/<n>`, the history and the message).
+ * input, which the session gives (`<sessionId>/<n>`, the history and the message). A `budget`
+ * given here holds for the whole session: the usage of its earlier messages counts toward it.
  *
  * @example
  * await loop.send({ sessionId: "chat-7", journal, message: "And tomorrow?" });
+ * await loop.send({ sessionId: "chat-7", journal, message: "And Friday?", budget: { inputTokens: 50_000 } });
  */
 export interface SendRequest extends Omit<RunRequest, "runId" | "input"> {
   /** The session (a conversation): its messages' runs are `<sessionId>/<n>`. */
@@ -154,7 +157,9 @@ async function sendMessage(
   try {
     const turn = await nextSessionTurn(request.journal, sessionId, message);
     try {
-      const out = await run({ ...rest, runId: turn.runId, input: turn.input });
+      // A budget given with the message is the session's: the run counts the earlier messages' usage.
+      const session = rest.budget === undefined ? {} : { session: sessionId };
+      const out = await run({ ...rest, ...session, runId: turn.runId, input: turn.input });
       return { ...out, runId: turn.runId };
     } catch (e) {
       // Another process sent a message at the same time and took the same run id first.
@@ -345,7 +350,7 @@ async function runHeld(
   });
   // Its events, answers and inspector become its sub-agents' (agentTool), through the run's context.
   const detach = session.run.attach(session.events, request.approvals, request.inspect, actor);
-  session.run.useBudget(() => session.budget.remaining());
+  session.run.useBudget({ left: () => session.budget.remaining(), share: (stepId) => budgetShare(session, stepId) });
   let unlisten: (() => void) | undefined;
   try {
     unlisten = stop.start(actor);

@@ -174,7 +174,7 @@ export function agentTool<I = { prompt: string }>(loop: AgentLoop, options: Agen
         const onEvent = parent.nestedListener(); // its events in the parent's stream
         const approvals = parent.approvalsBelow(id); // the parent's answers for it and below
         const inspect = parent.inspectionBelow(stepId); // its chart under the call, in the parent's inspector
-        const budget = await parent.budgetLeft(); // what the parent has left: its usage counts toward the parent's
+        const budget = await parent.budgetFor(stepId); // its share of what the parent has left: its usage counts toward the parent's
         const request = {
           runId: id,
           journal,

@@ -89,6 +89,7 @@ async function prepare({ session, fence }: BoundRun): Promise<PrepareOutput> {
       );
     }
     const lists = await prepareToolSources(session, state); // asked live, before anything is appended
+    const sessionUsage = await session.budget.prepare(state, config.id); // a session's earlier messages, summed once
     const deadline = runDeadline(config, state, Date.now());
     session.deadlineAt = deadline.deadlineAt;
     // Written with the first model call's frame.started (no effect runs from these): one commit fewer.
@@ -100,6 +101,7 @@ async function prepare({ session, fence }: BoundRun): Promise<PrepareOutput> {
       ...traceEntry,
       ...deadline.append,
       ...session.budget.startEntries(config.id),
+      ...sessionUsage,
     );
     session.startConversation(session.state.input ?? "");
     session.prepared = true;
@@ -128,6 +130,7 @@ async function prepare({ session, fence }: BoundRun): Promise<PrepareOutput> {
   if (!session.replaying && state.redacted)
     throw new RedactedHistoryError(runId, state.redacted.seq, state.redacted.type);
   const lists = await prepareToolSources(session, state); // journaled lists; a source's first one asked live
+  await session.budget.prepare(state, config.id); // a session's earlier messages, as the run's start recorded them
   // A late pin (ADR 0142 D3); a deadline configured after the run started runs from now.
   const deadline = runDeadline(config, state, Date.now());
   session.deadlineAt = deadline.deadlineAt;

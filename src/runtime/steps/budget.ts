@@ -1,4 +1,4 @@
-import { parseFrameId } from "../../events/ids.ts";
+import { parseFrameId, sessionBudgetId } from "../../events/ids.ts";
 import type { Journal } from "../../events/spi.ts";
 import type { ModelResponse, NewEntry } from "../../events/types.ts";
 import {
@@ -13,23 +13,42 @@ import {
   remainingBudget,
 } from "../../policies/budget.ts";
 import type { RunState } from "../../projections/runState.ts";
-import { foldRun } from "../base/readers.ts";
+import { foldRun, hydrateArchived } from "../base/readers.ts";
 
 /** `<loop>#model`: the model id a budgeted run is priced with, journaled at its start (read by its parent's budget). */
 export const modelIdDecisionId = (loopId: string): string => `${loopId}#model`;
 const MODEL_ID_SOURCE = "budget-model";
 /** The source of context decisions (actors.ts): a summary's model calls are journaled in them. */
 export const CONTEXT_SOURCE = "context-policy";
+/** The source of `<loop>#session`: a session's usage before the message a run answers. */
+const SESSION_SOURCE = "session-budget";
+
+/**
+ * How the sub-agents one model response started share the run's budget, as journaled in
+ * `<loop>#turn:<i>:budget`: the run's usage before any of them ran, and their step ids in call
+ * order. Each one's share is `shareBudget(budget, used, stepIds.length, index)`: the same figures
+ * on every resume, and with a raised budget, a larger share for each.
+ */
+export interface BudgetShares {
+  readonly used: BudgetUsage;
+  readonly stepIds: readonly string[];
+}
 
 /**
  * A run's budget in this process: the usage of its own model calls (summed as they are answered,
- * served ones included) and of its sub-agent runs (`<runId>/…`, folded from the journal when a
- * sub-agent may have run since the last look), checked before each model call by the pure
- * `budgetBreach`. Nothing is kept outside the journal: a resume sums the same figures again.
+ * served ones included), of its sub-agent runs (`<runId>/…`, folded from the journal when a
+ * sub-agent may have run since the last look) and, for a session's message sent with a budget, of
+ * the session's earlier messages (journaled once with the run's start), checked before each model
+ * call by the pure `budgetBreach`. Nothing is kept outside the journal: a resume sums the same
+ * figures again, and the shares its sub-agents were given are journaled decisions it serves.
  */
 export class RunBudget {
   #own: BudgetUsage = NO_USAGE;
   #below: BudgetUsage | undefined;
+  /** The session's earlier messages (their runs and their sub-agents'), for a message sent with a budget. */
+  #before: BudgetUsage = NO_USAGE;
+  /** Each turn's sub-agent shares while they are decided: siblings started together wait for one decision. */
+  readonly #shares = new Map<number, Promise<BudgetShares>>();
   /** The last model call the check let through (its retries are not checked again; turns only go up). */
   #admitted = -1;
   /** The last turn whose context decision's model calls are counted. */
@@ -40,6 +59,8 @@ export class RunBudget {
     private readonly journal: Journal,
     private readonly runId: string,
     private readonly modelId: string | undefined,
+    /** The session the run is a message of, when `loop.send` started it: its budget holds for the whole session. */
+    private readonly sessionId?: string,
   ) {}
 
   /** Whether a budget applies to the run: without one, nothing is summed or read. */
@@ -55,6 +76,28 @@ export class RunBudget {
         type: "decision.recorded",
         data: { decisionId: modelIdDecisionId(loopId), source: MODEL_ID_SOURCE, choice: { modelId: this.modelId } },
       },
+    ];
+  }
+
+  /**
+   * Reads what the budget counts beside the run's own calls and its sub-agents: for the run of a
+   * session's message sent with a budget, the session's earlier messages. A new run sums them and
+   * returns the decision that records the sum, to journal with its start; a resume reads it back,
+   * so the figure never changes.
+   */
+  async prepare(state: RunState, loopId: string): Promise<NewEntry[]> {
+    if (this.budget === undefined) return [];
+    const recorded = state.decisions[sessionBudgetId(loopId)];
+    if (recorded?.source === SESSION_SOURCE) {
+      this.#before = usageOfRecord((recorded.choice as { used?: unknown } | null)?.used);
+      return [];
+    }
+    if (state.status !== "new" || this.sessionId === undefined) return [];
+    const { journal, runId, modelId, budget } = this;
+    this.#before = await sessionUsageBefore(journal, this.sessionId, runId, modelId, budget.prices);
+    const choice = { sessionId: this.sessionId, used: this.#before };
+    return [
+      { type: "decision.recorded", data: { decisionId: sessionBudgetId(loopId), source: SESSION_SOURCE, choice } },
     ];
   }
 
@@ -79,10 +122,10 @@ export class RunBudget {
     this.#below = undefined;
   }
 
-  /** The run's usage, its sub-agents' included. */
+  /** The run's usage, its sub-agents' included (and for a session's message, the earlier messages'). */
   async used(): Promise<BudgetUsage> {
     this.#below ??= await subRunsUsage(this.journal, this.runId, this.modelId, this.budget?.prices);
-    return addUsage(this.#own, this.#below);
+    return addUsage(addUsage(this.#before, this.#own), this.#below);
   }
 
   /**
@@ -97,10 +140,24 @@ export class RunBudget {
     return breach;
   }
 
-  /** What a sub-agent started now may spend: the budget less what the run has used, or undefined without one. */
+  /** What is left of the budget: what the run has used taken off, or undefined without one. */
   async remaining(): Promise<Budget | undefined> {
     if (this.budget === undefined) return undefined;
     return remainingBudget(this.budget, await this.used());
+  }
+
+  /**
+   * The shares of turn `turn`'s sub-agents: `decide` is called once however many of them ask at
+   * the same time (and again only if it failed).
+   */
+  sharesOf(turn: number, decide: () => Promise<BudgetShares>): Promise<BudgetShares> {
+    let shares = this.#shares.get(turn);
+    if (shares === undefined) {
+      shares = decide();
+      this.#shares.set(turn, shares);
+      shares.catch(() => this.#shares.delete(turn));
+    }
+    return shares;
   }
 }
 
@@ -127,8 +184,9 @@ const numberOr0 = (n: unknown): number => (typeof n === "number" && Number.isFin
 
 /**
  * The usage a run's folded journal records: each completed model frame a call, with the usage it
- * recorded, priced by the model id the run journaled (else `fallbackModelId`). Frames compacted
- * away count as calls without tokens.
+ * recorded, priced by the model id the run journaled (else `fallbackModelId`). A model frame moved
+ * to the archive counts its tokens once its output is read back (`hydrateArchived`), as a budget
+ * reads a sub-agent's or an earlier message's run; before that it counts as a call without tokens.
  *
  * @example
  * const used = usageOfRun(await foldRun(journal, "r-1"), "gpt-4o-mini", prices);
@@ -163,7 +221,58 @@ async function subRunsUsage(
   let used = NO_USAGE;
   for (const run of await journal.store.listRuns({ prefix })) {
     if (!run.runId.startsWith(prefix)) continue; // a store may ignore the prefix
-    used = addUsage(used, usageOfRun(await foldRun(journal, run.runId), modelId, prices));
+    used = addUsage(
+      used,
+      usageOfRun(await withModelOutputs(journal, await foldRun(journal, run.runId)), modelId, prices),
+    );
   }
   return used;
+}
+
+/** `state` with the outputs of its archived model frames read back (their usage), when it has any. */
+async function withModelOutputs(journal: Journal, state: RunState): Promise<RunState> {
+  const archivedModel = Object.values(state.frames).some(
+    (f) => f.archived !== undefined && !("output" in f) && parseFrameId(f.frameId)?.kind === "model",
+  );
+  return archivedModel ? hydrateArchived(journal, state, { only: "model" }) : state;
+}
+
+/**
+ * The usage of a session's messages before the one `runId` answers (`<sessionId>/<n>`): each
+ * earlier message's run and the sub-agents below it, read back to the last one that recorded the
+ * session's usage before it (so each message reads one run or few, not the whole session).
+ */
+async function sessionUsageBefore(
+  journal: Journal,
+  sessionId: string,
+  runId: string,
+  modelId: string | undefined,
+  prices: PriceTable | undefined,
+): Promise<BudgetUsage> {
+  const n = Number(runId.slice(sessionId.length + 1));
+  let used = NO_USAGE;
+  for (let k = (Number.isInteger(n) ? n : 0) - 1; k >= 0; k--) {
+    const message = `${sessionId}/${k}`; // the run of message k (sessionRunId)
+    const state = await withModelOutputs(journal, await foldRun(journal, message));
+    used = addUsage(
+      addUsage(used, usageOfRun(state, modelId, prices)),
+      await subRunsUsage(journal, message, modelId, prices),
+    );
+    const recorded = state.decisions[sessionBudgetId(state.loopId ?? "")];
+    if (recorded?.source === SESSION_SOURCE) {
+      return addUsage(used, usageOfRecord((recorded.choice as { used?: unknown } | null)?.used));
+    }
+  }
+  return used;
+}
+
+/** A usage as a decision recorded it (figures that are not numbers count 0). */
+export function usageOfRecord(recorded: unknown): BudgetUsage {
+  const u = (recorded ?? {}) as Partial<Record<keyof BudgetUsage, unknown>>;
+  return {
+    modelCalls: numberOr0(u.modelCalls),
+    inputTokens: numberOr0(u.inputTokens),
+    outputTokens: numberOr0(u.outputTokens),
+    cost: numberOr0(u.cost),
+  };
 }

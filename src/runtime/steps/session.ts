@@ -105,6 +105,13 @@ export interface RunOptions {
    * await loop.run({ runId, journal, now: () => now }); // due: the call wakes
    */
   readonly now?: () => number;
+  /**
+   * The session whose message the run answers, when `loop.send` started it with a budget: the
+   * budget then holds for the whole session (the earlier messages' usage counts).
+   *
+   * @internal
+   */
+  readonly session?: string;
 }
 
 /** The conversation before a compact resume's tail, and where each of its turns starts in it. */
@@ -189,7 +196,8 @@ export class RunSession {
     this.toolDescriptors = toolDescriptors(config);
     this.events = new RunEventEmitter(options.journal.store, options.runId, options.onEvent);
     this.tools = config.tools ?? {};
-    this.budget = new RunBudget(options.budget ?? config.budget, options.journal, options.runId, config.model.id);
+    const budget = options.budget ?? config.budget;
+    this.budget = new RunBudget(budget, options.journal, options.runId, config.model.id, options.session);
   }
 
   /** The run's clock for durable waits (`RunOptions.now`, else `Date.now`). */

@@ -15,6 +15,14 @@ import type { RunEventEmitter } from "../streaming/events.ts";
 import { type ApprovalAnswers, answersBelow } from "./subRunApprovals.ts";
 import { inspectorBelow, type RunInspector } from "./subRunInspect.ts";
 
+/** What a run's context reads of its budget (`RunContext.useBudget`). */
+export interface RunBudgetView {
+  /** What is left of the budget, sub-agents' usage counted. */
+  left(): Promise<Budget | undefined>;
+  /** The budget of the sub-agent run that the call `stepId` starts. */
+  share(stepId: string): Promise<Budget | undefined>;
+}
+
 /** A pending approval as `AgentInterruptedError.run.pendingApprovals` lists it. */
 export type InterruptedApproval = InterruptedAgentRun["pendingApprovals"][number];
 
@@ -43,8 +51,8 @@ export class RunContext implements ToolRun {
   #approvals: ApprovalAnswers | undefined;
   /** The children's pending approvals, by the step id of the call that waits with them. */
   readonly #waiting = new Map<string, readonly InterruptedApproval[]>();
-  /** What is left of the run's budget (its sub-agents' usage counted), once it runs: what a sub-agent may spend. */
-  #budgetLeft: (() => Promise<Budget | undefined>) | undefined;
+  /** The run's budget once it runs: what is left of it, and the share a sub-agent's call starts its child with. */
+  #budget: RunBudgetView | undefined;
 
   /**
    * @param runId the run's id
@@ -134,21 +142,28 @@ export class RunContext implements ToolRun {
     return this.#inspector === undefined ? undefined : inspectorBelow(this.#inspector, stepId);
   }
 
-  /**
-   * The run's budget less what it used, sub-agents included (undefined without a budget): `agentTool`
-   * starts a child with it, so a sub-agent never spends past its parent's limits.
-   */
+  /** The run's budget less what it used, sub-agents included (undefined without a budget). */
   budgetLeft(): Promise<Budget | undefined> {
-    return this.#budgetLeft?.() ?? Promise.resolve(undefined);
+    return this.#budget?.left() ?? Promise.resolve(undefined);
   }
 
   /**
-   * Where {@link budgetLeft} reads the run's budget from (`agentLoop.ts`, once the run goes).
+   * The budget the sub-agent run of this run's call `stepId` starts with (undefined without a
+   * budget): its share of what the run had left when the model asked for it, split evenly with the
+   * other sub-agents the same response started, so that together they never spend past the run's
+   * limits. `agentTool` starts its child with it; the same call gets the same share on a resume.
+   */
+  budgetFor(stepId: string): Promise<Budget | undefined> {
+    return this.#budget?.share(stepId) ?? Promise.resolve(undefined);
+  }
+
+  /**
+   * Where {@link budgetLeft} and {@link budgetFor} read the run's budget from (`agentLoop.ts`, once the run goes).
    *
    * @internal
    */
-  useBudget(left: () => Promise<Budget | undefined>): void {
-    this.#budgetLeft = left;
+  useBudget(budget: RunBudgetView): void {
+    this.#budget = budget;
   }
 
   /** Keeps a waiting child's pending approvals for this run's interruption (`subRunWaits`). */
