@@ -10,6 +10,15 @@ export function isLoopback(host: string): boolean {
   return isIP(h) === 4 && h.startsWith("127.");
 }
 
+/** The host name a request is addressed to (its `Host` header, no port, no brackets), or undefined when it names none. */
+export function hostnameOf(header: string | undefined): string | undefined {
+  try {
+    return new URL(`http://${header ?? ""}`).hostname.replace(/^\[|\]$/g, "") || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** `host` as it goes in a URL (IPv6 in brackets); a wildcard address is reached through loopback. */
 export function urlHost(host: string): string {
   if (host === "0.0.0.0") return "127.0.0.1";

@@ -5,7 +5,7 @@ import { agentLoopMachine, isApprovalRefusedError, isRunControlError, type Journ
 import type { ResumeCommand } from "../read/activity.ts";
 import { FORM_TOKEN_FIELD, isActionFormError, type ViewerActions } from "./actions.ts";
 import { CSS, SCRIPT } from "./assets.ts";
-import { isLoopback, urlHost, ViewerStartError } from "./host.ts";
+import { hostnameOf, isLoopback, urlHost, ViewerStartError } from "./host.ts";
 import { followSource, type LiveSource, serveLive } from "./live.ts";
 import { Pages } from "./routes.ts";
 import { problemPage } from "./stepPage.ts";
@@ -178,15 +178,6 @@ function tokenProblem(sent: string | null, hasOrigin: boolean, token: string): s
   const b = Buffer.from(token);
   if (a.length === b.length && timingSafeEqual(a, b)) return undefined;
   return "the form's token is not this viewer's (a page from an earlier start of the viewer?): reload the page and send it again";
-}
-
-/** The host name a request is addressed to (no port, no brackets), or undefined when it names none. */
-function hostnameOf(header: string | undefined): string | undefined {
-  try {
-    return new URL(`http://${header ?? ""}`).hostname.replace(/^\[|\]$/g, "") || undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 /** The path's segments decoded (run ids may hold `/`, encoded as %2F), or undefined for a malformed escape. */
