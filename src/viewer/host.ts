@@ -1,4 +1,5 @@
 import { isIP } from "node:net";
+import { errorGuard } from "../core/errors.ts";
 import { LoomError } from "../index.ts";
 
 /** Host names and the viewer's start errors: shared by `startViewer` and `loom inspect`'s server. */
@@ -38,4 +39,4 @@ export class ViewerStartError extends LoomError {
 }
 
 /** True when `e` is a {@link ViewerStartError}. */
-export const isViewerStartError = (e: unknown): e is ViewerStartError => e instanceof ViewerStartError;
+export const isViewerStartError = errorGuard(ViewerStartError);

@@ -1,7 +1,7 @@
 import { randomBytes, timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { agentLoopMachine, isApprovalRefusedError, isRunControlError, type Journal, LoomError } from "../index.ts";
+import { agentLoopMachine, isApprovalRefusedError, isLoomError, isRunControlError, type Journal } from "../index.ts";
 import type { ResumeCommand } from "../read/activity.ts";
 import { FORM_TOKEN_FIELD, isActionFormError, type ViewerActions } from "./actions.ts";
 import { CSS, SCRIPT } from "./assets.ts";
@@ -223,7 +223,7 @@ function fail(res: ServerResponse, e: unknown): void {
   }
   // A refused action (an approval of no waiting call, a fork of an unknown step…) is the asker's to fix.
   const status = isActionFormError(e) ? 400 : isApprovalRefusedError(e) || isRunControlError(e) ? 409 : 500;
-  const message = e instanceof LoomError ? `${e.code}: ${e.message}` : e instanceof Error ? e.message : String(e);
+  const message = isLoomError(e) ? `${e.code}: ${e.message}` : e instanceof Error ? e.message : String(e);
   html(res, status, problemPage(status === 500 ? "Something went wrong" : "Cannot do that", message, "/"));
 }
 
