@@ -1,3 +1,4 @@
+import { errorGuard } from "../core/errors.ts";
 import { LoomError } from "../index.ts";
 
 /** Where a command writes and what it reads: the process's streams, or a test's buffers. */
@@ -36,7 +37,7 @@ export class UsageError extends LoomError {
 }
 
 /** True when `e` is a {@link UsageError}: the command line was wrong (exit code 2, usage shown). */
-export const isUsageError = (e: unknown): e is UsageError => e instanceof UsageError;
+export const isUsageError = errorGuard(UsageError);
 
 /** A command could not do its job for a reason the user can fix (no such run, no journal file): exit code 1. */
 export class CliError extends LoomError {}

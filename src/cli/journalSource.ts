@@ -1,4 +1,5 @@
 import { resolve } from "node:path";
+import { errorGuard } from "../core/errors.ts";
 import type { OpenJournal, PayloadCodec } from "../index.ts";
 import { cliCodec } from "./codecKeys.ts";
 import { CliError, type CliIo, UsageError } from "./io.ts";
@@ -100,7 +101,7 @@ export class PgNotInstalledError extends CliError {
 }
 
 /** Is `e` a `PgNotInstalledError` (a PostgreSQL journal asked for, `pg` missing)? */
-export const isPgNotInstalledError = (e: unknown): e is PgNotInstalledError => e instanceof PgNotInstalledError;
+export const isPgNotInstalledError = errorGuard(PgNotInstalledError, { codes: ["pgNotInstalled"] });
 
 /** Node's error for an import of `pg` that does not resolve (and only that one: a broken `pg` is its own error). */
 const isMissingPg = (e: unknown): boolean => {

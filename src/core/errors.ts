@@ -174,10 +174,40 @@ export class JournalFormatError extends LoomError {
   }
 }
 
-const guard =
-  <T extends LoomError>(cls: abstract new (...args: never[]) => T) =>
-  (e: unknown): e is T =>
-    e instanceof cls;
+/** The names and codes of Loom's errors, each guard adding its class's: what `isLoomError` knows one by. */
+const loomNames = new Set<string>(["LoomError"]);
+const loomCodes = new Set<string>();
+
+/** An object shaped as a Loom error is: a string `message` and a string `code`. */
+const coded = (e: unknown): e is { readonly name?: unknown; readonly code: string; readonly message: string } =>
+  typeof e === "object" &&
+  e !== null &&
+  typeof (e as { code?: unknown }).code === "string" &&
+  typeof (e as { message?: unknown }).message === "string";
+
+/**
+ * The guard of one of Loom's error classes. It is true for an instance, and also for the same
+ * error made by another copy of Loom in the process (a plugin that bundles its own), which
+ * `instanceof` does not recognise: an error with a string `code` whose name is the class's (or a
+ * subclass's, `also.names`), or whose code is one only this class uses (`also.codes`, which still
+ * holds where a bundler renamed the classes).
+ *
+ * @example
+ * export const isRunBusyError = errorGuard(RunBusyError, { codes: ["runBusy"] });
+ */
+export function errorGuard<T extends LoomError>(
+  cls: abstract new (...args: never[]) => T,
+  also: { readonly names?: readonly string[]; readonly codes?: readonly string[] } = {},
+): (e: unknown) => e is T {
+  const names = new Set([cls.name, ...(also.names ?? [])]);
+  const codes = new Set(also.codes ?? []);
+  for (const name of names) loomNames.add(name);
+  for (const code of codes) loomCodes.add(code);
+  return (e: unknown): e is T => e instanceof cls || (coded(e) && (names.has(e.name as string) || codes.has(e.code)));
+}
+
+/** The keys of a record that names every member of a code union: a list the compiler keeps whole. */
+export const codesOf = <C extends string>(codes: Record<C, true>): readonly C[] => Object.keys(codes) as C[];
 
 /**
  * True when `e` is a {@link LoomError}: any error Loom throws on purpose, with its stable `code`.
@@ -190,7 +220,8 @@ const guard =
  * });
  * ```
  */
-export const isLoomError = guard(LoomError);
+export const isLoomError = (e: unknown): e is LoomError =>
+  e instanceof LoomError || (coded(e) && (loomNames.has(e.name as string) || loomCodes.has(e.code)));
 
 /**
  * True when `e` is a {@link CanonicalJsonError}: a value with no canonical JSON form (`code` says
@@ -205,7 +236,7 @@ export const isLoomError = guard(LoomError);
  * }
  * ```
  */
-export const isCanonicalJsonError = guard(CanonicalJsonError);
+export const isCanonicalJsonError = errorGuard(CanonicalJsonError);
 
 /**
  * True when `e` is an {@link AgentLoopConfigError}: a loop's configuration is invalid, or
@@ -220,7 +251,7 @@ export const isCanonicalJsonError = guard(CanonicalJsonError);
  * });
  * ```
  */
-export const isAgentLoopConfigError = guard(AgentLoopConfigError);
+export const isAgentLoopConfigError = errorGuard(AgentLoopConfigError);
 
 /**
  * True when `e` is a {@link ReplayDivergenceError}: the journal holds a frame the code would not
@@ -234,7 +265,7 @@ export const isAgentLoopConfigError = guard(AgentLoopConfigError);
  * });
  * ```
  */
-export const isReplayDivergenceError = guard(ReplayDivergenceError);
+export const isReplayDivergenceError = errorGuard(ReplayDivergenceError, { codes: ["replayDivergence"] });
 
 /**
  * True when `e` is a {@link ConcurrencyError}: an append's `expectedVersion` did not match the
@@ -248,7 +279,7 @@ export const isReplayDivergenceError = guard(ReplayDivergenceError);
  * });
  * ```
  */
-export const isConcurrencyError = guard(ConcurrencyError);
+export const isConcurrencyError = errorGuard(ConcurrencyError, { codes: ["concurrency"] });
 
 /**
  * True when `e` is a {@link RunBusyError}: another live process owns the run (`holder`,
@@ -262,7 +293,7 @@ export const isConcurrencyError = guard(ConcurrencyError);
  * });
  * ```
  */
-export const isRunBusyError = guard(RunBusyError);
+export const isRunBusyError = errorGuard(RunBusyError, { codes: ["runBusy"] });
 
 /**
  * True when `e` is an {@link OwnershipLostError}: a fenced append was refused because the run
@@ -276,7 +307,7 @@ export const isRunBusyError = guard(RunBusyError);
  * });
  * ```
  */
-export const isOwnershipLostError = guard(OwnershipLostError);
+export const isOwnershipLostError = errorGuard(OwnershipLostError, { codes: ["ownershipLost"] });
 
 /**
  * True when `e` is an {@link IntegrityError}: stored bytes (a blob, an archived frame) do not match
@@ -290,7 +321,7 @@ export const isOwnershipLostError = guard(OwnershipLostError);
  * });
  * ```
  */
-export const isIntegrityError = guard(IntegrityError);
+export const isIntegrityError = errorGuard(IntegrityError);
 
 /**
  * True when `e` is a {@link JournalFormatError}: an entry read from a store is not a valid journal
@@ -304,7 +335,7 @@ export const isIntegrityError = guard(IntegrityError);
  * });
  * ```
  */
-export const isJournalFormatError = guard(JournalFormatError);
+export const isJournalFormatError = errorGuard(JournalFormatError, { codes: ["journalFormat"] });
 
 /**
  * A run is resumed under another definition of its loop (a tool added, removed or given another
@@ -337,7 +368,7 @@ export class DefinitionChangedError extends LoomError {
  * });
  * ```
  */
-export const isDefinitionChangedError = guard(DefinitionChangedError);
+export const isDefinitionChangedError = errorGuard(DefinitionChangedError, { codes: ["definitionChanged"] });
 
 /**
  * The run was cancelled (`cancelRun`): it ends with `run.cancelled` and is never resumed. A loop
@@ -376,7 +407,7 @@ export class RunCancelledError extends LoomError {
  * });
  * ```
  */
-export const isRunCancelledError = guard(RunCancelledError);
+export const isRunCancelledError = errorGuard(RunCancelledError, { codes: ["runCancelled"] });
 
 /**
  * The run failed for good earlier: its journal ends with `run.failed` (an error that was not one of
@@ -413,7 +444,7 @@ export class RunFailedError extends LoomError {
  *   else throw e;
  * });
  */
-export const isRunFailedError = guard(RunFailedError);
+export const isRunFailedError = errorGuard(RunFailedError, { codes: ["runFailed"] });
 
 /**
  * A run's tool source (an MCP server, `toolSources`) could not list its tools when the run needed
@@ -454,7 +485,7 @@ export class ToolSourceError extends LoomError {
  * });
  * ```
  */
-export const isToolSourceError = guard(ToolSourceError);
+export const isToolSourceError = errorGuard(ToolSourceError, { codes: ["toolSource"] });
 
 /** Why a run snapshot was not used (`SnapshotError.code`). */
 export type SnapshotErrorCode =
@@ -495,4 +526,11 @@ export class SnapshotError extends LoomError {
  * });
  * ```
  */
-export const isSnapshotError = guard(SnapshotError);
+export const isSnapshotError = errorGuard(SnapshotError, {
+  codes: codesOf<SnapshotErrorCode>({
+    snapshotDigestMismatch: true,
+    snapshotUnreadable: true,
+    snapshotStale: true,
+    snapshotWriteFailed: true,
+  }),
+});

@@ -1,5 +1,5 @@
 import { createRequire } from "node:module";
-import { LoomError } from "./errors.ts";
+import { errorGuard, LoomError } from "./errors.ts";
 
 /** A feature needs a package that is an optional dependency of Loom and is not installed. */
 export class MissingDependencyError extends LoomError {
@@ -15,8 +15,7 @@ export class MissingDependencyError extends LoomError {
 }
 
 /** True when `e` is a `MissingDependencyError` (its `packageName` says what to install). */
-export const isMissingDependencyError = (e: unknown): e is MissingDependencyError =>
-  e instanceof MissingDependencyError;
+export const isMissingDependencyError = errorGuard(MissingDependencyError, { codes: ["missingDependency"] });
 
 const require = createRequire(import.meta.url);
 

@@ -1,6 +1,6 @@
 import { createCipheriv, createDecipheriv, createHash, createHmac, randomBytes } from "node:crypto";
 import { brotliCompressSync, brotliDecompressSync, constants, gunzipSync, gzipSync } from "node:zlib";
-import { LoomError } from "../core/errors.ts";
+import { errorGuard, LoomError } from "../core/errors.ts";
 
 /**
  * The payload codec (issue 33): what a journal stores of tool outputs, model responses and run
@@ -70,7 +70,7 @@ export class PayloadCodecError extends LoomError {
  *   if (isPayloadCodecError(e) && e.code === "keyMissing") console.error(`restore key ${e.keyId}`);
  * }
  */
-export const isPayloadCodecError = (e: unknown): e is PayloadCodecError => e instanceof PayloadCodecError;
+export const isPayloadCodecError = errorGuard(PayloadCodecError);
 
 /** What `payloadCodec` is asked for. */
 export interface PayloadCodecOptions {

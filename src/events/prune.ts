@@ -1,4 +1,4 @@
-import { LoomError } from "../core/errors.ts";
+import { errorGuard, LoomError } from "../core/errors.ts";
 import type { Journal } from "./spi.ts";
 import type { EventStore, PruneResult } from "./store.ts";
 
@@ -25,8 +25,7 @@ export class PruneNotSupportedError extends LoomError {
 }
 
 /** Is `e` a `PruneNotSupportedError` (a store that cannot prune)? */
-export const isPruneNotSupportedError = (e: unknown): e is PruneNotSupportedError =>
-  e instanceof PruneNotSupportedError;
+export const isPruneNotSupportedError = errorGuard(PruneNotSupportedError, { codes: ["pruneNotSupported"] });
 
 /**
  * Retention: removes the runs that finished (completed, failed or cancelled) before

@@ -1,6 +1,6 @@
 import { canonicalJsonOfParsed } from "../core/canonicalJson.ts";
 import { type Digest, digestOf } from "../core/digest.ts";
-import { LoomError } from "../core/errors.ts";
+import { errorGuard, LoomError } from "../core/errors.ts";
 import { ENCODED_MARK, PAYLOAD_FIELDS } from "./codecStore.ts";
 import type { BlobStore, Journal } from "./spi.ts";
 import type { EventStore } from "./store.ts";
@@ -48,7 +48,7 @@ export class RedactionError extends LoomError {
  *   if (isRedactionError(e)) console.error(e.code, e.path); // "badRedactionPath", "$.a["
  * }
  */
-export const isRedactionError = (e: unknown): e is RedactionError => e instanceof RedactionError;
+export const isRedactionError = errorGuard(RedactionError);
 
 /** One step of a parsed path. */
 type Step =

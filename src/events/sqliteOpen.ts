@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from "node:fs";
 import type Database from "better-sqlite3";
-import { LoomError } from "../core/errors.ts";
+import { errorGuard, isLoomError, LoomError } from "../core/errors.ts";
 
 /**
  * Opening a SQLite journal file without changing it (readers: `loom runs`, `log`, `show`…), and
@@ -31,7 +31,7 @@ export class JournalFileError extends LoomError {
 }
 
 /** Is `e` a `JournalFileError` (a file that is not a Loom journal, or cannot be opened as asked)? */
-export const isJournalFileError = (e: unknown): e is JournalFileError => e instanceof JournalFileError;
+export const isJournalFileError = errorGuard(JournalFileError);
 
 const sqliteCode = (e: unknown): string =>
   typeof (e as { code?: unknown })?.code === "string" ? (e as { code: string }).code : "";
@@ -41,7 +41,7 @@ const sqliteCode = (e: unknown): string =>
  * not a database, read-only); any other error as it is.
  */
 export function journalFileError(path: string, e: unknown): unknown {
-  if (e instanceof LoomError) return e;
+  if (isLoomError(e)) return e;
   const code = sqliteCode(e);
   const why = (e as Error)?.message ?? String(e);
   if (code === "SQLITE_NOTADB") {

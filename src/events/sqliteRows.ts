@@ -1,4 +1,4 @@
-import { JournalFormatError } from "../core/errors.ts";
+import { isJournalFormatError, JournalFormatError } from "../core/errors.ts";
 import type { EntryMeta, EntryType, JournalEntry } from "./types.ts";
 
 /**
@@ -145,7 +145,7 @@ export function decodeStoredRows(runId: string, rows: readonly StoredRow[], out:
       try {
         data = JSON.parse(rowText(runId, row, where));
       } catch (cause) {
-        if (cause instanceof JournalFormatError) throw cause;
+        if (isJournalFormatError(cause)) throw cause;
         throw new JournalFormatError(
           runId,
           seq,

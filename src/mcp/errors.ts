@@ -1,4 +1,4 @@
-import { LoomError } from "../core/errors.ts";
+import { errorGuard, LoomError } from "../core/errors.ts";
 
 /**
  * An MCP tool answered with `isError: true`: the call ran and the server says it failed. The
@@ -28,7 +28,7 @@ export class McpToolError extends LoomError {
 }
 
 /** Whether `e` is an {@link McpToolError}. */
-export const isMcpToolError = (e: unknown): e is McpToolError => e instanceof McpToolError;
+export const isMcpToolError = errorGuard(McpToolError, { codes: ["mcpToolError"] });
 
 /** The text blocks of an error result, joined: what the server said went wrong. */
 function errorText(content: unknown): string {

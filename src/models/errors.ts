@@ -1,4 +1,4 @@
-import { LoomError } from "../core/errors.ts";
+import { codesOf, errorGuard, LoomError } from "../core/errors.ts";
 
 /** What a model or tool adapter could not take. */
 export type ModelAdapterErrorCode =
@@ -20,7 +20,14 @@ export class ModelAdapterError extends LoomError {
 }
 
 /** True when `e` is a `ModelAdapterError`. */
-export const isModelAdapterError = (e: unknown): e is ModelAdapterError => e instanceof ModelAdapterError;
+export const isModelAdapterError = errorGuard(ModelAdapterError, {
+  codes: codesOf<ModelAdapterErrorCode>({
+    unsupportedModel: true,
+    invalidModelResponse: true,
+    unsupportedTool: true,
+    unsupportedSchema: true,
+  }),
+});
 
 /**
  * Why a streamed model call failed (`Model.stream`, `streamModelCall`).
@@ -69,7 +76,14 @@ export class ModelStreamError extends LoomError {
  * if (isModelStreamError(e)) console.warn(`stream failed (${e.code}): ${e.message}`);
  * ```
  */
-export const isModelStreamError = (e: unknown): e is ModelStreamError => e instanceof ModelStreamError;
+export const isModelStreamError = errorGuard(ModelStreamError, {
+  codes: codesOf<ModelStreamErrorCode>({
+    firstChunkTimeout: true,
+    chunkIdleTimeout: true,
+    incompleteStream: true,
+    streamError: true,
+  }),
+});
 
 /**
  * A model that cannot answer a call the way Loom asks: it has no working `stream` and no working
@@ -122,7 +136,7 @@ export class ModelCapabilityError extends LoomError {
  * if (isModelCapabilityError(e)) console.error(`the model lacks ${e.missing.join(" and ")}`);
  * ```
  */
-export const isModelCapabilityError = (e: unknown): e is ModelCapabilityError => e instanceof ModelCapabilityError;
+export const isModelCapabilityError = errorGuard(ModelCapabilityError, { codes: ["modelMethodMissing"] });
 
 /**
  * Whether a model method's throw says the method is not there: an error named `NotImplementedError`

@@ -1,5 +1,5 @@
 import pg from "pg";
-import { PostgresSchemaError } from "./errors.ts";
+import { isPostgresSchemaError } from "./errors.ts";
 import { ensureSchema, type Tables, tablesIn } from "./schema.ts";
 
 /**
@@ -63,7 +63,7 @@ export function openPgDatabase(target: string | pg.Pool, options: PostgresOption
     // Surfaced by the operation that awaits it. A connection failure is tried again by the next
     // read of `ready`; a schema this Loom cannot use stays refused.
     p.catch((e: unknown) => {
-      failed = !(e instanceof PostgresSchemaError);
+      failed = !isPostgresSchemaError(e);
     });
     return p;
   };

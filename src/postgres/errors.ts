@@ -1,4 +1,4 @@
-import { LoomError } from "../core/errors.ts";
+import { errorGuard, LoomError } from "../core/errors.ts";
 
 /** The database's Loom tables are not usable by this Loom (a newer schema version, a bad schema name). */
 export class PostgresSchemaError extends LoomError {
@@ -40,13 +40,12 @@ export class WorkerDatabaseError extends LoomError {
 }
 
 /** Is `e` a `WorkerDatabaseError` (a worker's rate-limited report of a database failure)? */
-export const isWorkerDatabaseError = (e: unknown): e is WorkerDatabaseError => e instanceof WorkerDatabaseError;
+export const isWorkerDatabaseError = errorGuard(WorkerDatabaseError, { codes: ["workerDatabase"] });
 
 /** True when `e` is a `PostgresSchemaError`. */
-export const isPostgresSchemaError = (e: unknown): e is PostgresSchemaError => e instanceof PostgresSchemaError;
+export const isPostgresSchemaError = errorGuard(PostgresSchemaError, { codes: ["postgresSchema"] });
 /** True when `e` is a `NotPostgresJournalError`. */
-export const isNotPostgresJournalError = (e: unknown): e is NotPostgresJournalError =>
-  e instanceof NotPostgresJournalError;
+export const isNotPostgresJournalError = errorGuard(NotPostgresJournalError, { codes: ["notPostgresJournal"] });
 
 /**
  * `sharedRateLimit` was given a limit it cannot keep: no limit at all, or one that is not above 0.
@@ -65,4 +64,4 @@ export class RateLimitConfigError extends LoomError {
 }
 
 /** Whether `e` is a `RateLimitConfigError`. */
-export const isRateLimitConfigError = (e: unknown): e is RateLimitConfigError => e instanceof RateLimitConfigError;
+export const isRateLimitConfigError = errorGuard(RateLimitConfigError, { codes: ["rateLimitConfig"] });

@@ -1,6 +1,6 @@
 import type pg from "pg";
 import { sha256Hex } from "../core/digest.ts";
-import { ConcurrencyError, JournalFormatError } from "../core/errors.ts";
+import { ConcurrencyError, isConcurrencyError, isJournalFormatError, JournalFormatError } from "../core/errors.ts";
 import { checkRunId } from "../events/ids.ts";
 import { encodeEntries } from "../events/rows.ts";
 import { prefixEnd } from "../events/runPrefix.ts";
@@ -357,7 +357,7 @@ export function postgresStoreOn(shared: PgDatabase): PostgresEventStore {
         await client.query("COMMIT");
       } catch (e) {
         await client.query("ROLLBACK").catch(() => {});
-        if (e instanceof ConcurrencyError || e instanceof JournalFormatError) throw e;
+        if (isConcurrencyError(e) || isJournalFormatError(e)) throw e;
         return lostRace(runId, request.expectedVersion, e);
       } finally {
         client.release();

@@ -1,5 +1,5 @@
 import { digestOf } from "../core/digest.ts";
-import { LoomError } from "../core/errors.ts";
+import { errorGuard, LoomError } from "../core/errors.ts";
 import { modelFrameId, modePinId, outcomeId, parseFrameId, toolStepId } from "../events/ids.ts";
 import { readModePin } from "../events/modePin.ts";
 import type { ModelResponse, ToolCall } from "../events/types.ts";
@@ -33,7 +33,7 @@ export class ArchivedOutputError extends LoomError {
 }
 
 /** True when `e` is an `ArchivedOutputError`. */
-export const isArchivedOutputError = (e: unknown): e is ArchivedOutputError => e instanceof ArchivedOutputError;
+export const isArchivedOutputError = errorGuard(ArchivedOutputError, { codes: ["archivedOutputNotHydrated"] });
 
 /** Where an ended tool call's result is recorded. */
 export type ToolCallSource = "frame" | "outcome" | "settled";

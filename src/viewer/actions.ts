@@ -1,3 +1,4 @@
+import { errorGuard } from "../core/errors.ts";
 import { type Journal, LoomError } from "../index.ts";
 
 /**
@@ -58,7 +59,7 @@ export class ActionFormError extends LoomError {
 }
 
 /** True when `e` is an {@link ActionFormError}. */
-export const isActionFormError = (e: unknown): e is ActionFormError => e instanceof ActionFormError;
+export const isActionFormError = errorGuard(ActionFormError, { codes: ["badActionForm"] });
 
 /** Reads an action from a form's fields; throws {@link ActionFormError} naming what is missing. */
 export function actionFrom(runId: string, form: URLSearchParams): ActionRequest {

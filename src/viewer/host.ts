@@ -1,4 +1,5 @@
 import { isIP } from "node:net";
+import { errorGuard } from "../core/errors.ts";
 import { LoomError } from "../index.ts";
 
 /** Host names and the viewer's start errors: shared by `startViewer` and `loom inspect`'s server. */
@@ -8,6 +9,15 @@ export function isLoopback(host: string): boolean {
   const h = host.toLowerCase().replace(/^\[|\]$/g, "");
   if (h === "localhost" || h === "::1" || h === "0:0:0:0:0:0:0:1") return true;
   return isIP(h) === 4 && h.startsWith("127.");
+}
+
+/** The host name a request is addressed to (its `Host` header, no port, no brackets), or undefined when it names none. */
+export function hostnameOf(header: string | undefined): string | undefined {
+  try {
+    return new URL(`http://${header ?? ""}`).hostname.replace(/^\[|\]$/g, "") || undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** `host` as it goes in a URL (IPv6 in brackets); a wildcard address is reached through loopback. */
@@ -29,4 +39,4 @@ export class ViewerStartError extends LoomError {
 }
 
 /** True when `e` is a {@link ViewerStartError}. */
-export const isViewerStartError = (e: unknown): e is ViewerStartError => e instanceof ViewerStartError;
+export const isViewerStartError = errorGuard(ViewerStartError);

@@ -1,11 +1,11 @@
 import { randomBytes, timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { agentLoopMachine, isApprovalRefusedError, isRunControlError, type Journal, LoomError } from "../index.ts";
+import { agentLoopMachine, isApprovalRefusedError, isLoomError, isRunControlError, type Journal } from "../index.ts";
 import type { ResumeCommand } from "../read/activity.ts";
 import { FORM_TOKEN_FIELD, isActionFormError, type ViewerActions } from "./actions.ts";
 import { CSS, SCRIPT } from "./assets.ts";
-import { isLoopback, urlHost, ViewerStartError } from "./host.ts";
+import { hostnameOf, isLoopback, urlHost, ViewerStartError } from "./host.ts";
 import { followSource, type LiveSource, serveLive } from "./live.ts";
 import { Pages } from "./routes.ts";
 import { problemPage } from "./stepPage.ts";
@@ -180,15 +180,6 @@ function tokenProblem(sent: string | null, hasOrigin: boolean, token: string): s
   return "the form's token is not this viewer's (a page from an earlier start of the viewer?): reload the page and send it again";
 }
 
-/** The host name a request is addressed to (no port, no brackets), or undefined when it names none. */
-function hostnameOf(header: string | undefined): string | undefined {
-  try {
-    return new URL(`http://${header ?? ""}`).hostname.replace(/^\[|\]$/g, "") || undefined;
-  } catch {
-    return undefined;
-  }
-}
-
 /** The path's segments decoded (run ids may hold `/`, encoded as %2F), or undefined for a malformed escape. */
 function pathSegments(pathname: string): string[] | undefined {
   try {
@@ -232,7 +223,7 @@ function fail(res: ServerResponse, e: unknown): void {
   }
   // A refused action (an approval of no waiting call, a fork of an unknown step…) is the asker's to fix.
   const status = isActionFormError(e) ? 400 : isApprovalRefusedError(e) || isRunControlError(e) ? 409 : 500;
-  const message = e instanceof LoomError ? `${e.code}: ${e.message}` : e instanceof Error ? e.message : String(e);
+  const message = isLoomError(e) ? `${e.code}: ${e.message}` : e instanceof Error ? e.message : String(e);
   html(res, status, problemPage(status === 500 ? "Something went wrong" : "Cannot do that", message, "/"));
 }
 

@@ -43,10 +43,10 @@ describe("loom inspect", () => {
     const captured = captureIo(dir, { stdin });
     const exit = main(["inspect", "done-1", "--db", db, "--once", "--wait", "--port", String(port)], captured.io);
     await until(() => captured.out().includes("press Enter"), "the server");
-    expect(captured.out()).toContain(
-      `inspector: http://127.0.0.1:${port} (the Stately inspector, fed by ws://127.0.0.1:${port})`,
-    );
-    const client = new WebSocket(`ws://127.0.0.1:${port}`);
+    const printed = /inspector: (http:\/\/\S+) \(the Stately inspector, fed by (ws:\/\/\S+)\)/.exec(captured.out());
+    expect(printed?.[1]).toMatch(new RegExp(`^http://127\\.0\\.0\\.1:${port}/\\?token=[\\w-]{32}$`));
+    expect(printed?.[2]).toBe(printed?.[1]?.replace("http:", "ws:"));
+    const client = new WebSocket(printed?.[2] ?? "");
     const received: Relayed[] = [];
     client.on("message", (data) => received.push(JSON.parse(String(data)) as Relayed));
     await new Promise((resolve, reject) => client.once("open", resolve).once("error", reject));

@@ -72,6 +72,21 @@ describe("loom inspect listens on loopback", () => {
     }
   });
 
+  it("without --port, listens on a free port and prints an address that carries the server's token", async () => {
+    const run = await serving([]);
+    try {
+      const printed = /inspector: http:\/\/127\.0\.0\.1:(\d+)\/\?token=([\w-]+) /.exec(run.captured.out());
+      expect(printed?.[2]).toMatch(/^[\w-]{32}$/);
+      const port = Number(printed?.[1]);
+      expect(await reach("127.0.0.1", port)).toBe("connected");
+      // The page itself is served only with the token.
+      expect((await fetch(`http://127.0.0.1:${port}/`)).status).toBe(403);
+      expect((await fetch(`http://127.0.0.1:${port}/?token=${printed?.[2]}`)).status).toBe(200);
+    } finally {
+      expect(await run.stop()).toBe(0);
+    }
+  });
+
   it("warns for a host other machines can reach, never for loopback", () => {
     for (const host of ["127.0.0.1", "127.1.2.3", "::1", "[::1]", "localhost", "LOCALHOST"])
       expect(isLoopback(host) && exposureWarning(host, 8080)).toBe(undefined);

@@ -9,7 +9,7 @@ import { type CommonOptions, integerOption, portOption, withCodecKeys, withCommo
 import { type ReplayResult, replayRun } from "../replay.ts";
 
 interface InspectOptions extends CommonOptions {
-  readonly port: number;
+  readonly port?: number;
   readonly host: string;
   readonly once?: boolean;
   readonly wait?: boolean;
@@ -24,10 +24,14 @@ const FORWARDED = new Set(["@xstate.actor", "@xstate.event", "@xstate.snapshot"]
 export function registerInspect(program: Command, io: CliIo): void {
   withCodecKeys(withCommon(program.command("inspect")))
     .description(
-      "replay a recorded run through the loop's statecharts (served from its journal: nothing is re-executed), its sub-agents' runs under their calls, and stream it to the Stately inspector through a server on 127.0.0.1 (--host to widen it); exits 1 when the replay does not match the journal",
+      "replay a recorded run through the loop's statecharts (served from its journal: nothing is re-executed), its sub-agents' runs under their calls, and stream it to the Stately inspector through a server on 127.0.0.1 (--host to widen it) and a free port; open the address it prints, which carries the server's token (the page and its websocket refuse other origins, other hosts and requests without the token); exits 1 when the replay does not match the journal",
     )
     .argument("<runId>", "the run (see `loom runs`)")
-    .option("--port <n>", "port of the local inspector server, 1–65535 (http page + websocket)", portOption, 8080)
+    .option(
+      "--port <n>",
+      "port of the local inspector server, 1–65535 (http page + websocket); default: a free port",
+      portOption,
+    )
     .option(
       "--host <address>",
       "address the server listens on; anyone who reaches it sees the run's tool calls (a warning is printed unless it is loopback)",
@@ -54,10 +58,10 @@ export function registerInspect(program: Command, io: CliIo): void {
         const { createWebSocketInspector, startInspectorServer, exposureWarning, WebSocket } = await loadInspect();
         const server = await startInspectorServer({
           host: options.host,
-          port: options.port,
+          port: options.port ?? 0,
           open: options.open === true,
         });
-        const warning = exposureWarning(options.host, options.port);
+        const warning = exposureWarning(options.host, server.port);
         if (warning) println(io.stderr, `loom inspect: ${warning}`);
         const inspector = createWebSocketInspector({ url: server.url.ws, maxDeferredEvents: Number.MAX_SAFE_INTEGER });
         // A client of our own counts what the server relays: the replay's events have reached it when the counts match.

@@ -1,5 +1,5 @@
 import { digestOfRecorded, sha256Hex } from "../../core/digest.ts";
-import { IntegrityError } from "../../core/errors.ts";
+import { IntegrityError, isIntegrityError } from "../../core/errors.ts";
 import type { ClaimCheckEnvelope } from "../../events/claimCheck.ts";
 import { outcomeId } from "../../events/ids.ts";
 import type { BlobStore } from "../../events/spi.ts";
@@ -109,7 +109,7 @@ export async function resolveClaimCheck(
   try {
     bytes = await blobs.get(recorded.ref);
   } catch (e) {
-    if (!(e instanceof IntegrityError)) throw e;
+    if (!isIntegrityError(e)) throw e;
     throw new IntegrityError(`${where}: ${e.message}`, e.code);
   }
   return JSON.parse(Buffer.from(bytes).toString("utf8"));

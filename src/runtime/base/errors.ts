@@ -1,4 +1,4 @@
-import { LoomError } from "../../core/errors.ts";
+import { errorGuard, LoomError } from "../../core/errors.ts";
 import { describeCause } from "../../events/errorCause.ts";
 import type { ErrorCause } from "../../events/types.ts";
 import { isLeanAgentStep } from "../../projections/toolCallLog.ts";
@@ -42,6 +42,8 @@ export class AgentInterruptedError<
   }
 }
 
+const interrupted = errorGuard(AgentInterruptedError, { codes: ["agentInterrupted"] });
+
 /**
  * Is `e` an `AgentInterruptedError`? Pass the loop that threw it to type `e.run.toolCallLog` in
  * that loop's mode (lean for `toolCallLog: "lean"`): the guard then also checks that the log's
@@ -62,11 +64,11 @@ export function isAgentInterruptedError<M extends ToolCallLogMode | undefined = 
   e: unknown,
   loop?: { readonly config: { readonly toolCallLog?: M } },
 ): e is AgentInterruptedError<M> {
-  if (!(e instanceof AgentInterruptedError)) return false;
+  if (!interrupted(e)) return false;
   const mode = loop?.config.toolCallLog;
   if (mode === undefined) return true;
-  const log: readonly (AgentStep | LeanAgentStep)[] = e.run.toolCallLog;
-  return log.every((step) => isLeanAgentStep(step) === (mode === "lean"));
+  const log: readonly (AgentStep | LeanAgentStep)[] | undefined = e.run?.toolCallLog;
+  return Array.isArray(log) && log.every((step) => isLeanAgentStep(step) === (mode === "lean"));
 }
 
 /**
@@ -79,7 +81,7 @@ export function isAgentInterruptedError<M extends ToolCallLogMode | undefined = 
  * try {
  *   await loop.run({ runId, journal });
  * } catch (e) {
- *   if (e instanceof RedactedHistoryError) console.error(`run ${e.runId} was redacted at seq ${e.seq}`);
+ *   if (isRedactedHistoryError(e)) console.error(`run ${e.runId} was redacted at seq ${e.seq}`);
  * }
  */
 export class RedactedHistoryError extends LoomError {
@@ -102,7 +104,7 @@ export class RedactedHistoryError extends LoomError {
  * @example
  * if (isRedactedHistoryError(e)) await forkRun(journal, e.runId, { at: e.seq - 1, newRunId });
  */
-export const isRedactedHistoryError = (e: unknown): e is RedactedHistoryError => e instanceof RedactedHistoryError;
+export const isRedactedHistoryError = errorGuard(RedactedHistoryError, { codes: ["redactedHistory"] });
 
 /**
  * Why a schedule was refused (its cron pattern, its time zone, another setting), or why a tick of it
@@ -139,4 +141,4 @@ export class ScheduleError extends LoomError {
  * @example
  * if (isScheduleError(e) && e.code === "invalidCron") console.error(`fix the pattern of ${e.scheduleId}`);
  */
-export const isScheduleError = (e: unknown): e is ScheduleError => e instanceof ScheduleError;
+export const isScheduleError = errorGuard(ScheduleError);

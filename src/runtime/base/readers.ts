@@ -1,5 +1,5 @@
 import { digestOf, sha256Hex } from "../../core/digest.ts";
-import { IntegrityError, LoomError } from "../../core/errors.ts";
+import { errorGuard, IntegrityError, LoomError } from "../../core/errors.ts";
 import { type ClaimCheckEnvelope, claimCheckOf, isClaimCheckEnvelope } from "../../events/claimCheck.ts";
 import { contextDecisionId, modelFrameId, parseFrameId, toolStepId } from "../../events/ids.ts";
 import { readJournal } from "../../events/journal.ts";
@@ -37,7 +37,7 @@ export class StepResolutionError extends LoomError {
 }
 
 /** True when `e` is a `StepResolutionError`. */
-export const isStepResolutionError = (e: unknown): e is StepResolutionError => e instanceof StepResolutionError;
+export const isStepResolutionError = errorGuard(StepResolutionError);
 
 /**
  * Reads a run's journal (validated) and folds it: what a resume reads. Where the store keeps

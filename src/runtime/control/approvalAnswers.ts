@@ -3,7 +3,7 @@
  * given: a plain step id that waits in one sub-agent's run is qualified with that run's id, one
  * naming no waiting call is refused. The run then hands them down (`subruns/subRunApprovals.ts`).
  */
-import { LoomError } from "../../core/errors.ts";
+import { errorGuard, LoomError } from "../../core/errors.ts";
 import { approvalId } from "../../events/ids.ts";
 import { readJournal } from "../../events/journal.ts";
 import type { Journal } from "../../events/spi.ts";
@@ -39,8 +39,7 @@ export class AmbiguousApprovalError extends LoomError {
 }
 
 /** Whether `e` is an {@link AmbiguousApprovalError}. */
-export const isAmbiguousApprovalError = (e: unknown): e is AmbiguousApprovalError =>
-  e instanceof AmbiguousApprovalError;
+export const isAmbiguousApprovalError = errorGuard(AmbiguousApprovalError, { codes: ["ambiguousApproval"] });
 
 /**
  * The request with its plain step-id answers resolved against the calls waiting in its chain: one

@@ -1,4 +1,4 @@
-import { LoomError } from "../../core/errors.ts";
+import { codesOf, errorGuard, LoomError } from "../../core/errors.ts";
 
 /** Why `recordApproval` (or `loop.run({ approvals })`) refused an answer. */
 export type ApprovalRefusal =
@@ -39,7 +39,7 @@ export class ApprovalRefusedError extends LoomError {
 }
 
 /** True when `e` is an `ApprovalRefusedError`. */
-export const isApprovalRefusedError = (e: unknown): e is ApprovalRefusedError => e instanceof ApprovalRefusedError;
+export const isApprovalRefusedError = errorGuard(ApprovalRefusedError);
 
 /** Why an operation on a run by id (`cancelRun`, `forkRun`, `recordApproval`) was refused. */
 export type RunControlRefusal =
@@ -72,7 +72,7 @@ export class RunControlError extends LoomError {
 }
 
 /** True when `e` is a `RunControlError`. */
-export const isRunControlError = (e: unknown): e is RunControlError => e instanceof RunControlError;
+export const isRunControlError = errorGuard(RunControlError);
 
 /** Why `deliverEvent` (or `loom deliver`, an `eventWebhook`) refused a delivery. */
 export type EventDeliveryRefusal =
@@ -108,4 +108,11 @@ export class EventDeliveryError extends LoomError {
 }
 
 /** True when `e` is an `EventDeliveryError`. */
-export const isEventDeliveryError = (e: unknown): e is EventDeliveryError => e instanceof EventDeliveryError;
+export const isEventDeliveryError = errorGuard(EventDeliveryError, {
+  codes: codesOf<EventDeliveryRefusal>({
+    eventUnknownToken: true,
+    eventAlreadyDelivered: true,
+    eventExpired: true,
+    eventPayloadInvalid: true,
+  }),
+});

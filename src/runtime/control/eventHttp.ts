@@ -42,10 +42,18 @@ async function answer(
 ): Promise<Answer> {
   if (method !== "POST")
     return { status: 405, body: { error: "methodNotAllowed", message: "POST the event's JSON payload to …/<token>" } };
-  const token = decodeURIComponent(path.split("?")[0]?.split("/").pop() ?? "");
+  const token = tokenOf(path);
+  if (token === undefined)
+    return {
+      status: 404,
+      body: {
+        error: "eventUnknownToken",
+        message:
+          "the path's last segment is not URL-encoded, so it holds no token Loom made: POST to …/<token> with the token the tool handed out, URL-encoded",
+      },
+    };
   const text = await body();
-  if (text === undefined)
-    return { status: 413, body: { error: "payloadTooLarge", message: `at most ${options.maxBytes ?? 1 << 20} bytes` } };
+  if (text === undefined) return tooLarge(options);
   let payload: unknown;
   try {
     payload = text.trim() === "" ? null : JSON.parse(text);
@@ -71,11 +79,31 @@ async function answer(
   }
 }
 
+/** The token a request's path ends with, or undefined when that segment is not URL-encoded (`%`, `%E0%A4%A`). */
+function tokenOf(path: string): string | undefined {
+  try {
+    return decodeURIComponent(path.split("?")[0]?.split("/").pop() ?? "");
+  } catch {
+    return undefined;
+  }
+}
+
+const tooLarge = (options: EventHandlerOptions): Answer => ({
+  status: 413,
+  body: { error: "payloadTooLarge", message: `at most ${options.maxBytes ?? 1 << 20} bytes` },
+});
+
+/** A `content-length` that already says the body is larger than `max` (the body is then not read at all). */
+const declaredTooLarge = (length: string | null | undefined, max: number): boolean =>
+  length !== null && length !== undefined && /^\d+$/.test(length.trim()) && Number(length) > max;
+
 /**
  * A node:http request handler that delivers events: mount it under a path of your server
- * (`POST /events/<token>`, body: the JSON payload). Answers 200 `{ delivered }`, 404 (unknown or
- * forged token), 409 (delivered already), 410 (expired), 400 (not JSON), 413, 503 with
- * Retry-After (a process runs the run right now), 405 (not POST).
+ * (`POST /events/<token>`, body: the JSON payload). Answers 200 `{ delivered }`, 404 (unknown,
+ * forged or not URL-encoded token), 409 (delivered already), 410 (expired), 400 (not JSON), 413
+ * (a body over `maxBytes`: reading stops there and the connection closes after the answer), 503
+ * with Retry-After (a process runs the run right now), 405 (not POST). Every refusal is
+ * `{ error, message }` and journals nothing.
  *
  * @example
  * const events = eventWebhook(journal, { onDelivered: ({ runId }) => loop.run({ runId, journal }).catch(() => {}) });
@@ -87,15 +115,21 @@ export function eventWebhook(
 ): (request: IncomingMessage, response: ServerResponse) => Promise<void> {
   const max = options.maxBytes ?? 1 << 20;
   return async (request, response) => {
+    // Reading stops at the limit: the rest of the body is never pulled off the connection.
     const read = () =>
       new Promise<string | undefined>((resolve, reject) => {
+        if (declaredTooLarge(request.headers["content-length"], max)) return resolve(undefined);
         const chunks: Buffer[] = [];
         let size = 0;
-        request.on("data", (chunk: Buffer) => {
+        const onData = (chunk: Buffer) => {
           size += chunk.length;
-          if (size <= max) chunks.push(chunk);
-        });
-        request.on("end", () => resolve(size > max ? undefined : Buffer.concat(chunks).toString("utf8")));
+          if (size <= max) return void chunks.push(chunk);
+          request.off("data", onData);
+          request.pause();
+          resolve(undefined);
+        };
+        request.on("data", onData);
+        request.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
         request.on("error", reject);
       });
     let out: Answer;
@@ -107,6 +141,8 @@ export function eventWebhook(
     response.writeHead(out.status, {
       "content-type": "application/json",
       ...(out.retryAfterS === undefined ? {} : { "retry-after": String(out.retryAfterS) }),
+      // A body left unread (refused before or while reading it) is not drained: the connection closes after the answer.
+      ...(request.complete ? {} : { connection: "close" }),
     });
     response.end(JSON.stringify(out.body));
   };
@@ -114,7 +150,8 @@ export function eventWebhook(
 
 /**
  * A fetch-style handler (`Request` → `Response`: Hono, Deno, Bun, Next.js route handlers) that
- * delivers events, answering as {@link eventWebhook} does.
+ * delivers events, answering as {@link eventWebhook} does. A body over `maxBytes` is cancelled
+ * once the limit is passed, not read to its end.
  *
  * @example
  * export const POST = eventFetchHandler(journal); // app/events/[token]/route.ts
@@ -125,9 +162,26 @@ export function eventFetchHandler(
 ): (request: Request) => Promise<Response> {
   const max = options.maxBytes ?? 1 << 20;
   return async (request) => {
+    // Counted while it streams: past the limit the body is cancelled, not read to its end.
     const read = async () => {
-      const text = await request.text();
-      return Buffer.byteLength(text, "utf8") > max ? undefined : text;
+      if (declaredTooLarge(request.headers.get("content-length"), max)) {
+        request.body?.cancel().catch(() => {});
+        return undefined;
+      }
+      if (request.body === null) return "";
+      const reader = request.body.getReader();
+      const chunks: Uint8Array[] = [];
+      let size = 0;
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) return Buffer.concat(chunks).toString("utf8");
+        size += value.byteLength;
+        if (size > max) {
+          reader.cancel().catch(() => {});
+          return undefined;
+        }
+        chunks.push(value);
+      }
     };
     let out: Answer;
     try {

@@ -1,4 +1,4 @@
-import { isRunCancelledError, LoomError } from "../../core/errors.ts";
+import { errorGuard, isRunCancelledError, LoomError } from "../../core/errors.ts";
 import { childRunId } from "../../events/ids.ts";
 import type { Message } from "../../events/types.ts";
 import type { AgentOutput, InterruptedAgentRun } from "../../projections/types.ts";
@@ -86,10 +86,9 @@ export class SubAgentInterruptedError extends LoomError {
 }
 
 /** Whether `e` is a {@link SubAgentLimitError}. */
-export const isSubAgentLimitError = (e: unknown): e is SubAgentLimitError => e instanceof SubAgentLimitError;
+export const isSubAgentLimitError = errorGuard(SubAgentLimitError, { codes: ["subAgentLimit"] });
 /** Whether `e` is a {@link SubAgentInterruptedError}. */
-export const isSubAgentInterruptedError = (e: unknown): e is SubAgentInterruptedError =>
-  e instanceof SubAgentInterruptedError;
+export const isSubAgentInterruptedError = errorGuard(SubAgentInterruptedError, { codes: ["subAgentInterrupted"] });
 
 /**
  * A tool that runs another loop as a sub-agent: the child run `<parentRunId>/<stepId>` in the

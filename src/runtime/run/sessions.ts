@@ -1,4 +1,4 @@
-import { LoomError } from "../../core/errors.ts";
+import { errorGuard, LoomError } from "../../core/errors.ts";
 import { toolStepId } from "../../events/ids.ts";
 import type { Journal } from "../../events/spi.ts";
 import type { Message, ToolCall } from "../../events/types.ts";
@@ -49,7 +49,7 @@ export class SessionBusyError extends LoomError {
 }
 
 /** Whether `e` is a {@link SessionBusyError}. */
-export const isSessionBusyError = (e: unknown): e is SessionBusyError => e instanceof SessionBusyError;
+export const isSessionBusyError = errorGuard(SessionBusyError, { codes: ["sessionBusy"] });
 
 /**
  * The run id of message `n` (0-based) of a session: `<sessionId>/<n>`.

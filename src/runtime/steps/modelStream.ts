@@ -95,7 +95,7 @@ export async function callModel(
   let streamMissing = typeof model.stream === "function" ? cannotStream.get(model) : undefined;
   if (typeof model.stream === "function" && streamMissing === undefined) {
     const streamed = await readStream(model, model.stream, request, options, stop);
-    if (!(streamed instanceof ModelCapabilityError)) return streamed;
+    if (!isModelCapabilityError(streamed)) return streamed;
     streamMissing = streamed;
     cannotStream.set(model, streamed);
   }

@@ -4,7 +4,7 @@
  * interruption. The runtime's files call these in one line each, so the loop's own files stay
  * about the loop.
  */
-import { LoomError } from "../../core/errors.ts";
+import { errorGuard, LoomError } from "../../core/errors.ts";
 import { childRunIdSplits } from "../../events/ids.ts";
 import { readJournal } from "../../events/journal.ts";
 import type { Journal } from "../../events/spi.ts";
@@ -57,7 +57,7 @@ export class SubAgentPendingError extends LoomError {
 }
 
 /** Whether `e` is a {@link SubAgentPendingError}. */
-export const isSubAgentPendingError = (e: unknown): e is SubAgentPendingError => e instanceof SubAgentPendingError;
+export const isSubAgentPendingError = errorGuard(SubAgentPendingError, { codes: ["subAgentPending"] });
 
 /**
  * Whether a tool call's failure is a sub-agent waiting for an approval; if so, keeps the child's
@@ -125,5 +125,4 @@ export class SubAgentCancelledError extends LoomError {
 }
 
 /** Whether `e` is a {@link SubAgentCancelledError}. */
-export const isSubAgentCancelledError = (e: unknown): e is SubAgentCancelledError =>
-  e instanceof SubAgentCancelledError;
+export const isSubAgentCancelledError = errorGuard(SubAgentCancelledError, { codes: ["subAgentCancelled"] });
