@@ -2,6 +2,7 @@ import { canonicalJsonOfParsed } from "../core/canonicalJson.ts";
 import { type Digest, digestOf } from "../core/digest.ts";
 import { LoomError } from "../core/errors.ts";
 import { ENCODED_MARK, PAYLOAD_FIELDS } from "./codecStore.ts";
+import { compileValues, type RedactionValue, redactValues } from "./redactValues.ts";
 import type { BlobStore, Journal } from "./spi.ts";
 import type { EventStore } from "./store.ts";
 import type { EntryType, NewEntry } from "./types.ts";
@@ -20,11 +21,12 @@ import type { EntryType, NewEntry } from "./types.ts";
  */
 
 /** Why a redaction could not be set up or applied. */
-export type RedactionErrorCode = "badRedactionPath" | "redactionFailed" | "redactAfterEncode";
+export type RedactionErrorCode = "badRedactionPath" | "badRedactionValue" | "redactionFailed" | "redactAfterEncode";
 
 /**
  * A redaction that cannot be set up or applied: a path outside the supported JSONPath subset
- * (`badRedactionPath`, `path` names it), a redaction function that threw or returned a value with
+ * (`badRedactionPath`, `path` names it), a value that is empty or a pattern that matches the empty
+ * string (`badRedactionValue`), a redaction function that threw or returned a value with
  * no JSON form (`redactionFailed`; nothing is written), or a redaction placed under the codec, so
  * that it would see encoded data (`redactAfterEncode`).
  */
@@ -194,6 +196,14 @@ export interface RedactionContext {
 
 /** What {@link redaction} is asked for. */
 export interface RedactionOptions {
+  /**
+   * Values replaced wherever they appear in a payload's strings (member names too), at any depth
+   * and whatever the path: RegExps (every match) and literal strings. The way to keep a value out
+   * of the journal when the model may repeat it (its answer, a later tool call's input, a summary).
+   * Each match is replaced with `replacement` when that is a string, else `"[redacted]"`.
+   * Strings that are digests or blob refs (64 hex digits) are left as they are.
+   */
+  readonly values?: readonly RedactionValue[];
   /** JSON paths replaced wherever they match, in every payload (`$..email`, `$.headers['x-api-key']`, `$.rows[*].ssn`). */
   readonly paths?: readonly string[];
   /**
@@ -217,6 +227,8 @@ export interface RedactionRecord {
   readonly paths: readonly string[];
   /** Whether the redaction function changed it too (then the paths alone do not reproduce the stored value). */
   readonly fn: boolean;
+  /** How many matches of `values` were replaced (absent when none were). */
+  readonly values?: number;
   /** A claim-checked output: the blob (by ref) holds the redacted bytes. */
   readonly blob?: string;
 }
@@ -229,16 +241,29 @@ export interface Redaction {
 }
 
 /**
- * A redaction: paths (a small JSONPath subset) and/or a function. Paths are parsed here: one
- * outside the subset throws `RedactionError` (`badRedactionPath`).
+ * A redaction: values (patterns and literal strings, found in any string of any payload), paths
+ * (a small JSONPath subset) and/or a function, applied in the order paths, values, function.
+ * Paths and values are checked here: a path outside the subset throws `RedactionError`
+ * (`badRedactionPath`), an empty value or a pattern that matches the empty string
+ * `badRedactionValue`.
  *
  * @example
- * const r = redaction({ paths: ["$..email", "$.card.number"], redact: (v, at) => (at.field === "input" ? "[prompt]" : v) });
+ * const r = redaction({
+ *   values: [/\b\d{3}-\d{2}-\d{4}\b/, customer.email], // wherever they appear: outputs, answers, summaries
+ *   paths: ["$..card.number"],
+ * });
  * const journal = withRedaction(openSqliteJournal("./loom.db"), r);
  */
 export function redaction(options: RedactionOptions): Redaction {
   const parsed = (options.paths ?? []).map(parsePath);
   const replacement = options.replacement === undefined ? "[redacted]" : options.replacement;
+  const { patterns, problem } = compileValues(options.values ?? []);
+  if (problem !== undefined)
+    throw new RedactionError(
+      "badRedactionValue",
+      `redaction values: ${problem}; give a non-empty string or a pattern that matches at least one character`,
+    );
+  const valueText = typeof replacement === "string" ? replacement : "[redacted]";
   return {
     options,
     apply(value, at) {
@@ -248,6 +273,8 @@ export function redaction(options: RedactionOptions): Redaction {
       const found = new Map<string, (string | number)[]>();
       for (const steps of parsed) for (const loc of locate(copy, steps)) found.set(pathText(loc), loc);
       replaceAt(copy, [...found.values()], replacement);
+      const matched = redactValues(copy, patterns, valueText);
+      copy = matched.value;
       let fn = false;
       if (options.redact !== undefined) {
         const before = canonicalJsonOfParsed(copy);
@@ -274,8 +301,14 @@ export function redaction(options: RedactionOptions): Redaction {
           copy = JSON.parse(JSON.stringify(out));
         }
       }
-      if (found.size === 0 && !fn) return undefined;
-      const record: RedactionRecord = { field: at.field, ...original, paths: [...found.keys()].sort(), fn };
+      if (found.size === 0 && matched.count === 0 && !fn) return undefined;
+      const record: RedactionRecord = {
+        field: at.field,
+        ...original,
+        paths: [...found.keys()].sort(),
+        fn,
+        ...(matched.count > 0 ? { values: matched.count } : {}),
+      };
       return { value: copy, record };
     },
   };
@@ -432,13 +465,17 @@ export function withRedaction<J extends Journal>(journal: J, redactor: Redaction
 
 /** What {@link verifyRedacted} found. */
 export interface RedactionVerdict {
-  /** True when the original hashes to the recorded digest (and, for path-only redactions, the paths reproduce what is stored). */
+  /** True when the original hashes to the recorded digest (and, where it can be told, the redaction reproduces what is stored). */
   readonly ok: boolean;
   readonly field: string;
   /** The digest the entry recorded, and the original's. */
   readonly recorded: Digest;
   readonly original: Digest;
-  /** For path-only redactions: whether the original, with those paths replaced, is what the entry stores. */
+  /**
+   * Whether the original, with the recorded paths replaced (and `values` when the record counts
+   * value matches), is what the entry stores; undefined when that cannot be told (the function
+   * changed it, or value matches are recorded and no `values` were passed).
+   */
   readonly reproduced: boolean | undefined;
   readonly paths: readonly string[];
   /** Why it failed, in words. */
@@ -447,9 +484,10 @@ export interface RedactionVerdict {
 
 /**
  * Checks an original against a stored, redacted entry: the original's `digestOf` must be the one
- * the entry recorded and, when only paths redacted it, the original with those paths replaced
- * (by `replacement`, default `"[redacted]"`) must be what the entry stores. A claim-checked
- * output's stored value is in its blob: pass it as `stored`.
+ * the entry recorded and, when no redaction function changed it, the original with the recorded
+ * paths replaced (by `replacement`, default `"[redacted]"`) and the redaction's `values` replaced
+ * must be what the entry stores. A claim-checked output's stored value is in its blob: pass it as
+ * `stored`.
  *
  * @example
  * const [entry] = (await readJournal(journal, runId)).filter((e) => redactedFields(e.data).length > 0);
@@ -458,7 +496,13 @@ export interface RedactionVerdict {
 export function verifyRedacted(
   original: unknown,
   entry: { readonly data: unknown },
-  options: { readonly field?: string; readonly replacement?: unknown; readonly stored?: unknown } = {},
+  options: {
+    readonly field?: string;
+    readonly replacement?: unknown;
+    readonly stored?: unknown;
+    /** The redaction's `values` (needed to reproduce a record that counts value matches). */
+    readonly values?: readonly RedactionValue[];
+  } = {},
 ): RedactionVerdict {
   const records = redactedFields(entry.data);
   const record = options.field === undefined ? records[0] : records.find((r) => r.field === options.field);
@@ -476,13 +520,14 @@ export function verifyRedacted(
   }
   const recorded = { digest: record.digest, bytes: record.bytes };
   let reproduced: boolean | undefined;
-  if (!record.fn) {
-    const copy = JSON.parse(JSON.stringify(original) ?? "null");
-    replaceAt(
-      copy,
-      record.paths.map(concreteKeys),
-      options.replacement === undefined ? "[redacted]" : options.replacement,
-    );
+  if (!record.fn && (record.values === undefined || options.values !== undefined)) {
+    const replacement = options.replacement === undefined ? "[redacted]" : options.replacement;
+    let copy = JSON.parse(JSON.stringify(original) ?? "null");
+    replaceAt(copy, record.paths.map(concreteKeys), replacement);
+    if (options.values !== undefined) {
+      const { patterns } = compileValues(options.values);
+      copy = redactValues(copy, patterns, typeof replacement === "string" ? replacement : "[redacted]").value;
+    }
     const stored =
       options.stored !== undefined ? options.stored : (entry.data as Record<string, unknown>)[record.field];
     reproduced = digestOf(copy).digest === digestOf(stored).digest;
@@ -491,7 +536,7 @@ export function verifyRedacted(
   const reason = !same
     ? `the original hashes to ${mine.digest}, not the recorded ${record.digest}`
     : reproduced === false
-      ? "the original matches the digest, but with the recorded paths replaced it is not what the entry stores"
+      ? "the original matches the digest, but with the recorded paths (and values) replaced it is not what the entry stores"
       : undefined;
   return {
     ok: same && reproduced !== false,
