@@ -1,7 +1,7 @@
 import { canonicalJsonOfParsed } from "../core/canonicalJson.ts";
 import { type Digest, digestOf } from "../core/digest.ts";
 import { LoomError } from "../core/errors.ts";
-import { ENCODED_MARK, PAYLOAD_FIELDS } from "./codecStore.ts";
+import { ENCODED_MARK, payloadFieldsOf } from "./codecStore.ts";
 import { compileValues, type RedactionValue, redactValues } from "./redactValues.ts";
 import type { BlobStore, Journal } from "./spi.ts";
 import type { EventStore } from "./store.ts";
@@ -345,7 +345,7 @@ async function redactEntry(redactor: Redaction, runId: string, entry: NewEntry, 
       `run ${runId}: the redaction got an entry the codec had already encoded (${entry.type}); redact first: withRedaction(withCodec(journal, codec), redaction)`,
     );
   }
-  const fields = PAYLOAD_FIELDS[entry.type as EntryType];
+  const fields = payloadFieldsOf(entry);
   if (fields === undefined) return entry;
   const records: RedactionRecord[] = [];
   let out: Record<string, unknown> | undefined;
