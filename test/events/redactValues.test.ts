@@ -42,9 +42,9 @@ const loop = () =>
   });
 
 describe("value redaction", () => {
-  it("replaces every match in every string at any depth, member names included, and counts them", () => {
+  it("replaces every match in every string at any depth, member names included, and counts them", async () => {
     const r = redaction({ values: [SSN_PATTERN, "Ada"] });
-    const done = r.apply({ a: [`x ${SSN} y ${SSN}`, { [SSN]: "Ada Lovelace" }], n: 1 }, at);
+    const done = await r.apply({ a: [`x ${SSN} y ${SSN}`, { [SSN]: "Ada Lovelace" }], n: 1 }, at);
     expect(done?.value).toEqual({ a: ["x [redacted] y [redacted]", { "[redacted]": "[redacted] Lovelace" }], n: 1 });
     expect(done?.record).toEqual({
       field: "output",
@@ -55,15 +55,15 @@ describe("value redaction", () => {
     });
   });
 
-  it("scans a string that holds JSON text as text, and leaves digests and blob refs alone", () => {
+  it("scans a string that holds JSON text as text, and leaves digests and blob refs alone", async () => {
     const digest = "1234567890".repeat(7).slice(0, 64);
     const r = redaction({ values: [/\d{6}/] });
-    const done = r.apply({ text: JSON.stringify({ pin: "424242" }), digest, ref: `sha256:${digest}` }, at);
+    const done = await r.apply({ text: JSON.stringify({ pin: "424242" }), digest, ref: `sha256:${digest}` }, at);
     expect(done?.value).toEqual({ text: '{"pin":"[redacted]"}', digest, ref: `sha256:${digest}` });
   });
 
-  it("leaves a payload with no match as it is (no record)", () => {
-    expect(redaction({ values: [SSN_PATTERN] }).apply({ a: "nothing here" }, at)).toBeUndefined();
+  it("leaves a payload with no match as it is (no record)", async () => {
+    expect(await redaction({ values: [SSN_PATTERN] }).apply({ a: "nothing here" }, at)).toBeUndefined();
   });
 
   it("refuses an empty value and a pattern that matches the empty string", () => {
@@ -74,9 +74,9 @@ describe("value redaction", () => {
     }
   });
 
-  it("verifies an original: the digest, and with the values given, that it reproduces what is stored", () => {
+  it("verifies an original: the digest, and with the values given, that it reproduces what is stored", async () => {
     const original = { memo: `id ${SSN}`, ssn: SSN };
-    const done = redaction({ paths: ["$.ssn"], values: [SSN_PATTERN] }).apply(original, at);
+    const done = await redaction({ paths: ["$.ssn"], values: [SSN_PATTERN] }).apply(original, at);
     const entry = { data: { output: done?.value, redacted: [done?.record] } };
     expect(verifyRedacted(original, entry).reproduced).toBeUndefined(); // value matches recorded, values not given
     expect(verifyRedacted(original, entry).ok).toBe(true);
