@@ -15,6 +15,7 @@ import {
 import type { JournalEntry } from "../../src/events/types.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
 import { otelTelemetry } from "../../src/otel.ts";
+import { showStep } from "../../src/read/step.ts";
 import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
 import { jsonJournal, logsOf } from "../support/loop.ts";
 
@@ -79,6 +80,10 @@ describe("redaction digests", () => {
     expect(lean).not.toContain(digestOf(original).digest as string);
     const everyHex = [...text.matchAll(/[0-9a-f]{64}/g)].map((m) => m[0]);
     expect(guess(everyHex)).toBeUndefined();
+    // What `loom show` and the viewer's step page print of the step.
+    const shown = await showStep(plain, "bank#turn:0:tool:0", "r");
+    expect(shown.digest).toBe(record?.digest);
+    expect(JSON.stringify(shown)).not.toContain(digestOf(original).digest as string);
   });
 
   it("keyed: an auditor with the key verifies the original; without it, or with another, nothing verifies", async () => {
