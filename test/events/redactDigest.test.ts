@@ -3,6 +3,8 @@ import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from "
 import { describe, expect, it } from "vitest";
 import { digestOf } from "../../src/core/digest.ts";
 import { staticKeys } from "../../src/events/codec.ts";
+import { compact } from "../../src/events/compact.ts";
+import { openSqliteJournal } from "../../src/events/journal.ts";
 import { memoryStore } from "../../src/events/memory.ts";
 import {
   isRedactionError,
@@ -12,12 +14,16 @@ import {
   verifyRedacted,
   withRedaction,
 } from "../../src/events/redact.ts";
+import type { Journal } from "../../src/events/spi.ts";
 import type { JournalEntry } from "../../src/events/types.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
 import { otelTelemetry } from "../../src/otel.ts";
+import { openPostgresJournal } from "../../src/postgres.ts";
 import { showStep } from "../../src/read/step.ts";
 import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
+import { dropSchema, freshSchema, PG_URL } from "../postgres/pg.ts";
 import { jsonJournal, logsOf } from "../support/loop.ts";
+import { tempDir } from "./tmp.ts";
 
 /**
  * The digest modes: a plain digest of a redacted original lets a reader test guesses (a 6-digit
@@ -42,8 +48,7 @@ const loop = (telemetry?: ReturnType<typeof otelTelemetry>) =>
     ...(telemetry === undefined ? {} : { telemetry }),
   });
 
-async function redactedRun(options: RedactionOptions) {
-  const plain = jsonJournal(memoryStore({ json: true }));
+async function redactedRun(options: RedactionOptions, plain: Journal = jsonJournal(memoryStore({ json: true }))) {
   await loop().run({ runId: "r", input: "pin?", journal: withRedaction(plain, redaction(options)) });
   const entries = await plain.store.read("r");
   const frame = entries.find((e) => e.type === "frame.completed" && e.data.frameId === "bank#turn:0:tool:0");
@@ -94,6 +99,36 @@ describe("redaction digests", () => {
     expect(without.ok).toBe(false);
     expect(without.reason).toContain('"audit-1"');
     expect(verifyRedacted(original, frame, { key: randomBytes(32) }).ok).toBe(false);
+  });
+
+  it("keyed: SQLite and PostgreSQL keep the keyed digest as written (not a sha256 column)", async () => {
+    const tmp = tempDir();
+    const sqlite = openSqliteJournal(tmp.file("keyed.db"));
+    const schema = freshSchema("keyed");
+    const pg = PG_URL === undefined ? undefined : openPostgresJournal(PG_URL, { schema });
+    try {
+      for (const journal of pg === undefined ? [sqlite] : [sqlite, pg]) {
+        const { frame } = await redactedRun({ paths: ["$.pin"], digest: { keys } }, journal);
+        const [record] = redactedFields(frame.data);
+        expect((frame.data as { digest?: string }).digest).toBe(record?.digest);
+        expect(record?.digest).toMatch(/^hmac-sha256:audit-1:/);
+        expect((await logsOf(journal, "r")).lean).toContain(record?.digest as string);
+        expect(verifyRedacted(original, frame, { key }).ok).toBe(true);
+        // Compacted: the marker keeps the keyed digest the frame recorded, and the lean log is unchanged.
+        const before = (await logsOf(journal, "r")).lean;
+        await compact(journal, "r", { keepTurns: 0 });
+        const marker = (await journal.store.read("r")).find((e) => e.type === "frames.archived");
+        expect(JSON.stringify(marker?.data)).toContain(record?.digest as string);
+        expect((await logsOf(journal, "r")).lean).toBe(before);
+      }
+    } finally {
+      await sqlite.close();
+      tmp.remove();
+      if (pg !== undefined) {
+        await pg.close();
+        await dropSchema(schema);
+      }
+    }
   });
 
   it("keyed, with no key in the provider: refuses the append with digestKeyMissing, nothing written", async () => {
