@@ -24,7 +24,8 @@ import type { EntryType, JournalEntry, NewEntry } from "./types.ts";
  * settled calls' results, the run's value, decisions' choices (context summaries, approvals'
  * reasons, what a failed tool fed the model, a wait's result), and the errors journaled of failed
  * attempts and runs (their messages quote tools and models). An entry's payload fields are
- * {@link payloadFieldsOf}: a decision of a source in {@link CLEAR_DECISION_SOURCES} has none.
+ * {@link payloadFieldsOf}: a decision of a source in {@link CLEAR_DECISION_SOURCES} has none, and
+ * a `model-error` interruption's `detail` (which repeats the error's message) is one too.
  */
 export const PAYLOAD_FIELDS: Partial<Record<EntryType, readonly string[]>> = {
   "run.started": ["input"],
@@ -50,6 +51,9 @@ export const CLEAR_DECISION_SOURCES: ReadonlySet<string> = new Set([
   "budget-model",
 ]);
 
+/** A `model-error` interruption's payload fields. */
+const MODEL_ERROR_FIELDS: readonly string[] = ["detail", "cause"];
+
 /**
  * The payload fields of one entry: its type's {@link PAYLOAD_FIELDS}, none for a decision of a
  * {@link CLEAR_DECISION_SOURCES} source.
@@ -57,12 +61,17 @@ export const CLEAR_DECISION_SOURCES: ReadonlySet<string> = new Set([
  * @example
  * payloadFieldsOf({ type: "decision.recorded", data: { decisionId: "support#turn:3:context", source: "context-policy", choice } }); // ["choice"]
  * payloadFieldsOf({ type: "decision.recorded", data: { decisionId: "support#toolCallLog", source: "agent-tool-call-log", choice } }); // undefined
+ * payloadFieldsOf({ type: "run.interrupted", data: { reason: "model-error", detail, cause } }); // ["detail", "cause"]
  */
 export function payloadFieldsOf(entry: {
   readonly type: string;
   readonly data: unknown;
 }): readonly string[] | undefined {
   const fields = PAYLOAD_FIELDS[entry.type as EntryType];
+  if (entry.type === "run.interrupted") {
+    // A model error's detail repeats the error's message (as Loom 0.1.0 wrote it): a payload too.
+    return (entry.data as { reason?: unknown } | null)?.reason === "model-error" ? MODEL_ERROR_FIELDS : fields;
+  }
   if (fields === undefined || entry.type !== "decision.recorded") return fields;
   const source = (entry.data as { source?: unknown } | null)?.source;
   return typeof source === "string" && CLEAR_DECISION_SOURCES.has(source) ? undefined : fields;

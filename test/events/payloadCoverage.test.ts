@@ -175,6 +175,36 @@ describe("every payload goes through the codec and the redaction", () => {
     expect(leaks(bytes)).toEqual([]);
   });
 
+  it("SQLite: a model error's message (in the interruption's detail and cause) is a payload too", async () => {
+    const tmp = tempDir();
+    cleanups.push(() => tmp.remove());
+    const path = tmp.file("failing.db");
+    const base = openSqliteJournal(path);
+    const keys = staticKeys({ current: "k1", keys: { k1: randomBytes(32) } });
+    const journal = withCodec(base, payloadCodec({ encrypt: { keys } }));
+    const marker = "MODEL-ERROR-MARKER-5S2";
+    const loop = agentLoop$({
+      id: "failing",
+      model: scriptedModel(() => {
+        throw new Error(`the provider refused: ${marker}`);
+      }),
+      retry: { model: { maxAttempts: 1 } },
+    });
+    const stopped = await loop.run({ runId: "f-1", journal, input: "hi" }).catch((e: unknown) => e);
+    expect(isAgentInterruptedError(stopped) && stopped.run.reason).toBe("model-error");
+    const read = JSON.stringify(await readJournal(journal, "f-1"));
+    expect(read).toContain(
+      `"detail":{"frameId":"failing#turn:0:model","name":"Error","message":"the provider refused: ${marker}"}`,
+    );
+    await base.close();
+    const bytes = [path, `${path}-wal`]
+      .filter(existsSync)
+      .map((f) => readFileSync(f).toString("latin1"))
+      .join("\n");
+    expect(bytes).toContain("model-error"); // the reason stays in the clear
+    expect(bytes).not.toContain(marker);
+  });
+
   // Skipped without LOOM_PG_URL: there is no PostgreSQL server whose rows to read.
   it.skipIf(PG_URL === undefined)(
     "PostgreSQL: no row of the journal's tables holds the strings only payloads held",
