@@ -209,7 +209,8 @@ export interface RedactionOptions {
    * and whatever the path: RegExps (every match) and literal strings. The way to keep a value out
    * of the journal when the model may repeat it (its answer, a later tool call's input, a summary).
    * Each match is replaced with `replacement` when that is a string, else `"[redacted]"`.
-   * Strings that are digests or blob refs (64 hex digits) are left as they are.
+   * Strings that are digests or blob refs (64 hex digits) are left as they are, and numbers too
+   * (a PIN returned as a JSON number needs a path).
    */
   readonly values?: readonly RedactionValue[];
   /** JSON paths replaced wherever they match, in every payload (`$..email`, `$.headers['x-api-key']`, `$.rows[*].ssn`). */
