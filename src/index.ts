@@ -251,6 +251,7 @@ export {
   verifyRedacted,
   withRedaction,
 } from "./events/redact.ts";
+export type { RedactionValue } from "./events/redactValues.ts";
 export type { StoredSnapshot } from "./events/store.ts";
 export { type ListedTool, readToolList, TOOL_LIST_SOURCE, type ToolListChoice } from "./events/toolList.ts";
 export {

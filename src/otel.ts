@@ -33,6 +33,13 @@ export type {
 export interface OtelTelemetryOptions {
   /** The tracer to make spans with; default `trace.getTracer("loom-agent")` (the global provider's). */
   readonly tracer?: Tracer;
+  /**
+   * Whether a tool span carries `loom.log.digest` (default true). The digest is the plain sha256
+   * of the tool's whole output: set false for runs whose journal keys its redaction digests
+   * (`redaction({ digest: { keys } })`), or anyone who reads the spans can test guesses at what
+   * the journal redacted.
+   */
+  readonly logDigest?: boolean;
 }
 
 /**
@@ -42,7 +49,8 @@ export interface OtelTelemetryOptions {
  * Attributes: `gen_ai.operation.name` (`invoke_agent`, `chat`, `execute_tool`), `gen_ai.agent.id`,
  * `gen_ai.conversation.id` (the run id), `gen_ai.request.model`, `gen_ai.response.finish_reasons`,
  * `gen_ai.usage.input_tokens` / `output_tokens`, `gen_ai.tool.name`, `gen_ai.tool.call.id`, and
- * `loom.step.id`, `loom.attempt`, `loom.log.digest` (the tool output's digest in the lean log).
+ * `loom.step.id`, `loom.attempt`, `loom.log.digest` (the tool output's digest in the lean log;
+ * `logDigest: false` leaves it out).
  * A failed attempt ends its span with an error status and an `exception` event; a retry is a new
  * span with the next `loom.attempt`.
  *
@@ -55,7 +63,7 @@ export interface OtelTelemetryOptions {
 export function otelTelemetry(options: OtelTelemetryOptions = {}): RunTelemetry {
   return {
     startRun(run) {
-      return new RunSpans(options.tracer ?? trace.getTracer("loom-agent"), run);
+      return new RunSpans(options.tracer ?? trace.getTracer("loom-agent"), run, options.logDigest !== false);
     },
   };
 }
@@ -96,6 +104,8 @@ class RunSpans implements RunTelemetryScope {
   constructor(
     private readonly tracer: Tracer,
     private readonly run: TelemetryRunStart,
+    /** Whether tool spans carry the output's plain digest (`OtelTelemetryOptions.logDigest`). */
+    private readonly logDigest: boolean,
   ) {
     this.root = tracer.startSpan(
       `invoke_agent ${run.loopId}`,
@@ -196,7 +206,7 @@ class RunSpans implements RunTelemetryScope {
           event.status === "error" ? { name: "ToolError", message: `${event.toolName} failed` } : undefined;
         const span = this.finish(`tool:${event.stepId}`, failed);
         if (!span) break;
-        if (event.digest !== null) span.setAttribute("loom.log.digest", event.digest);
+        if (event.digest !== null && this.logDigest) span.setAttribute("loom.log.digest", event.digest);
         span.setAttribute("loom.output.bytes", event.bytes);
         span.end();
         break;

@@ -1,13 +1,15 @@
 import { type CodecEnvelope, isCodecEnvelope, type PayloadCodec, PayloadCodecError } from "./codec.ts";
+import { MODE_PIN_SOURCE } from "./modePin.ts";
 import type { ArchivedFrame, ArchiveStore, BlobStore, Journal } from "./spi.ts";
 import type { EventStore } from "./store.ts";
+import { TOOL_LIST_SOURCE } from "./toolList.ts";
 import type { EntryType, JournalEntry, NewEntry } from "./types.ts";
 
 /**
  * The codec applied to a journal: an `EventStore` decorator (and the same for blobs and the
  * archive) that encodes the payload fields of each entry's data on the way in and decodes them on
- * the way out. Everything else (ids, digests, types, the claim-check envelope) stays in the clear,
- * so stores index, fence and prune as before.
+ * the way out. Everything else (ids, digests, types, reasons, times, the claim-check envelope)
+ * stays in the clear, so stores index, fence, park and prune as before.
  *
  * An encoded entry lists its encoded fields in `data.encoded` (last in the data). Decoding
  * replaces each in place and drops the mark, so the data reads back with its members in the
@@ -16,13 +18,64 @@ import type { EntryType, JournalEntry, NewEntry } from "./types.ts";
  * envelope stays plain data.
  */
 
-/** The data fields a codec encodes, by entry type: run inputs, frame outputs (model responses, tool outputs), results. */
+/**
+ * The data fields that carry conversation content, by entry type: what the codec encodes and a
+ * redaction scans. Run inputs, frame outputs (model responses, tool outputs, delivered events),
+ * settled calls' results, the run's value, decisions' choices (context summaries, approvals'
+ * reasons, what a failed tool fed the model, a wait's result), and the errors journaled of failed
+ * attempts and runs (their messages quote tools and models). An entry's payload fields are
+ * {@link payloadFieldsOf}: a decision of a source in {@link CLEAR_DECISION_SOURCES} has none, and
+ * a `model-error` interruption's `detail` (which repeats the error's message) is one too.
+ */
 export const PAYLOAD_FIELDS: Partial<Record<EntryType, readonly string[]>> = {
   "run.started": ["input"],
+  "decision.recorded": ["choice"],
   "frame.completed": ["output"],
   "call.settled": ["result"],
   "run.completed": ["output"],
+  "run.interrupted": ["cause"],
+  "run.failed": ["error"],
+  "attempt.failed": ["error"],
 };
+
+/**
+ * The decision sources whose choice is the run's own bookkeeping, never conversation text: the
+ * tool-call log's mode, an MCP server's tool list, the trace context, the run's deadline and the
+ * budget's model id. Their choices stay in the clear (and out of a redaction's reach).
+ */
+export const CLEAR_DECISION_SOURCES: ReadonlySet<string> = new Set([
+  MODE_PIN_SOURCE,
+  TOOL_LIST_SOURCE,
+  "trace-context",
+  "run-deadline",
+  "budget-model",
+]);
+
+/** A `model-error` interruption's payload fields. */
+const MODEL_ERROR_FIELDS: readonly string[] = ["detail", "cause"];
+
+/**
+ * The payload fields of one entry: its type's {@link PAYLOAD_FIELDS}, none for a decision of a
+ * {@link CLEAR_DECISION_SOURCES} source.
+ *
+ * @example
+ * payloadFieldsOf({ type: "decision.recorded", data: { decisionId: "support#turn:3:context", source: "context-policy", choice } }); // ["choice"]
+ * payloadFieldsOf({ type: "decision.recorded", data: { decisionId: "support#toolCallLog", source: "agent-tool-call-log", choice } }); // undefined
+ * payloadFieldsOf({ type: "run.interrupted", data: { reason: "model-error", detail, cause } }); // ["detail", "cause"]
+ */
+export function payloadFieldsOf(entry: {
+  readonly type: string;
+  readonly data: unknown;
+}): readonly string[] | undefined {
+  const fields = PAYLOAD_FIELDS[entry.type as EntryType];
+  if (entry.type === "run.interrupted") {
+    // A model error's detail repeats the error's message (as Loom 0.1.0 wrote it): a payload too.
+    return (entry.data as { reason?: unknown } | null)?.reason === "model-error" ? MODEL_ERROR_FIELDS : fields;
+  }
+  if (fields === undefined || entry.type !== "decision.recorded") return fields;
+  const source = (entry.data as { source?: unknown } | null)?.source;
+  return typeof source === "string" && CLEAR_DECISION_SOURCES.has(source) ? undefined : fields;
+}
 
 /** The mark an encoded entry's data carries: the fields it encoded. */
 export const ENCODED_MARK = "encoded";
@@ -34,7 +87,7 @@ export async function encodeEntry<E extends { type: string; data: unknown }>(
   codec: PayloadCodec,
   entry: E,
 ): Promise<E> {
-  const fields = PAYLOAD_FIELDS[entry.type as EntryType];
+  const fields = payloadFieldsOf(entry);
   const data = entry.data as Data;
   if (fields === undefined || typeof data !== "object" || data === null) return entry;
   // A claim-checked output is an envelope naming a blob: its bytes go through the blob store's codec.

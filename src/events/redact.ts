@@ -1,7 +1,10 @@
 import { canonicalJsonOfParsed } from "../core/canonicalJson.ts";
-import { type Digest, digestOf } from "../core/digest.ts";
+import { digestOf } from "../core/digest.ts";
 import { errorGuard, LoomError } from "../core/errors.ts";
-import { ENCODED_MARK, PAYLOAD_FIELDS } from "./codecStore.ts";
+import type { KeyProvider } from "./codec.ts";
+import { ENCODED_MARK, payloadFieldsOf } from "./codecStore.ts";
+import { keyedDigestKeyId, keyedDigestOf, matchesKeyedDigest } from "./redactDigest.ts";
+import { compileValues, type RedactionValue, redactValues } from "./redactValues.ts";
 import type { BlobStore, Journal } from "./spi.ts";
 import type { EventStore } from "./store.ts";
 import type { EntryType, NewEntry } from "./types.ts";
@@ -20,11 +23,18 @@ import type { EntryType, NewEntry } from "./types.ts";
  */
 
 /** Why a redaction could not be set up or applied. */
-export type RedactionErrorCode = "badRedactionPath" | "redactionFailed" | "redactAfterEncode";
+export type RedactionErrorCode =
+  | "badRedactionPath"
+  | "badRedactionValue"
+  | "redactionFailed"
+  | "redactAfterEncode"
+  | "digestKeyMissing";
 
 /**
  * A redaction that cannot be set up or applied: a path outside the supported JSONPath subset
- * (`badRedactionPath`, `path` names it), a redaction function that threw or returned a value with
+ * (`badRedactionPath`, `path` names it), a value that is empty or a pattern that matches the empty
+ * string (`badRedactionValue`), a keyed digest whose key the provider does not give
+ * (`digestKeyMissing`; nothing is written), a redaction function that threw or returned a value with
  * no JSON form (`redactionFailed`; nothing is written), or a redaction placed under the codec, so
  * that it would see encoded data (`redactAfterEncode`).
  */
@@ -194,6 +204,15 @@ export interface RedactionContext {
 
 /** What {@link redaction} is asked for. */
 export interface RedactionOptions {
+  /**
+   * Values replaced wherever they appear in a payload's strings (member names too), at any depth
+   * and whatever the path: RegExps (every match) and literal strings. The way to keep a value out
+   * of the journal when the model may repeat it (its answer, a later tool call's input, a summary).
+   * Each match is replaced with `replacement` when that is a string, else `"[redacted]"`.
+   * Strings that are digests or blob refs (64 hex digits) are left as they are, and numbers too
+   * (a PIN returned as a JSON number needs a path).
+   */
+  readonly values?: readonly RedactionValue[];
   /** JSON paths replaced wherever they match, in every payload (`$..email`, `$.headers['x-api-key']`, `$.rows[*].ssn`). */
   readonly paths?: readonly string[];
   /**
@@ -203,20 +222,34 @@ export interface RedactionOptions {
   readonly redact?: (value: unknown, at: RedactionContext) => unknown;
   /** What a matched path is replaced with (default `"[redacted]"`). */
   readonly replacement?: unknown;
+  /**
+   * How the original is digested in the redaction record. Default: plain `digestOf` (sha256 of
+   * its canonical JSON) and its byte length, which anyone can check a guess against (a redacted
+   * 6-digit PIN is found by hashing the million candidates). `{ keys }`: HMAC-SHA256 under the
+   * provider's current key (`hmac-sha256:<keyId>:<hex>`) and no length, and a tool frame whose
+   * output was redacted records that keyed digest too: only whoever holds the key checks an
+   * original (`verifyRedacted(original, entry, { key })`).
+   */
+  readonly digest?: { readonly keys: KeyProvider };
 }
 
 /** One redacted field, as journaled in `data.redacted`. */
 export interface RedactionRecord {
   /** The data field redacted: `input`, `output` or `result`. */
   readonly field: string;
-  /** `digestOf(original)` (ADR 0142 D2): sha256 hex of the original's canonical JSON. */
+  /**
+   * The original's digest: `digestOf(original)`, sha256 hex of its canonical JSON, or with a keyed
+   * digest (`RedactionOptions.digest`) `hmac-sha256:<keyId>:<hex>`.
+   */
   readonly digest: string | null;
-  /** UTF-8 length of the original's canonical JSON. */
-  readonly bytes: number;
+  /** UTF-8 length of the original's canonical JSON (absent with a keyed digest). */
+  readonly bytes?: number;
   /** The concrete paths replaced (`$['hits'][0]['email']`), sorted. */
   readonly paths: readonly string[];
   /** Whether the redaction function changed it too (then the paths alone do not reproduce the stored value). */
   readonly fn: boolean;
+  /** How many matches of `values` were replaced (absent when none were). */
+  readonly values?: number;
   /** A claim-checked output: the blob (by ref) holds the redacted bytes. */
   readonly blob?: string;
 }
@@ -225,29 +258,43 @@ export interface RedactionRecord {
 export interface Redaction {
   readonly options: RedactionOptions;
   /** `value` redacted, with its record; undefined when nothing in it is redacted. */
-  apply(value: unknown, at: RedactionContext): { value: unknown; record: RedactionRecord } | undefined;
+  apply(value: unknown, at: RedactionContext): Promise<{ value: unknown; record: RedactionRecord } | undefined>;
 }
 
 /**
- * A redaction: paths (a small JSONPath subset) and/or a function. Paths are parsed here: one
- * outside the subset throws `RedactionError` (`badRedactionPath`).
+ * A redaction: values (patterns and literal strings, found in any string of any payload), paths
+ * (a small JSONPath subset) and/or a function, applied in the order paths, values, function.
+ * Paths and values are checked here: a path outside the subset throws `RedactionError`
+ * (`badRedactionPath`), an empty value or a pattern that matches the empty string
+ * `badRedactionValue`.
  *
  * @example
- * const r = redaction({ paths: ["$..email", "$.card.number"], redact: (v, at) => (at.field === "input" ? "[prompt]" : v) });
+ * const r = redaction({
+ *   values: [/\b\d{3}-\d{2}-\d{4}\b/, customer.email], // wherever they appear: outputs, answers, summaries
+ *   paths: ["$..card.number"],
+ * });
  * const journal = withRedaction(openSqliteJournal("./loom.db"), r);
  */
 export function redaction(options: RedactionOptions): Redaction {
   const parsed = (options.paths ?? []).map(parsePath);
   const replacement = options.replacement === undefined ? "[redacted]" : options.replacement;
+  const { patterns, problem } = compileValues(options.values ?? []);
+  if (problem !== undefined)
+    throw new RedactionError(
+      "badRedactionValue",
+      `redaction values: ${problem}; give a non-empty string or a pattern that matches at least one character`,
+    );
+  const valueText = typeof replacement === "string" ? replacement : "[redacted]";
   return {
     options,
-    apply(value, at) {
+    async apply(value, at) {
       if (value === undefined) return undefined;
-      const original = digestOf(value);
       let copy: unknown = JSON.parse(JSON.stringify(value));
       const found = new Map<string, (string | number)[]>();
       for (const steps of parsed) for (const loc of locate(copy, steps)) found.set(pathText(loc), loc);
       replaceAt(copy, [...found.values()], replacement);
+      const matched = redactValues(copy, patterns, valueText);
+      copy = matched.value;
       let fn = false;
       if (options.redact !== undefined) {
         const before = canonicalJsonOfParsed(copy);
@@ -274,8 +321,29 @@ export function redaction(options: RedactionOptions): Redaction {
           copy = JSON.parse(JSON.stringify(out));
         }
       }
-      if (found.size === 0 && !fn) return undefined;
-      const record: RedactionRecord = { field: at.field, ...original, paths: [...found.keys()].sort(), fn };
+      if (found.size === 0 && matched.count === 0 && !fn) return undefined;
+      const keys = options.digest?.keys;
+      const original =
+        keys === undefined
+          ? digestOf(value)
+          : {
+              digest: await keyedDigestOf(
+                value,
+                keys,
+                (why, keyId) =>
+                  new RedactionError(
+                    "digestKeyMissing",
+                    `run ${at.runId}: cannot digest the original of ${describe(at)}: ${why}; give the redaction's key provider a 32-byte key ${JSON.stringify(keyId)} (nothing was written)`,
+                  ),
+              ),
+            };
+      const record: RedactionRecord = {
+        field: at.field,
+        ...original,
+        paths: [...found.keys()].sort(),
+        fn,
+        ...(matched.count > 0 ? { values: matched.count } : {}),
+      };
       return { value: copy, record };
     },
   };
@@ -312,7 +380,7 @@ async function redactEntry(redactor: Redaction, runId: string, entry: NewEntry, 
       `run ${runId}: the redaction got an entry the codec had already encoded (${entry.type}); redact first: withRedaction(withCodec(journal, codec), redaction)`,
     );
   }
-  const fields = PAYLOAD_FIELDS[entry.type as EntryType];
+  const fields = payloadFieldsOf(entry);
   if (fields === undefined) return entry;
   const records: RedactionRecord[] = [];
   let out: Record<string, unknown> | undefined;
@@ -329,7 +397,7 @@ async function redactEntry(redactor: Redaction, runId: string, entry: NewEntry, 
       if (data[field] === undefined) continue;
       const stepId = stepOf(data);
       const at: RedactionContext = { runId, type: entry.type as EntryType, field, ...(stepId ? { stepId } : {}) };
-      const done = redactor.apply(data[field], at);
+      const done = await redactor.apply(data[field], at);
       if (done === undefined) continue;
       out ??= { ...data };
       out[field] = done.value;
@@ -337,6 +405,14 @@ async function redactEntry(redactor: Redaction, runId: string, entry: NewEntry, 
     }
   }
   if (out === undefined) return entry;
+  // A keyed digest: the tool frame's own digest (the lean log's, over the original) is keyed too.
+  const output = records.find((r) => r.field === "output" && r.blob === undefined);
+  if (
+    entry.type === "frame.completed" &&
+    typeof data.digest === "string" &&
+    keyedDigestKeyId(output?.digest) !== undefined
+  )
+    out.digest = output?.digest;
   out[REDACTED_MARK] = records;
   return { ...entry, data: out } as NewEntry;
 }
@@ -397,7 +473,7 @@ function redactingBlobs(blobs: BlobStore, redactor: Redaction, records: BlobReco
       } catch {
         return blobs.put(bytes); // not JSON: not an output the runtime wrote
       }
-      const done = redactor.apply(value, { runId: "(blob)", type: "blob", field: "output" });
+      const done = await redactor.apply(value, { runId: "(blob)", type: "blob", field: "output" });
       if (done === undefined) return blobs.put(bytes);
       const info = await blobs.put(Buffer.from(JSON.stringify(done.value)));
       records.set(info.ref, { ...done.record, blob: info.ref });
@@ -432,13 +508,17 @@ export function withRedaction<J extends Journal>(journal: J, redactor: Redaction
 
 /** What {@link verifyRedacted} found. */
 export interface RedactionVerdict {
-  /** True when the original hashes to the recorded digest (and, for path-only redactions, the paths reproduce what is stored). */
+  /** True when the original hashes to the recorded digest (and, where it can be told, the redaction reproduces what is stored). */
   readonly ok: boolean;
   readonly field: string;
-  /** The digest the entry recorded, and the original's. */
-  readonly recorded: Digest;
-  readonly original: Digest;
-  /** For path-only redactions: whether the original, with those paths replaced, is what the entry stores. */
+  /** The digest the entry recorded, and the original's (keyed like the recorded one, when the key was given). */
+  readonly recorded: { readonly digest: string | null; readonly bytes?: number };
+  readonly original: { readonly digest: string | null; readonly bytes?: number };
+  /**
+   * Whether the original, with the recorded paths replaced (and `values` when the record counts
+   * value matches), is what the entry stores; undefined when that cannot be told (the function
+   * changed it, or value matches are recorded and no `values` were passed).
+   */
   readonly reproduced: boolean | undefined;
   readonly paths: readonly string[];
   /** Why it failed, in words. */
@@ -447,18 +527,29 @@ export interface RedactionVerdict {
 
 /**
  * Checks an original against a stored, redacted entry: the original's `digestOf` must be the one
- * the entry recorded and, when only paths redacted it, the original with those paths replaced
- * (by `replacement`, default `"[redacted]"`) must be what the entry stores. A claim-checked
- * output's stored value is in its blob: pass it as `stored`.
+ * the entry recorded and, when no redaction function changed it, the original with the recorded
+ * paths replaced (by `replacement`, default `"[redacted]"`) and the redaction's `values` replaced
+ * must be what the entry stores. A claim-checked output's stored value is in its blob: pass it as
+ * `stored`. A keyed digest (`hmac-sha256:<keyId>:…`) is checked with `key`, the provider's key of
+ * that id; without it the verdict is not ok and says which key it needs.
  *
  * @example
  * const [entry] = (await readJournal(journal, runId)).filter((e) => redactedFields(e.data).length > 0);
  * verifyRedacted(originalOutput, entry).ok; // true
+ * verifyRedacted(originalOutput, keyedEntry, { key: await auditKeys.key("k1") }).ok; // a keyed digest
  */
 export function verifyRedacted(
   original: unknown,
   entry: { readonly data: unknown },
-  options: { readonly field?: string; readonly replacement?: unknown; readonly stored?: unknown } = {},
+  options: {
+    readonly field?: string;
+    readonly replacement?: unknown;
+    readonly stored?: unknown;
+    /** The redaction's `values` (needed to reproduce a record that counts value matches). */
+    readonly values?: readonly RedactionValue[];
+    /** The key a keyed digest names (`hmac-sha256:<keyId>:…`): the key provider's key of that id. */
+    readonly key?: Uint8Array;
+  } = {},
 ): RedactionVerdict {
   const records = redactedFields(entry.data);
   const record = options.field === undefined ? records[0] : records.find((r) => r.field === options.field);
@@ -474,30 +565,46 @@ export function verifyRedacted(
       reason: "the entry records no redaction of that field",
     };
   }
-  const recorded = { digest: record.digest, bytes: record.bytes };
+  const recorded =
+    record.bytes === undefined ? { digest: record.digest } : { digest: record.digest, bytes: record.bytes };
   let reproduced: boolean | undefined;
-  if (!record.fn) {
-    const copy = JSON.parse(JSON.stringify(original) ?? "null");
-    replaceAt(
-      copy,
-      record.paths.map(concreteKeys),
-      options.replacement === undefined ? "[redacted]" : options.replacement,
-    );
+  if (!record.fn && (record.values === undefined || options.values !== undefined)) {
+    const replacement = options.replacement === undefined ? "[redacted]" : options.replacement;
+    let copy = JSON.parse(JSON.stringify(original) ?? "null");
+    replaceAt(copy, record.paths.map(concreteKeys), replacement);
+    if (options.values !== undefined) {
+      const { patterns } = compileValues(options.values);
+      copy = redactValues(copy, patterns, typeof replacement === "string" ? replacement : "[redacted]").value;
+    }
     const stored =
       options.stored !== undefined ? options.stored : (entry.data as Record<string, unknown>)[record.field];
     reproduced = digestOf(copy).digest === digestOf(stored).digest;
   }
-  const same = mine.digest !== null && mine.digest === record.digest && mine.bytes === record.bytes;
+  const keyId = keyedDigestKeyId(record.digest);
+  let same: boolean;
+  let originalDigest: RedactionVerdict["original"] = mine;
+  let mismatch = `the original hashes to ${mine.digest}, not the recorded ${record.digest}`;
+  if (keyId === undefined) {
+    same = mine.digest !== null && mine.digest === record.digest && mine.bytes === record.bytes;
+  } else if (options.key === undefined) {
+    same = false;
+    originalDigest = { digest: null };
+    mismatch = `the recorded digest is keyed with key ${JSON.stringify(keyId)}: pass that key (verifyRedacted(original, entry, { key }))`;
+  } else {
+    same = matchesKeyedDigest(original, record.digest as string, options.key);
+    originalDigest = { digest: same ? record.digest : null };
+    mismatch = `the original does not have the recorded keyed digest under the key given (key ${JSON.stringify(keyId)} is needed)`;
+  }
   const reason = !same
-    ? `the original hashes to ${mine.digest}, not the recorded ${record.digest}`
+    ? mismatch
     : reproduced === false
-      ? "the original matches the digest, but with the recorded paths replaced it is not what the entry stores"
+      ? "the original matches the digest, but with the recorded paths (and values) replaced it is not what the entry stores"
       : undefined;
   return {
     ok: same && reproduced !== false,
     field: record.field,
     recorded,
-    original: mine,
+    original: originalDigest,
     reproduced,
     paths: record.paths,
     ...(reason === undefined ? {} : { reason }),

@@ -223,9 +223,10 @@ export function checkData(type: EntryType, data: unknown, seq: number | undefine
     }
     case "run.interrupted":
       str(d, "reason");
-      if (d.cause !== undefined) checkCause(d.cause);
+      if (d.cause !== undefined && !encoded?.includes("cause")) checkCause(d.cause);
       return;
     case "run.failed": {
+      if (encoded?.includes("error")) return;
       const e = d.error as Data | undefined;
       if (typeof e !== "object" || e === null) throw new Bad("data.error", `must be an object, found ${kind(e)}`);
       if (typeof e.name !== "string") throw new Bad("data.error.name", "must be a string");
@@ -241,11 +242,13 @@ export function checkData(type: EntryType, data: unknown, seq: number | undefine
       if (!Number.isInteger(d.attempt) || (d.attempt as number) < 1) {
         throw new Bad("data.attempt", `must be an integer ≥ 1, found ${kind(d.attempt)}`);
       }
-      checkCause(d.error, "data.error");
-      const e = d.error as Data;
-      if (typeof e.retryable !== "boolean") throw new Bad("data.error.retryable", "must be a boolean");
-      if (e.retryAfterMs !== undefined && !(Number.isFinite(e.retryAfterMs) && (e.retryAfterMs as number) >= 0)) {
-        throw new Bad("data.error.retryAfterMs", `must be a number ≥ 0, found ${kind(e.retryAfterMs)}`);
+      if (!encoded?.includes("error")) {
+        checkCause(d.error, "data.error");
+        const e = d.error as Data;
+        if (typeof e.retryable !== "boolean") throw new Bad("data.error.retryable", "must be a boolean");
+        if (e.retryAfterMs !== undefined && !(Number.isFinite(e.retryAfterMs) && (e.retryAfterMs as number) >= 0)) {
+          throw new Bad("data.error.retryAfterMs", `must be a number ≥ 0, found ${kind(e.retryAfterMs)}`);
+        }
       }
       if (d.retryAt !== null && !Number.isFinite(d.retryAt)) {
         throw new Bad("data.retryAt", `must be a time in ms or null, found ${kind(d.retryAt)}`);
