@@ -50,7 +50,7 @@ export function journalFileError(path: string, e: unknown): unknown {
     return new JournalFileError(
       "diskFull",
       path,
-      `cannot write to the journal file ${path}: the disk is full (${why}); free space on that disk (or move the file to a bigger one) and open it again`,
+      `cannot write to the journal file ${path}: the disk is full (${why}); free space on that disk (or move the file to a bigger one) and try again`,
       { cause: e },
     );
   }

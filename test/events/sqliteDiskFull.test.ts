@@ -137,6 +137,11 @@ describe.skipIf(cannot !== undefined)("a SQLite journal on a full disk", () => {
       const error = await journal.store.append("r", [big as never], { expectedVersion: 1 }).catch((e: unknown) => e);
       expect(isJournalFileError(error) && error.code === "diskFull").toBe(true);
       expect((error as JournalFileError).message).toMatch(/^run r: appending 1 entries after seq 1 .*disk is full/);
+      // A claim-checked output that does not fit: the blob store says the disk is full too.
+      await expect(journal.blobs?.put(new Uint8Array(MB))).rejects.toMatchObject({
+        code: "diskFull",
+        message: expect.stringMatching(/second\.db: the disk is full/),
+      });
       // A new journal file on the full disk is refused at open, naming the file.
       expect(() => openSqliteJournal(join(dir, "third.db"))).toThrow(
         expect.objectContaining({ code: "diskFull", message: expect.stringMatching(/third\.db: the disk is full/) }),
