@@ -5,6 +5,7 @@ import { sha256Hex } from "../core/digest.ts";
 import { IntegrityError } from "../core/errors.ts";
 import type { BlobInfo, BlobRef, BlobStore } from "./spi.ts";
 import { openSqliteFile, type SqliteDatabase, type SqliteFile, type SqliteOptions } from "./sqliteFile.ts";
+import { isJournalFileError, journalFileError } from "./sqliteOpen.ts";
 
 const REF = /^sha256:[0-9a-f]{64}$/;
 
@@ -96,7 +97,13 @@ export function sqliteBlobStoreOn(shared: SqliteFile): BlobStore {
   return {
     async put(bytes) {
       const i = info(bytes);
-      insert.run(i.digest, i.size, Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
+      try {
+        insert.run(i.digest, i.size, Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
+      } catch (e) {
+        // A full disk says so (JournalFileError, code diskFull); any other failure as it came.
+        const mapped = journalFileError(file.db.name, e);
+        throw isJournalFileError(mapped) && mapped.code === "diskFull" ? mapped : e;
+      }
       return i;
     },
     async get(ref) {

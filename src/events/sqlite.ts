@@ -14,6 +14,7 @@ import {
   type SqliteOptions,
   sqliteFileOf,
 } from "./sqliteFile.ts";
+import { writeOrFull } from "./sqliteOpen.ts";
 import { decodeStoredRows, encodeRow, INSERT_ENTRY, type StoredRow } from "./sqliteRows.ts";
 import { walSync } from "./sqliteSync.ts";
 import { sqliteWatch } from "./sqliteWatch.ts";
@@ -74,6 +75,8 @@ export function sqliteStoreOn(shared: SqliteFile): SqliteEventStore {
   const checkpoints = file.checkpoints === "background" ? walCheckpointer(db, file.synchronous) : undefined;
   /** Commits without waiting for its fsync where the file allows it (see `walSync`). */
   const lightly = <T>(commit: () => T): T => (sync === undefined ? commit() : sync.relaxed(commit));
+  /** A write of run `runId`'s that finds the disk full throws a `JournalFileError` (`diskFull`) naming the run. */
+  const full = <T>(runId: string, what: string, write: () => T): T => writeOrFull(db.name, runId, what, write);
   const keyOf = db.prepare("SELECT run FROM loom_runs WHERE run_id = ?").pluck();
   const insert = db.prepare(INSERT_ENTRY);
   const page = db
@@ -238,7 +241,7 @@ export function sqliteStoreOn(shared: SqliteFile): SqliteEventStore {
   const compactSync = (runId: string, request: CompactRequest) => {
     checkRunId(runId, "compact");
     const text = encodeEntries(runId, [request.marker], request.expectedVersion).texts[0] as string;
-    compactTx.immediate(runId, request, text);
+    full(runId, "compacting it", () => compactTx.immediate(runId, request, text));
     return { version: request.expectedVersion + 1 };
   };
 
@@ -250,10 +253,11 @@ export function sqliteStoreOn(shared: SqliteFile): SqliteEventStore {
       checkRunId(runId, "append");
       sync?.check(runId);
       const { types, texts } = encodeEntries(runId, entries, expectedVersion);
+      const what = `appending ${entries.length} entries after seq ${expectedVersion}`;
       if (options.durability === "written") {
-        lightly(() => write.immediate(runId, entries, types, texts, expectedVersion, fence));
+        full(runId, what, () => lightly(() => write.immediate(runId, entries, types, texts, expectedVersion, fence)));
       } else {
-        write.immediate(runId, entries, types, texts, expectedVersion, fence);
+        full(runId, what, () => write.immediate(runId, entries, types, texts, expectedVersion, fence));
         sync?.covered(); // its fsync flushed the relaxed commits before it
       }
       checkpoints?.wrote(walPages(texts)); // counted only when there is a checkpointer
@@ -285,15 +289,15 @@ export function sqliteStoreOn(shared: SqliteFile): SqliteEventStore {
     // so a power loss that takes back an acquire (or a renewal, a release) has ended every process
     // that could hold the lease; and any later durable commit flushes it first (WAL order).
     async acquire(runId: string, options: AcquireOptions) {
-      return lightly(() => acquireTx.immediate(runId, options));
+      return full(runId, "taking its lease", () => lightly(() => acquireTx.immediate(runId, options)));
     },
 
     async renew(lease: RunLease, leaseMs: number) {
-      return lightly(() => renewTx.immediate(lease, leaseMs));
+      return full(lease.runId, "renewing its lease", () => lightly(() => renewTx.immediate(lease, leaseMs)));
     },
 
     async release(lease: RunLease) {
-      lightly(() => releaseTx.immediate(lease));
+      full(lease.runId, "releasing its lease", () => lightly(() => releaseTx.immediate(lease)));
     },
 
     watch(runId: string, onAppend: () => void) {
@@ -302,7 +306,7 @@ export function sqliteStoreOn(shared: SqliteFile): SqliteEventStore {
 
     async requestCancel(runId: string, reason: string) {
       checkRunId(runId, "requestCancel");
-      return requestCancelTx.immediate(runId, reason);
+      return full(runId, "recording a cancel request", () => requestCancelTx.immediate(runId, reason));
     },
 
     async holder(runId: string) {

@@ -18,7 +18,9 @@ export type JournalFileErrorCode =
   /** Opened to write, but the file or its folder is read-only. */
   | "journalReadOnly"
   /** Flushing the file to disk failed: its latest appends may not survive a power loss. */
-  | "journalNotDurable";
+  | "journalNotDurable"
+  /** The disk under the file is full: the write that found it so took nothing; free space and resume. */
+  | "diskFull";
 
 /** A file given as a journal that cannot be used as one. `path` is the file; the message says what to do. */
 export class JournalFileError extends LoomError {
@@ -44,6 +46,14 @@ export function journalFileError(path: string, e: unknown): unknown {
   if (isLoomError(e)) return e;
   const code = sqliteCode(e);
   const why = (e as Error)?.message ?? String(e);
+  if (isDiskFull(e)) {
+    return new JournalFileError(
+      "diskFull",
+      path,
+      `cannot write to the journal file ${path}: the disk is full (${why}); free space on that disk (or move the file to a bigger one) and try again`,
+      { cause: e },
+    );
+  }
   if (code === "SQLITE_NOTADB") {
     return new JournalFileError(
       "notAJournal",
@@ -71,6 +81,32 @@ export function journalFileError(path: string, e: unknown): unknown {
     );
   }
   return e;
+}
+
+/** The driver's or the OS's "no space left": SQLite's SQLITE_FULL, or ENOSPC from a write or a flush. */
+const isDiskFull = (e: unknown): boolean => {
+  const code = sqliteCode(e);
+  return code === "SQLITE_FULL" || code === "ENOSPC";
+};
+
+/**
+ * Runs `write` (one write to the journal file at `path`, for run `runId`), turning a full disk
+ * into a `JournalFileError` (code `diskFull`) that names the run and what to do. A write that
+ * finds the disk full takes nothing: SQLite rolls its transaction back, so every entry written
+ * before it is kept. @internal
+ */
+export function writeOrFull<T>(path: string, runId: string, what: string, write: () => T): T {
+  try {
+    return write();
+  } catch (e) {
+    if (!isDiskFull(e)) throw e;
+    throw new JournalFileError(
+      "diskFull",
+      path,
+      `run ${runId}: ${what} to the journal file ${path} failed because the disk is full; nothing of it was written and every entry journaled before it is kept. Free space on that disk (or move the file to a bigger one), then run ${runId} again to resume it`,
+      { cause: e },
+    );
+  }
 }
 
 /** Loom's schema version recorded in the file, or undefined when it holds no Loom tables. @internal */

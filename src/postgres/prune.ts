@@ -5,7 +5,7 @@ import { CODE } from "./rows.ts";
 /**
  * `pruneRuns` on PostgreSQL. Each batch is one transaction: it locks up to `batchSize` finished
  * runs older than the cutoff (`FOR UPDATE SKIP LOCKED`: a run some writer holds is left for the
- * next prune), deletes their entries, archive batches, queue rows and blob references, then the
+ * next prune, and so is one whose ownership is held), deletes their entries, archive batches, queue rows and blob references, then the
  * blobs no remaining run names, then the runs. A blob put after the cutoff is kept even when
  * nothing names it yet: a live run may be about to record its ref (`put` marks a blob it finds
  * already stored as put again). Nothing else is locked, so live runs append on meanwhile.
@@ -14,7 +14,13 @@ export async function prunePostgres(db: PgDatabase, request: PruneRequest): Prom
   const { pool, tables: t } = db;
   const { completedBefore, batchSize, dryRun } = request;
   await db.ready;
-  const finished = `r.last_type IN (${CODE.completed}, ${CODE.failed}, ${CODE.cancelled}) AND r.updated_at < $1::bigint`;
+  // A run someone still holds (its owner's lease or a worker's, not yet run out) is left for a later
+  // prune even when its last entry ends it: its holder may still be writing beside it (a snapshot,
+  // a cancel's release) and would find the run gone under it.
+  const held = `EXISTS (SELECT 1 FROM ${t.owners} o WHERE o.run_id = r.run_id AND o.owner IS NOT NULL AND o.expires_at > now())
+     OR EXISTS (SELECT 1 FROM ${t.leases} l WHERE l.run_id = r.run_id AND l.owner IS NOT NULL AND l.expires_at > now())`;
+  const finished = `r.last_type IN (${CODE.completed}, ${CODE.failed}, ${CODE.cancelled}) AND r.updated_at < $1::bigint
+     AND NOT (${held})`;
   if (dryRun) {
     const { rows } = await pool.query<PruneResult>(
       `WITH gone AS (SELECT r.run, r.run_id, r.entries FROM ${t.runs} r WHERE ${finished})
