@@ -11,10 +11,11 @@ import type {
 } from "../../events/types.ts";
 import type { CheckOutput, RunToolOutput, ToolCallInput } from "../../machines/toolCall.machine.ts";
 import type { RetryPolicy } from "../../policies/retry.ts";
-import { asWaitChoice, decideWait } from "../../policies/wait.ts";
+import { asWaitChoice, decideWait, type WaitChoice } from "../../policies/wait.ts";
 import { type FrameState, responseAt } from "../../projections/runState.ts";
 import { isWaitRequest, type WaitRequest, waitContext } from "../../tools/wait.ts";
 import { AppendAfterCloseError } from "../base/appender.ts";
+import { completedData } from "../base/callResult.ts";
 import type { Tool } from "../base/config.ts";
 import { isSubAgentTool } from "../subruns/subAgentTools.ts";
 import { subRunWaits } from "../subruns/subRuns.ts";
@@ -197,12 +198,7 @@ export class ToolCalls implements CallSteps, ToolSteps {
     const prepared = made instanceof Promise ? await made : made; // a promise only when claim-checked
     if (!prepared.ok)
       return this.fail(stepId, { error: "output-not-json", message: prepared.message }, true, inputDigest, effect);
-    const { digest, bytes } = prepared.digest;
-    // The claim-check mark sits beside the output, where no tool can write it (src/events/claimCheck.ts).
-    const data = prepared.claimChecked
-      ? { frameId: stepId, digest, bytes, claimChecked: true as const, output: prepared.recorded }
-      : { frameId: stepId, digest, bytes, output: prepared.recorded };
-    const flushed = this.recordResult({ type: "frame.completed", data });
+    const flushed = this.recordResult({ type: "frame.completed", data: completedData(stepId, prepared) });
     if (flushed !== undefined) await flushed; // written now only while other tools of the turn run
     this.session.setFed(stepId, { output: prepared.fed, isError: false });
     return { status: "ok" };
@@ -215,9 +211,22 @@ export class ToolCalls implements CallSteps, ToolSteps {
   private async startWait(stepId: string, wait: WaitRequest): Promise<RunToolOutput> {
     await this.session.appender.append({
       type: "decision.recorded",
-      data: { decisionId: waitId(stepId), source: DECISION_SOURCES.wait, choice: wait.choice },
+      data: { decisionId: waitId(stepId), source: DECISION_SOURCES.wait, choice: this.waitChoice(wait.choice) },
     });
     return { status: "waiting" };
+  }
+
+  /**
+   * What an event wait records beside the tool's choice: the loop's claim-check threshold, for
+   * `deliverEvent` to put a large payload where the loop puts a large output. It is delivered from
+   * outside the run, where only the journal's blob store is at hand: recorded only when the loop's
+   * `claimCheck.blobs` is that store.
+   */
+  private waitChoice(choice: WaitChoice): WaitChoice {
+    if (choice.kind !== "event") return choice;
+    const claimCheck = this.session.config.claimCheck;
+    if (claimCheck === undefined || claimCheck.blobs !== this.session.options.journal.blobs) return choice;
+    return { ...choice, claimCheckBytes: claimCheck.thresholdBytes };
   }
 
   /**

@@ -1,15 +1,37 @@
+/**
+ * The one write path for a call's output, whoever ends the call: the tool that returned it, a
+ * sleep that woke, an event delivered to a waiting call (`deliverEvent`, from any process). Each
+ * is prepared here (JSON form, digest, claim-check) and journaled as the same `frame.completed`,
+ * so the same value ends the same way in the journal (and through the journal's codec and
+ * redaction, which every append passes) whichever way it came.
+ */
 import { canonicalBytesOfParsed } from "../../core/canonicalJson.ts";
-import { digestOfRecorded, sha256Hex } from "../../core/digest.ts";
+import { type Digest, digestOfRecorded, sha256Hex } from "../../core/digest.ts";
 import { jsonRoundTrip } from "../../core/jsonForm.ts";
 import type { ClaimCheckEnvelope } from "../../events/claimCheck.ts";
 import type { BlobStore } from "../../events/spi.ts";
-import type { AgentLoopConfig } from "../base/config.ts";
-import type { RecordedOutput } from "./session.ts";
+import type { FrameCompletedData } from "../../events/types.ts";
+import type { AgentLoopConfig } from "./config.ts";
+
+/** A call's output prepared for the journal: what the frame records and what the model is fed. */
+export type RecordedOutput =
+  | {
+      readonly ok: true;
+      readonly recorded: unknown;
+      readonly fed: unknown;
+      readonly digest: Digest;
+      /** `recorded` is the envelope of a claim-checked output: the frame marks it `claimChecked`. */
+      readonly claimChecked?: true;
+    }
+  | { readonly ok: false; readonly message: string };
+
+/** Where large outputs go, and from what size: the loop's `claimCheck`. */
+export type ClaimCheck = AgentLoopConfig["claimCheck"];
 
 /**
  * Prepares a tool's live output for the journal: its JSON form, members in the order
  * `JSON.parse(JSON.stringify(output))` lists them (what is fed, logged, and read back on a
- * resume), its digest over the canonical text (ADR 0142 D2: members sorted), and, when that text
+ * resume), its digest over the canonical text (members sorted), and, when that text
  * exceeds `claimCheck.thresholdBytes`, the envelope of the blob it is put in. The canonical text is
  * written once, as UTF-8 bytes: they are hashed, measured, and kept for the next prompt digest,
  * whose tool message holds the same value (`canonicalBytesOfParsed`). The blob holds the output's
@@ -22,10 +44,7 @@ import type { RecordedOutput } from "./session.ts";
  * const out = await recordedOutput({ hits: 3, at: new Date(0) }, undefined); // no claim check: made at once
  * out.ok && out.recorded; // { hits: 3, at: "1970-01-01T00:00:00.000Z" }
  */
-export function recordedOutput(
-  output: unknown,
-  claimCheck: AgentLoopConfig["claimCheck"],
-): RecordedOutput | Promise<RecordedOutput> {
+export function recordedOutput(output: unknown, claimCheck: ClaimCheck): RecordedOutput | Promise<RecordedOutput> {
   let recorded: unknown;
   try {
     recorded = jsonRoundTrip(output);
@@ -50,4 +69,20 @@ async function claimChecked(recorded: unknown, blobs: BlobStore): Promise<Record
   const info = await blobs.put(Buffer.from(JSON.stringify(recorded)));
   const envelope: ClaimCheckEnvelope = { __loomClaimCheck: 1, ref: info.ref, size: info.size, digest: info.digest };
   return { ok: true, recorded: envelope, fed: recorded, digest: digestOfRecorded(envelope), claimChecked: true };
+}
+
+/**
+ * The data of the `frame.completed` that ends call `stepId` with a prepared output: its digest
+ * and size, the claim-check mark beside the output when it is an envelope (where no tool can write
+ * it: src/events/claimCheck.ts), and the output as recorded.
+ *
+ * @example
+ * const prepared = await recordedOutput(payload, claimCheck);
+ * if (prepared.ok) await store.append(runId, [{ type: "frame.completed", data: completedData(stepId, prepared) }]);
+ */
+export function completedData(stepId: string, prepared: Extract<RecordedOutput, { ok: true }>): FrameCompletedData {
+  const { digest, bytes } = prepared.digest;
+  return prepared.claimChecked
+    ? { frameId: stepId, digest, bytes, claimChecked: true, output: prepared.recorded }
+    : { frameId: stepId, digest, bytes, output: prepared.recorded };
 }
