@@ -1,16 +1,19 @@
 /**
- * The one write path for a call's output, whoever ends the call: the tool that returned it, a
- * sleep that woke, an event delivered to a waiting call (`deliverEvent`, from any process). Each
- * is prepared here (JSON form, digest, claim-check) and journaled as the same `frame.completed`,
- * so the same value ends the same way in the journal (and through the journal's codec and
- * redaction, which every append passes) whichever way it came.
+ * The one write path for a call's result, whoever ends the call: the tool that returned it, a
+ * sleep that woke, an event delivered to a waiting call (`deliverEvent`, from any process), a
+ * person's answer to its approval (in the run, or `recordApproval` from any process). Each is
+ * made here (JSON form, digest, claim-check) into the same entries, so the same result ends the
+ * same way in the journal (and through the journal's codec and redaction, which every append
+ * passes) whichever way it came.
  */
 import { canonicalBytesOfParsed } from "../../core/canonicalJson.ts";
 import { type Digest, digestOfRecorded, sha256Hex } from "../../core/digest.ts";
 import { jsonRoundTrip } from "../../core/jsonForm.ts";
 import type { ClaimCheckEnvelope } from "../../events/claimCheck.ts";
+import { approvalId, DECISION_SOURCES } from "../../events/ids.ts";
 import type { BlobStore } from "../../events/spi.ts";
-import type { FrameCompletedData } from "../../events/types.ts";
+import type { FrameCompletedData, NewEntry } from "../../events/types.ts";
+import { declinedResult } from "../../policies/approval.ts";
 import type { AgentLoopConfig } from "./config.ts";
 
 /** A call's output prepared for the journal: what the frame records and what the model is fed. */
@@ -85,4 +88,44 @@ export function completedData(stepId: string, prepared: Extract<RecordedOutput, 
   return prepared.claimChecked
     ? { frameId: stepId, digest, bytes, claimChecked: true, output: prepared.recorded }
     : { frameId: stepId, digest, bytes, output: prepared.recorded };
+}
+
+/** An answer to a call's approval, as journaled. */
+export interface ApprovalAnswer {
+  readonly approved: boolean;
+  /** The digest of the input it answers for. */
+  readonly inputDigest: string | null;
+  /** Who answered (`recordApproval`'s `by`). */
+  readonly by?: string;
+  /** Why (a person's reason, or `approval-expired`). */
+  readonly reason?: string;
+  /** When the request expired (ms since the epoch), for a call declined because no one answered in time. */
+  readonly expiredAt?: number;
+}
+
+/**
+ * The entries that journal an answer to call `stepId`'s approval: its decision, and for a
+ * decline the call's `call.settled` with what the model is told.
+ *
+ * @example
+ * approvalEntries(stepId, "refund", { approved: false, inputDigest, by: "ana", reason: "over the limit" });
+ * // [decision.recorded <stepId>:approval, call.settled (approval-declined)]
+ */
+export function approvalEntries(stepId: string, toolName: string, answer: ApprovalAnswer): NewEntry[] {
+  const { approved, inputDigest, by, reason, expiredAt } = answer;
+  const choice = {
+    approved,
+    inputDigest,
+    ...(by === undefined ? {} : { by }),
+    ...(reason === undefined ? {} : { reason }),
+  };
+  const decision: NewEntry = {
+    type: "decision.recorded",
+    data: { decisionId: approvalId(stepId), source: DECISION_SOURCES.approval, choice },
+  };
+  if (approved) return [decision];
+  const expired = expiredAt !== undefined;
+  const result = declinedResult(toolName, expired ? { expiredAt } : reason === undefined ? {} : { reason });
+  const settled = expired ? "approval-expired" : "approval-declined";
+  return [decision, { type: "call.settled", data: { stepId, status: "error", reason: settled, result } }];
 }

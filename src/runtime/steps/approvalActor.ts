@@ -1,8 +1,9 @@
 import { fromPromise } from "xstate";
 import { digestOfRecorded } from "../../core/digest.ts";
-import { approvalId, DECISION_SOURCES } from "../../events/ids.ts";
+import { approvalId } from "../../events/ids.ts";
 import type { ApprovalOutput, ToolCallInput } from "../../machines/toolCall.machine.ts";
-import { approvalExpiry, declinedResult } from "../../policies/approval.ts";
+import { approvalExpiry } from "../../policies/approval.ts";
+import { approvalEntries } from "../base/callResult.ts";
 import { answerGiven } from "../subruns/subRunApprovals.ts";
 import { boundRun } from "./runBinding.ts";
 import type { RunSession } from "./session.ts";
@@ -55,22 +56,15 @@ async function approve(session: RunSession, calls: ToolCalls, input: ToolCallInp
   // The answer is journaled in the call's turn (the response's call order: callOrder.ts).
   const turn = calls.turnOf(input);
   if (turn !== undefined) await turn;
-  const choice = { approved: answer === true, inputDigest, ...(expired ? { reason: "approval-expired" } : {}) };
-  const decision = {
-    type: "decision.recorded",
-    data: { decisionId, source: DECISION_SOURCES.approval, choice },
-  } as const;
   // Nothing has run on the answer yet: it is written with the next append, which for an approved
   // call is its tool's start (one append for both, in call order), else the turn's next one.
-  if (answer === true) {
-    session.appender.defer(decision);
-    return { kind: "approved" };
-  }
-  const result = declinedResult(call.name, expired ? { expiredAt: expiresAt } : {});
-  session.appender.defer(decision, {
-    type: "call.settled",
-    data: { stepId, status: "error", reason: expired ? "approval-expired" : "approval-declined", result },
+  const entries = approvalEntries(stepId, call.name, {
+    approved: answer === true,
+    inputDigest,
+    ...(expired ? { reason: "approval-expired", expiredAt: expiresAt } : {}),
   });
+  session.appender.defer(...entries);
+  if (answer === true) return { kind: "approved" };
   session.setFed(stepId, { output: session.state.settled[stepId]?.result, isError: true });
   return { kind: "declined" };
 }
