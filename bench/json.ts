@@ -10,7 +10,7 @@
 import { canonicalJson, withCanonicalBytes } from "../src/core/canonicalJson.ts";
 import { digestOfRecorded, sha256Hex } from "../src/core/digest.ts";
 import { jsonRoundTrip } from "../src/core/jsonForm.ts";
-import { recordedOutput } from "../src/runtime/steps/recordedOutput.ts";
+import { recordedOutput } from "../src/runtime/base/callResult.ts";
 import { printResult, printTable, rng, toolOutput } from "./support.ts";
 
 const ROUNDS = Number(process.env.JSON_ROUNDS ?? 100);

@@ -271,7 +271,8 @@ export const agentLoopMachine = setup({
       let plain: ToolCallInput[] | undefined;
       for (let index = context.batchStart; index < context.dispatched; index++) {
         const stepId = toolStepId(context.loopId, context.turn, index);
-        const input = { runId: context.runId, turn: context.turn, index, stepId, call: calls[index] as ToolCall };
+        const call = calls[index] as ToolCall;
+        const input = { runId: context.runId, turn: context.turn, index, stepId, call, batchEnd: context.dispatched };
         if (listed(context.charted, index)) enqueue.spawnChild("toolCall", { id: `call:${index}`, input });
         else (plain ??= []).push(input);
       }

@@ -8,6 +8,11 @@ export interface ToolCallInput {
   readonly index: number;
   readonly stepId: string;
   readonly call: ToolCall;
+  /**
+   * The end (exclusive) of the batch of calls dispatched with this one: its tool runs once every
+   * call before it has journaled its start. Absent: the call's own index + 1.
+   */
+  readonly batchEnd?: number;
 }
 
 /** `checkCall`: served from the journal, refused (journaled as call.settled), or cleared to run. */

@@ -25,6 +25,12 @@ export type WaitChoice =
       /** When the wait times out (ISO 8601): the call then fails with `wait-expired`. */
       readonly expiresAt?: string;
       readonly what?: string;
+      /**
+       * The loop's claim-check threshold (`claimCheck.thresholdBytes`), recorded when its blobs are
+       * the journal's: a delivered payload whose canonical JSON is longer goes to the journal's
+       * blob store, as the tool's own output would. Absent: the payload is journaled inline.
+       */
+      readonly claimCheckBytes?: number;
     };
 
 /** What a resumed waiting call does now. */
@@ -84,6 +90,8 @@ export function asWaitChoice(choice: unknown): WaitChoice | undefined {
   if (c.kind === "event" && typeof c.tokenDigest === "string") {
     if (c.expiresAt !== undefined && (typeof c.expiresAt !== "string" || Number.isNaN(Date.parse(c.expiresAt))))
       return undefined;
+    const limit = c.claimCheckBytes;
+    if (limit !== undefined && !(typeof limit === "number" && Number.isInteger(limit) && limit > 0)) return undefined;
     return c as WaitChoice;
   }
   return undefined;

@@ -1,6 +1,5 @@
 import { describe, expect, it } from "vitest";
 import { readJournal } from "../../src/events/journal.ts";
-import type { JournalEntry } from "../../src/events/types.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
 import type { ModelResponse } from "../../src/models/types.ts";
 import { type RunEvent, runEventsOf } from "../../src/projections/events.ts";
@@ -8,6 +7,7 @@ import type { Tool } from "../../src/runtime/base/config.ts";
 import { isAgentInterruptedError } from "../../src/runtime/base/errors.ts";
 import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
 import { EventQueue } from "../../src/runtime/streaming/events.ts";
+import { journalText } from "../support/journalText.ts";
 import { jsonJournal } from "../support/loop.ts";
 
 const tools: Record<string, Tool> = {
@@ -31,9 +31,6 @@ const loopOf = (turns: number, toolCallLog?: "lean") =>
   agentLoop$({ id: "st", model: scriptedModel(script(turns)), tools, ...(toolCallLog ? { toolCallLog } : {}) });
 
 /** The journal as the store keeps it, but for the wall clock of each append. */
-const withoutClock = (entries: readonly JournalEntry[]) =>
-  entries.map((e) => JSON.stringify({ ...e, meta: { ...e.meta, at: "" } }));
-
 /** The journaled events (the model's deltas, live only, left out): what the journal's fold gives. */
 const journaled = (events: RunEvent[]) => events.filter((e) => "cursor" in e);
 
@@ -61,7 +58,7 @@ describe("loop.stream", () => {
     const stream = loopOf(3, "lean").stream({ runId: "same", input: "go", journal: b });
     const events = await collect(stream);
     await stream.output;
-    expect(withoutClock(await readJournal(b, "same"))).toEqual(withoutClock(await readJournal(a, "same")));
+    expect(journalText(await readJournal(b, "same"))).toEqual(journalText(await readJournal(a, "same")));
     // A lean run's events carry digests, not outputs.
     const finished = events.filter((e) => e.type === "tool-finished");
     expect(finished).toHaveLength(4);

@@ -11,6 +11,7 @@ import {
   readJournal,
   scriptedModel,
 } from "../../src/index.ts";
+import { journalText } from "../support/journalText.ts";
 
 /**
  * The model's deltas reach whoever watches a run (loop.stream, onEvent) and are never journaled:
@@ -63,8 +64,9 @@ describe("model deltas in a run's events", () => {
     };
     const plain = agentLoop$({ id: "d", model: counting, tools: { lookup } });
     await plain.run({ runId: "s", input: "where is order 7?", journal: plainJournal });
-    const strip = (entries: Awaited<ReturnType<typeof readJournal>>) => entries.map(({ meta: _m, ...e }) => e);
-    expect(strip(await readJournal(streamedJournal, "s"))).toEqual(strip(await readJournal(plainJournal, "s")));
+    expect(journalText(await readJournal(streamedJournal, "s"))).toEqual(
+      journalText(await readJournal(plainJournal, "s")),
+    );
     expect(streams).toBe(2);
   });
 

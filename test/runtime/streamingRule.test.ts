@@ -16,6 +16,7 @@ import {
   streamModelCall,
 } from "../../src/index.ts";
 import { streamedAs } from "../support/aiSdkStream.ts";
+import { journalText } from "../support/journalText.ts";
 
 /**
  * Loom's one streaming rule (issue 36): a model call streams whenever the model can, whoever
@@ -44,8 +45,7 @@ const generateOnly = () => new MockLanguageModelV3({ doGenerate: TURNS });
 const loopOf = (model: Model) => agentLoop$({ id: "rule", model, tools: { lookup }, searchTools: false });
 const journal = () => createJournal({ store: memoryStore({ json: true }) });
 /** The journal's entries without their wall clock: what must be the same whoever watched. */
-const entriesOf = async (j: ReturnType<typeof journal>, runId: string) =>
-  (await readJournal(j, runId)).map(({ meta: _m, ...e }) => JSON.stringify(e));
+const entriesOf = async (j: ReturnType<typeof journal>, runId: string) => journalText(await readJournal(j, runId));
 
 describe("one streaming rule: stream whenever the model can, whoever watches", () => {
   it("a doStream-only model answers a plain run (nobody watches): doStream is called, doGenerate never", async () => {

@@ -1,11 +1,11 @@
 import { digestOfRecorded } from "../../core/digest.ts";
 import { RunCancelledError } from "../../core/errors.ts";
-import { approvalId, checkRunId, childRunId, DECISION_SOURCES, parseFrameId, runIdProblem } from "../../events/ids.ts";
+import { approvalId, checkRunId, childRunId, parseFrameId, runIdProblem } from "../../events/ids.ts";
 import { readJournal } from "../../events/journal.ts";
 import type { Journal } from "../../events/spi.ts";
-import type { NewEntry, ToolCall } from "../../events/types.ts";
-import { declinedResult } from "../../policies/approval.ts";
+import type { ToolCall } from "../../events/types.ts";
 import { foldEntries, type RunState, responseAt } from "../../projections/runState.ts";
+import { approvalEntries } from "../base/callResult.ts";
 import { foldRun, hydrateArchived } from "../base/readers.ts";
 import { readRunState } from "../base/snapshots.ts";
 import { parentRunOf, type SubRunParent } from "../subruns/subRuns.ts";
@@ -248,22 +248,12 @@ export async function recordApproval(
         `run ${runId} step ${stepId}: the approval expired at ${pending.expiresAt} (its tool's approvalTimeoutMs); the run declines the call when it resumes`,
       );
     }
-    const choice = {
+    const entries = approvalEntries(stepId, pending.toolName, {
       approved: answer.approved,
       inputDigest: pending.inputDigest,
       ...(answer.by === undefined ? {} : { by: answer.by }),
       ...(answer.reason === undefined ? {} : { reason: answer.reason }),
-    };
-    const entries: NewEntry[] = [
-      {
-        type: "decision.recorded",
-        data: { decisionId: approvalId(stepId), source: DECISION_SOURCES.approval, choice },
-      },
-    ];
-    if (!answer.approved) {
-      const result = declinedResult(pending.toolName, answer.reason === undefined ? {} : { reason: answer.reason });
-      entries.push({ type: "call.settled", data: { stepId, status: "error", reason: "approval-declined", result } });
-    }
+    });
     const wake = await wakeFor(journal, runId, state);
     await store.append(runId, entries, {
       expectedVersion: state.version,

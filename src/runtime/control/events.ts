@@ -6,6 +6,7 @@ import type { Journal } from "../../events/spi.ts";
 import { asWaitChoice } from "../../policies/wait.ts";
 import { foldEntries } from "../../projections/runState.ts";
 import { eventTokenDigest, parseEventToken } from "../../tools/wait.ts";
+import { type ClaimCheck, completedData, recordedOutput } from "../base/callResult.ts";
 import { wakeFor } from "./approvals.ts";
 import { EventDeliveryError } from "./errors.ts";
 
@@ -25,6 +26,20 @@ export interface DeliveredEvent {
   readonly toolName: string;
 }
 
+const invalidPayload = (runId: string, stepId: string, where: { runId: string; stepId: string }) =>
+  new EventDeliveryError(
+    "eventPayloadInvalid",
+    `run ${runId} step ${stepId}: the payload has no JSON form; send a JSON value`,
+    where,
+  );
+
+/**
+ * Where a delivered payload is claim-checked: the journal's blob store, past the threshold the
+ * waiting run recorded with its wait (none recorded, or a journal without blobs: inline).
+ */
+const deliveryClaimCheck = (journal: Journal, thresholdBytes: number | undefined): ClaimCheck =>
+  thresholdBytes === undefined || journal.blobs === undefined ? undefined : { blobs: journal.blobs, thresholdBytes };
+
 /** How long `deliverEvent` holds the run while it journals the payload. */
 const DELIVERY_LEASE_MS = 10_000;
 
@@ -34,7 +49,10 @@ const sameDigest = (a: string, b: string) =>
 /**
  * Delivers an event to the tool call that waits for it (`ctx.waitForEvent`): journals `payload`
  * as the call's outcome, in one append fenced by the run's ownership and conditional on the
- * version it read, so of two deliveries only one is journaled. The run goes on with it on its next
+ * version it read, so of two deliveries only one is journaled. The payload is journaled as the
+ * tool's own output would be: same digest, and claim-checked into the journal's blob store past
+ * the threshold the loop recorded with the wait; pass the journal the loop runs on (its codec and
+ * redaction included). The run goes on with it on its next
  * `loop.run` (or `loom wake`); on PostgreSQL the append queues it for its loop's workers. Refused,
  * with nothing journaled, by `EventDeliveryError`: `eventUnknownToken` (forged, mistyped),
  * `eventAlreadyDelivered` (a token is single-use), `eventExpired` (the wait timed out),
@@ -59,14 +77,7 @@ export async function deliverEvent(
     );
   }
   const { runId, stepId } = where;
-  const { digest, bytes } = digestOfRecorded(payload);
-  if (digest === null) {
-    throw new EventDeliveryError(
-      "eventPayloadInvalid",
-      `run ${runId} step ${stepId}: the payload has no JSON form; send a JSON value`,
-      where,
-    );
-  }
+  if (digestOfRecorded(payload).digest === null) throw invalidPayload(runId, stepId, where);
   const { store } = journal;
   const owner = options.by === undefined ? "deliverEvent" : `deliverEvent by ${options.by}`;
   const lease = await store.acquire(runId, { owner, leaseMs: DELIVERY_LEASE_MS });
@@ -96,9 +107,12 @@ export async function deliverEvent(
         where,
       );
     }
-    const output = JSON.parse(JSON.stringify(payload)) as unknown;
+    // The same frame the tool's own output would have made: claim-checked past the loop's
+    // threshold (recorded with the wait) into the journal's blob store, digested the same way.
+    const prepared = await recordedOutput(payload, deliveryClaimCheck(journal, wait.claimCheckBytes));
+    if (!prepared.ok) throw invalidPayload(runId, stepId, where);
     const wake = await wakeFor(journal, runId, state);
-    await store.append(runId, [{ type: "frame.completed", data: { frameId: stepId, digest, bytes, output } }], {
+    await store.append(runId, [{ type: "frame.completed", data: completedData(stepId, prepared) }], {
       expectedVersion: state.version,
       fence: lease.token,
       ...(wake ? { wake } : {}),

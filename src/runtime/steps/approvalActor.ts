@@ -1,11 +1,13 @@
 import { fromPromise } from "xstate";
 import { digestOfRecorded } from "../../core/digest.ts";
-import { approvalId, DECISION_SOURCES } from "../../events/ids.ts";
+import { approvalId } from "../../events/ids.ts";
 import type { ApprovalOutput, ToolCallInput } from "../../machines/toolCall.machine.ts";
-import { approvalExpiry, declinedResult } from "../../policies/approval.ts";
+import { approvalExpiry } from "../../policies/approval.ts";
+import { approvalEntries } from "../base/callResult.ts";
 import { answerGiven } from "../subruns/subRunApprovals.ts";
 import { boundRun } from "./runBinding.ts";
 import type { RunSession } from "./session.ts";
+import type { ToolCalls } from "./toolActors.ts";
 
 /**
  * The toolCall chart's `askApproval`, built once (its run found through its actor system): the
@@ -13,11 +15,22 @@ import type { RunSession } from "./session.ts";
  * `approvals`, or by `config.approve`, journaled once; a decline (or an expired request) also
  * settles the call.
  */
-export const askApproval = fromPromise<ApprovalOutput, ToolCallInput>(({ input, system }) =>
-  approve(boundRun(system).session, input),
-);
+export const askApproval = fromPromise<ApprovalOutput, ToolCallInput>(({ input, system }) => {
+  const { session, calls } = boundRun(system);
+  // An approved call passes its turn once its tool's start is journaled; any other, here.
+  return approve(session, calls, input).then(
+    (out) => {
+      if (out.kind !== "approved") calls.passed(input);
+      return out;
+    },
+    (error: unknown) => {
+      calls.passed(input);
+      throw error;
+    },
+  );
+});
 
-async function approve(session: RunSession, input: ToolCallInput): Promise<ApprovalOutput> {
+async function approve(session: RunSession, calls: ToolCalls, input: ToolCallInput): Promise<ApprovalOutput> {
   const { config, options } = session;
   const runId = options.runId;
   const { stepId, call } = input;
@@ -40,20 +53,18 @@ async function approve(session: RunSession, input: ToolCallInput): Promise<Appro
     given ??
     (config.approve ? await config.approve({ runId, stepId, toolName: call.name, input: call.input }) : "pending");
   if (answer === "pending") return { kind: "pending" };
-  const choice = { approved: answer === true, inputDigest, ...(expired ? { reason: "approval-expired" } : {}) };
-  const decision = {
-    type: "decision.recorded",
-    data: { decisionId, source: DECISION_SOURCES.approval, choice },
-  } as const;
-  if (answer === true) {
-    await session.appender.append(decision);
-    return { kind: "approved" };
-  }
-  const result = declinedResult(call.name, expired ? { expiredAt: expiresAt } : {});
-  await session.appender.append(decision, {
-    type: "call.settled",
-    data: { stepId, status: "error", reason: expired ? "approval-expired" : "approval-declined", result },
+  // The answer is journaled in the call's turn (the response's call order: callOrder.ts).
+  const turn = calls.turnOf(input);
+  if (turn !== undefined) await turn;
+  // Nothing has run on the answer yet: it is written with the next append, which for an approved
+  // call is its tool's start (one append for both, in call order), else the turn's next one.
+  const entries = approvalEntries(stepId, call.name, {
+    approved: answer === true,
+    inputDigest,
+    ...(expired ? { reason: "approval-expired", expiredAt: expiresAt } : {}),
   });
+  session.appender.defer(...entries);
+  if (answer === true) return { kind: "approved" };
   session.setFed(stepId, { output: session.state.settled[stepId]?.result, isError: true });
   return { kind: "declined" };
 }

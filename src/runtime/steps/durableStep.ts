@@ -18,6 +18,11 @@ import type { StepStop } from "./stepSignals.ts";
 export interface StepEffect<T, R> {
   /** Serves the recorded outcome: no effect runs. */
   serve(frame: FrameState): R | Promise<R>;
+  /**
+   * Journals the step's `frame.started` and resolves once the effect may run (a tool call: in its
+   * response's call order). Absent: appended at once (for a model call, written is enough).
+   */
+  start?(started: NewEntry): Promise<void>;
   /** Runs attempt `attempt` (1-based, over the journal) of the effect; `stop.signal` is its AbortSignal. */
   execute(stop: StepStop, attempt: number): T | Promise<T>;
   /** Journals a successful attempt's value (appended, or deferred to the next append) and gives the step's value. */
@@ -101,7 +106,11 @@ export async function durableStep<T, R>(
   // A model call changes nothing outside the run: it may start once its frame.started is written,
   // while the store flushes it; a tool waits until its start is durable (the write-ahead rule).
   const started: NewEntry = { type: "frame.started", data: { frameId, effect: kind, inputDigest } };
-  await (kind === "model" ? session.appender.appendWritten(started) : session.appender.append(started));
+  await (effect.start !== undefined
+    ? effect.start(started)
+    : kind === "model"
+      ? session.appender.appendWritten(started)
+      : session.appender.append(started));
   // The append proved the run ours when it ran; a process paused since may have lost it: by the
   // local clock, the lease must still hold, or a fenced renewal prove it does, before the effect.
   const confirming = session.lease?.confirm(frameId);

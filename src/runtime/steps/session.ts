@@ -1,4 +1,4 @@
-import { type Digest, digestOfRecorded } from "../../core/digest.ts";
+import { digestOfRecorded } from "../../core/digest.ts";
 import { ReplayDivergenceError } from "../../core/errors.ts";
 import type { ClaimCheckEnvelope } from "../../events/claimCheck.ts";
 import { toolStepId } from "../../events/ids.ts";
@@ -10,6 +10,7 @@ import type { RunEvent } from "../../projections/events.ts";
 import type { RunState } from "../../projections/runState.ts";
 import type { ToolCallLogMode } from "../../projections/types.ts";
 import type { Appender } from "../base/appender.ts";
+import { type RecordedOutput, recordedOutput } from "../base/callResult.ts";
 import type { AgentLoopConfig, Tool } from "../base/config.ts";
 import {
   assistantMessage,
@@ -27,25 +28,13 @@ import { RunEventEmitter } from "../streaming/events.ts";
 import { RunContext } from "../subruns/runContext.ts";
 import { RunBudget } from "./budget.ts";
 import { toolDescriptors } from "./builtins.ts";
-import { recordedOutput } from "./recordedOutput.ts";
 import { StepSignals, type StepStop } from "./stepSignals.ts";
 
+export type { RecordedOutput } from "../base/callResult.ts";
 export type { Fed } from "../base/conversation.ts";
 
 /** The longest the loop holds the event loop between two turns of it, in ms (about). */
 const BREATH_MS = 10;
-
-/** A tool output prepared for the journal: what the frame records and what the model is fed. */
-export type RecordedOutput =
-  | {
-      readonly ok: true;
-      readonly recorded: unknown;
-      readonly fed: unknown;
-      readonly digest: Digest;
-      /** `recorded` is the envelope of a claim-checked output: the frame marks it `claimChecked`. */
-      readonly claimChecked?: true;
-    }
-  | { readonly ok: false; readonly message: string };
 
 /** What one `loop.run(...)` is given (see `RunRequest`). */
 export interface RunOptions {

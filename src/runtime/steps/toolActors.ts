@@ -11,15 +11,17 @@ import type {
 } from "../../events/types.ts";
 import type { CheckOutput, RunToolOutput, ToolCallInput } from "../../machines/toolCall.machine.ts";
 import type { RetryPolicy } from "../../policies/retry.ts";
-import { asWaitChoice, decideWait } from "../../policies/wait.ts";
+import { asWaitChoice, decideWait, type WaitChoice } from "../../policies/wait.ts";
 import { type FrameState, responseAt } from "../../projections/runState.ts";
 import { isWaitRequest, type WaitRequest, waitContext } from "../../tools/wait.ts";
 import { AppendAfterCloseError } from "../base/appender.ts";
+import { completedData } from "../base/callResult.ts";
 import type { Tool } from "../base/config.ts";
 import { isSubAgentTool } from "../subruns/subAgentTools.ts";
 import { subRunWaits } from "../subruns/subRuns.ts";
 import { askApproval } from "./approvalActor.ts";
 import { answersSearchTools, SEARCH_TOOLS, SKILL_ACTIVATION, searchTools } from "./builtins.ts";
+import { CallOrder } from "./callOrder.ts";
 import { durableStep, type StepEffect } from "./durableStep.ts";
 import { toolAttemptError, toolPolicy } from "./failurePolicy.ts";
 import { type CallSteps, plainCallsActor } from "./plainCalls.ts";
@@ -51,6 +53,8 @@ export class ToolCalls implements CallSteps, ToolSteps {
   private retries: Map<Tool, boolean> | undefined;
   /** The run's clock, for the waits a tool makes (one function for the run, not one a call). */
   private clock: (() => number) | undefined;
+  /** The order the calls of the current turn journal their starts in (callOrder.ts). */
+  private order: CallOrder | undefined;
 
   constructor(readonly session: RunSession) {}
 
@@ -59,18 +63,55 @@ export class ToolCalls implements CallSteps, ToolSteps {
     return this.session.config.maxToolCallsPerResponse ?? DEFAULT_MAX_TOOL_CALLS_PER_RESPONSE;
   }
 
-  private refuseExcessCalls(turn: number): Promise<void> {
+  /** The order of `input`'s turn; undefined for a call of a turn the run has left (it journals nothing more). */
+  private orderOf(input: ToolCallInput): CallOrder | undefined {
+    const order = this.order;
+    if (order !== undefined && order.turn >= input.turn) return order.turn === input.turn ? order : undefined;
+    this.order = new CallOrder(input.turn);
+    return this.order;
+  }
+
+  /** Undefined when `input`'s call may journal its start now, else a promise that resolves when it may. */
+  turnOf(input: ToolCallInput): Promise<void> | undefined {
+    return this.orderOf(input)?.turnOf(input.index);
+  }
+
+  /** `input`'s call journaled its start, or journals none now: the next call goes. */
+  passed(input: ToolCallInput): void {
+    this.orderOf(input)?.pass(input.index);
+  }
+
+  /**
+   * Journals a call's `frame.started` in its turn (after every call before it journaled its
+   * start), then waits until every call of its batch has, so that the tool runs only once the
+   * starts of the whole batch are journaled, in call order, before any result.
+   */
+  async start(input: ToolCallInput, started: NewEntry): Promise<void> {
+    const order = this.orderOf(input);
+    const turn = order?.turnOf(input.index);
+    if (turn !== undefined) await turn;
+    const durable = this.session.appender.append(started);
+    order?.pass(input.index);
+    await durable;
+    const batch = order?.allBefore(input.batchEnd ?? input.index + 1);
+    if (batch !== undefined) await batch;
+  }
+
+  private refuseExcessCalls(turn: number, input: ToolCallInput): Promise<void> {
     this.excessRefused ??= new Map();
     let refused = this.excessRefused.get(turn);
     if (refused === undefined) {
-      refused = this.appendExcessRefusals(turn);
+      refused = this.appendExcessRefusals(turn, input);
       this.excessRefused.set(turn, refused);
     }
     return refused;
   }
 
-  private async appendExcessRefusals(turn: number): Promise<void> {
+  private async appendExcessRefusals(turn: number, input: ToolCallInput): Promise<void> {
     const { session, maxCalls } = this;
+    // In the turn of the first call refused: every call that runs journals its start first.
+    const first = this.orderOf(input)?.turnOf(maxCalls);
+    if (first !== undefined) await first;
     const asked = responseAt(session.state, turn)?.toolCalls.length ?? 0;
     const entries: NewEntry[] = [];
     for (let index = maxCalls; index < asked; index++) {
@@ -85,8 +126,11 @@ export class ToolCalls implements CallSteps, ToolSteps {
     if (entries.length > 0) await session.appender.append(...entries);
   }
 
-  private async settle(stepId: string, reason: SettledReason, status: "ok" | "error", result: unknown) {
+  private async settle(input: ToolCallInput, reason: SettledReason, status: "ok" | "error", result: unknown) {
     const session = this.session;
+    const stepId = input.stepId;
+    const turn = this.turnOf(input);
+    if (turn !== undefined) await turn;
     const data: CallSettledData = { stepId, status, reason, result };
     session.appender.defer({ type: "call.settled", data }); // no effect ran: durable with the next append
     const recorded = session.state.settled[stepId];
@@ -94,8 +138,24 @@ export class ToolCalls implements CallSteps, ToolSteps {
     return { kind: "settled", status } as const;
   }
 
-  /** `validating`: served from the journal, refused (journaled as call.settled), or cleared to run. */
-  async check(input: ToolCallInput): Promise<CheckOutput> {
+  /**
+   * `validating`: served from the journal, refused (journaled as call.settled), or cleared to run.
+   * A call that does not go on to run (or to its approval) passes its turn (callOrder.ts).
+   */
+  check(input: ToolCallInput): Promise<CheckOutput> {
+    return this.checked(input).then(
+      (out) => {
+        if (out.kind === "settled") this.passed(input);
+        return out;
+      },
+      (error: unknown) => {
+        this.passed(input);
+        throw error;
+      },
+    );
+  }
+
+  private async checked(input: ToolCallInput): Promise<CheckOutput> {
     const session = this.session;
     const config = session.config;
     const { stepId, call } = input;
@@ -107,7 +167,7 @@ export class ToolCalls implements CallSteps, ToolSteps {
     const recorded = session.holdsCall(stepId) ? await session.serveCall(stepId, call) : undefined;
     if (recorded) return { kind: "settled", status: recorded.isError ? "error" : "ok" };
     if (input.index >= this.maxCalls) {
-      await this.refuseExcessCalls(input.turn);
+      await this.refuseExcessCalls(input.turn, input);
       const refused = session.state.settled[stepId];
       if (refused) {
         session.setFed(stepId, { output: refused.result, isError: true });
@@ -117,29 +177,29 @@ export class ToolCalls implements CallSteps, ToolSteps {
     }
     if (!tool) {
       if (call.name === SEARCH_TOOLS && answersSearchTools(config)) {
-        return this.settle(stepId, "search-tools", "ok", searchTools(tools, call.input));
+        return this.settle(input, "search-tools", "ok", searchTools(tools, call.input));
       }
       if (call.name === SKILL_ACTIVATION && config.skills) {
         const name = (call.input as { name?: unknown } | null)?.name;
         const skill = typeof name === "string" && Object.hasOwn(config.skills, name) ? config.skills[name] : undefined;
         return skill
-          ? this.settle(stepId, "skill-activation", "ok", { skill: name, instructions: skill.instructions })
-          : this.settle(stepId, "skill-activation", "error", {
+          ? this.settle(input, "skill-activation", "ok", { skill: name, instructions: skill.instructions })
+          : this.settle(input, "skill-activation", "error", {
               error: "unknown-skill",
               message: `no skill named ${JSON.stringify(name)}; available: ${Object.keys(config.skills).join(", ")}`,
             });
       }
-      return this.settle(stepId, "unknown-tool", "error", {
+      return this.settle(input, "unknown-tool", "error", {
         error: "unknown-tool",
         message: `no tool named ${JSON.stringify(call.name)}; available: ${Object.keys(tools).join(", ") || "none"}`,
       });
     }
     const { digest, bytes: size } = digestOfRecorded(call.input);
     const invalid = invalidInputMessage(call.input) ?? (digest === null ? noCanonicalForm(call.input) : undefined);
-    if (invalid) return this.settle(stepId, "invalid-input", "error", { error: "invalid-input", message: invalid });
+    if (invalid) return this.settle(input, "invalid-input", "error", { error: "invalid-input", message: invalid });
     const maxInputBytes = config.maxToolInputBytes ?? 64 * 1024;
     if (size > maxInputBytes) {
-      return this.settle(stepId, "input-too-large", "error", {
+      return this.settle(input, "input-too-large", "error", {
         error: "input-too-large",
         message: `the input is ${size} bytes; ${call.name} takes at most ${maxInputBytes}`,
       });
@@ -148,7 +208,7 @@ export class ToolCalls implements CallSteps, ToolSteps {
     if (tool.validateInput) {
       const check = await tool.validateInput(call.input);
       if (!check.ok)
-        return this.settle(stepId, "invalid-input", "error", { error: "invalid-input", message: check.message });
+        return this.settle(input, "invalid-input", "error", { error: "invalid-input", message: check.message });
       value = check.value;
     }
     (this.validated ??= new Map()).set(stepId, value);
@@ -197,12 +257,7 @@ export class ToolCalls implements CallSteps, ToolSteps {
     const prepared = made instanceof Promise ? await made : made; // a promise only when claim-checked
     if (!prepared.ok)
       return this.fail(stepId, { error: "output-not-json", message: prepared.message }, true, inputDigest, effect);
-    const { digest, bytes } = prepared.digest;
-    // The claim-check mark sits beside the output, where no tool can write it (src/events/claimCheck.ts).
-    const data = prepared.claimChecked
-      ? { frameId: stepId, digest, bytes, claimChecked: true as const, output: prepared.recorded }
-      : { frameId: stepId, digest, bytes, output: prepared.recorded };
-    const flushed = this.recordResult({ type: "frame.completed", data });
+    const flushed = this.recordResult({ type: "frame.completed", data: completedData(stepId, prepared) });
     if (flushed !== undefined) await flushed; // written now only while other tools of the turn run
     this.session.setFed(stepId, { output: prepared.fed, isError: false });
     return { status: "ok" };
@@ -215,9 +270,22 @@ export class ToolCalls implements CallSteps, ToolSteps {
   private async startWait(stepId: string, wait: WaitRequest): Promise<RunToolOutput> {
     await this.session.appender.append({
       type: "decision.recorded",
-      data: { decisionId: waitId(stepId), source: DECISION_SOURCES.wait, choice: wait.choice },
+      data: { decisionId: waitId(stepId), source: DECISION_SOURCES.wait, choice: this.waitChoice(wait.choice) },
     });
     return { status: "waiting" };
+  }
+
+  /**
+   * What an event wait records beside the tool's choice: the loop's claim-check threshold, for
+   * `deliverEvent` to put a large payload where the loop puts a large output. It is delivered from
+   * outside the run, where only the journal's blob store is at hand: recorded only when the loop's
+   * `claimCheck.blobs` is that store.
+   */
+  private waitChoice(choice: WaitChoice): WaitChoice {
+    if (choice.kind !== "event") return choice;
+    const claimCheck = this.session.config.claimCheck;
+    if (claimCheck === undefined || claimCheck.blobs !== this.session.options.journal.blobs) return choice;
+    return { ...choice, claimCheckBytes: claimCheck.thresholdBytes };
   }
 
   /**
@@ -244,9 +312,14 @@ export class ToolCalls implements CallSteps, ToolSteps {
 
   /**
    * `running`: the tool as a durable step, its result (or failure) journaled and fed. `actor`'s
-   * signal is read only when the tool runs (a served call makes none).
+   * signal is read only when the tool runs (a served call makes none). However it ends, the call
+   * has passed its turn (callOrder.ts): a tool that runs passes it once its start is journaled.
    */
-  async run(input: ToolCallInput, actor: { readonly signal: AbortSignal }): Promise<RunToolOutput> {
+  run(input: ToolCallInput, actor: { readonly signal: AbortSignal }): Promise<RunToolOutput> {
+    return this.runCall(input, actor).finally(() => this.passed(input));
+  }
+
+  private async runCall(input: ToolCallInput, actor: { readonly signal: AbortSignal }): Promise<RunToolOutput> {
     const session = this.session;
     const { stepId, call } = input;
     const breath = session.breathe();
@@ -424,6 +497,8 @@ interface ToolSteps {
   execute(stepId: string, call: ToolCall, tool: Tool, stop: StepStop): unknown;
   /** Journals its output (or its wait) and feeds it. */
   record(stepId: string, output: unknown, inputDigest: string, effect: string): Promise<RunToolOutput>;
+  /** Journals its `frame.started` in call order; resolves once its batch's starts are journaled. */
+  start(input: ToolCallInput, started: NewEntry): Promise<void>;
 }
 
 /**
@@ -458,6 +533,10 @@ class ToolStep implements StepEffect<unknown, RunToolOutput> {
     const fed = await session.fedFromJournal(stepId);
     if (fed) session.setFed(stepId, fed);
     return { status: fed?.isError ? "error" : "ok" };
+  }
+
+  start(started: NewEntry): Promise<void> {
+    return this.steps.start(this.input, started);
   }
 
   execute(stop: StepStop): unknown {
