@@ -177,12 +177,35 @@ export function codecStore(store: EventStore, codec: PayloadCodec): EventStore {
  * const blobs = codecBlobStore(dirBlobStore("./blobs"), codec);
  */
 export function codecBlobStore(blobs: BlobStore, codec: PayloadCodec): BlobStore {
-  return {
+  const store: BlobStore = {
     put: async (bytes) => blobs.put(await codec.encodeBytes(bytes)),
     get: async (ref) => codec.decodeBytes(await blobs.get(ref), `blob ${ref}`),
     has: (ref) => blobs.has(ref),
     close: () => blobs.close(),
   };
+  decodingBlobStores.add(store);
+  return store;
+}
+
+/** Blob stores made by {@link codecBlobStore}: what they `get` is decoded, not the bytes the ref names. */
+const decodingBlobStores = new WeakSet<BlobStore>();
+
+/**
+ * Whether `blobs` hands back decoded bytes (a {@link codecBlobStore}): the ref and a claim-check
+ * envelope's digest name the encoded bytes, which the store under it verified.
+ *
+ * @internal
+ */
+export const decodesBlobs = (blobs: BlobStore): boolean => decodingBlobStores.has(blobs);
+
+/**
+ * `wrapper`, which gets its bytes from `inner`, marked as decoding when `inner` decodes.
+ *
+ * @internal
+ */
+export function decodingLike<B extends BlobStore>(wrapper: B, inner: BlobStore): B {
+  if (decodesBlobs(inner)) decodingBlobStores.add(wrapper);
+  return wrapper;
 }
 
 const frameWhere = (f: ArchivedFrame, ref: string) => `archived frame ${f.frameId} (batch ${ref})`;

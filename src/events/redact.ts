@@ -2,7 +2,7 @@ import { canonicalJsonOfParsed } from "../core/canonicalJson.ts";
 import { digestOf } from "../core/digest.ts";
 import { errorGuard, LoomError } from "../core/errors.ts";
 import type { KeyProvider } from "./codec.ts";
-import { ENCODED_MARK, payloadFieldsOf } from "./codecStore.ts";
+import { decodingLike, ENCODED_MARK, payloadFieldsOf } from "./codecStore.ts";
 import { keyedDigestKeyId, keyedDigestOf, matchesKeyedDigest } from "./redactDigest.ts";
 import { compileValues, type RedactionValue, redactValues } from "./redactValues.ts";
 import type { BlobStore, Journal } from "./spi.ts";
@@ -465,7 +465,7 @@ function bound(store: EventStore): EventStore {
  * envelope then names); the frame that names it journals the record.
  */
 function redactingBlobs(blobs: BlobStore, redactor: Redaction, records: BlobRecords): BlobStore {
-  return {
+  const store: BlobStore = {
     put: async (bytes) => {
       let value: unknown;
       try {
@@ -483,6 +483,7 @@ function redactingBlobs(blobs: BlobStore, redactor: Redaction, records: BlobReco
     has: (ref) => blobs.has(ref),
     close: () => blobs.close(),
   };
+  return decodingLike(store, blobs);
 }
 
 /**

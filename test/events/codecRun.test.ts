@@ -3,7 +3,10 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { memoryBlobStore } from "../../src/events/blobs.ts";
 import { payloadCodec, staticKeys } from "../../src/events/codec.ts";
 import { withCodec } from "../../src/events/codecStore.ts";
-import { type OpenJournal, openSqliteJournal } from "../../src/events/journal.ts";
+import { type OpenJournal, openSqliteJournal, readJournal } from "../../src/events/journal.ts";
+import { redaction, withRedaction } from "../../src/events/redact.ts";
+import type { BlobStore } from "../../src/events/spi.ts";
+import { resolveStep } from "../../src/runtime/base/readers.ts";
 import { kitchenSink } from "../support/kitchenSink.ts";
 import { logsOf } from "../support/loop.ts";
 import { tempDir } from "./tmp.ts";
@@ -57,6 +60,39 @@ describe("a loop run on a journal with the payload codec", () => {
       expect(raw).toContain('"__loomCodec":1');
       expect(raw).not.toContain("short page 1");
       expect(JSON.stringify(await plainJournal.store.read("r"))).toContain("short page 1");
+    },
+  );
+
+  it.each(["codec", "codec and redaction"] as const)(
+    "resolveStep reads a claim-checked output whose blob went through the %s",
+    async (wrap) => {
+      const codec = payloadCodec({
+        compress: "gzip",
+        encrypt: { keys: staticKeys({ current: "k1", keys: { k1: randomBytes(32) } }) },
+      });
+      const encoded = withCodec(codedFile, codec);
+      const coded = wrap === "codec" ? encoded : withRedaction(encoded, redaction({ paths: ["$..nothingHere"] }));
+      await kitchenSink({ turns: 6, mode: "full", blobs: coded.blobs as BlobStore }).loop.run({
+        runId: "r",
+        input: "go",
+        journal: coded,
+      });
+      await kitchenSink({ turns: 6, mode: "full", blobs: plainJournal.blobs as BlobStore }).loop.run({
+        runId: "r",
+        input: "go",
+        journal: plainJournal,
+      });
+      const checked = (await readJournal(coded, "r")).filter(
+        (e) => e.type === "frame.completed" && (e.data as { claimChecked?: boolean }).claimChecked === true,
+      );
+      expect(checked.length).toBeGreaterThan(0);
+      for (const entry of checked) {
+        const stepId = (entry.data as { frameId: string }).frameId;
+        const step = await resolveStep(coded, stepId, { runId: "r" });
+        const plain = await resolveStep(plainJournal, stepId, { runId: "r" });
+        expect(step.claimCheck).toBeDefined();
+        expect(step.output).toEqual(plain.output);
+      }
     },
   );
 });
