@@ -1,29 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { memoryBlobStore } from "../../src/events/blobs.ts";
-import { createJournal } from "../../src/events/journal.ts";
-import { memoryStore } from "../../src/events/memory.ts";
-import type { BlobStore } from "../../src/events/spi.ts";
-import type { EventStore } from "../../src/events/store.ts";
-import type { Budget } from "../../src/policies/budget.ts";
 import type { AgentOutput } from "../../src/projections/types.ts";
-import {
-  compositionJournal,
-  FEATURES,
-  type Feature,
-  memoryWorld,
-  messagesOf,
-  runIdOf,
-  type World,
-} from "../support/composition.ts";
-import {
-  checkInvariants,
-  completedFrames,
-  type Era,
-  referenceOf,
-  runsOf,
-  usageWithSubRuns,
-} from "../support/compositionChecks.ts";
+import { FEATURES, type Feature, memoryWorld, messagesOf, type World } from "../support/composition.ts";
+import { checkInvariants, completedFrames, type Era, runsOf } from "../support/compositionChecks.ts";
 import { drive } from "../support/compositionDriver.ts";
+import { memoryBackend, type Uninterrupted, uninterrupted } from "../support/compositionMemory.ts";
 import { seededRandom } from "../support/kitchenSink.ts";
 import { crashingStore } from "../support/loop.ts";
 import { KNOWN_GAPS } from "./compositionGaps.ts";
@@ -53,57 +33,9 @@ afterAll(() => {
   vi.restoreAllMocks();
 });
 
-/** A blob store that keeps a copy of every blob put, so the test can read the bytes it stored. */
-function keptBlobs(inner: BlobStore): BlobStore & { readonly bytes: Uint8Array[] } {
-  const bytes: Uint8Array[] = [];
-  const put = (b: Uint8Array) => {
-    bytes.push(Uint8Array.from(b));
-    return inner.put(b);
-  };
-  return { ...inner, bytes, put };
-}
-
-/** A memory store and blob store the scenario's journals (one per "process") are made on. */
-function memoryBackend() {
-  const store = memoryStore({ json: true });
-  const blobs = keptBlobs(memoryBlobStore());
-  const journalOn = (features: ReadonlySet<Feature>, over: EventStore = store) =>
-    compositionJournal(createJournal({ store: over, blobs }), features);
-  const storedText = async () => {
-    const parts: string[] = [];
-    for (const { runId } of await store.listRuns()) {
-      parts.push(JSON.stringify(await store.read(runId)));
-      parts.push(JSON.stringify((await store.latestSnapshot?.(runId)) ?? null));
-    }
-    for (const b of blobs.bytes) parts.push(Buffer.from(b).toString("latin1"));
-    return parts.join("\n");
-  };
-  return { store, journalOn, storedText };
-}
-
 /** A world whose executions are recorded per era: a crashed loop's late calls stay in its era. */
 function eraWorld(shared: World, executions: string[]): World {
   return { ...shared, executed: (runId, stepId) => executions.push(`${runId} ${stepId}`) };
-}
-
-interface Uninterrupted {
-  readonly appends: number;
-  readonly budgets: Budget[];
-  readonly reference: Awaited<ReturnType<typeof referenceOf>>;
-}
-
-/** The scenario run once without a crash: its appends, what each message spent, what it left. */
-async function uninterrupted(features: ReadonlySet<Feature>): Promise<Uninterrupted> {
-  const backend = memoryBackend();
-  const counting = crashingStore(backend.store, Number.POSITIVE_INFINITY);
-  const journal = backend.journalOn(features, counting);
-  const outputs = await drive({ features, world: memoryWorld(), journal, budgetOf: () => undefined });
-  const budgets: Budget[] = [];
-  for (let k = 0; k < messagesOf(features); k++) {
-    const used = await usageWithSubRuns(journal, runIdOf(features, k));
-    budgets.push({ modelCalls: used.modelCalls, inputTokens: used.inputTokens, outputTokens: used.outputTokens });
-  }
-  return { appends: counting.appends, budgets, reference: await referenceOf(journal, features, outputs) };
 }
 
 /** Runs the scenario crashed at each of `crashAt` (appends into each era), then to its end; checks it. */

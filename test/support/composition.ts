@@ -85,6 +85,8 @@ export interface World {
   handedOut(runId: string, stepId: string, token: string): void;
   /** The last token handed out for a step (the one its journaled wait answers to). */
   tokenOf(runId: string, stepId: string): string | undefined;
+  /** Told each model call as it is made (`model lead`, `model researcher`): a place a kill can land. */
+  modelCalled?(loopId: string): void;
 }
 
 /** A world in memory, for crashes inside one process. `executions` lists `<runId> <stepId>` in order. */
@@ -165,9 +167,10 @@ function messageOf(messages: readonly Message[]): number {
 }
 
 /** The parent's model: the next stage after the last one it sees in its prompt. */
-function leadModel(features: ReadonlySet<Feature>) {
+function leadModel(features: ReadonlySet<Feature>, world: World) {
   const stages = stagesOf(features);
   return scriptedModel(({ messages }): ModelResponse => {
+    world.modelCalled?.("lead");
     const system = messages[0];
     if (system?.role === "system" && system.content.startsWith("Summarize")) {
       return { content: `so far: ${messages.length - 1} messages (${SECRETS.summary})`, toolCalls: [], usage: USAGE };
@@ -209,6 +212,7 @@ function leadModel(features: ReadonlySet<Feature>) {
 /** The sub-agent: one lookup, then its answer. */
 function researcher(world: World) {
   const model = scriptedModel(({ messages }): ModelResponse => {
+    world.modelCalled?.("researcher");
     if (messages.at(-1)?.role === "tool")
       return { content: `found it (${SECRETS.childFound})`, toolCalls: [], usage: USAGE };
     return { toolCalls: [{ id: "r0", name: "lookup", input: { q: "ledger" } }], usage: USAGE };
@@ -290,7 +294,7 @@ export function compositionLoop(features: ReadonlySet<Feature>, world: World, jo
   if (features.has("claimCheck") && journal.blobs === undefined) throw new Error("claim-check needs journal.blobs");
   return agentLoop$({
     id: "lead",
-    model: leadModel(features),
+    model: leadModel(features, world),
     tools: leadTools(features, world),
     maxIterations: 12,
     toolCallLog: "full",
