@@ -70,7 +70,8 @@ export const DAY_MS = 86_400_000;
 /** The fake clock's start: every run of the scenario starts here, whatever the real time. */
 export const CLOCK_START = Date.UTC(2026, 0, 5, 9);
 export const SESSION_ID = "chat";
-export const DELIVERED_PAYLOAD = { paid: 4200, note: SECRETS.delivered };
+/** What the payment provider delivers: above the claim-check threshold, as a large webhook body is. */
+export const DELIVERED_PAYLOAD = { paid: 4200, note: SECRETS.delivered, receipt: "line item ".repeat(120) };
 export const APPROVAL_REASON = `the amount is fine (${SECRETS.approvalReason})`;
 
 /**

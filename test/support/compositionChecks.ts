@@ -14,7 +14,16 @@ import {
 import { runConversation, sessionHistory } from "../../src/runtime/run/sessions.ts";
 import { usageOfRun } from "../../src/runtime/steps/budget.ts";
 import { type Gap, KNOWN_GAPS } from "../reliability/compositionGaps.ts";
-import { type BudgetOf, type Feature, messagesOf, REDACTED, runIdOf, SECRETS, SESSION_ID } from "./composition.ts";
+import {
+  type BudgetOf,
+  CLAIM_CHECK_BYTES,
+  type Feature,
+  messagesOf,
+  REDACTED,
+  runIdOf,
+  SECRETS,
+  SESSION_ID,
+} from "./composition.ts";
 import { frameProgress } from "./loop.ts";
 
 /**
@@ -234,6 +243,20 @@ export async function checkInvariants(input: CheckInput): Promise<Report> {
   });
 
   if (features.has("claimCheck")) {
+    await check(
+      report,
+      "every tool output above the threshold is claim-checked",
+      features.has("eventWait") ? "deliveredNotClaimChecked" : undefined,
+      async () => {
+        for (const runId of runs) {
+          for (const frame of Object.values((await foldRun(journal, runId)).frames)) {
+            if (frame.status !== "completed" || frame.recorded === undefined || frame.claimCheck !== undefined)
+              continue;
+            expect(frame.recorded.bytes, `${runId} ${frame.frameId}: inline`).toBeLessThanOrEqual(CLAIM_CHECK_BYTES);
+          }
+        }
+      },
+    );
     await check(
       report,
       "every step resolves, its claim-checked blob verified against its envelope",
