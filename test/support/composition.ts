@@ -13,7 +13,7 @@ import { agentTool } from "../../src/runtime/run/agentTool.ts";
 /**
  * The composition scenario: one agent with every long-lived feature that can be turned on, each
  * switched by name so a suite turns them on together (all of them, or each pair). A message's
- * run gathers (a large `fetch` beside a `research` sub-agent), takes a `note`, asks a person before a `transfer`,
+ * run gathers (a large `fetch` beside two `research` sub-agents), takes a `note`, asks a person before a `transfer`,
  * naps a day (a durable sleep), waits for a payment event, then answers; a context policy
  * summarizes what falls out of the last turn; a budget holds each run to what an uninterrupted
  * run spends; outputs above 1 kB are claim-checked; the journal is gzip-compressed, encrypted and
@@ -196,8 +196,11 @@ function leadModel(features: ReadonlySet<Feature>, world: World) {
           content: `gathering for message ${k}`,
           toolCalls: [
             call("fetch", { page: k }),
+            // Two sub-agents at once: their spending is what a budget must hold together.
             ...(features.has("subAgent")
-              ? [call("research", { prompt: `look into message ${k} (${SECRETS.childPrompt})` }, 1)]
+              ? [1, 2].map((part) =>
+                  call("research", { prompt: `look into message ${k}, part ${part} (${SECRETS.childPrompt})` }, part),
+                )
               : []),
           ],
           usage: USAGE,
@@ -318,3 +321,13 @@ export const messageText = (k: number) => `message ${k}: reconcile the ledger ($
 
 /** The budget of each message's run, when the feature is on (what an uninterrupted run spends). */
 export type BudgetOf = (k: number) => Budget | undefined;
+
+/**
+ * The budget a message's run starts under, with the budget feature on: too small to finish, so
+ * the run stops for it and is resumed under the full one. It stops after the gathering turn's
+ * sub-agents have answered (each makes two calls), never among them, so where it stops does not
+ * depend on when a crash came.
+ */
+export const firstBudgetOf = (features: ReadonlySet<Feature>): Budget => ({
+  modelCalls: features.has("subAgent") ? 6 : 2,
+});

@@ -18,12 +18,14 @@ import {
   type BudgetOf,
   CLAIM_CHECK_BYTES,
   type Feature,
+  firstBudgetOf,
   messagesOf,
   REDACTED,
   runIdOf,
   SECRETS,
   SESSION_ID,
 } from "./composition.ts";
+import { budgetStops } from "./compositionDriver.ts";
 import { frameProgress } from "./loop.ts";
 
 /**
@@ -148,6 +150,19 @@ export async function checkInvariants(input: CheckInput): Promise<Report> {
   });
 
   if (features.has("budget")) {
+    await check(report, "the first budget stopped each run within its limit", undefined, async () => {
+      const first = firstBudgetOf(features);
+      for (let k = 0; k < messages; k++) {
+        const runId = runIdOf(features, k);
+        const stops = await budgetStops(journal, runId);
+        expect(stops.length, `${runId}: budget stops`).toBeGreaterThanOrEqual(1);
+        for (const stop of stops) {
+          expect(stop.used.modelCalls, `${runId}: model calls at the stop`).toBeLessThanOrEqual(
+            first.modelCalls as number,
+          );
+        }
+      }
+    });
     await check(report, "every budget held", undefined, async () => {
       for (let k = 0; k < messages; k++) {
         const runId = runIdOf(features, k);

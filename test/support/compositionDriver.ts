@@ -1,4 +1,6 @@
+import { readJournal } from "../../src/events/journal.ts";
 import type { Journal } from "../../src/events/spi.ts";
+import type { Budget, BudgetBreach } from "../../src/policies/budget.ts";
 import type { AgentOutput, InterruptedAgentRun } from "../../src/projections/types.ts";
 import { isAgentInterruptedError } from "../../src/runtime/base/errors.ts";
 import { recordApproval } from "../../src/runtime/control/approvals.ts";
@@ -10,6 +12,7 @@ import {
   compositionLoop,
   DELIVERED_PAYLOAD,
   type Feature,
+  firstBudgetOf,
   messagesOf,
   messageText,
   runIdOf,
@@ -19,7 +22,8 @@ import {
 
 /**
  * Drives the composition scenario to its end from wherever its journal is: each message's run is
- * sent (or resumed when it exists), and every stop is answered as the outside world would: an
+ * sent (or resumed when it exists), under its first budget until that stopped it once (then under
+ * the full one), and every other stop is answered as the outside world would: an
  * approval is given (by "ana", with a reason), a sleep is waited out on the fake clock, an event
  * is delivered with the token the tool handed out. Stateless beside the journal and the world, so
  * a fresh process (or loop object) picks up where a killed one stopped.
@@ -29,6 +33,8 @@ export interface DriveOptions {
   readonly world: World;
   readonly journal: Journal;
   readonly budgetOf: BudgetOf;
+  /** The budget each run starts under (default `firstBudgetOf(features)`). */
+  readonly firstBudget?: Budget;
   /** Told each step of the drive (`send chat/0`, `approve …`), as it starts. */
   readonly onStep?: (what: string) => void;
 }
@@ -43,11 +49,13 @@ export async function drive(options: DriveOptions): Promise<AgentOutput[]> {
   const outputs: AgentOutput[] = [];
   for (let k = 0; k < messagesOf(features); k++) {
     const runId = runIdOf(features, k);
-    const budget = budgetOf(k);
-    const common = { journal, now: world.now, ...(budget === undefined ? {} : { budget }) };
     for (let stops = 0; ; stops++) {
       if (stops > MAX_STOPS) throw new Error(`run ${runId}: still stopped after ${MAX_STOPS} answered stops`);
       const started = (await journal.store.listRuns({ prefix: runId })).some((r) => r.runId === runId);
+      // Under the first budget until the journal says it stopped the run, then under the full one.
+      const first = features.has("budget") && !(started && (await budgetStops(journal, runId)).length > 0);
+      const budget = first ? (options.firstBudget ?? firstBudgetOf(features)) : budgetOf(k);
+      const common = { journal, now: world.now, ...(budget === undefined ? {} : { budget }) };
       onStep?.(`${started ? "resume" : "start"} ${runId}`);
       try {
         const out = !started
@@ -59,11 +67,21 @@ export async function drive(options: DriveOptions): Promise<AgentOutput[]> {
         break;
       } catch (e) {
         if (!isAgentInterruptedError(e)) throw e;
+        if (e.run.reason === "budget" && first) continue; // resumed under the full budget
         await answer(e.run as InterruptedAgentRun, runId, options);
       }
     }
   }
   return outputs;
+}
+
+/** The budget stops a run's journal holds: what each recorded of the usage and the limits. */
+export async function budgetStops(journal: Journal, runId: string): Promise<BudgetBreach[]> {
+  const stops: BudgetBreach[] = [];
+  for (const e of await readJournal(journal, runId)) {
+    if (e.type === "run.interrupted" && e.data.reason === "budget") stops.push(e.data.detail as BudgetBreach);
+  }
+  return stops;
 }
 
 /** Answers what stopped a run, as the outside world would; throws on a stop it must never see. */
