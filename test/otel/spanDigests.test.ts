@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { SpanStatusCode } from "@opentelemetry/api";
 import {
   BasicTracerProvider,
   InMemorySpanExporter,
@@ -124,6 +125,40 @@ describe("span digests", () => {
     expect(model).not.toHaveProperty("loom.input.digest");
     expect(step(spans, "bank#turn:0:model").attributes["loom.input.digest"]).toBe(
       entryOf(entries, "frame.started", "bank#turn:0:model").inputDigest,
+    );
+  });
+
+  it("under keyed redaction a failed tool whose error repeats a redacted value has no output digest or size on its span", async () => {
+    const { exporter, telemetry } = traced();
+    const plain = jsonJournal(memoryStore({ json: true }));
+    const journal = withRedaction(plain, redaction({ values: [PIN], digest: { keys } }));
+    const seen: unknown[] = [];
+    const loop = agentLoop$({
+      id: "bank",
+      model: scriptedModel([
+        { toolCalls: [{ id: "a", name: "pin", input: { account: "acme" } }] },
+        { content: "done", toolCalls: [] },
+      ]),
+      tools: {
+        pin: {
+          description: "reads a PIN",
+          execute: () => {
+            throw new Error(`PIN ${PIN} is locked`);
+          },
+        },
+      },
+      telemetry,
+    });
+    await loop.run({ runId: "r", input: "pin?", journal, onEvent: (e) => seen.push(e) });
+    // The run's own listener saw the failure before redaction: its plain digest is what must stay off the span.
+    const finished = seen.find((e) => (e as { type: string }).type === "tool-finished") as { digest: string };
+    expect(finished.digest).toMatch(/^[0-9a-f]{64}$/);
+    const tool = step(exporter.getFinishedSpans(), "bank#turn:0:tool:0");
+    expect(tool.status.code).toBe(SpanStatusCode.ERROR);
+    expect(tool.attributes).not.toHaveProperty("loom.output.digest");
+    expect(tool.attributes).not.toHaveProperty("loom.output.bytes");
+    expect(JSON.stringify(exporter.getFinishedSpans().map((s) => [s.attributes, s.events]))).not.toContain(
+      finished.digest,
     );
   });
 
