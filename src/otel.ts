@@ -236,6 +236,7 @@ class RunSpans implements RunTelemetryScope {
       }
       case "call-settled": {
         // Settled without running (a refusal, search_tools, a declined approval): a span of no length.
+        this.digests.forget(event.stepId);
         if (this.open.has(`tool:${event.stepId}`)) {
           this.finish(`tool:${event.stepId}`)?.end();
           break;

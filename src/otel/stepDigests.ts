@@ -104,7 +104,6 @@ export class StepDigests {
       this.inputs.set(frameId, this.keyedSeen ? {} : { "loom.input.digest": inputDigest });
       return;
     }
-    this.calls.delete(frameId);
     const kept = digestOfRecorded(call.input);
     if (kept.digest === inputDigest)
       this.inputs.set(frameId, { "loom.input.digest": inputDigest, "loom.input.bytes": kept.bytes });
@@ -131,10 +130,17 @@ export class StepDigests {
     return attributes;
   }
 
-  /** The output attributes of step `stepId`, if its completion (or keyed failure) was seen here. */
+  /** The output attributes of step `stepId`, if its completion (or keyed failure) was seen here; forgets the step. */
   takeOutput(stepId: string): Attributes | undefined {
     const attributes = this.outputs.get(stepId);
-    this.outputs.delete(stepId);
+    this.forget(stepId);
     return attributes;
+  }
+
+  /** Forgets what was kept of step `stepId` (it ended, or was settled without running). */
+  forget(stepId: string): void {
+    this.inputs.delete(stepId);
+    this.outputs.delete(stepId);
+    this.calls.delete(stepId);
   }
 }

@@ -162,6 +162,18 @@ describe("span digests", () => {
     );
   });
 
+  it("under keyed redaction a run whose input was redacted has no prompt digest on any model span", async () => {
+    const { exporter, telemetry } = traced();
+    const plain = jsonJournal(memoryStore({ json: true }));
+    const journal = withRedaction(plain, redaction({ values: [PIN], digest: { keys } }));
+    await bank(telemetry).run({ runId: "r", input: `my PIN is ${PIN}`, journal });
+    const entries = await plain.store.read("r");
+    expect(redactedFields(entries[0]?.data)).toHaveLength(1); // run.started
+    const models = exporter.getFinishedSpans().filter((s) => s.attributes["gen_ai.operation.name"] === "chat");
+    expect(models).toHaveLength(3);
+    for (const model of models) expect(model.attributes).not.toHaveProperty("loom.input.digest");
+  });
+
   it("under plain redaction spans carry the journal's digests of redacted payloads, as the journal does", async () => {
     const { exporter, telemetry } = traced();
     const plain = jsonJournal(memoryStore({ json: true }));
