@@ -8,7 +8,9 @@ import {
 } from "@opentelemetry/sdk-trace-base";
 import { describe, expect, it } from "vitest";
 import { digestOf } from "../../src/core/digest.ts";
+import { memoryBlobStore } from "../../src/events/blobs.ts";
 import { staticKeys } from "../../src/events/codec.ts";
+import { createJournal } from "../../src/events/journal.ts";
 import { memoryStore } from "../../src/events/memory.ts";
 import { redactedFields, redaction, withRedaction } from "../../src/events/redact.ts";
 import type { JournalEntry } from "../../src/events/types.ts";
@@ -172,6 +174,33 @@ describe("span digests", () => {
     const models = exporter.getFinishedSpans().filter((s) => s.attributes["gen_ai.operation.name"] === "chat");
     expect(models).toHaveLength(3);
     for (const model of models) expect(model.attributes).not.toHaveProperty("loom.input.digest");
+  });
+
+  it("under keyed redaction a claim-checked output's span carries the record's keyed digest, not the envelope's, and no size", async () => {
+    const { exporter, telemetry } = traced();
+    const plain = createJournal({ store: memoryStore({ json: true }), blobs: memoryBlobStore() });
+    const journal = withRedaction(plain, redaction({ paths: ["$.pin"], digest: { keys } }));
+    const big = { ...secret, note: "x".repeat(200) };
+    const loop = agentLoop$({
+      id: "bank",
+      model: scriptedModel([
+        { toolCalls: [{ id: "a", name: "pin", input: { account: "acme" } }] },
+        { content: "done", toolCalls: [] },
+      ]),
+      tools: { pin: { description: "reads a PIN", execute: () => big } },
+      claimCheck: { blobs: journal.blobs as NonNullable<typeof journal.blobs>, thresholdBytes: 50 },
+      telemetry,
+    });
+    await loop.run({ runId: "r", input: "pin?", journal });
+    const frame = entryOf(await plain.store.read("r"), "frame.completed", "bank#turn:0:tool:0");
+    expect(frame.claimChecked).toBe(true);
+    const [record] = redactedFields(frame);
+    expect(record?.digest).toMatch(/^hmac-sha256:audit-1:/);
+    const spans = exporter.getFinishedSpans();
+    const tool = step(spans, "bank#turn:0:tool:0").attributes;
+    expect(tool["loom.output.digest"]).toBe(record?.digest);
+    expect(tool).not.toHaveProperty("loom.output.bytes");
+    expect(JSON.stringify(spans.map((s) => s.attributes))).not.toContain(digestOf(big).digest as string);
   });
 
   it("under plain redaction spans carry the journal's digests of redacted payloads, as the journal does", async () => {
