@@ -18,7 +18,8 @@ import {
   trace,
 } from "@opentelemetry/api";
 import { toolStepId } from "./events/ids.ts";
-import type { ToolCall } from "./events/types.ts";
+import type { JournalEntry, ToolCall } from "./events/types.ts";
+import { StepDigests } from "./otel/stepDigests.ts";
 import type { RunEvent } from "./projections/events.ts";
 import type { RunTelemetry, RunTelemetryScope, TelemetryRunStart, TraceCarrier } from "./runtime/base/telemetry.ts";
 
@@ -34,10 +35,10 @@ export interface OtelTelemetryOptions {
   /** The tracer to make spans with; default `trace.getTracer("loom-agent")` (the global provider's). */
   readonly tracer?: Tracer;
   /**
-   * Whether a tool span carries `loom.log.digest` (default true). The digest is the plain sha256
-   * of the tool's whole output: set false for runs whose journal keys its redaction digests
-   * (`redaction({ digest: { keys } })`), or anyone who reads the spans can test guesses at what
-   * the journal redacted.
+   * Whether spans carry the digests of outputs (`loom.log.digest`, `loom.output.digest`; default
+   * true). They are the journal's: where a redaction keyed its digests
+   * (`redaction({ digest: { keys } })`), a redacted output's digest is the keyed one, so there is
+   * no need to turn them off for that.
    */
   readonly logDigest?: boolean;
 }
@@ -50,7 +51,10 @@ export interface OtelTelemetryOptions {
  * `gen_ai.conversation.id` (the run id), `gen_ai.request.model`, `gen_ai.response.finish_reasons`,
  * `gen_ai.usage.input_tokens` / `output_tokens`, `gen_ai.tool.name`, `gen_ai.tool.call.id`, and
  * `loom.step.id`, `loom.attempt`, `loom.log.digest` (the tool output's digest in the lean log;
- * `logDigest: false` leaves it out).
+ * `logDigest: false` leaves it out), and on model and tool spans the digests and sizes the
+ * journal records of the call's input and output: `loom.input.digest`, `loom.input.bytes` (tool
+ * calls), `loom.output.digest`, `loom.output.bytes`. A payload redacted under a key
+ * (`redaction({ digest: { keys } })`) gets the journal's keyed digest or none, and no size.
  * A failed attempt ends its span with an error status and an `exception` event; a retry is a new
  * span with the next `loom.attempt`.
  *
@@ -93,6 +97,8 @@ class RunSpans implements RunTelemetryScope {
   readonly carrier: TraceCarrier | undefined;
   /** Told each event while the run span records (a no-op tracer records nothing: then no events are made). */
   readonly onEvent?: (event: RunEvent) => void;
+  /** Told each append's entries as the journal keeps them, before their events (while the run span records). */
+  readonly onEntries?: (entries: readonly JournalEntry[]) => void;
   private readonly root: Span;
   private readonly inRun: Context;
   private readonly open = new Map<string, Span>();
@@ -100,13 +106,16 @@ class RunSpans implements RunTelemetryScope {
   private lastSeen = Date.now();
   /** Each tool step's call, from the response that asked for it (its id is the model's call id). */
   private readonly calls = new Map<string, ToolCall>();
+  /** What the journal records of each step's input and output. */
+  private readonly digests: StepDigests;
 
   constructor(
     private readonly tracer: Tracer,
     private readonly run: TelemetryRunStart,
-    /** Whether tool spans carry the output's plain digest (`OtelTelemetryOptions.logDigest`). */
+    /** Whether spans carry output digests (`OtelTelemetryOptions.logDigest`). */
     private readonly logDigest: boolean,
   ) {
+    this.digests = new StepDigests(logDigest);
     this.root = tracer.startSpan(
       `invoke_agent ${run.loopId}`,
       {
@@ -124,7 +133,10 @@ class RunSpans implements RunTelemetryScope {
     this.inRun = trace.setSpan(context.active(), this.root);
     // A span context that is not valid (a no-op tracer, no parent) names no trace: nothing to journal.
     this.carrier = isSpanContextValid(this.root.spanContext()) ? { traceparent: traceparent(this.root) } : undefined;
-    if (this.root.isRecording()) this.onEvent = (event) => this.told(event);
+    if (this.root.isRecording()) {
+      this.onEvent = (event) => this.told(event);
+      this.onEntries = (entries) => this.digests.told(entries);
+    }
   }
 
   private start(key: string, name: string, kind: SpanKind, attributes: Attributes, startTime?: number): void {
@@ -158,6 +170,7 @@ class RunSpans implements RunTelemetryScope {
           ...(this.run.model ? { "gen_ai.request.model": this.run.model } : {}),
           "loom.step.id": event.stepId,
           "loom.attempt": event.attempt,
+          ...this.digests.input(event.stepId),
         });
         break;
       case "model-retrying": {
@@ -172,7 +185,9 @@ class RunSpans implements RunTelemetryScope {
           this.calls.set(toolStepId(this.run.loopId, event.turn, index), call);
         });
         const span = this.finish(`model:${event.stepId}`);
+        const output = this.digests.takeOutput(event.stepId);
         if (!span) break;
+        if (output) span.setAttributes(output);
         if (event.usage?.inputTokens !== undefined)
           span.setAttribute("gen_ai.usage.input_tokens", event.usage.inputTokens);
         if (event.usage?.outputTokens !== undefined)
@@ -187,6 +202,7 @@ class RunSpans implements RunTelemetryScope {
           "gen_ai.tool.name": event.toolName,
           ...this.callId(event.stepId),
           "loom.step.id": event.stepId,
+          ...this.digests.input(event.stepId),
         });
         break;
       case "tool-finished": {
@@ -199,20 +215,28 @@ class RunSpans implements RunTelemetryScope {
             ...this.callId(event.stepId),
             "loom.step.id": event.stepId,
             "loom.rerun": true,
+            ...this.digests.input(event.stepId),
           };
           this.start(`tool:${event.stepId}`, `execute_tool ${event.toolName}`, SpanKind.INTERNAL, attributes, seen);
         }
         const failed =
           event.status === "error" ? { name: "ToolError", message: `${event.toolName} failed` } : undefined;
         const span = this.finish(`tool:${event.stepId}`, failed);
+        // As the journal records it; a failure's (its outcome decision) is the event's, unless keyed.
+        const output = this.digests.takeOutput(event.stepId) ?? {
+          ...(event.digest !== null && this.logDigest ? { "loom.output.digest": event.digest } : {}),
+          "loom.output.bytes": event.bytes,
+        };
         if (!span) break;
-        if (event.digest !== null && this.logDigest) span.setAttribute("loom.log.digest", event.digest);
-        span.setAttribute("loom.output.bytes", event.bytes);
+        const digest = output["loom.output.digest"];
+        if (digest !== undefined) span.setAttribute("loom.log.digest", digest);
+        span.setAttributes(output);
         span.end();
         break;
       }
       case "call-settled": {
         // Settled without running (a refusal, search_tools, a declined approval): a span of no length.
+        this.digests.forget(event.stepId);
         if (this.open.has(`tool:${event.stepId}`)) {
           this.finish(`tool:${event.stepId}`)?.end();
           break;

@@ -428,12 +428,32 @@ export function redactingStore(store: EventStore, redactor: Redaction): EventSto
   return redactingStoreWith(store, redactor, new Map());
 }
 
+/** What a redacting store made of each entry it changed, by the entry it was given. */
+const storedForms = new WeakMap<NewEntry, NewEntry>();
+
+/**
+ * `entry` as the journal keeps it: the form a redacting store appended in its place, or the entry
+ * itself when no redaction changed it. Lets the run's own readers of its appends (telemetry) see
+ * the redacted form, with its redaction records and keyed digests, rather than the original.
+ *
+ * @example
+ * await redactingStore(store, r).append(runId, [entry], { expectedVersion: 0 });
+ * redactedFields(storedFormOf(entry).data); // the records of what was redacted
+ */
+export function storedFormOf(entry: NewEntry): NewEntry {
+  return storedForms.get(entry) ?? entry;
+}
+
 function redactingStoreWith(store: EventStore, redactor: Redaction, blobRecords: BlobRecords): EventStore {
   const wrapped: EventStore = {
     ...bound(store),
     async append(runId, entries, options) {
       const out: NewEntry[] = [];
-      for (const e of entries) out.push(await redactEntry(redactor, runId, e, blobRecords));
+      for (const e of entries) {
+        const redacted = await redactEntry(redactor, runId, e, blobRecords);
+        if (redacted !== e) storedForms.set(e, redacted);
+        out.push(redacted);
+      }
       return store.append(runId, out, options);
     },
   };

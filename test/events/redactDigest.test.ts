@@ -143,19 +143,28 @@ describe("redaction digests", () => {
     expect(stored).not.toContain(PIN);
   });
 
-  it("spans leave the plain digest out when told (logDigest: false)", async () => {
+  it("spans carry the keyed digest of a redacted output, never the plain one; logDigest: false leaves output digests out", async () => {
     const spansOf = async (logDigest: boolean) => {
       const exporter = new InMemorySpanExporter();
       const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
       const telemetry = otelTelemetry({ tracer: provider.getTracer("t"), logDigest });
-      const journal = withRedaction(jsonJournal(), redaction({ paths: ["$.pin"], digest: { keys } }));
+      const plain = jsonJournal();
+      const journal = withRedaction(plain, redaction({ paths: ["$.pin"], digest: { keys } }));
       await loop(telemetry).run({ runId: "r", input: "pin?", journal });
-      return JSON.stringify(exporter.getFinishedSpans().map((s) => s.attributes));
+      const entries = await plain.store.read("r");
+      const frame = entries.find((e) => e.type === "frame.completed" && e.data.frameId === "bank#turn:0:tool:0");
+      const keyed = (frame?.data as { digest?: string } | undefined)?.digest as string;
+      return { keyed, text: JSON.stringify(exporter.getFinishedSpans().map((s) => s.attributes)) };
     };
     const plainDigest = digestOf(original).digest as string;
-    expect(await spansOf(true)).toContain(plainDigest);
+    const shown = await spansOf(true);
+    expect(shown.keyed).toMatch(/^hmac-sha256:audit-1:/);
+    expect(shown.text).toContain(shown.keyed);
+    expect(shown.text).not.toContain(plainDigest);
     const withheld = await spansOf(false);
-    expect(withheld).not.toContain(plainDigest);
-    expect(withheld).not.toContain("loom.log.digest");
+    expect(withheld.text).not.toContain(plainDigest);
+    expect(withheld.text).not.toContain(withheld.keyed);
+    expect(withheld.text).not.toContain("loom.log.digest");
+    expect(withheld.text).not.toContain("loom.output.digest");
   });
 });

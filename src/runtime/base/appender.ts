@@ -6,6 +6,7 @@ import {
   type RunCancelledError,
 } from "../../core/errors.ts";
 import { parseFrameId } from "../../events/ids.ts";
+import { storedFormOf } from "../../events/redact.ts";
 import type { AppendOptions, EventStore } from "../../events/store.ts";
 import { type JournalEntry, type NewEntry, SCHEMA_VERSION } from "../../events/types.ts";
 import { validateEntries } from "../../events/validate.ts";
@@ -348,17 +349,26 @@ export class AppendedEntries {
 
   /** The entries as the store keeps them. */
   stored(): JournalEntry[] {
+    return this.entries.map((entry, i) => this.entryAt(entry, i));
+  }
+
+  /**
+   * The entries as a read of the journal hands them back: where a redacting store replaced one
+   * (`withRedaction`), its redacted form, with the records and keyed digests of what it redacted.
+   */
+  journaled(): JournalEntry[] {
+    return this.entries.map((entry, i) => this.entryAt(storedFormOf(entry), i));
+  }
+
+  private entryAt(entry: NewEntry, i: number): JournalEntry {
     const { runId, first, at } = this;
-    return this.entries.map(
-      (entry, i) =>
-        ({
-          runId,
-          seq: first + i,
-          type: entry.type,
-          data: entry.data,
-          meta: { v: SCHEMA_VERSION, at },
-        }) as JournalEntry,
-    );
+    return {
+      runId,
+      seq: first + i,
+      type: entry.type,
+      data: entry.data,
+      meta: { v: SCHEMA_VERSION, at },
+    } as JournalEntry;
   }
 }
 

@@ -5,7 +5,7 @@
  */
 
 import { DECISION_SOURCES, parseFrameId, toolStepId, traceContextId } from "../../events/ids.ts";
-import type { NewEntry } from "../../events/types.ts";
+import type { JournalEntry, NewEntry } from "../../events/types.ts";
 import type { RunEvent } from "../../projections/events.ts";
 import type { RunState } from "../../projections/runState.ts";
 
@@ -37,6 +37,12 @@ export interface RunTelemetryScope {
    * recorded (a no-op tracer): the run then folds no events for telemetry at all.
    */
   readonly onEvent?: (event: RunEvent) => void;
+  /**
+   * The entries of each append this process makes, as the journal keeps them (redacted where a
+   * redaction changed them: records of what it redacted, keyed digests), told before the events
+   * of that append. Optional: what a span says of a step's input and output comes from here.
+   */
+  readonly onEntries?: (entries: readonly JournalEntry[]) => void;
   /** The run stopped in this process: completed, interrupted, or failed with `error`. */
   end(outcome: { readonly status: "completed" | "interrupted" | "failed"; readonly error?: unknown }): void;
 }

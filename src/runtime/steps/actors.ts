@@ -414,6 +414,8 @@ function startTelemetry(session: RunSession, state: RunState): NewEntry[] {
   const scope = telemetry.startRun({ runId: session.options.runId, loopId, model: model.id, recorded, toolCallIds });
   session.telemetry = scope;
   const onEvent = scope.onEvent;
+  const onEntries = scope.onEntries;
+  if (onEntries !== undefined) session.events.observeEntries((entries) => onEntries.call(scope, entries));
   if (onEvent !== undefined) session.events.observe((event) => onEvent.call(scope, event));
   return recorded === undefined && scope.carrier !== undefined ? [traceContextDecision(loopId, scope.carrier)] : [];
 }

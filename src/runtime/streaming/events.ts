@@ -1,4 +1,5 @@
 import type { EventStore } from "../../events/store.ts";
+import type { JournalEntry } from "../../events/types.ts";
 import {
   evolveRunEvents,
   initialRunEventState,
@@ -29,6 +30,8 @@ export class RunEventEmitter {
   private readonly listeners = new Set<(event: RunEvent) => void>();
   /** Listeners of the journaled events only (telemetry): they do not ask for the model's deltas. */
   private readonly journaledOnly = new Set<(event: RunEvent) => void>();
+  /** Listeners of the appended entries as the journal keeps them (telemetry), told before their events. */
+  private readonly entryListeners = new Set<(entries: readonly JournalEntry[]) => void>();
 
   constructor(
     private readonly store: EventStore,
@@ -96,6 +99,15 @@ export class RunEventEmitter {
     };
   }
 
+  /**
+   * Adds a listener of each append's entries as a read of the journal hands them back (redacted
+   * where a redaction changed them), told before the events folded from them; returns its removal.
+   */
+  observeEntries(listener: (entries: readonly JournalEntry[]) => void): () => void {
+    this.entryListeners.add(listener);
+    return () => this.entryListeners.delete(listener);
+  }
+
   /** Adds a listener (a stream's buffer); returns its removal. */
   listen(listener: (event: RunEvent) => void): () => void {
     this.listeners.add(listener);
@@ -105,6 +117,16 @@ export class RunEventEmitter {
   private appended(appended: AppendedEntries): void {
     const fold = this.fold;
     if (fold === undefined) return;
+    if (this.entryListeners.size > 0) {
+      const journaled = appended.journaled();
+      for (const listener of this.entryListeners) {
+        try {
+          listener(journaled);
+        } catch {
+          // A listener's failure is its own.
+        }
+      }
+    }
     const watched = this.listeners.size > 0;
     // Nothing to tell: the fold waits for a listener (a `loop.stream` started mid-run, telemetry).
     if (!watched && this.unfoldedCount + appended.length <= MAX_UNFOLDED) {
