@@ -86,6 +86,14 @@ describe("loom show <sessionId>", () => {
     expect(stdout).not.toContain("\u001b");
   });
 
+  it("a message's run names its session in its story", async () => {
+    const { code, stdout } = await loom(dir, ["show", "chat-1/1", "--db", db]);
+    expect(code).toBe(0);
+    expect(stdout).toMatch(/^run {5}chat-1\/1$/m);
+    expect(stdout).toContain("session chat-1, its message 1: loom show 'chat-1'");
+    expect((await loom(dir, ["show", "alone", "--db", db])).stdout).not.toContain("session");
+  });
+
   it("still says what it cannot find for an id that is neither a run, a session nor a step", async () => {
     const { code, stderr } = await loom(dir, ["show", "chat-9", "--db", db]);
     expect(code).toBe(1);

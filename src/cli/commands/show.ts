@@ -8,7 +8,7 @@ import {
   runIdProblem,
 } from "../../index.ts";
 import { scheduleText } from "../../read/runInfo.ts";
-import { readSession, type SessionView } from "../../read/session.ts";
+import { readSession, type SessionView, sessionOfRun } from "../../read/session.ts";
 import { type RunStory, runStory } from "../../read/story.ts";
 import { endText, stepLabel } from "../../read/timeline.ts";
 import { activityText, runInfoOf } from "../activity.ts";
@@ -125,6 +125,8 @@ function printStory(io: CliIo, run: { info: RunInfo; story: RunStory }, json: bo
   if (info.schedule) out(`from    ${scheduleText(info)}`);
   if (story.parent)
     out(`parent  ${story.parent.runId}, its call ${printable(story.parent.stepId)} (a sub-agent's run)`);
+  const session = story.parent ? undefined : sessionOfRun(info.runId);
+  if (session) out(`session ${session.sessionId}, its message ${session.n}: loom show '${session.sessionId}'`);
   if (story.forkedFrom) {
     const f = story.forkedFrom;
     out(`fork    of ${printable(f.runId)} at ${f.stepId ? printable(f.stepId) : `seq ${f.seq}`}`);
