@@ -487,6 +487,12 @@ export {
   SubAgentLimitError,
 } from "./runtime/run/agentTool.ts";
 export {
+  isUnknownSessionError,
+  type ResumeSessionRequest,
+  resumeSession,
+  UnknownSessionError,
+} from "./runtime/run/resumeSession.ts";
+export {
   type FiredTick,
   fireDueTicks,
   type RunningSchedules,

@@ -34,6 +34,10 @@ td.depth-4 { padding-left: 84px; } td.depth-5 { padding-left: 104px; } td.depth-
 .status.interrupted, .status.awaiting-approval, .status.waiting-for-approval, .status.waiting, .status.stalled { color: var(--warn); border-color: #d4a72c; }
 .status.running, .status.started, .status.asked, .status.calling, .status.backing-off, .status.answered, .status.not-started { color: var(--run); border-color: #54aeff; }
 .why { color: var(--warn); }
+ol.session { padding-left: 0; list-style: none; }
+ol.session li { border-bottom: 1px solid var(--line); padding: 8px 0; }
+ol.session .said { margin: 4px 0; white-space: pre-wrap; word-break: break-word; }
+ol.session .meta { margin: 0; color: var(--dim); }
 .filter { display: flex; gap: 6px; margin: 8px 0 12px; }
 .filter a { padding: 3px 10px; border: 1px solid var(--line); border-radius: 14px; text-decoration: none; color: var(--fg); }
 .filter a.on { background: var(--fg); color: var(--bg); }

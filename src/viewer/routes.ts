@@ -10,6 +10,7 @@ import {
 import type { ResumeCommand } from "../read/activity.ts";
 import { KeptRun } from "../read/keptRun.ts";
 import { callAt, type RunView } from "../read/runView.ts";
+import { readSession } from "../read/session.ts";
 import { showStep } from "../read/step.ts";
 import { actionFrom, type PendingApproval, perform, type ViewerActions } from "./actions.ts";
 import { chartSvg } from "./chart.ts";
@@ -17,6 +18,7 @@ import { href } from "./html.ts";
 import type { LivePart } from "./live.ts";
 import { isLive, type RunPageInput, runPage, runPart } from "./runPage.ts";
 import { runRows, runsPage } from "./runsPage.ts";
+import { sessionPage } from "./sessionPage.ts";
 import { confirmPage, problemPage, stepPage } from "./stepPage.ts";
 import { buildTravel, buildTravelLog, extendTravel, logsFrom, type Travel, type TravelLog } from "./travel.ts";
 import { atPart, travelPage } from "./travelPage.ts";
@@ -53,8 +55,16 @@ export class Pages {
     this.source = options.source;
   }
 
-  async runs(status: string | undefined): Promise<string> {
-    return runsPage(await runRows(this.journal), status, this.source, this.resumeCommand);
+  /** The runs page, filtered by status and, when `session` is given, to that session's runs. */
+  async runs(status: string | undefined, session?: string): Promise<string> {
+    return runsPage(await runRows(this.journal), status, this.source, this.resumeCommand, session);
+  }
+
+  /** The session page (its messages, answers and runs), or undefined when nothing was sent to that session. */
+  async session(sessionId: string): Promise<string | undefined> {
+    if (runIdProblem(sessionId) !== undefined) return undefined; // no session can have that id
+    const view = await readSession(this.journal, sessionId);
+    return view === undefined ? undefined : sessionPage(view, this.source, this.resumeCommand);
   }
 
   /** The run page, or only its `#run` part (what the live feed sends as the run goes on). */

@@ -4,7 +4,9 @@ import { clip, int, kB } from "../read/format.ts";
 import { type RunInfo, scheduleText } from "../read/runInfo.ts";
 import { readRunRows } from "../read/runRow.ts";
 import { inTreeOrder, type RunParent } from "../read/runsTree.ts";
+import { sessionOfRun } from "../read/session.ts";
 import { href, html, page, when } from "./html.ts";
+import { rowsOfSession } from "./sessionPage.ts";
 
 /** A row of the runs page: what `loom runs` shows (tokens included). */
 export interface RunRow extends RunInfo {
@@ -61,6 +63,10 @@ export async function runRows(journal: Journal): Promise<RunRow[]> {
 function runCell(r: RunRow, shown: ReadonlySet<string>) {
   const link = html`<a href="${href("runs", r.runId)}">${r.runId}</a>`;
   if (r.parent === undefined) {
+    const session = sessionOfRun(r.runId);
+    if (session !== undefined) {
+      return html`<td>${link} <span class="dim session">message ${session.n} of session <a href="${href("sessions", session.sessionId)}">${session.sessionId}</a></span></td>`;
+    }
     if (r.schedule === undefined) return html`<td>${link}</td>`;
     return html`<td>${link} <span class="dim scheduled" title="started by schedule ${r.schedule.scheduleId} at its tick ${r.schedule.tick}">${scheduleText(r)}</span></td>`;
   }
@@ -70,25 +76,34 @@ function runCell(r: RunRow, shown: ReadonlySet<string>) {
   return html`<td class="subrun depth-${Math.min(r.depth, 6)}" title="sub-agent run of ${r.parent.runId}, its call ${r.parent.stepId}"><span class="tree">└</span> ${link}${under}</td>`;
 }
 
-/** The runs page, filtered to `status` when given. */
+/** The runs page, filtered to `status` when given, and to one session's runs when `session` is. */
 export function runsPage(
-  rows: readonly RunRow[],
+  all: readonly RunRow[],
   status: string | undefined,
   source: string,
   resumeCommand?: ResumeCommand,
+  session?: string,
 ): string {
+  const rows = session === undefined ? all : rowsOfSession(all, session);
   const shown = status ? rows.filter((r) => filterOf(r) === status) : rows;
+  // The status links keep the session filter.
+  const also = session === undefined ? "" : `&session=${encodeURIComponent(session)}`;
   const filter = html`<nav class="filter" aria-label="filter by status">
-    <a href="/" class="${status ? "" : "on"}">all <span class="n">${rows.length}</span></a>
+    <a href="${session === undefined ? "/" : `/?session=${encodeURIComponent(session)}`}" class="${status ? "" : "on"}">all <span class="n">${rows.length}</span></a>
     ${STATUSES.map(
       (s) =>
-        html`<a href="/?status=${s}" class="${status === s ? "on" : ""}">${activityLabel(s)} <span class="n">${rows.filter((r) => filterOf(r) === s).length}</span></a>`,
+        html`<a href="/?status=${s}${also}" class="${status === s ? "on" : ""}">${activityLabel(s)} <span class="n">${rows.filter((r) => filterOf(r) === s).length}</span></a>`,
     )}
   </nav>`;
+  const ofSession =
+    session === undefined
+      ? ""
+      : html`<p class="sub">the runs of session <a href="${href("sessions", session)}">${session}</a> (its conversation) · <a href="/">all runs</a></p>`;
   const waiting = rows.filter((r) => r.waiting).length;
   const ids = new Set(shown.map((r) => r.runId));
   const body = html`<h1>Runs</h1>
 <p class="sub">${source}${waiting > 0 ? html` · <strong>${waiting} waiting for approval</strong>` : ""}</p>
+${ofSession}
 ${filter}
 ${
   shown.length === 0

@@ -138,7 +138,16 @@ async function handle(req: IncomingMessage, res: ServerResponse, { pages, live, 
   if (top === "assets" && runId === "viewer.css") return send(res, 200, "text/css; charset=utf-8", CSS, true);
   if (top === "assets" && runId === "viewer.js") return send(res, 200, "text/javascript; charset=utf-8", SCRIPT, true);
   if (top === "favicon.ico") return send(res, 204, "text/plain", "");
-  if (top === undefined) return html(res, 200, await pages.runs(url.searchParams.get("status") ?? undefined));
+  if (top === undefined) {
+    const session = url.searchParams.get("session") ?? undefined;
+    return html(res, 200, await pages.runs(url.searchParams.get("status") ?? undefined, session));
+  }
+  if (top === "sessions" && runId !== undefined && sub === undefined) {
+    const page = await pages.session(runId);
+    return page === undefined
+      ? html(res, 404, problemPage("No such session", `nothing was sent to session ${runId} in this journal`, "/"))
+      : html(res, 200, page);
+  }
   if (top === "runs" && runId !== undefined) {
     if (sub === undefined) {
       const page = await pages.run(runId, url.searchParams.get("part") === "run");

@@ -7,16 +7,22 @@ import { KNOWN_LOOPS } from "../loops.ts";
 import { packageRoot } from "../packageRoot.ts";
 import { type CommonOptions, withCodecKeys, withCommon } from "../program.ts";
 import { progressBar } from "../progress.ts";
+import { sessionRunToResume } from "./session.ts";
 
 /** `loom resume <runId>`: goes on with a stopped or crashed run of a loop this command defines. */
 export function registerResume(program: Command, io: CliIo): void {
   withCodecKeys(withCommon(program.command("resume")))
     .description("resume a stopped or crashed run from its journal (runs of the loops this command defines: loom-demo)")
-    .argument("<runId>", "the run (see `loom runs`)")
+    .argument(
+      "<runId>",
+      "the run (see `loom runs`), or a session's id (loop.send's sessionId): its last message's run <sessionId>/<n> is resumed",
+    )
     .option("--json", "print the run's output as JSON")
-    .action(async (runId: string, options: CommonOptions & { json?: boolean }) => {
+    .action(async (arg: string, options: CommonOptions & { json?: boolean }) => {
       const path = dbPath(io, options.db);
+      let runId = arg;
       const result = await withWritableJournal(sqliteSource(io, options), async (journal) => {
+        runId = await sessionRunToResume(io, journal, arg);
         const state = foldEntries(await readRun(journal, runId, path));
         const known = state.loopId === undefined ? undefined : KNOWN_LOOPS.get(state.loopId);
         if (!known && state.status === "completed") {
@@ -50,7 +56,17 @@ export function registerResume(program: Command, io: CliIo): void {
       if (options.json)
         return println(
           io.stdout,
-          JSON.stringify({ runId, before, ran: { modelCalls: ran, toolCalls }, output }, null, 2),
+          JSON.stringify(
+            {
+              runId,
+              ...(runId === arg ? {} : { sessionId: arg }),
+              before,
+              ran: { modelCalls: ran, toolCalls },
+              output,
+            },
+            null,
+            2,
+          ),
         );
       if (before.status === "completed") {
         println(io.stdout, `run ${printable(runId)} had already completed; nothing was run. Its answer:`);

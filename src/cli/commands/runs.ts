@@ -2,11 +2,13 @@ import type { Command } from "commander";
 import { escapeRunId, RUN_ID_RULE } from "../../index.ts";
 import { readRunRows } from "../../read/runRow.ts";
 import { inTreeOrder } from "../../read/runsTree.ts";
+import { sessionOfRun } from "../../read/session.ts";
 import { statusLabel, stoppedOrNext } from "../activity.ts";
 import { journalSource, type RunInfo, withJournal } from "../db.ts";
 import { clip, int, kB, printable, table } from "../format.ts";
 import { type CliIo, println } from "../io.ts";
 import { type JournalCommonOptions, withJournalOptions } from "../program.ts";
+import { printSessionRows, sessionRows, sessionRowsOf } from "./session.ts";
 
 /** `loom runs`: every run of the journal, oldest first, each sub-agent's run under its parent. */
 export function registerRuns(program: Command, io: CliIo): void {
@@ -16,12 +18,20 @@ export function registerRuns(program: Command, io: CliIo): void {
     )
     .option(
       "--json",
-      "print an array of runs as JSON (status: the journal's; activity: running, stalled, not-started, waiting-for-approval, answered…; a sub-agent's run with its parent: { runId, stepId }; a scheduled run with schedule: { scheduleId, tick })",
+      "print an array of runs as JSON (status: the journal's; activity: running, stalled, not-started, waiting-for-approval, answered…; a sub-agent's run with its parent: { runId, stepId }; a scheduled run with schedule: { scheduleId, tick }; a session's message with session: { sessionId, n })",
     )
-    .action(async (options: JournalCommonOptions & { json?: boolean }) => {
+    .option(
+      "--session <sessionId>",
+      "only the runs of one session (loop.send's sessionId): its messages' runs <sessionId>/<n> in order, and their sub-agents' runs",
+    )
+    .option(
+      "--sessions",
+      "one row per session instead of per run: its loop, messages, its last message's run and status, model calls and tokens of its messages, and how to resume it",
+    )
+    .action(async (options: JournalCommonOptions & { json?: boolean; session?: string; sessions?: boolean }) => {
       const source = journalSource(io, options);
       const path = source.label;
-      const tree = await withJournal(source, async (journal) => {
+      let tree = await withJournal(source, async (journal) => {
         // Each run from its latest snapshot and the entries after it (src/read/runRow.ts).
         const { rows, parentOf } = await readRunRows(journal, (runId, problem) =>
           // Written before run ids had a rule: listed, but no store reads it any more.
@@ -31,9 +41,13 @@ export function registerRuns(program: Command, io: CliIo): void {
         out.sort((a, b) => (a.startedAt ?? "").localeCompare(b.startedAt ?? "") || a.runId.localeCompare(b.runId));
         return inTreeOrder(out, parentOf).map(({ run, depth }) => {
           const parent = parentOf(run.runId);
-          return { run: parent === undefined ? run : { ...run, parent }, depth };
+          // A session's message (`<sessionId>/<n>`) says which, for --json.
+          const session = parent === undefined ? sessionOfRun(run.runId) : undefined;
+          return { run: { ...run, ...(parent ? { parent } : {}), ...(session ? { session } : {}) }, depth };
         });
       });
+      if (options.sessions) return printSessionRows(io, sessionRowsOf(tree), options.json === true, path);
+      if (options.session !== undefined) tree = sessionRows(tree, options.session, path);
       if (options.json)
         return println(
           io.stdout,

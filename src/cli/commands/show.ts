@@ -8,6 +8,7 @@ import {
   runIdProblem,
 } from "../../index.ts";
 import { scheduleText } from "../../read/runInfo.ts";
+import { readSession, type SessionView, sessionOfRun } from "../../read/session.ts";
 import { type RunStory, runStory } from "../../read/story.ts";
 import { endText, stepLabel } from "../../read/timeline.ts";
 import { activityText, runInfoOf } from "../activity.ts";
@@ -16,6 +17,7 @@ import { clip, count, int, oneLine, printable } from "../format.ts";
 import { type CliIo, println } from "../io.ts";
 import { type JournalCommonOptions, withJournalOptions } from "../program.ts";
 import { type ShownStep, showStep } from "../step.ts";
+import { printSession } from "./session.ts";
 
 interface ShowOptions extends JournalCommonOptions {
   readonly run?: string;
@@ -30,7 +32,7 @@ export function registerShow(program: Command, io: CliIo): void {
     )
     .argument(
       "<stepId>",
-      "a step id: a tool's, e.g. 'loom-demo#turn:3:tool:0', or a model call's, 'loom-demo#turn:3:model' (quote it: it holds a #); or a run id: its story, the schedule and tick that started it (a run id <scheduleId>@<tick>), and why it stopped",
+      "a step id: a tool's, e.g. 'loom-demo#turn:3:tool:0', or a model call's, 'loom-demo#turn:3:model' (quote it: it holds a #); or a run id: its story, the schedule and tick that started it (a run id <scheduleId>@<tick>), and why it stopped; or a session id (loop.send's sessionId): its messages, each the user's text, the answer, its run <sessionId>/<n> and its status",
     )
     .option("--run <runId>", "the run holding the step (needed when several runs of one loop are in the journal)")
     .option("--json", "print the resolved step as JSON")
@@ -39,6 +41,8 @@ export function registerShow(program: Command, io: CliIo): void {
       const shown = await withJournal(journalSource(io, options), async (journal): Promise<Shown> => {
         const run = await runNamed(journal, stepId);
         if (run !== undefined) return { run };
+        const session = await sessionNamed(journal, stepId);
+        if (session !== undefined) return { session };
         const waiting = (
           await listPendingApprovals(journal, options.run === undefined ? {} : { runId: options.run })
         ).filter((p) => p.stepId === stepId);
@@ -46,6 +50,7 @@ export function registerShow(program: Command, io: CliIo): void {
         return { step: await showStep(journal, stepId, options.run) };
       });
       if ("run" in shown) return printStory(io, shown.run, options.json === true);
+      if ("session" in shown) return printSession(io, shown.session, options.json === true);
       if ("waiting" in shown) return printWaiting(io, shown.waiting, options.json === true);
       printStep(io, stepId, shown.step, options.json === true);
     });
@@ -54,6 +59,7 @@ export function registerShow(program: Command, io: CliIo): void {
 /** What `loom show <arg>` found: a run's story, a call waiting for approval, or a step that ended. */
 type Shown =
   | { readonly run: { info: RunInfo; story: RunStory } }
+  | { readonly session: SessionView }
   | { readonly waiting: PendingApproval }
   | { readonly step: ShownStep };
 
@@ -97,6 +103,12 @@ async function runNamed(journal: OpenJournal, arg: string): Promise<{ info: RunI
   return { info: await runInfoOf(journal, arg, entries), story: await runStory(journal, arg, entries) };
 }
 
+/** The session an argument names, when it is no step id and no run's id, but the id of a session (its runs `<id>/<n>`). */
+async function sessionNamed(journal: OpenJournal, arg: string): Promise<SessionView | undefined> {
+  if (runIdProblem(arg) !== undefined || parseFrameId(arg) !== undefined) return undefined;
+  return readSession(journal, arg);
+}
+
 function printStory(io: CliIo, run: { info: RunInfo; story: RunStory }, json: boolean): void {
   const { info, story } = run;
   if (json) {
@@ -113,6 +125,8 @@ function printStory(io: CliIo, run: { info: RunInfo; story: RunStory }, json: bo
   if (info.schedule) out(`from    ${scheduleText(info)}`);
   if (story.parent)
     out(`parent  ${story.parent.runId}, its call ${printable(story.parent.stepId)} (a sub-agent's run)`);
+  const session = story.parent ? undefined : sessionOfRun(info.runId);
+  if (session) out(`session ${session.sessionId}, its message ${session.n}: loom show '${session.sessionId}'`);
   if (story.forkedFrom) {
     const f = story.forkedFrom;
     out(`fork    of ${printable(f.runId)} at ${f.stepId ? printable(f.stepId) : `seq ${f.seq}`}`);
