@@ -16,16 +16,6 @@ export const KNOWN_GAPS: Partial<Record<Gap, string>> =
           "a redacted journal blocks every resume (RedactedHistoryError), so redaction is composed only with runs that never resume, until the redact-resume branch lands",
         liveLogUnderRedaction:
           "under redaction the live tool-call log holds the original outputs and the rebuilt one the redacted ones, until the redact-resume branch lands",
-        approvalReasonInClear:
-          "an approval's reason is journaled in the decision, outside the payload codec, until the codec-coverage branch lands",
-        claimCheckedBlobUnderCodec:
-          "resolveStep hashes a claim-checked blob after the codec decoded it, but the envelope records the digest of the encoded bytes: IntegrityError on every claim-checked step of an encoded journal (found by this suite; no fix known yet)",
-        deliveredNotClaimChecked:
-          "a delivered event's payload is journaled inline whatever its size (no claim-check), until the delivered-claim-check branch lands",
-        parallelSubAgentOverspend:
-          "sub-agents started together each get all that is left of their parent's budget, so together they spend past it, until the budget branch lands",
-        summaryInClear:
-          "a context policy's summary is journaled in the decision, outside the payload codec, until the codec-coverage branch lands",
       };
 
 /** Every gap the suites know how to gate. */

@@ -114,8 +114,10 @@ describe("a session after a message that ended without completing", () => {
     const journal = withRedaction(jsonJournal(), redaction({ paths: ["$..note"] }));
     const loop = sessionLoop();
     await loop.send({ sessionId: "r", journal, message: "tides" });
+    // A budget sent with a message holds for the session: "tides" made two model calls, so three
+    // stops "moons" after its lookup, before its answer.
     const stopped = await rejection(
-      loop.send({ sessionId: "r", journal, message: "moons", budget: { modelCalls: 1 } }),
+      loop.send({ sessionId: "r", journal, message: "moons", budget: { modelCalls: 3 } }),
     );
     expect(isAgentInterruptedError(stopped) && stopped.run.reason).toBe("budget");
     expect(isRedactedHistoryError(await rejection(loop.run({ runId: "r/1", journal })))).toBe(true);

@@ -114,14 +114,7 @@ export function memoryWorld() {
  * `CARD_SHAPE` there instead of the function.
  */
 export function compositionRedaction() {
-  const scrub = (value: unknown): unknown => {
-    if (typeof value === "string") return value.replace(CARD_SHAPE, "[card]");
-    if (Array.isArray(value)) return value.map(scrub);
-    if (value !== null && typeof value === "object")
-      return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, scrub(v)]));
-    return value;
-  };
-  return redaction({ paths: ["$..email"], redact: (value) => scrub(value) });
+  return redaction({ paths: ["$..email"], values: [CARD_SHAPE] });
 }
 
 /** The journal the scenario runs on: `base` behind the codec, then redaction, as features say. */
@@ -331,3 +324,14 @@ export type BudgetOf = (k: number) => Budget | undefined;
 export const firstBudgetOf = (features: ReadonlySet<Feature>): Budget => ({
   modelCalls: features.has("subAgent") ? 6 : 2,
 });
+
+/**
+ * The first budget of message `k`: in a session a budget sent with a message holds for the whole
+ * session, so it is the session's spending before `k` (`budgetOf(k - 1)`, what the reference run
+ * spent through message k - 1) plus {@link firstBudgetOf}.
+ */
+export function firstBudgetAt(features: ReadonlySet<Feature>, k: number, budgetOf: BudgetOf): Budget {
+  const first = firstBudgetOf(features);
+  const before = features.has("session") && k > 0 ? budgetOf(k - 1) : undefined;
+  return before === undefined ? first : { modelCalls: (before.modelCalls ?? 0) + (first.modelCalls ?? 0) };
+}

@@ -18,7 +18,7 @@ import {
   type BudgetOf,
   CLAIM_CHECK_BYTES,
   type Feature,
-  firstBudgetOf,
+  firstBudgetAt,
   messagesOf,
   REDACTED,
   runIdOf,
@@ -151,8 +151,8 @@ export async function checkInvariants(input: CheckInput): Promise<Report> {
 
   if (features.has("budget")) {
     await check(report, "the first budget stopped each run within its limit", undefined, async () => {
-      const first = firstBudgetOf(features);
       for (let k = 0; k < messages; k++) {
+        const first = firstBudgetAt(features, k, budgetOf);
         const runId = runIdOf(features, k);
         const stops = await budgetStops(journal, runId);
         expect(stops.length, `${runId}: budget stops`).toBeGreaterThanOrEqual(1);
@@ -164,10 +164,17 @@ export async function checkInvariants(input: CheckInput): Promise<Report> {
       }
     });
     await check(report, "every budget held", undefined, async () => {
+      const spent = { modelCalls: 0, inputTokens: 0, outputTokens: 0 };
       for (let k = 0; k < messages; k++) {
         const runId = runIdOf(features, k);
         const budget = budgetOf(k);
-        const used = await usageWithSubRuns(journal, runId);
+        const own = await usageWithSubRuns(journal, runId);
+        // In a session the budget holds for the session: what it spent through this message.
+        if (!features.has("session")) Object.assign(spent, { modelCalls: 0, inputTokens: 0, outputTokens: 0 });
+        spent.modelCalls += own.modelCalls;
+        spent.inputTokens += own.inputTokens;
+        spent.outputTokens += own.outputTokens;
+        const used = spent;
         for (const limit of ["modelCalls", "inputTokens", "outputTokens"] as const) {
           const most = budget?.[limit];
           if (most !== undefined) expect(used[limit], `${runId}: ${limit}`).toBeLessThanOrEqual(most);

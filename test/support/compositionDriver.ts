@@ -12,7 +12,7 @@ import {
   compositionLoop,
   DELIVERED_PAYLOAD,
   type Feature,
-  firstBudgetOf,
+  firstBudgetAt,
   messagesOf,
   messageText,
   runIdOf,
@@ -54,7 +54,7 @@ export async function drive(options: DriveOptions): Promise<AgentOutput[]> {
       const started = (await journal.store.listRuns({ prefix: runId })).some((r) => r.runId === runId);
       // Under the first budget until the journal says it stopped the run, then under the full one.
       const first = features.has("budget") && !(started && (await budgetStops(journal, runId)).length > 0);
-      const budget = first ? (options.firstBudget ?? firstBudgetOf(features)) : budgetOf(k);
+      const budget = first ? (options.firstBudget ?? firstBudgetAt(features, k, budgetOf)) : budgetOf(k);
       const common = { journal, now: world.now, ...(budget === undefined ? {} : { budget }) };
       onStep?.(`${started ? "resume" : "start"} ${runId}`);
       try {

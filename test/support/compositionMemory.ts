@@ -70,10 +70,17 @@ export async function uninterrupted(features: ReadonlySet<Feature>): Promise<Uni
     budgetOf: () => undefined,
     onStep: () => effects++,
   });
+  // What each message's run spent; in a session, what the session spent through that message (a
+  // budget sent with a message holds for the whole session).
   const budgets: Budget[] = [];
+  const spent = { modelCalls: 0, inputTokens: 0, outputTokens: 0 };
   for (let k = 0; k < messagesOf(features); k++) {
     const used = await usageWithSubRuns(journal, runIdOf(features, k));
-    budgets.push({ modelCalls: used.modelCalls, inputTokens: used.inputTokens, outputTokens: used.outputTokens });
+    if (!features.has("session")) Object.assign(spent, { modelCalls: 0, inputTokens: 0, outputTokens: 0 });
+    spent.modelCalls += used.modelCalls;
+    spent.inputTokens += used.inputTokens;
+    spent.outputTokens += used.outputTokens;
+    budgets.push({ ...spent });
   }
   return { appends: counting.appends, effects, budgets, reference: await referenceOf(journal, features, outputs) };
 }
