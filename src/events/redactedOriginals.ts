@@ -347,4 +347,4 @@ export async function redactedResumeRefusal(
 
 /** The words readers print for a redacted run that cannot be resumed. */
 export const refusalText = (seq: number, forgotten: boolean): string =>
-  `it cannot be resumed: its journal was redacted at seq ${seq} ${forgotten ? "and the originals' key was forgotten" : "and keeps no original"}; start a new run, or fork it before seq ${seq} and resume the fork`;
+  `cannot be resumed: redacted at seq ${seq} with ${forgotten ? "its originals' key forgotten" : "no original kept"}; start a new run, or fork it before seq ${seq} and resume the fork`;
