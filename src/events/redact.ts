@@ -361,11 +361,15 @@ function redactingStoreWith(store: EventStore, redactor: Redaction, blobRecords:
     ...bound(store),
     async append(runId, entries, options) {
       const out: NewEntry[] = [];
+      let changed = false;
       for (const e of entries) {
         const redacted = await redactEntry(redactor, runId, e, blobRecords);
+        if (redacted !== e) changed = true;
         out.push(seal === undefined || redacted === e ? redacted : await seal(runId, e, redacted));
       }
-      return store.append(runId, out, options);
+      const appended = await store.append(runId, out, options);
+      // The run's listeners (its stream, its spans) are told what readers see: the redacted entries.
+      return changed ? { version: appended.version, stored: out } : appended;
     },
   };
   return wrapped;

@@ -197,6 +197,17 @@ export function redactContract(name: string, open: () => Promise<RedactFixture>)
       },
     );
 
+    it("the run's journaled events (onEvent, what loop.stream and spans read) carry the redacted form, as a follower of the journal reads it", async () => {
+      const codec = encrypting();
+      const journal = withRedaction(withCodec(plain, codec), rules(), { keepOriginals: { codec } });
+      const events: unknown[] = [];
+      await loop("full").run({ runId: "ev", input: "go", journal, onEvent: (e) => events.push(e) });
+      // The journaled events (those with a cursor); a model's live deltas are its text as it streams, never journaled.
+      const seen = JSON.stringify(events.filter((e) => typeof e === "object" && e !== null && "cursor" in e));
+      expect(seen).toContain("[redacted]");
+      for (const secret of SECRETS) expect(seen, secret).not.toContain(secret);
+    });
+
     it("resolveStep and showStep: the original's digest (the lean entry's), the redacted output, nothing claimed to verify it by hash", async () => {
       const journal = withRedaction(plain, rules());
       const out = await loop("lean").run({ runId: "show", input: "go", journal });
