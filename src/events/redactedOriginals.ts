@@ -218,14 +218,20 @@ async function restored<E extends { type: string; data: unknown }>(entry: E, key
   return { ...entry, data: out };
 }
 
+/** Whether `entry` is a compaction marker that moved redacted outputs to the archive. */
+const movedRedacted = (entry: { type: string; data: unknown }): boolean =>
+  entry.type === "frames.archived" &&
+  Object.values((entry.data as { digests?: Record<string, { original?: unknown }> }).digests ?? {}).some(
+    (d) => d.original !== undefined,
+  );
+
 /**
  * A `frames.archived` marker as it reads once its frames' originals are restored: each redacted
  * output's digest is the original's (the one its frame recorded).
  */
 function restoredMarker<E extends { type: string; data: unknown }>(entry: E): E {
   const data = entry.data as { digests?: Record<string, { original?: unknown }> };
-  const digests = data.digests;
-  if (digests === undefined || !Object.values(digests).some((d) => d.original !== undefined)) return entry;
+  const digests = data.digests ?? {};
   const out: Record<string, unknown> = {};
   for (const [id, d] of Object.entries(digests)) {
     const { original, ...rest } = d as { original?: { digest: string | null; bytes: number } };
@@ -260,20 +266,13 @@ export function originalsView(journal: Journal): Journal {
     ...journal.store,
     async read(runId, options) {
       const entries = await journal.store.read(runId, options);
-      if (!entries.some((e) => keptOriginalsOf(e.data) !== undefined)) return entries;
+      if (!entries.some((e) => keptOriginalsOf(e.data) !== undefined || movedRedacted(e))) return entries;
       const keyOf = keysFor(keeper);
       const out: JournalEntry[] = [];
-      let restoredAny = false;
-      for (const e of entries) {
-        const r = await restored(e, keyOf);
-        if (r !== e) restoredAny = true;
-        out.push(r);
-      }
-      // Archived outputs restored must match their markers: only when this run's key opens.
-      if (restoredAny && (await keyOf(runId)) !== undefined) {
-        return out.map((e) => (e.type === "frames.archived" ? restoredMarker(e) : e));
-      }
-      return out;
+      for (const e of entries) out.push(await restored(e, keyOf));
+      // Archived outputs are restored (restoringArchive) only when this run's key opens them: their markers too.
+      if ((await keyOf(runId)) === undefined) return out;
+      return out.map((e) => (movedRedacted(e) ? restoredMarker(e) : e));
     },
   };
   const archive = journal.archive === undefined ? undefined : restoringArchive(journal.archive, keeper);

@@ -213,6 +213,8 @@ export const runStateProjection: Projection<RunState> = {
           };
           if (!d?.failed) countTurn(state, frameId);
         }
+        // Redacted outputs moved to the archive: the run is as redacted as their entries made it.
+        if (Object.values(entry.data.digests).some((d) => d.original !== undefined)) noteArchivedRedacted(state, entry);
         break;
       case "run.completed":
         state.status = "completed";
@@ -309,6 +311,15 @@ export function fold<S>(projection: Projection<S>, entries: Iterable<JournalEntr
   let state = projection.initial();
   for (const entry of entries) state = projection.evolve(state, entry);
   return state;
+}
+
+/**
+ * Notes a compaction marker that moved redacted outputs: what their entries kept is in the archive,
+ * so the run's own key stands for it (a resume reads the marker restored when that key opens them).
+ */
+function noteArchivedRedacted(state: RunState, entry: JournalEntry): void {
+  const r = (state.redacted ??= { seq: entry.seq, type: entry.type });
+  if (!(r.keys ??= []).includes(entry.runId)) r.keys.push(entry.runId);
 }
 
 /** Notes a redacted entry: the first one, the first that keeps no original, the keys that seal the others. */

@@ -353,6 +353,33 @@ export function redactContract(name: string, open: () => Promise<RedactFixture>)
       },
     );
 
+    it("keepOriginals: a stopped redacted run compacted into the archive still resumes with the originals", async () => {
+      const codec = encrypting();
+      const journal = withRedaction(withCodec(plain, codec), rules(), { keepOriginals: { codec } });
+      await rejection(loop("full", 2).run({ runId: "ca", input: "go", journal }));
+      const compacted = await compact(journal, "ca", { keepTurns: 0 });
+      expect(compacted.frameIds).toEqual(["crm#turn:0:tool:0", "crm#turn:1:tool:0"]);
+      const out = await loop("full").run({ runId: "ca", journal });
+      const reference = await loop("full").run({ runId: "ref", input: "go", journal: plain });
+      expect(out.content).toBe(reference.content);
+      expect(promptDigests(await readJournal(journal, "ca"))).toEqual(promptDigests(await readJournal(plain, "ref")));
+      const seen = JSON.stringify([out.toolCallLog, await rebuildToolCallLog(journal, "ca", "full")]);
+      for (const secret of SECRETS) expect(seen, secret).not.toContain(secret);
+    });
+
+    it("a redacted run with no original kept stays unresumable once compaction moved its redacted frames to the archive", async () => {
+      const journal = withRedaction(plain, redaction({ paths: ["$..email"] }));
+      await rejection(loop("lean", 2).run({ runId: "cn", input: "go", journal }));
+      expect((await compact(journal, "cn", { keepTurns: 0 })).frameIds).toEqual([
+        "crm#turn:0:tool:0",
+        "crm#turn:1:tool:0",
+      ]);
+      const before = (await plain.store.read("cn")).length;
+      const e = await rejection(loop("lean").run({ runId: "cn", journal }));
+      expect(isRedactedHistoryError(e)).toBe(true);
+      expect((await plain.store.read("cn")).length).toBe(before);
+    });
+
     it("forgetRedactedOriginals: the originals can no longer be opened; the resume is refused (forgotten), nothing appended", async () => {
       const codec = encrypting();
       const journal = withRedaction(withCodec(plain, codec), rules(), { keepOriginals: { codec } });
