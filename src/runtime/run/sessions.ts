@@ -1,5 +1,6 @@
 import { LoomError } from "../../core/errors.ts";
 import { toolStepId } from "../../events/ids.ts";
+import { redactedResumeRefusal } from "../../events/redactedOriginals.ts";
 import type { Journal } from "../../events/spi.ts";
 import type { Message, ToolCall } from "../../events/types.ts";
 import { type RunState, responseAt } from "../../projections/runState.ts";
@@ -28,11 +29,21 @@ export class SessionBusyError extends LoomError {
   readonly sessionId: string;
   /** The run that holds the session: the last message's. */
   readonly runId: string;
-  constructor(sessionId: string, runId: string, why: string, options?: { cause?: unknown }) {
+  constructor(
+    sessionId: string,
+    runId: string,
+    why: string,
+    options?: {
+      cause?: unknown /** Why the run cannot be resumed, when it cannot (then no resume is advised). */;
+      unresumable?: string;
+    },
+  ) {
     super(
       "sessionBusy",
-      `session ${sessionId} is busy: ${why}. Wait for run ${runId} to complete (or resume it with loop.run({ runId: "${runId}", journal })), then send the message again.`,
-      options,
+      options?.unresumable === undefined
+        ? `session ${sessionId} is busy: ${why}. Wait for run ${runId} to complete (or resume it with loop.run({ runId: "${runId}", journal })), then send the message again.`
+        : `session ${sessionId} is busy: ${why}, and run ${runId} ${options.unresumable}.`,
+      options?.cause === undefined ? undefined : { cause: options.cause },
     );
     this.sessionId = sessionId;
     this.runId = runId;
@@ -124,7 +135,13 @@ export async function nextSessionTurn(
   if (last !== undefined) {
     const state = await foldRun(journal, last);
     if (state.status !== "completed") {
-      throw new SessionBusyError(sessionId, last, `the run of its last message is ${state.status}`);
+      const unresumable = await redactedResumeRefusal(journal, state);
+      throw new SessionBusyError(
+        sessionId,
+        last,
+        `the run of its last message is ${state.status}`,
+        unresumable === undefined ? undefined : { unresumable },
+      );
     }
     history = await conversationOfState(journal, await hydrateArchived(journal, state));
   }
