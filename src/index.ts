@@ -255,13 +255,13 @@ export {
   withRedaction,
 } from "./events/redact.ts";
 export {
-  forgetRedactedOriginals,
   isRedactedOriginalsError,
   type KeepOriginalsOptions,
   RedactedOriginalsError,
   type RedactedOriginalsErrorCode,
   type SealedOriginals,
 } from "./events/redactedOriginals.ts";
+export { forgetRedactedOriginals } from "./events/redactedResume.ts";
 export type { StoredSnapshot } from "./events/store.ts";
 export { type ListedTool, readToolList, TOOL_LIST_SOURCE, type ToolListChoice } from "./events/toolList.ts";
 export {

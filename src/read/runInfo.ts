@@ -1,4 +1,4 @@
-import { redactedResumeRefusal, refusalText } from "../events/redactedOriginals.ts";
+import { redactedResumeRefusal, refusalText } from "../events/redactedResume.ts";
 import {
   describeCause,
   type ErrorCause,

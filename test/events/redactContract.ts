@@ -14,11 +14,8 @@ import {
   verifyRedacted,
   withRedaction,
 } from "../../src/events/redact.ts";
-import {
-  forgetRedactedOriginals,
-  isRedactedOriginalsError,
-  type RedactedOriginalsError,
-} from "../../src/events/redactedOriginals.ts";
+import { isRedactedOriginalsError, type RedactedOriginalsError } from "../../src/events/redactedOriginals.ts";
+import { forgetRedactedOriginals } from "../../src/events/redactedResume.ts";
 import type { ArchivedFrame, Journal } from "../../src/events/spi.ts";
 import type { JournalEntry } from "../../src/events/types.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
