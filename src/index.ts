@@ -219,6 +219,8 @@ export {
   SnapshotError,
   type SnapshotErrorCode,
 } from "./core/errors.ts";
+// Redacted originals kept sealed under a per-run key, so a redacted run can be resumed; forgetting the key shreds them.
+export { type DataKeyStore, memoryDataKeys } from "./events/dataKeys.ts";
 export {
   approvalId,
   contextDecisionId,
@@ -249,8 +251,17 @@ export {
   redactingStore,
   redaction,
   verifyRedacted,
+  type WithRedactionOptions,
   withRedaction,
 } from "./events/redact.ts";
+export {
+  isRedactedOriginalsError,
+  type KeepOriginalsOptions,
+  RedactedOriginalsError,
+  type RedactedOriginalsErrorCode,
+  type SealedOriginals,
+} from "./events/redactedOriginals.ts";
+export { forgetRedactedOriginals } from "./events/redactedResume.ts";
 export type { RedactionValue } from "./events/redactValues.ts";
 export type { StoredSnapshot } from "./events/store.ts";
 export { type ListedTool, readToolList, TOOL_LIST_SOURCE, type ToolListChoice } from "./events/toolList.ts";

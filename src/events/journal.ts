@@ -1,5 +1,6 @@
 import { sqliteArchiveOn } from "./archive.ts";
 import { sqliteBlobStoreOn } from "./blobs.ts";
+import { type DataKeyStore, sqliteDataKeysOn } from "./dataKeys.ts";
 import type { ArchiveStore, BlobStore, Journal } from "./spi.ts";
 import { sqliteStoreOn } from "./sqlite.ts";
 import { openSqliteFile, type SqliteOptions } from "./sqliteFile.ts";
@@ -24,12 +25,14 @@ export function createJournal(parts: {
   readonly store: EventStore;
   readonly blobs?: BlobStore;
   readonly archive?: ArchiveStore;
+  readonly dataKeys?: DataKeyStore;
 }): OpenJournal {
-  const { store, blobs, archive } = parts;
+  const { store, blobs, archive, dataKeys } = parts;
   return {
     store,
     ...(blobs === undefined ? {} : { blobs }),
     ...(archive === undefined ? {} : { archive }),
+    ...(dataKeys === undefined ? {} : { dataKeys }),
     async close() {
       await store.close();
       await blobs?.close();
@@ -55,7 +58,12 @@ export function createJournal(parts: {
  */
 export function openSqliteJournal(path: string, options?: SqliteOptions): OpenJournal {
   const file = openSqliteFile(path, options);
-  return createJournal({ store: sqliteStoreOn(file), blobs: sqliteBlobStoreOn(file), archive: sqliteArchiveOn(file) });
+  return createJournal({
+    store: sqliteStoreOn(file),
+    blobs: sqliteBlobStoreOn(file),
+    archive: sqliteArchiveOn(file),
+    dataKeys: sqliteDataKeysOn(file),
+  });
 }
 
 /**

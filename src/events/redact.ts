@@ -4,6 +4,7 @@ import { errorGuard, LoomError } from "../core/errors.ts";
 import type { KeyProvider } from "./codec.ts";
 import { decodingLike, ENCODED_MARK, payloadFieldsOf } from "./codecStore.ts";
 import { keyedDigestKeyId, keyedDigestOf, matchesKeyedDigest } from "./redactDigest.ts";
+import { type KeepOriginalsOptions, markRedacting, originalsKeeper, sealOriginals } from "./redactedOriginals.ts";
 import { compileValues, type RedactionValue, redactValues } from "./redactValues.ts";
 import type { BlobStore, Journal } from "./spi.ts";
 import type { EventStore } from "./store.ts";
@@ -444,17 +445,27 @@ export function storedFormOf(entry: NewEntry): NewEntry {
   return storedForms.get(entry) ?? entry;
 }
 
-function redactingStoreWith(store: EventStore, redactor: Redaction, blobRecords: BlobRecords): EventStore {
+/** `seal` keeps the originals of what redaction changed (the entry before, the entry after). */
+type Seal = (runId: string, original: NewEntry, redacted: NewEntry) => Promise<NewEntry>;
+
+function redactingStoreWith(store: EventStore, redactor: Redaction, blobRecords: BlobRecords, seal?: Seal): EventStore {
   const wrapped: EventStore = {
     ...bound(store),
     async append(runId, entries, options) {
       const out: NewEntry[] = [];
+      let changed = false;
       for (const e of entries) {
         const redacted = await redactEntry(redactor, runId, e, blobRecords);
-        if (redacted !== e) storedForms.set(e, redacted);
-        out.push(redacted);
+        const kept = seal === undefined || redacted === e ? redacted : await seal(runId, e, redacted);
+        if (kept !== e) {
+          changed = true;
+          storedForms.set(e, kept);
+        }
+        out.push(kept);
       }
-      return store.append(runId, out, options);
+      const appended = await store.append(runId, out, options);
+      // The run's listeners (its stream, its spans) are told what readers see: the redacted entries.
+      return changed ? { version: appended.version, stored: out } : appended;
     },
   };
   return wrapped;
@@ -506,25 +517,49 @@ function redactingBlobs(blobs: BlobStore, redactor: Redaction, records: BlobReco
   return decodingLike(store, blobs);
 }
 
+/** What {@link withRedaction} is told besides the redaction. */
+export interface WithRedactionOptions {
+  /**
+   * Keep the original of each redacted payload, sealed under a key of the run's own (wrapped by
+   * `codec`, which must encrypt, and kept in `journal.dataKeys`), so that the run can be resumed:
+   * only the resume opens them; every reader sees the redacted form. `forgetRedactedOriginals`
+   * deletes the key, and the originals with it. Without it, a redacted run cannot be resumed.
+   */
+  readonly keepOriginals?: KeepOriginalsOptions;
+}
+
 /**
  * A journal whose appends are redacted (opt-in per journal), its blobs too: pass `journal.blobs`
  * as the loop's `claimCheck.blobs` so claim-checked outputs are redacted. Put it OVER the codec
  * (redact, then encode): `withRedaction(withCodec(journal, codec), r)`; the other order throws
- * `RedactionError` (`redactAfterEncode`) at the first encoded append. A run whose journal holds
- * redacted entries cannot be resumed (`RedactedHistoryError`): the model would not be fed what it
- * was fed live. The archive is not wrapped: it moves frames already redacted.
+ * `RedactionError` (`redactAfterEncode`) at the first encoded append. The archive is not wrapped:
+ * it moves frames already redacted. What a run returns, its tool-call log, its stream and every
+ * reader show the redacted form, as stored.
+ *
+ * A redacted run can be resumed (after a crash, a budget stop, an approval or a wait) only with
+ * `keepOriginals`: its originals are then kept encrypted under a key of the run's own, and the
+ * resume feeds the model what it was fed live. Without them (or once `forgetRedactedOriginals`
+ * deleted the key, or for a claim-checked output, whose blob holds the redacted bytes) the resume
+ * is refused with `RedactedHistoryError`, before anything is appended.
  *
  * @example
- * const journal = withRedaction(openSqliteJournal("./loom.db"), redaction({ paths: ["$..email"] }));
+ * const codec = payloadCodec({ compress: "gzip", encrypt: { keys } });
+ * const journal = withRedaction(withCodec(openSqliteJournal("./loom.db"), codec), redaction({ paths: ["$..email"] }), {
+ *   keepOriginals: { codec },
+ * });
  * await loop.run({ runId, journal, input: "hello" });
  */
-export function withRedaction<J extends Journal>(journal: J, redactor: Redaction): J {
+export function withRedaction<J extends Journal>(journal: J, redactor: Redaction, options?: WithRedactionOptions): J {
   const records: BlobRecords = new Map();
-  return {
+  const keeper = options?.keepOriginals === undefined ? undefined : originalsKeeper(journal, options.keepOriginals);
+  const out: J = {
     ...journal,
-    store: redactingStoreWith(journal.store, redactor, records),
     ...(journal.blobs === undefined ? {} : { blobs: redactingBlobs(journal.blobs, redactor, records) }),
   };
+  const seal: Seal | undefined =
+    keeper === undefined ? undefined : (runId, original, redacted) => sealOriginals(out, runId, original, redacted);
+  (out as { store: EventStore }).store = redactingStoreWith(journal.store, redactor, records, seal);
+  return markRedacting(out, keeper);
 }
 
 /** What {@link verifyRedacted} found. */

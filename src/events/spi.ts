@@ -1,3 +1,4 @@
+import type { DataKeyStore } from "./dataKeys.ts";
 import type { EventStore } from "./store.ts";
 import type { EntryOf } from "./types.ts";
 
@@ -59,4 +60,6 @@ export interface Journal {
   readonly blobs?: BlobStore;
   /** Where `compact` moved older frames, for reading them back. */
   readonly archive?: ArchiveStore;
+  /** Where the keys sealing redacted payloads' originals live (`withRedaction`'s `keepOriginals`). */
+  readonly dataKeys?: DataKeyStore;
 }

@@ -129,9 +129,15 @@ export interface EventStore {
   /**
    * Appends `entries` atomically (all or none) after the entry at `expectedVersion`.
    * Throws `ConcurrencyError` when the stream is not at `expectedVersion`. Stores each entry's
-   * data as JSON text exactly as `JSON.stringify` writes it. Returns the new version.
+   * data as JSON text exactly as `JSON.stringify` writes it. Returns the new version, and
+   * `stored` when a decorator changed the entries before they reached the store (redaction): the
+   * entries as stored, one for each appended, in order, so the run's listeners see what readers see.
    */
-  append(runId: string, entries: readonly NewEntry[], options: AppendOptions): Promise<{ version: number }>;
+  append(
+    runId: string,
+    entries: readonly NewEntry[],
+    options: AppendOptions,
+  ): Promise<{ version: number; stored?: readonly NewEntry[] }>;
   /** Entries of a run in seq order, from seq `from` (default 1). Unvalidated: the journal validates. */
   read(runId: string, options?: { from?: number }): Promise<JournalEntry[]>;
   /**

@@ -3,6 +3,7 @@ import { createJournal, type OpenJournal } from "../events/journal.ts";
 import { postgresArchiveOn } from "./archive.ts";
 import { postgresBlobStoreOn } from "./blobs.ts";
 import { openPgDatabase, type PostgresOptions } from "./database.ts";
+import { postgresDataKeysOn } from "./dataKeys.ts";
 import { postgresStoreOn } from "./store.ts";
 
 /**
@@ -21,5 +22,10 @@ import { postgresStoreOn } from "./store.ts";
  */
 export function openPostgresJournal(target: string | pg.Pool, options?: PostgresOptions): OpenJournal {
   const db = openPgDatabase(target, options);
-  return createJournal({ store: postgresStoreOn(db), blobs: postgresBlobStoreOn(db), archive: postgresArchiveOn(db) });
+  return createJournal({
+    store: postgresStoreOn(db),
+    blobs: postgresBlobStoreOn(db),
+    archive: postgresArchiveOn(db),
+    dataKeys: postgresDataKeysOn(db),
+  });
 }

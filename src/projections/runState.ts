@@ -1,6 +1,7 @@
 import { type ClaimCheckEnvelope, claimCheckOf } from "../events/claimCheck.ts";
 import { modelFrameId, parseFrameId } from "../events/ids.ts";
 import { type RedactionRecord, redactedFields } from "../events/redact.ts";
+import { keptOriginalsOf } from "../events/redactedOriginals.ts";
 import type {
   AttemptError,
   CallSettledData,
@@ -105,8 +106,12 @@ export interface RunState {
   _output: CompletedRunValue | undefined;
   /** Seq of the last entry folded (the version to append after). */
   version: number;
-  /** The first entry whose payload was redacted (`withRedaction`), if any: such a run cannot be resumed. */
-  redacted?: { readonly seq: number; readonly type: string };
+  /**
+   * The first entry whose payload was redacted (`withRedaction`), if any. Such a run can be resumed
+   * only through a journal that keeps its originals, and only while their keys (`keys`) are kept:
+   * `unkept` is the first redacted entry that keeps no original (then it cannot be resumed at all).
+   */
+  redacted?: { readonly seq: number; readonly type: string; unkept?: number; keys?: string[] };
   /**
    * Set on a resume's compact state (a compact snapshot: `snapshots: { compact: true }`): the frames
    * of model turns below `belowTurn` and of their tool steps are left out (read them from the
@@ -147,9 +152,7 @@ export const runStateProjection: Projection<RunState> = {
   evolve(state, entry) {
     state.runId = entry.runId;
     state.version = entry.seq;
-    if (state.redacted === undefined && (entry.data as { redacted?: unknown }).redacted !== undefined) {
-      state.redacted = { seq: entry.seq, type: entry.type };
-    }
+    if ((entry.data as { redacted?: unknown }).redacted !== undefined) noteRedacted(state, entry);
     switch (entry.type) {
       case "run.started":
         state.status = "running";
@@ -210,6 +213,8 @@ export const runStateProjection: Projection<RunState> = {
           };
           if (!d?.failed) countTurn(state, frameId);
         }
+        // Redacted outputs moved to the archive: the run is as redacted as their entries made it.
+        if (Object.values(entry.data.digests).some((d) => d.original !== undefined)) noteArchivedRedacted(state, entry);
         break;
       case "run.completed":
         state.status = "completed";
@@ -306,4 +311,21 @@ export function fold<S>(projection: Projection<S>, entries: Iterable<JournalEntr
   let state = projection.initial();
   for (const entry of entries) state = projection.evolve(state, entry);
   return state;
+}
+
+/**
+ * Notes a compaction marker that moved redacted outputs: what their entries kept is in the archive,
+ * so the run's own key stands for it (a resume reads the marker restored when that key opens them).
+ */
+function noteArchivedRedacted(state: RunState, entry: JournalEntry): void {
+  const r = (state.redacted ??= { seq: entry.seq, type: entry.type });
+  if (!(r.keys ??= []).includes(entry.runId)) r.keys.push(entry.runId);
+}
+
+/** Notes a redacted entry: the first one, the first that keeps no original, the keys that seal the others. */
+function noteRedacted(state: RunState, entry: JournalEntry): void {
+  const r = (state.redacted ??= { seq: entry.seq, type: entry.type });
+  const kept = keptOriginalsOf(entry.data);
+  if (kept === undefined) r.unkept ??= entry.seq;
+  else if (!(r.keys ??= []).includes(kept.key)) r.keys.push(kept.key);
 }

@@ -44,11 +44,16 @@ export function statusLabel(info: RunInfo): string {
  */
 export function activityText(info: RunInfo, resume: ResumeCommand = programResume): string {
   const label = statusLabel(info);
-  return NEEDS_RESUME.has(info.activity) ? `${label} — ${resumeHint(info, resume)}` : label;
+  if (!NEEDS_RESUME.has(info.activity)) return label;
+  return `${label} — ${info.unresumable ?? resumeHint(info, resume)}`;
 }
 
-/** `resume with <command>` for a run that goes on only when resumed, else "". */
+/**
+ * `resume with <command>` for a run that goes on only when resumed, else "" (also for a run whose
+ * resume would be refused: `RunInfo.unresumable` says why).
+ */
 export function resumeHint(info: RunInfo, resume: ResumeCommand = programResume): string {
+  if (info.unresumable !== undefined) return "";
   return NEEDS_RESUME.has(info.activity) ? `resume with ${resume(info.runId, info.loopId)}` : "";
 }
 
@@ -59,6 +64,6 @@ export function resumeHint(info: RunInfo, resume: ResumeCommand = programResume)
  */
 export function stoppedOrNext(info: RunInfo, resume: ResumeCommand = programResume): string {
   const hint = resumeHint(info, resume);
-  if (info.activity === "answered") return `approvals answered; ${hint}`;
+  if (info.activity === "answered") return `approvals answered; ${info.unresumable ?? hint}`;
   return hint || stoppedText(info);
 }

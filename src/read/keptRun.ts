@@ -2,7 +2,7 @@ import { type Journal, type JournalEntry, type RunState, readJournal } from "../
 import { runStateProjection } from "../projections/runState.ts";
 import { activityOfFolded } from "../runtime/control/activity.ts";
 import { evolveView } from "./evolveView.ts";
-import { entryBytes, type RunInfo, runInfoOfState } from "./runInfo.ts";
+import { entryBytes, type RunInfo, resumeRefusalOf, runInfoOfState } from "./runInfo.ts";
 import { initialView, type RunView } from "./runView.ts";
 
 /**
@@ -76,7 +76,13 @@ export class KeptRun {
   /** What `loom runs` shows of the run: {@link runInfo} of the kept state, its activity asked of the store. */
   async info(): Promise<RunInfo> {
     const { activity } = await activityOfFolded(this.journal, this.runId, this.state, this.first);
-    return runInfoOfState(this.runId, this.state, this.facts, activity);
+    return runInfoOfState(
+      this.runId,
+      this.state,
+      this.facts,
+      activity,
+      await resumeRefusalOf(this.journal, this.state),
+    );
   }
 
   private extend(entries: readonly JournalEntry[]): void {

@@ -1,3 +1,4 @@
+import { redactedResumeRefusal, refusalText } from "../events/redactedResume.ts";
 import {
   describeCause,
   type ErrorCause,
@@ -25,8 +26,22 @@ import { runDueAt } from "../runtime/steps/waits.ts";
 
 /** What `loom runs`, `loom show` and `loom view` show of a run: `runInfo` with its activity read from the store. */
 export async function runInfoOf(journal: Journal, runId: string, entries: readonly JournalEntry[]): Promise<RunInfo> {
-  return runInfo(runId, entries, (await runActivity(journal, runId, entries)).activity);
+  const state = foldEntries(entries);
+  const { activity } = await runActivity(journal, runId, entries);
+  return runInfoOfState(runId, state, factsOf(entries), activity, await resumeRefusalOf(journal, state));
 }
+
+/**
+ * Why a resume of the run would be refused because of redaction (no original kept, or the key
+ * that opens them forgotten), in words; undefined when it would not be, or the run has ended.
+ * What {@link runInfoOfState} is given by readers that hold the journal.
+ */
+export async function resumeRefusalOf(journal: Journal, state: RunState): Promise<string | undefined> {
+  if (state.redacted === undefined || ENDED.has(state.status)) return undefined;
+  return redactedResumeRefusal(journal, state);
+}
+
+const ENDED: ReadonlySet<RunState["status"]> = new Set(["completed", "failed", "cancelled"]);
 
 /** The bytes an entry takes in the journal: its type, data and meta as stored (UTF-8 JSON text). */
 export { entryBytes } from "../projections/runSnapshot.ts";
@@ -67,6 +82,11 @@ export interface RunInfo {
   readonly wait?: { readonly until?: string; readonly due?: true };
   /** The schedule and tick (ISO) that started the run, read from its id `<scheduleId>@<tick>`. */
   readonly schedule?: { readonly scheduleId: string; readonly tick: string };
+  /**
+   * Why a resume of the run would be refused, when it would be: its journal was redacted and keeps
+   * no original the resume can open (`RedactedHistoryError`). Readers then advise no resume.
+   */
+  readonly unresumable?: string;
 }
 
 /**
@@ -74,18 +94,15 @@ export interface RunInfo {
  * `runInfoOf`, which reads it); without one, the journal's status stands for it.
  */
 export function runInfo(runId: string, entries: readonly JournalEntry[], activity?: RunActivity): RunInfo {
-  return runInfoOfState(
-    runId,
-    foldEntries(entries),
-    {
-      entries: entries.length,
-      bytes: entries.reduce((sum, e) => sum + entryBytes(e), 0),
-      startedAt: entries[0]?.meta.at,
-      updatedAt: entries.at(-1)?.meta.at,
-    },
-    activity,
-  );
+  return runInfoOfState(runId, foldEntries(entries), factsOf(entries), activity);
 }
+
+const factsOf = (entries: readonly JournalEntry[]): EntryFacts => ({
+  entries: entries.length,
+  bytes: entries.reduce((sum, e) => sum + entryBytes(e), 0),
+  startedAt: entries[0]?.meta.at,
+  updatedAt: entries.at(-1)?.meta.at,
+});
 
 /** What {@link runInfo} reads of the entries besides their fold. */
 export interface EntryFacts {
@@ -95,8 +112,18 @@ export interface EntryFacts {
   readonly updatedAt: string | undefined;
 }
 
-/** {@link runInfo} of a run already folded: for a reader that keeps the state as entries come (`KeptRun`). */
-export function runInfoOfState(runId: string, state: RunState, facts: EntryFacts, activity?: RunActivity): RunInfo {
+/**
+ * {@link runInfo} of a run already folded: for a reader that keeps the state as entries come
+ * (`KeptRun`). `unresumable` is what {@link resumeRefusalOf} said of it; without it, only what the
+ * entries tell (a redacted entry that keeps no original) is known.
+ */
+export function runInfoOfState(
+  runId: string,
+  state: RunState,
+  facts: EntryFacts,
+  activity?: RunActivity,
+  unresumable: string | undefined = unkeptRefusal(state),
+): RunInfo {
   return {
     runId,
     loopId: state.loopId,
@@ -122,7 +149,14 @@ export function runInfoOfState(runId: string, state: RunState, facts: EntryFacts
     ...(state.status === "cancelled" && state.cancelled ? { cancelled: { reason: state.cancelled.reason } } : {}),
     ...(state.status === "interrupted" && state.interruption?.reason === "waiting" ? { wait: waitOf(state) } : {}),
     ...scheduleOf(runId),
+    ...(unresumable === undefined ? {} : { unresumable }),
   };
+}
+
+/** The refusal the entries alone tell: a redacted entry that keeps no original, in a run that has not ended. */
+function unkeptRefusal(state: RunState): string | undefined {
+  const unkept = state.redacted?.unkept;
+  return unkept === undefined || ENDED.has(state.status) ? undefined : refusalText(unkept, false);
 }
 
 /** {@link RunInfo.wait} of a run interrupted `waiting`. */
@@ -154,31 +188,34 @@ export function scheduleText(info: Pick<RunInfo, "schedule">): string {
  */
 export function stoppedText(info: RunInfo): string {
   const i = info.interrupted;
-  const text =
+  const resumable = info.unresumable === undefined;
+  const stopped =
     i === undefined
       ? info.cancelled === undefined
         ? ""
         : `cancelled: ${info.cancelled.reason}`
       : i.budget !== undefined
-        ? `budget: ${budgetText(i.budget)}`
+        ? `budget: ${budgetText(i.budget, resumable)}`
         : i.cause === undefined
           ? i.reason
           : `${i.reason}: ${describeCause(i.cause)}`;
+  const text = resumable ? stopped : `${stopped}${stopped === "" ? "" : "; "}${info.unresumable}`;
   return text.replace(/\p{Cc}/gu, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
 }
 
 /**
  * A budget stop's figures on one line: the limit reached and its value, then the usage (model
- * calls, tokens in and out, cost), e.g. `inputTokens 600 of 600 reached; used 3 model calls, 600 in / 30 out tokens, cost 0`.
+ * calls, tokens in and out, cost), e.g. `inputTokens 600 of 600 reached; used 3 model calls, 600 in / 30 out tokens, cost 0`,
+ * then the advice to raise the budget and resume, unless `resumable` is false (a resume would be refused).
  *
  * @example
  * budgetText({ limit: "modelCalls", used: { modelCalls: 2, inputTokens: 0, outputTokens: 0, cost: 0 }, limits: { modelCalls: 2 } });
  */
-export function budgetText(breach: BudgetBreach): string {
+export function budgetText(breach: BudgetBreach, resumable = true): string {
   const used = breach.used ?? { modelCalls: 0, inputTokens: 0, outputTokens: 0, cost: 0 };
   const limit = breach.limit;
   const cost = Number(used.cost.toPrecision(6));
-  return `${limit} ${Number(used[limit]?.toPrecision(6))} of ${breach.limits?.[limit]} reached; used ${used.modelCalls} model calls, ${used.inputTokens} in / ${used.outputTokens} out tokens, cost ${cost}. Raise the budget and resume the run`;
+  return `${limit} ${Number(used[limit]?.toPrecision(6))} of ${breach.limits?.[limit]} reached; used ${used.modelCalls} model calls, ${used.inputTokens} in / ${used.outputTokens} out tokens, cost ${cost}${resumable ? ". Raise the budget and resume the run" : ""}`;
 }
 
 /** The run's token usage as `loom runs` shows it (archived model frames are not read back for a listing). */

@@ -10,7 +10,7 @@ import {
 import { entryBytes } from "../projections/runSnapshot.ts";
 import { readRunTail } from "../runtime/base/snapshots.ts";
 import { activityOfFolded } from "../runtime/control/activity.ts";
-import { type RunInfo, runInfoOfState } from "./runInfo.ts";
+import { type RunInfo, resumeRefusalOf, runInfoOfState } from "./runInfo.ts";
 import { parentAmong, type RunParent, startedCalls } from "./runsTree.ts";
 
 /**
@@ -58,6 +58,7 @@ export async function readRunRow(journal: Journal, runId: string): Promise<RunRo
         updatedAt: entries.at(-1)?.meta.at,
       },
       activity,
+      await resumeRefusalOf(journal, state),
     );
     return {
       info,
@@ -77,6 +78,7 @@ export async function readRunRow(journal: Journal, runId: string): Promise<RunRo
       updatedAt: tail.last?.at,
     },
     activity,
+    await resumeRefusalOf(journal, state),
   );
   const left = state.compacted === undefined ? undefined : facts.leftOut;
   const info =

@@ -137,19 +137,22 @@ export function runEnd(view: RunView): RunEnd | undefined {
  * AI_APICallError (status 401, not retryable): Unauthorized`, `interrupted: budget: inputTokens
  * 600 of 600 reached; used 3 model calls, …`, `cancelled: operator stop`,
  * `failed: Error: boom`. Not escaped: text output escapes it (`printable`), HTML output quotes it.
+ * `unresumable` (`RunInfo.unresumable`) is said after an interruption instead of advising a resume.
  *
  * @example
  * endText({ type: "cancelled", reason: "operator stop" }); // "cancelled: operator stop"
  */
-export function endText(end: RunEnd): string {
+export function endText(end: RunEnd, unresumable?: string): string {
   switch (end.type) {
     case "completed":
       return `completed after ${end.iterations} model call${end.iterations === 1 ? "" : "s"}`;
-    case "interrupted":
+    case "interrupted": {
       // A budget stop says which limit was reached, the usage and what to do.
+      const then = unresumable === undefined ? "" : `; ${unresumable}`;
       if (end.reason === "budget" && end.detail !== null && typeof end.detail === "object")
-        return `interrupted: budget: ${budgetText(end.detail as BudgetBreach)}`;
-      return `interrupted: ${end.reason}${end.cause ? `: ${describeCause(end.cause)}` : ""}`;
+        return `interrupted: budget: ${budgetText(end.detail as BudgetBreach, unresumable === undefined)}${then}`;
+      return `interrupted: ${end.reason}${end.cause ? `: ${describeCause(end.cause)}` : ""}${then}`;
+    }
     case "cancelled":
       return `cancelled: ${end.reason}`;
     case "failed":

@@ -67,7 +67,7 @@ ${waitsPart(waitsOf(view))}
 ${actions ? controlPart(view, runId, token) : ""}
 <pre id="live-text" class="live-text" hidden></pre>
 <h2>Timeline</h2>
-${timeline(view, runId, subRuns)}`;
+${timeline(view, runId, subRuns, info.unresumable)}`;
 }
 
 function pendingPart(
@@ -146,7 +146,7 @@ export const timelineTable = (rows: Html | Html[] | string): Html =>
 <thead><tr><th>turn</th><th>step</th><th>status</th><th class="num">duration</th><th class="num">bytes</th><th>retries</th><th>detail</th></tr></thead>
 <tbody>${rows}</tbody></table>`;
 
-function timeline(view: RunView, runId: string, subRuns?: ReadonlyMap<string, string>): Html {
+function timeline(view: RunView, runId: string, subRuns?: ReadonlyMap<string, string>, unresumable?: string): Html {
   const rows: Html[] = [];
   for (const turn of turnsOf(view)) {
     rows.push(modelRow(turn, view, runId));
@@ -154,7 +154,7 @@ function timeline(view: RunView, runId: string, subRuns?: ReadonlyMap<string, st
   }
   // The timeline's last word, as `loom show` ends a run's story.
   const ended = runEnd(view);
-  const end = ended ? html`<tr class="end ${ended.type}"><td colspan="7">${endText(ended)}</td></tr>` : "";
+  const end = ended ? html`<tr class="end ${ended.type}"><td colspan="7">${endText(ended, unresumable)}</td></tr>` : "";
   return timelineTable([...rows, html`${end}`]);
 }
 

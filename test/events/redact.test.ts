@@ -1,6 +1,7 @@
 import { describe } from "vitest";
 import { memoryArchive } from "../../src/events/archive.ts";
 import { memoryBlobStore } from "../../src/events/blobs.ts";
+import { memoryDataKeys } from "../../src/events/dataKeys.ts";
 import { createJournal, openSqliteJournal } from "../../src/events/journal.ts";
 import { memoryStore } from "../../src/events/memory.ts";
 import { openPostgresJournal } from "../../src/postgres.ts";
@@ -9,7 +10,12 @@ import { redactContract } from "./redactContract.ts";
 import { tempDir } from "./tmp.ts";
 
 redactContract("memory (json)", async () => ({
-  journal: createJournal({ store: memoryStore({ json: true }), blobs: memoryBlobStore(), archive: memoryArchive() }),
+  journal: createJournal({
+    store: memoryStore({ json: true }),
+    blobs: memoryBlobStore(),
+    archive: memoryArchive(),
+    dataKeys: memoryDataKeys(),
+  }),
 }));
 
 redactContract("sqlite", async () => {

@@ -14,6 +14,8 @@ import {
   verifyRedacted,
   withRedaction,
 } from "../../src/events/redact.ts";
+import { isRedactedOriginalsError, type RedactedOriginalsError } from "../../src/events/redactedOriginals.ts";
+import { forgetRedactedOriginals } from "../../src/events/redactedResume.ts";
 import type { ArchivedFrame, Journal } from "../../src/events/spi.ts";
 import type { JournalEntry } from "../../src/events/types.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
@@ -23,7 +25,7 @@ import {
   isRedactedHistoryError,
   RedactedHistoryError,
 } from "../../src/runtime/base/errors.ts";
-import { resolveStep } from "../../src/runtime/base/readers.ts";
+import { rebuildToolCallLog, resolveStep } from "../../src/runtime/base/readers.ts";
 import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
 import { logsOf } from "../support/loop.ts";
 
@@ -87,6 +89,18 @@ const rules = () =>
 
 const SECRETS = ["c1@example.com", "c2@example.com", "4242 4242 4242 4001", "5555 5555 5555 1002"];
 
+/** A codec that compresses and encrypts, under a fresh key. */
+const encrypting = () =>
+  payloadCodec({
+    compress: "gzip",
+    minBytes: 1,
+    encrypt: { keys: staticKeys({ current: "k1", keys: { k1: randomBytes(32) } }) },
+  });
+
+/** The prompt digest each model call recorded, in order. */
+const promptDigests = (entries: readonly JournalEntry[]) =>
+  entries.flatMap((e) => (e.type === "frame.started" && e.data.frameId.endsWith(":model") ? [e.data.inputDigest] : []));
+
 const toolOutputs = (entries: readonly JournalEntry[]) =>
   entries.filter((e) => e.type === "frame.completed" && (e.data as { frameId: string }).frameId.includes(":tool:"));
 
@@ -115,8 +129,11 @@ export function redactContract(name: string, open: () => Promise<RedactFixture>)
         const journal = withRedaction(plain, rules());
         const live = await loop(mode).run({ runId: "red", input: "who is customer 1?", journal });
         const reference = await loop(mode).run({ runId: "ref", input: "who is customer 1?", journal: plain });
-        // Live, the model and the caller saw the originals.
-        expect(JSON.stringify(live)).toBe(JSON.stringify(reference));
+        // Live, the model saw the originals and the caller gets its answer; the log is the journal's (redacted).
+        expect(live.content).toBe(reference.content);
+        expect(live.iterations).toBe(reference.iterations);
+        expect(JSON.stringify(live.toolCallLog)).toBe(JSON.stringify(await rebuildToolCallLog(journal, "red", mode)));
+        for (const secret of SECRETS) expect(JSON.stringify(live.toolCallLog), secret).not.toContain(secret);
 
         const stored = JSON.stringify(await plain.store.read("red"));
         for (const secret of SECRETS) expect(stored, secret).not.toContain(secret);
@@ -156,6 +173,37 @@ export function redactContract(name: string, open: () => Promise<RedactFixture>)
         expect(redactedFields(answer.data)).toMatchObject([{ field: "output", fn: true }]);
       },
     );
+
+    it.each(["full", "lean"] as const)(
+      "%s: the log the run returns is the log rebuilt from the journal, a redacted tool input included",
+      async (mode) => {
+        const journal = withRedaction(plain, rules());
+        const asks = agentLoop$({
+          id: "crm",
+          model: scriptedModel([
+            { toolCalls: [{ id: "a", name: "lookup", input: { id: 1, email: "c1@example.com" } }] },
+            { content: "done", toolCalls: [] },
+          ]),
+          tools,
+          toolCallLog: mode,
+        });
+        const live = await asks.run({ runId: "in", input: "go", journal });
+        const rebuilt = await rebuildToolCallLog(journal, "in", mode);
+        expect(JSON.stringify(live.toolCallLog)).toBe(JSON.stringify(rebuilt));
+        expect(live.toolCallLog[0]?.toolInput).toEqual({ id: 1, email: "[redacted]" });
+      },
+    );
+
+    it("the run's journaled events (onEvent, what loop.stream and spans read) carry the redacted form, as a follower of the journal reads it", async () => {
+      const codec = encrypting();
+      const journal = withRedaction(withCodec(plain, codec), rules(), { keepOriginals: { codec } });
+      const events: unknown[] = [];
+      await loop("full").run({ runId: "ev", input: "go", journal, onEvent: (e) => events.push(e) });
+      // The journaled events (those with a cursor); a model's live deltas are its text as it streams, never journaled.
+      const seen = JSON.stringify(events.filter((e) => typeof e === "object" && e !== null && "cursor" in e));
+      expect(seen).toContain("[redacted]");
+      for (const secret of SECRETS) expect(seen, secret).not.toContain(secret);
+    });
 
     it("resolveStep and showStep: the original's digest (the lean entry's), the redacted output, nothing claimed to verify it by hash", async () => {
       const journal = withRedaction(plain, rules());
@@ -274,6 +322,88 @@ export function redactContract(name: string, open: () => Promise<RedactFixture>)
       expect(await plain.store.read("order")).toEqual([]);
     });
 
+    it.each(["full", "lean"] as const)(
+      "%s: keepOriginals: a stopped redacted run resumes and the model is fed the originals; readers see the redacted form",
+      async (mode) => {
+        const codec = encrypting();
+        const journal = withRedaction(withCodec(plain, codec), rules(), { keepOriginals: { codec } });
+        expect(isAgentInterruptedError(await rejection(loop(mode, 1).run({ runId: "k", input: "go", journal })))).toBe(
+          true,
+        );
+        const stopped = JSON.stringify(await plain.store.read("k"));
+        for (const secret of SECRETS) expect(stopped, secret).not.toContain(secret);
+        expect(stopped).toContain('"originals":{"key":"k"');
+        // The run's key is kept wrapped by the codec, not in the clear.
+        expect(JSON.parse((await plain.dataKeys?.get("k")) as string)).toMatchObject({ __loomCodec: 1 });
+
+        const out = await loop(mode).run({ runId: "k", journal });
+        const reference = await loop(mode).run({ runId: "ref", input: "go", journal: plain });
+        expect(out.content).toBe(reference.content);
+        // Each model call's prompt digest is the unredacted run's: the resume fed the model the originals.
+        expect(promptDigests(await readJournal(journal, "k"))).toEqual(promptDigests(await readJournal(plain, "ref")));
+        // Readers, and the log the run returns, see the redacted form.
+        const rebuilt = await rebuildToolCallLog(journal, "k", mode);
+        expect(JSON.stringify(out.toolCallLog)).toBe(JSON.stringify(rebuilt));
+        const seen = JSON.stringify([rebuilt, await readJournal(journal, "k"), out.toolCallLog]);
+        for (const secret of SECRETS) expect(seen, secret).not.toContain(secret);
+        expect((await logsOf(journal, "k")).lean).toBe((await logsOf(plain, "ref")).lean);
+      },
+    );
+
+    it("keepOriginals: a stopped redacted run compacted into the archive still resumes with the originals", async () => {
+      const codec = encrypting();
+      const journal = withRedaction(withCodec(plain, codec), rules(), { keepOriginals: { codec } });
+      await rejection(loop("full", 2).run({ runId: "ca", input: "go", journal }));
+      const compacted = await compact(journal, "ca", { keepTurns: 0 });
+      expect(compacted.frameIds).toEqual(["crm#turn:0:tool:0", "crm#turn:1:tool:0"]);
+      const out = await loop("full").run({ runId: "ca", journal });
+      const reference = await loop("full").run({ runId: "ref", input: "go", journal: plain });
+      expect(out.content).toBe(reference.content);
+      expect(promptDigests(await readJournal(journal, "ca"))).toEqual(promptDigests(await readJournal(plain, "ref")));
+      const seen = JSON.stringify([out.toolCallLog, await rebuildToolCallLog(journal, "ca", "full")]);
+      for (const secret of SECRETS) expect(seen, secret).not.toContain(secret);
+    });
+
+    it("a redacted run with no original kept stays unresumable once compaction moved its redacted frames to the archive", async () => {
+      const journal = withRedaction(plain, redaction({ paths: ["$..email"] }));
+      await rejection(loop("lean", 2).run({ runId: "cn", input: "go", journal }));
+      expect((await compact(journal, "cn", { keepTurns: 0 })).frameIds).toEqual([
+        "crm#turn:0:tool:0",
+        "crm#turn:1:tool:0",
+      ]);
+      const before = (await plain.store.read("cn")).length;
+      const e = await rejection(loop("lean").run({ runId: "cn", journal }));
+      expect(isRedactedHistoryError(e)).toBe(true);
+      expect((await plain.store.read("cn")).length).toBe(before);
+    });
+
+    it("forgetRedactedOriginals: the originals can no longer be opened; the resume is refused (forgotten), nothing appended", async () => {
+      const codec = encrypting();
+      const journal = withRedaction(withCodec(plain, codec), rules(), { keepOriginals: { codec } });
+      await rejection(loop("lean", 1).run({ runId: "f", input: "go", journal }));
+      expect(await forgetRedactedOriginals(journal, "f")).toEqual(["f"]);
+      expect(await plain.dataKeys?.get("f")).toBeUndefined();
+      const before = (await plain.store.read("f")).length;
+      const e = (await rejection(loop("lean").run({ runId: "f", journal }))) as RedactedHistoryError;
+      expect([isRedactedHistoryError(e), e.why]).toEqual([true, "forgotten"]);
+      expect(e.message).toMatch(
+        /run f cannot be resumed: its journal was redacted \(first at seq \d+.*their key was forgotten/,
+      );
+      expect((await plain.store.read("f")).length).toBe(before);
+      expect(await forgetRedactedOriginals(journal, "f")).toEqual([]);
+    });
+
+    it("keepOriginals needs a codec that encrypts (RedactedOriginalsError)", () => {
+      const e = (() => {
+        try {
+          withRedaction(plain, rules(), { keepOriginals: { codec: payloadCodec({ compress: "gzip" }) } });
+        } catch (err) {
+          return err;
+        }
+      })() as RedactedOriginalsError;
+      expect([isRedactedOriginalsError(e), e.code]).toEqual([true, "originalsNeedEncryption"]);
+    });
+
     it("refuses to resume a redacted run (RedactedHistoryError, nothing appended); a completed one is served as recorded", async () => {
       const journal = withRedaction(plain, rules());
       const first = await rejection(loop("lean", 1).run({ runId: "stop", input: "go", journal }));
@@ -284,6 +414,7 @@ export function redactContract(name: string, open: () => Promise<RedactFixture>)
       expect(e).toBeInstanceOf(RedactedHistoryError);
       expect(e.code).toBe("redactedHistory");
       expect(e.message).toMatch(/run stop cannot be resumed: its journal was redacted \(first at seq \d+/);
+      expect(e.why).toBe("notKept");
       expect((await plain.store.read("stop")).length).toBe(before);
       // Also through a journal opened without the redaction (the record is in the entries).
       expect(isRedactedHistoryError(await rejection(loop("lean").run({ runId: "stop", journal: plain })))).toBe(true);

@@ -161,7 +161,7 @@ function printStory(io: CliIo, run: { info: RunInfo; story: RunStory }, json: bo
   const end = story.ended;
   // The timeline's last word, as the viewer's run page ends its timeline.
   if (end?.type === "completed") out(`answer  ${clip(oneLine(end.content), 200)}`);
-  else if (end) out(`stopped ${printable(endText(end))}`);
+  else if (end) out(`stopped ${printable(endText(end, info.unresumable))}`);
   for (const p of story.pendingApprovals) {
     const where = p.runId === info.runId ? "" : ` in sub-agent run ${p.runId}`; // answered there, then resume this run
     out(

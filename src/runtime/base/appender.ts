@@ -150,8 +150,9 @@ export class Appender {
           for (const q of live) q.resolve?.();
           continue;
         }
+        let stored: readonly NewEntry[] | undefined;
         try {
-          await this.write(written, relaxed);
+          stored = await this.write(written, relaxed);
         } catch (e) {
           // Deferred results stay queued for a later append (the run's last); callers are told.
           if (this.lostTo === undefined) this.queue.unshift(...live.filter((q) => q.deferred));
@@ -159,7 +160,7 @@ export class Appender {
           continue;
         }
         for (const q of live) if (!q.deferred) this.fold(q.entries);
-        this.tell(written);
+        this.tell(stored ?? written);
         for (const q of live) q.resolve?.();
       }
     } finally {
@@ -227,8 +228,11 @@ export class Appender {
   private metaMs = -1;
   private meta: JournalEntry["meta"] | undefined;
 
-  /** Appends at the durable version (after folding any compaction marker in); `relaxed`: written is enough. */
-  private async write(entries: NewEntry[], relaxed: boolean): Promise<void> {
+  /**
+   * Appends at the durable version (after folding any compaction marker in); `relaxed`: written is
+   * enough. Resolves to the entries as stored when the store changed them (redaction).
+   */
+  private async write(entries: NewEntry[], relaxed: boolean): Promise<readonly NewEntry[] | undefined> {
     for (;;) {
       const expectedVersion = this.durable;
       try {
@@ -237,11 +241,11 @@ export class Appender {
         const options: { -readonly [K in keyof AppendOptions]: AppendOptions[K] } = { expectedVersion };
         if (this.fence !== undefined) options.fence = this.fence.token;
         if (relaxed) options.durability = "written";
-        await this.store.append(this.runId, entries, options);
+        const appended = await this.store.append(this.runId, entries, options);
         this.durable = expectedVersion + entries.length;
         this.state.version = this.durable;
         this.onDurable?.(this.durable);
-        return;
+        return appended.stored;
       } catch (e) {
         if (isOwnershipLostError(e)) this.lost(e);
         if (isRunCancelledError(e)) this.fence?.onCancelled?.(e); // the run stops and ends with run.cancelled

@@ -72,29 +72,39 @@ export function isAgentInterruptedError<M extends ToolCallLogMode | undefined = 
 }
 
 /**
- * A run whose journal holds redacted entries (`withRedaction`) cannot be resumed: the model would
- * be fed the redacted history, not what it was fed live, and the prompt digests the journal
- * recorded would not hold. Thrown before anything is appended; a completed run still resolves to
- * its recorded (redacted) value. Start a new run (or `forkRun` before `seq`, the first redacted entry).
+ * A run whose journal holds redacted entries (`withRedaction`) and no way to feed the model what
+ * it was fed live: the journal keeps no original of the entry at `seq` (`why: "notKept"`: it was
+ * redacted without `keepOriginals`, or it is a claim-checked output), or the originals were kept
+ * and their key is gone (`why: "forgotten"`: `forgetRedactedOriginals`, or a journal opened
+ * without `keepOriginals`). Thrown before anything is appended; a completed run still resolves to
+ * its recorded (redacted) value. Start a new run (or `forkRun` before `seq`, the first redacted
+ * entry, and resume the fork).
  *
  * @example
  * try {
  *   await loop.run({ runId, journal });
  * } catch (e) {
- *   if (isRedactedHistoryError(e)) console.error(`run ${e.runId} was redacted at seq ${e.seq}`);
+ *   if (isRedactedHistoryError(e)) console.error(`run ${e.runId} was redacted at seq ${e.seq} (${e.why})`);
  * }
  */
 export class RedactedHistoryError extends LoomError {
   readonly runId: string;
-  /** The first redacted entry. */
+  /** The first redacted entry whose original cannot be opened. */
   readonly seq: number;
-  constructor(runId: string, seq: number, type: string) {
+  /** Whether no original was kept, or the key that opens them is gone. */
+  readonly why: "notKept" | "forgotten";
+  constructor(runId: string, seq: number, type: string, why: "notKept" | "forgotten" = "notKept") {
+    const because =
+      why === "forgotten"
+        ? "the originals it kept can no longer be opened (their key was forgotten, or the journal was opened without withRedaction's keepOriginals)"
+        : "the journal keeps no original of it (redact with withRedaction(journal, r, { keepOriginals: { codec } }) to keep them)";
     super(
       "redactedHistory",
-      `run ${runId} cannot be resumed: its journal was redacted (first at seq ${seq}, ${type}), so the model would not be fed what it was fed live; start a new run, or fork this one before seq ${seq} (forkRun) and resume the fork`,
+      `run ${runId} cannot be resumed: its journal was redacted (first at seq ${seq}, ${type}) and ${because}, so the model would not be fed what it was fed live; start a new run, or fork this one before seq ${seq} (forkRun) and resume the fork`,
     );
     this.runId = runId;
     this.seq = seq;
+    this.why = why;
   }
 }
 

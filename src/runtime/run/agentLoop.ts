@@ -1,6 +1,7 @@
 import type { Actor, InspectionEvent, Observer } from "xstate";
 import { isAgentLoopConfigError, isRunBusyError, isRunCancelledError, RunCancelledError } from "../../core/errors.ts";
 import { checkRunId, parseFrameId, toolStepId } from "../../events/ids.ts";
+import { redactsJournal } from "../../events/redactedOriginals.ts";
 import type { EventStore } from "../../events/store.ts";
 import type { Message } from "../../events/types.ts";
 import type { agentLoopMachine, StopEvent } from "../../machines/agentLoop.machine.ts";
@@ -376,7 +377,10 @@ async function runHeld(
     case "completed": {
       // A run completed earlier may have been compacted since: the full shape reads its archived outputs back.
       const state = await hydrateForLog(request.journal, await everyFrame(session), session.mode);
-      return completedOutput(state, session.mode) as AgentOutput;
+      const output = completedOutput(state, session.mode) as AgentOutput;
+      // Under redaction the log is the journal's (redacted); the answer the model gave in this call is the caller's.
+      const answered = state === session.state || session.appender.appends === 0 ? undefined : session.state._output;
+      return answered === undefined ? output : { ...output, content: answered.content };
     }
     case "interrupted":
       throw new AgentInterruptedError(interruptedRun(session, await everyFrame(session), snapshot.context.pending));
@@ -390,12 +394,14 @@ async function runHeld(
 }
 
 /**
- * The run's state with every frame, for the tool-call log: the session's own, or after a compact
- * resume (which holds only the last turns' frames) the whole journal folded, once, at the run's end.
+ * The run's state with every frame, for the tool-call log: the session's own, or the whole journal
+ * folded, once, at the run's end: after a compact resume (which holds only the last turns' frames),
+ * and under redaction, where the session's state holds what the model was fed and the log is what
+ * the journal holds (redacted), the same log a rebuild gives.
  */
 async function everyFrame(session: RunSession): Promise<RunState> {
   const state = session.state;
-  if (state.compacted === undefined) return state;
+  if (state.compacted === undefined && !redactsJournal(session.options.journal)) return state;
   const onSnapshotWarning = session.config.snapshots?.onWarning;
   const options = onSnapshotWarning === undefined ? undefined : { onSnapshotWarning };
   return (await readRunState(session.options.journal, session.options.runId, options)).state;

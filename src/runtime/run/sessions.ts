@@ -1,5 +1,6 @@
 import { errorGuard, LoomError } from "../../core/errors.ts";
 import { toolStepId } from "../../events/ids.ts";
+import { redactedResumeRefusal } from "../../events/redactedResume.ts";
 import type { Journal } from "../../events/spi.ts";
 import type { Message, ToolCall } from "../../events/types.ts";
 import { type RunState, responseAt } from "../../projections/runState.ts";
@@ -163,7 +164,8 @@ async function holdsSession(
       fix: `Wait for it to end (or cancel it: cancelRun(journal, "${runId}", { reason })), then send the message again.`,
     };
   }
-  if (state.redacted !== undefined) return undefined;
+  // A redacted run whose originals were not kept (or were forgotten) can never be resumed: it ended.
+  if (state.redacted !== undefined && (await redactedResumeRefusal(journal, state)) !== undefined) return undefined;
   const resume = `Resume it with loop.run({ runId: "${runId}", journal }), or cancel it (cancelRun(journal, "${runId}", { reason })) to go on without it; then send the message again.`;
   if (activity === "stalled") {
     const why = `the run of its last message, ${runId}, stalled: its process stopped before the run ended, and nothing runs it now`;

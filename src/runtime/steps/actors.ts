@@ -10,6 +10,7 @@ import {
 import { jsonRoundTrip } from "../../core/jsonForm.ts";
 import { contextDecisionId, modelFrameId, modePinId, toolStepId } from "../../events/ids.ts";
 import { readModePin } from "../../events/modePin.ts";
+import { whyNotResumable } from "../../events/redactedResume.ts";
 import type { AttemptError, Message, ModelResponse, NewEntry, RunStartedData, ToolCall } from "../../events/types.ts";
 import type {
   CallModelOutput,
@@ -55,7 +56,7 @@ async function prepare({ session, fence }: BoundRun): Promise<PrepareOutput> {
   const onSnapshotWarning = config.snapshots?.onWarning;
   // Compact: a compact snapshot's state is enough to resume (the chart starts at its last turns).
   // A budgeted run reads every frame: its usage so far is summed from every turn's response.
-  const read = await readRunState(options.journal, runId, {
+  const read = await readRunState(session.history, runId, {
     compact: !session.budget.active,
     ...(onSnapshotWarning ? { onSnapshotWarning } : {}),
   });
@@ -127,8 +128,10 @@ async function prepare({ session, fence }: BoundRun): Promise<PrepareOutput> {
     return { kind: "failed", error: new RunFailedError(runId, state.error ?? { name: "Error", message: "" }) };
   }
   if (!session.replaying) checkDefinition(runId, config, state.definition);
-  if (!session.replaying && state.redacted)
-    throw new RedactedHistoryError(runId, state.redacted.seq, state.redacted.type);
+  if (!session.replaying && state.redacted) {
+    const { seq, type } = state.redacted;
+    throw new RedactedHistoryError(runId, seq, type, await whyNotResumable(options.journal, runId, seq));
+  }
   const lists = await prepareToolSources(session, state); // journaled lists; a source's first one asked live
   await session.budget.prepare(state, config.id); // a session's earlier messages, as the run's start recorded them
   // A late pin (ADR 0142 D3); a deadline configured after the run started runs from now.
@@ -139,7 +142,7 @@ async function prepare({ session, fence }: BoundRun): Promise<PrepareOutput> {
   const late = [...pinEntry, ...lists, ...traceEntry, ...deadline.append];
   if (late.length > 0) session.appender.defer(...late);
   // The chart then walks the recorded turns, each step served from the journal: archived outputs first.
-  await hydrateArchived(options.journal, state);
+  await hydrateArchived(session.history, state);
   const from = compactStart(session, state);
   if (from === undefined) session.startConversation(state.input ?? "");
   else await resumeCompact(session, state, from, read.snapshotSeq);
@@ -186,9 +189,9 @@ async function olderMessages(session: RunSession, turn: number): Promise<OlderCo
   const { config, options } = session;
   const runId = options.runId;
   const onWarning = config.snapshots?.onWarning;
-  const full = (await readRunState(options.journal, runId, onWarning ? { onSnapshotWarning: onWarning } : undefined))
+  const full = (await readRunState(session.history, runId, onWarning ? { onSnapshotWarning: onWarning } : undefined))
     .state;
-  await hydrateArchived(options.journal, full);
+  await hydrateArchived(session.history, full);
   const messages = conversationStart(config, full.input ?? "");
   const turnStarts: number[] = [];
   for (let t = 0; t < turn; t++) {

@@ -2,6 +2,7 @@ import { digestOfRecorded } from "../../core/digest.ts";
 import { ReplayDivergenceError } from "../../core/errors.ts";
 import type { ClaimCheckEnvelope } from "../../events/claimCheck.ts";
 import { toolStepId } from "../../events/ids.ts";
+import { originalsView } from "../../events/redactedOriginals.ts";
 import type { Journal } from "../../events/spi.ts";
 import type { Message, ModelResponse, ToolCall } from "../../events/types.ts";
 import type { ToolDescriptor } from "../../models/types.ts";
@@ -137,6 +138,17 @@ export class RunSession {
    * comparing prompt digests or the loop's definition, which the stand-in loop cannot reproduce.
    */
   replaying = false;
+  /**
+   * Where the run reads its own history (its state, archived outputs, older messages): the journal,
+   * with the originals of redacted payloads restored where it keeps them, so the model is fed what
+   * it was fed live. Appends, the run's log and every reader go through the journal as it is.
+   */
+  get history(): Journal {
+    if (this.replaying) return this.options.journal;
+    this.ownHistory ??= originalsView(this.options.journal);
+    return this.ownHistory;
+  }
+  private ownHistory: Journal | undefined;
   /** `prepare` got the run ready: the chart walks it (a failure from here on may be journaled: `failedEntry`). */
   prepared = false;
   /** The run's lease, checked by the local clock before each effect starts (set once the run is held). */
