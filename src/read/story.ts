@@ -5,6 +5,7 @@ import {
   listPendingApprovals,
   type OpenJournal,
   type PendingApproval,
+  type RunActivity,
   type RunStatus,
   type RunWait,
   readArchived,
@@ -88,16 +89,18 @@ export type StoryEnd = RunEnd;
 /**
  * Reads a run's story (see {@link RunStory}): the run's timeline ({@link foldView}, the fold the
  * viewer's pages show) with what compaction archived read back, told in the timeline's words
- * (src/read/timeline.ts).
+ * (src/read/timeline.ts). `activity`, the run's (`runActivity`), keeps a run nobody runs from
+ * reading as if its steps in flight still ran.
  *
  * @example
- * const story = await runStory(journal, "r-1", await readJournal(journal, "r-1"));
- * story.turns[0]?.tools[0]?.status; // "ok"
+ * const story = await runStory(journal, "r-1", await readJournal(journal, "r-1"), "stalled");
+ * story.turns[0]?.tools[0]?.status; // "started": cut off, not running
  */
 export async function runStory(
   journal: OpenJournal,
   runId: string,
   entries: readonly JournalEntry[],
+  activity?: RunActivity,
 ): Promise<RunStory> {
   const view = foldView(entries);
   for (const turn of turnsOf(view)) {
@@ -126,7 +129,7 @@ export async function runStory(
       tools.push({
         stepId: call.stepId,
         toolName: call.toolName,
-        status: callStatus(call, view),
+        status: callStatus(call, view, activity),
         ...(call.settled ? { reason: call.settled } : {}),
         ...(d === undefined ? {} : { durationMs: d }),
         ...(call.bytes === undefined ? {} : { bytes: call.bytes }),
@@ -139,7 +142,7 @@ export async function runStory(
     turns.push({
       turn: turn.turn,
       stepId: turn.stepId,
-      status: modelStatus(turn, view),
+      status: modelStatus(turn, view, activity),
       ...(d === undefined ? {} : { durationMs: d }),
       ...(m.content ? { text: m.content } : {}),
       ...(m.usage ? { usage: m.usage } : {}),

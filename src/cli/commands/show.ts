@@ -94,7 +94,8 @@ async function runNamed(journal: OpenJournal, arg: string): Promise<{ info: RunI
   if (runIdProblem(arg) !== undefined || (parseFrameId(arg) !== undefined && !arg.includes("/"))) return undefined;
   if (!(await journal.store.listRuns()).some((r) => r.runId === arg)) return undefined;
   const entries = await readJournal(journal, arg);
-  return { info: await runInfoOf(journal, arg, entries), story: await runStory(journal, arg, entries) };
+  const info = await runInfoOf(journal, arg, entries);
+  return { info, story: await runStory(journal, arg, entries, info.activity) };
 }
 
 function printStory(io: CliIo, run: { info: RunInfo; story: RunStory }, json: boolean): void {
