@@ -56,12 +56,23 @@ describe("loom waits / show / deliver / wake", () => {
     const forged = await loom(dir, ["deliver", `${token.slice(0, -4)}AAAA`, "--db", db]);
     expect(forged.code).toBe(1);
 
+    // Due because its event was delivered: wake says so, not a due time (there is none).
+    const listed = await loom(dir, ["wake", "--db", db]);
+    expect(listed.stdout).toMatch(/pay-1 +payer +event delivered +no-loop/);
+    expect(listed.stdout).not.toContain("1970");
+
     const woken = await loom(dir, ["wake", "--db", db, "--loops", MODULE, "--json"]);
     expect(woken.code).toBe(0);
     expect(JSON.parse(woken.stdout).map((w: { runId: string; outcome: string }) => [w.runId, w.outcome])).toEqual([
       ["nap-1", "not-due"],
       ["pay-1", "completed"],
     ]);
+    expect(JSON.parse(woken.stdout)[1]).toEqual({
+      runId: "pay-1",
+      loopId: "payer",
+      ended: "event-delivered",
+      outcome: "completed",
+    });
     const napDue = await loom(dir, ["wake", "--db", db, "--loops", MODULE, "--now", String(Date.now() + 120_000)]);
     expect(napDue.stdout).toMatch(/nap-1\s.*completed/);
     const journal = openSqliteJournal(db);
