@@ -102,7 +102,7 @@ function waitsPart(waits: readonly RunWait[]): Html | string {
   return html`<section class="waits"><h2>Waiting</h2>
 ${waits.map(
   (w) => html`<div class="wait" data-step="${w.stepId}">
-<p><strong>${w.toolName}</strong> <code>${w.stepId}</code> · ${w.kind === "sleep" ? "a time" : "an event"}${w.what ? html` · ${w.what}` : ""}${w.until ? html` · until ${when(w.until)}` : ""}${w.expiresAt ? html` · expires ${when(w.expiresAt)}` : ""}</p>
+<p><strong>${w.toolName}</strong> <code>${w.stepId}</code> · ${w.kind === "sleep" ? "a time" : "an event"}${w.what ? html` · ${w.what}` : ""}${w.until ? html` · until ${when(w.until)}` : ""}${w.expiresAt ? html` · times out ${when(w.expiresAt)}` : ""}</p>
 <p class="how">${w.deliver}</p>
 </div>`,
 )}

@@ -158,7 +158,7 @@ function printStory(io: CliIo, run: { info: RunInfo; story: RunStory }, json: bo
   // Sleeps and event waits (docs/waits.md), as the timeline folds them: approvals are listed above.
   for (const w of story.waits) {
     const what = w.what === undefined ? "" : ` "${printable(w.what)}"`;
-    const when = w.kind === "sleep" ? ` until ${w.until}` : w.expiresAt ? ` until ${w.expiresAt} at most` : "";
+    const when = w.kind === "sleep" ? ` until ${w.until}` : w.expiresAt ? ` (times out ${w.expiresAt})` : "";
     out(
       `waiting ${printable(w.stepId)} (${printable(w.toolName)}) for ${w.kind === "sleep" ? "a time" : "an event"}${what}${when}: ${printable(w.deliver)}`,
     );
