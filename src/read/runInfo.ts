@@ -14,9 +14,9 @@ import {
   type ToolCallLogMode,
 } from "../index.ts";
 import type { BudgetBreach } from "../policies/budget.ts";
+import { waitDueAt } from "../policies/wait.ts";
 import { entryBytes } from "../projections/runSnapshot.ts";
 import { tokenUsage } from "../projections/usage.ts";
-import { waitDueAt } from "../policies/wait.ts";
 import { openWaits, runDueAt } from "../runtime/steps/waits.ts";
 
 /**

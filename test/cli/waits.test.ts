@@ -33,7 +33,7 @@ describe("loom waits / show / deliver / wake", () => {
     // A waiting run's status says what it waits for, not plain "interrupted" (one read layer: src/read).
     const runs = await loom(dir, ["runs", "--db", db]);
     expect(runs.stdout).toMatch(new RegExp(`nap-1 +napper +waiting \\(until ${until?.replaceAll(".", "\\.")}\\)`));
-    expect(runs.stdout).toMatch(/pay-1 +payer +waiting for event  /);
+    expect(runs.stdout).toMatch(/pay-1 +payer +waiting for event {2}/);
     const story = await loom(dir, ["show", "pay-1", "--db", db]);
     expect(story.stdout).toMatch(/^status {2}waiting for event,/m);
     const napStory = await loom(dir, ["show", "nap-1", "--db", db]);
