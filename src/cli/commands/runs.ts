@@ -57,7 +57,8 @@ export function registerRuns(program: Command, io: CliIo): void {
         r.mode,
         (r.startedAt ?? "").replace("T", " ").slice(0, 19),
         ...(scheduled
-          ? [r.schedule ? `${r.schedule.scheduleId} ${r.schedule.tick.replace("T", " ").slice(0, 16)}` : "-"]
+          ? // The tick to the second: a seconds-level cron (`*/5 * * * * *`) fires within a minute.
+            [r.schedule ? `${r.schedule.scheduleId} ${r.schedule.tick.replace("T", " ").slice(0, 19)}` : "-"]
           : []),
         clip(stoppedOrNext(r), 100),
       ]);
