@@ -70,6 +70,8 @@ export interface StoryTool {
   readonly durationMs?: number;
   readonly bytes?: number;
   readonly approval?: { readonly approved: boolean; readonly by?: string; readonly reason?: string };
+  /** Times the tool ran again after a run of it was cut off before its outcome was recorded (`CallView.reruns`). */
+  readonly reruns?: number;
   /** The sub-agent's run the call runs (`agentTool`: `<runId>/<stepId>`), as it stands. */
   readonly subRun?: StorySubRun;
 }
@@ -134,6 +136,7 @@ export async function runStory(
         ...(d === undefined ? {} : { durationMs: d }),
         ...(call.bytes === undefined ? {} : { bytes: call.bytes }),
         ...(call.approval ? { approval: call.approval } : {}),
+        ...(call.reruns ? { reruns: call.reruns } : {}),
         ...(subRun ? { subRun } : {}),
       });
     }

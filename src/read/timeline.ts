@@ -163,3 +163,18 @@ export function endText(end: RunEnd): string {
       return `failed: ${end.error.name}: ${end.error.message}`;
   }
 }
+
+/**
+ * A call that ran more than once, in words: its earlier runs were cut off (a crash, a kill, a
+ * stop) before their outcome was recorded, and a resume ran the tool again. "" for a call that ran
+ * at most once.
+ *
+ * @example
+ * rerunText(1); // "ran again after being cut off (no outcome recorded)"
+ */
+export function rerunText(reruns: number | undefined): string {
+  if (!reruns) return "";
+  return reruns === 1
+    ? "ran again after being cut off (no outcome recorded)"
+    : `ran ${reruns + 1} times, cut off ${reruns} times (no outcome recorded)`;
+}

@@ -3,7 +3,7 @@ import { type ResumeCommand, statusLabel, stoppedOrNext } from "../read/activity
 import { clip, int, kB } from "../read/format.ts";
 import type { RunInfo } from "../read/runInfo.ts";
 import { type CallView, type RunView, type TurnView, turnsOf } from "../read/runView.ts";
-import { callStatus, endText, modelStatus, runEnd, stepLabel, waitsOf } from "../read/timeline.ts";
+import { callStatus, endText, modelStatus, rerunText, runEnd, stepLabel, waitsOf } from "../read/timeline.ts";
 import { FORM_TOKEN_FIELD, type PendingApproval } from "./actions.ts";
 import { duration, type Html, href, html, jsonText, page, when } from "./html.ts";
 
@@ -197,7 +197,7 @@ export function callRow(call: CallView, view: RunView, runId: string, subRun?: s
 <td class="num">${duration(call.startedAt, call.endedAt)}</td>
 <td class="num">${call.bytes === undefined ? "" : int(call.bytes)}</td>
 <td>${retries(call.failures, call.lastError)}</td>
-<td>${detail.join(" · ")}${subRun === undefined ? "" : html` · <a class="subrun" href="${href("runs", subRun)}">sub-agent run ↘</a>`}</td>
+<td>${call.reruns ? html`<span class="rerun" title="${rerunText(call.reruns)}">rerun</span> · ` : ""}${detail.join(" · ")}${subRun === undefined ? "" : html` · <a class="subrun" href="${href("runs", subRun)}">sub-agent run ↘</a>`}</td>
 </tr>`;
 }
 

@@ -9,7 +9,7 @@ import {
 } from "../../index.ts";
 import { scheduleText } from "../../read/runInfo.ts";
 import { type RunStory, runStory } from "../../read/story.ts";
-import { endText, stepLabel } from "../../read/timeline.ts";
+import { endText, rerunText, stepLabel } from "../../read/timeline.ts";
 import { activityText, runInfoOf } from "../activity.ts";
 import { journalSource, type RunInfo, withJournal } from "../db.ts";
 import { clip, count, int, oneLine, printable } from "../format.ts";
@@ -131,6 +131,7 @@ function printStory(io: CliIo, run: { info: RunInfo; story: RunStory }, json: bo
       const parts = [tool.reason ? `${stepLabel(tool.status)} (${tool.reason})` : stepLabel(tool.status)];
       if (tool.durationMs !== undefined) parts.push(`${int(tool.durationMs)} ms`);
       if (tool.bytes !== undefined) parts.push(count(tool.bytes, "byte"));
+      if (tool.reruns) parts.push(rerunText(tool.reruns));
       if (tool.approval) {
         const who = tool.approval.by ? ` by ${printable(tool.approval.by)}` : "";
         parts.push(`${tool.approval.approved ? "approved" : "declined"}${who}`);
