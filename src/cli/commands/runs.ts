@@ -60,7 +60,7 @@ export function registerRuns(program: Command, io: CliIo): void {
           ? // The tick to the second: a seconds-level cron (`*/5 * * * * *`) fires within a minute.
             [r.schedule ? `${r.schedule.scheduleId} ${r.schedule.tick.replace("T", " ").slice(0, 19)}` : "-"]
           : []),
-        clip(stoppedOrNext(r), 100),
+        clip(stoppedOrNext(r, source), source.kind === "postgres" ? 180 : 100),
       ]);
       println(
         io.stdout,

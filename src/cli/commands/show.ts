@@ -11,7 +11,7 @@ import { scheduleText } from "../../read/runInfo.ts";
 import { type RunStory, runStory } from "../../read/story.ts";
 import { endText, rerunText, stepLabel } from "../../read/timeline.ts";
 import { activityText, runInfoOf } from "../activity.ts";
-import { journalSource, type RunInfo, withJournal } from "../db.ts";
+import { type JournalSource, journalSource, type RunInfo, withJournal } from "../db.ts";
 import { clip, count, int, oneLine, printable } from "../format.ts";
 import { type CliIo, println } from "../io.ts";
 import { type JournalCommonOptions, withJournalOptions } from "../program.ts";
@@ -45,7 +45,7 @@ export function registerShow(program: Command, io: CliIo): void {
         if (waiting.length === 1) return { waiting: waiting[0] as PendingApproval };
         return { step: await showStep(journal, stepId, options.run) };
       });
-      if ("run" in shown) return printStory(io, shown.run, options.json === true);
+      if ("run" in shown) return printStory(io, shown.run, options.json === true, journalSource(io, options));
       if ("waiting" in shown) return printWaiting(io, shown.waiting, options.json === true);
       printStep(io, stepId, shown.step, options.json === true);
     });
@@ -98,7 +98,12 @@ async function runNamed(journal: OpenJournal, arg: string): Promise<{ info: RunI
   return { info, story: await runStory(journal, arg, entries, info.activity) };
 }
 
-function printStory(io: CliIo, run: { info: RunInfo; story: RunStory }, json: boolean): void {
+function printStory(
+  io: CliIo,
+  run: { info: RunInfo; story: RunStory },
+  json: boolean,
+  source: Pick<JournalSource, "kind">,
+): void {
   const { info, story } = run;
   if (json) {
     println(io.stdout, JSON.stringify({ ...info, story }, null, 2));
@@ -108,7 +113,7 @@ function printStory(io: CliIo, run: { info: RunInfo; story: RunStory }, json: bo
   out(`run     ${info.runId}`); // a valid run id: no control character to escape
   out(`loop    ${printable(info.loopId ?? "?")}`);
   out(
-    `status  ${activityText(info)}, ${int(info.iterations)} model calls, ${int(info.entries)} entries, ${info.mode} log`,
+    `status  ${activityText(info, source)}, ${int(info.iterations)} model calls, ${int(info.entries)} entries, ${info.mode} log`,
   );
   out(`time    ${info.startedAt ?? "?"} → ${info.updatedAt ?? "?"}`);
   if (info.schedule) out(`from    ${scheduleText(info)}`);
