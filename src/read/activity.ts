@@ -25,8 +25,9 @@ export const activityLabel = (activity: RunActivity): string => activity.replace
 /**
  * A run's status in words, as `loom runs`, `loom show` and the viewer's pages print it: its
  * activity's label, except for a run interrupted to wait (docs/waits.md), which says what it waits
- * for: `waiting (until 2026-01-04T00:00:00.000Z)` for a sleep or an event wait that times out,
- * `waiting (for event)` for an event with no timeout, `waiting (due now)` once an event was
+ * for, by the wait due first: `waiting (until 2026-01-04T00:00:00.000Z)` for a sleep,
+ * `waiting for event (times out 2026-01-04T00:00:00.000Z)` for an event wait that times out,
+ * `waiting for event` when only a delivery can end its waits, `waiting (due now)` once an event was
  * delivered and it waits for its resume. A run waiting for a person says `waiting for approval`.
  *
  * @example
@@ -35,7 +36,9 @@ export const activityLabel = (activity: RunActivity): string => activity.replace
 export function statusLabel(info: RunInfo): string {
   const w = info.activity === "interrupted" ? info.wait : undefined;
   if (w === undefined) return activityLabel(info.activity);
-  return `waiting (${w.due ? "due now" : w.until === undefined ? "for event" : `until ${w.until}`})`;
+  if (w.due) return "waiting (due now)";
+  if (w.until === undefined) return "waiting for event";
+  return w.timesOut ? `waiting for event (times out ${w.until})` : `waiting (until ${w.until})`;
 }
 
 /**

@@ -192,6 +192,10 @@ function onStarted(view: RunView, frameId: string, at: string): void {
   } else if (id?.kind === "tool") {
     const call = callAt(view, frameId);
     if (call) {
+      // Started again while its last start has no outcome and no failed attempt awaits a retry: the
+      // run that started it was cut off, and this one runs the tool again.
+      if (call.status === "running" && call.retryAt === undefined) call.reruns = (call.reruns ?? 0) + 1;
+      call.retryAt = undefined;
       call.status = "running";
       call.startedAt = at;
     }
@@ -258,6 +262,7 @@ function onAttemptFailed(view: RunView, frameId: string, error: AttemptError, re
     if (call) {
       call.failures++;
       call.lastError = error;
+      call.retryAt = retryAt;
     }
   }
 }

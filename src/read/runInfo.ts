@@ -15,9 +15,10 @@ import {
   type ToolCallLogMode,
 } from "../index.ts";
 import type { BudgetBreach } from "../policies/budget.ts";
+import { waitDueAt } from "../policies/wait.ts";
 import { entryBytes } from "../projections/runSnapshot.ts";
 import { tokenUsage } from "../projections/usage.ts";
-import { runDueAt } from "../runtime/steps/waits.ts";
+import { openWaits, runDueAt } from "../runtime/steps/waits.ts";
 
 /**
  * What the CLI (`loom runs`, `loom show`, `loom log`) and the viewer's pages show of a run, read
@@ -77,9 +78,10 @@ export interface RunInfo {
   /**
    * For a run interrupted `waiting` (docs/waits.md): when it is next due (ISO 8601: a sleep's wake
    * or an event wait's timeout), absent when only an event can end its waits; `due` once a wait
-   * ended while it was stopped (an event delivered): it goes on when resumed.
+   * ended while it was stopped (an event delivered): it goes on when resumed. `timesOut` when the
+   * wait due at `until` is an event wait timing out then, not a sleep waking.
    */
-  readonly wait?: { readonly until?: string; readonly due?: true };
+  readonly wait?: { readonly until?: string; readonly due?: true; readonly timesOut?: true };
   /** The schedule and tick (ISO) that started the run, read from its id `<scheduleId>@<tick>`. */
   readonly schedule?: { readonly scheduleId: string; readonly tick: string };
   /**
@@ -163,7 +165,9 @@ function unkeptRefusal(state: RunState): string | undefined {
 function waitOf(state: RunState): NonNullable<RunInfo["wait"]> {
   const due = runDueAt(state);
   if (due === undefined) return {};
-  return due === 0 ? { due: true } : { until: new Date(due).toISOString() };
+  if (due === 0) return { due: true };
+  const first = openWaits(state).find(({ wait }) => waitDueAt(wait) === due);
+  return { until: new Date(due).toISOString(), ...(first?.wait.kind === "event" ? { timesOut: true } : {}) };
 }
 
 /** `{ schedule }` for a run a schedule started (its id says so), else nothing. */

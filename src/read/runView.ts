@@ -37,6 +37,13 @@ export interface CallView {
   /** Failed attempts (`attempt.failed`), the last one's error. */
   failures: number;
   lastError?: AttemptError;
+  /** When the next attempt is due (ms since the epoch), while the call waits for it after a failed attempt. */
+  retryAt?: number | null;
+  /**
+   * Times it started again with no outcome recorded for its run before (cut off by a crash, a kill
+   * or a stop, then run again on resume): the tool ran more than once.
+   */
+  reruns?: number;
   /** The answer to its approval: approved or declined, by whom, why (as recorded). */
   approval?: { readonly approved: boolean; readonly by?: string; readonly reason?: string };
   /** Moved to the archive by compaction. */

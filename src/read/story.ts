@@ -5,6 +5,7 @@ import {
   listPendingApprovals,
   type OpenJournal,
   type PendingApproval,
+  type RunActivity,
   type RunStatus,
   type RunWait,
   readArchived,
@@ -69,6 +70,8 @@ export interface StoryTool {
   readonly durationMs?: number;
   readonly bytes?: number;
   readonly approval?: { readonly approved: boolean; readonly by?: string; readonly reason?: string };
+  /** Times the tool ran again after a run of it was cut off before its outcome was recorded (`CallView.reruns`). */
+  readonly reruns?: number;
   /** The sub-agent's run the call runs (`agentTool`: `<runId>/<stepId>`), as it stands. */
   readonly subRun?: StorySubRun;
 }
@@ -88,16 +91,18 @@ export type StoryEnd = RunEnd;
 /**
  * Reads a run's story (see {@link RunStory}): the run's timeline ({@link foldView}, the fold the
  * viewer's pages show) with what compaction archived read back, told in the timeline's words
- * (src/read/timeline.ts).
+ * (src/read/timeline.ts). `activity`, the run's (`runActivity`), keeps a run nobody runs from
+ * reading as if its steps in flight still ran.
  *
  * @example
- * const story = await runStory(journal, "r-1", await readJournal(journal, "r-1"));
- * story.turns[0]?.tools[0]?.status; // "ok"
+ * const story = await runStory(journal, "r-1", await readJournal(journal, "r-1"), "stalled");
+ * story.turns[0]?.tools[0]?.status; // "started": cut off, not running
  */
 export async function runStory(
   journal: OpenJournal,
   runId: string,
   entries: readonly JournalEntry[],
+  activity?: RunActivity,
 ): Promise<RunStory> {
   const view = foldView(entries);
   for (const turn of turnsOf(view)) {
@@ -126,11 +131,12 @@ export async function runStory(
       tools.push({
         stepId: call.stepId,
         toolName: call.toolName,
-        status: callStatus(call, view),
+        status: callStatus(call, view, activity),
         ...(call.settled ? { reason: call.settled } : {}),
         ...(d === undefined ? {} : { durationMs: d }),
         ...(call.bytes === undefined ? {} : { bytes: call.bytes }),
         ...(call.approval ? { approval: call.approval } : {}),
+        ...(call.reruns ? { reruns: call.reruns } : {}),
         ...(subRun ? { subRun } : {}),
       });
     }
@@ -139,7 +145,7 @@ export async function runStory(
     turns.push({
       turn: turn.turn,
       stepId: turn.stepId,
-      status: modelStatus(turn, view),
+      status: modelStatus(turn, view, activity),
       ...(d === undefined ? {} : { durationMs: d }),
       ...(m.content ? { text: m.content } : {}),
       ...(m.usage ? { usage: m.usage } : {}),

@@ -1,4 +1,4 @@
-import { describeCause, type ErrorCause, type RunWait } from "../index.ts";
+import { describeCause, type ErrorCause, type RunActivity, type RunWait } from "../index.ts";
 import type { BudgetBreach } from "../policies/budget.ts";
 import { describeWait } from "../runtime/steps/waits.ts";
 import { budgetText } from "./runInfo.ts";
@@ -9,8 +9,14 @@ import { type CallView, type RunView, type TurnView, turnsOf } from "./runView.t
  * and how the run ended. `loom show <runId>` (its story) and the viewer's pages (the run page,
  * time travel) both say what these functions say, so a run reads the same in the terminal and in
  * the browser. Statuses are hyphenated codes (`waiting-for-approval`, as `RunActivity`'s are);
- * {@link stepLabel} puts them in words.
+ * {@link stepLabel} puts them in words. Given the run's activity (`runActivity`), a run whose
+ * journal goes on but that nobody runs (`stalled`: its process died) shows nothing `calling` or
+ * `running`: its steps in flight read `started`, their outcome never recorded.
  */
+
+/** Whether a process runs the run now: its journal goes on and, when its activity is known, a live owner holds it. */
+const runsNow = (view: RunView, activity: RunActivity | undefined): boolean =>
+  view.status === "running" && (activity === undefined || activity === "running");
 
 /**
  * A model call: `calling`, `backing-off` (a failed attempt, the next one due), `completed`,
@@ -35,25 +41,26 @@ export type CallStepStatus =
   | "error";
 
 /**
- * How model call `turn` stands in `view`.
+ * How model call `turn` stands in `view`; `activity`, the run's (`runActivity`), tells a run a
+ * process runs from one nobody does (without it, the journal's status stands for it).
  *
  * @example
- * modelStatus(turnAt(view, 0)!, view); // "completed"
+ * modelStatus(turnAt(view, 0)!, view, "stalled"); // "started": nothing calls the model
  */
-export function modelStatus(turn: TurnView, view: RunView): ModelStepStatus {
+export function modelStatus(turn: TurnView, view: RunView, activity?: RunActivity): ModelStepStatus {
   const m = turn.model;
   if (m.status !== "started") return m.status;
-  if (view.status !== "running") return "started";
+  if (!runsNow(view, activity)) return "started";
   return m.retryAt !== undefined && m.retryAt !== null ? "backing-off" : "calling";
 }
 
 /**
- * How tool call `call` stands in `view`.
+ * How tool call `call` stands in `view`; `activity` as for {@link modelStatus}.
  *
  * @example
  * callStatus(callAt(view, "support#turn:1:tool:0")!, view); // "waiting-for-approval"
  */
-export function callStatus(call: CallView, view: RunView): CallStepStatus {
+export function callStatus(call: CallView, view: RunView, activity?: RunActivity): CallStepStatus {
   switch (call.status) {
     case "awaiting-approval":
       return "waiting-for-approval";
@@ -63,7 +70,7 @@ export function callStatus(call: CallView, view: RunView): CallStepStatus {
         ? "not-run"
         : "asked";
     case "running":
-      if (view.status === "running") return "running";
+      if (runsNow(view, activity)) return "running";
       // A call that began a durable wait holds the run interrupted until the wait ends.
       return call.wait !== undefined && view.status === "interrupted" ? "waiting" : "started";
     default:
@@ -158,4 +165,19 @@ export function endText(end: RunEnd, unresumable?: string): string {
     case "failed":
       return `failed: ${end.error.name}: ${end.error.message}`;
   }
+}
+
+/**
+ * A call that ran more than once, in words: its earlier runs were cut off (a crash, a kill, a
+ * stop) before their outcome was recorded, and a resume ran the tool again. "" for a call that ran
+ * at most once.
+ *
+ * @example
+ * rerunText(1); // "ran again after being cut off (no outcome recorded)"
+ */
+export function rerunText(reruns: number | undefined): string {
+  if (!reruns) return "";
+  return reruns === 1
+    ? "ran again after being cut off (no outcome recorded)"
+    : `ran ${reruns + 1} times, cut off ${reruns} times (no outcome recorded)`;
 }

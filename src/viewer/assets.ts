@@ -56,6 +56,7 @@ tr.end.failed td { color: var(--err); }
 tr.end.interrupted td { color: var(--warn); }
 tr.end.cancelled td { color: var(--dim); }
 .retries { color: var(--err); }
+.rerun { color: var(--warn); font-weight: 600; }
 section.pending, section.control { border: 1px solid var(--line); border-radius: 6px; padding: 6px 12px 10px; margin: 12px 0; }
 section.pending { border-color: #d4a72c; background: #fffbea; }
 pre { background: var(--soft); border: 1px solid var(--line); border-radius: 6px; padding: 8px; overflow: auto; max-height: 420px; margin: 4px 0; }

@@ -1,9 +1,9 @@
-import type { RunWait } from "../index.ts";
+import type { RunActivity, RunWait } from "../index.ts";
 import { type ResumeCommand, statusLabel, stoppedOrNext } from "../read/activity.ts";
 import { clip, int, kB } from "../read/format.ts";
 import type { RunInfo } from "../read/runInfo.ts";
 import { type CallView, type RunView, type TurnView, turnsOf } from "../read/runView.ts";
-import { callStatus, endText, modelStatus, runEnd, stepLabel, waitsOf } from "../read/timeline.ts";
+import { callStatus, endText, modelStatus, rerunText, runEnd, stepLabel, waitsOf } from "../read/timeline.ts";
 import { FORM_TOKEN_FIELD, type PendingApproval } from "./actions.ts";
 import { duration, type Html, href, html, jsonText, page, when } from "./html.ts";
 
@@ -67,7 +67,7 @@ ${waitsPart(waitsOf(view))}
 ${actions ? controlPart(view, runId, token) : ""}
 <pre id="live-text" class="live-text" hidden></pre>
 <h2>Timeline</h2>
-${timeline(view, runId, subRuns, info.unresumable)}`;
+${timeline(view, info, subRuns)}`;
 }
 
 function pendingPart(
@@ -102,7 +102,7 @@ function waitsPart(waits: readonly RunWait[]): Html | string {
   return html`<section class="waits"><h2>Waiting</h2>
 ${waits.map(
   (w) => html`<div class="wait" data-step="${w.stepId}">
-<p><strong>${w.toolName}</strong> <code>${w.stepId}</code> · ${w.kind === "sleep" ? "a time" : "an event"}${w.what ? html` · ${w.what}` : ""}${w.until ? html` · until ${when(w.until)}` : ""}${w.expiresAt ? html` · expires ${when(w.expiresAt)}` : ""}</p>
+<p><strong>${w.toolName}</strong> <code>${w.stepId}</code> · ${w.kind === "sleep" ? "a time" : "an event"}${w.what ? html` · ${w.what}` : ""}${w.until ? html` · until ${when(w.until)}` : ""}${w.expiresAt ? html` · times out ${when(w.expiresAt)}` : ""}</p>
 <p class="how">${w.deliver}</p>
 </div>`,
 )}
@@ -146,11 +146,12 @@ export const timelineTable = (rows: Html | Html[] | string): Html =>
 <thead><tr><th>turn</th><th>step</th><th>status</th><th class="num">duration</th><th class="num">bytes</th><th>retries</th><th>detail</th></tr></thead>
 <tbody>${rows}</tbody></table>`;
 
-function timeline(view: RunView, runId: string, subRuns?: ReadonlyMap<string, string>, unresumable?: string): Html {
+function timeline(view: RunView, info: RunInfo, subRuns?: ReadonlyMap<string, string>): Html {
+  const { runId, activity, unresumable } = info;
   const rows: Html[] = [];
   for (const turn of turnsOf(view)) {
-    rows.push(modelRow(turn, view, runId));
-    for (const call of turn.calls) rows.push(callRow(call, view, runId, subRuns?.get(call.stepId)));
+    rows.push(modelRow(turn, view, runId, activity));
+    for (const call of turn.calls) rows.push(callRow(call, view, runId, subRuns?.get(call.stepId), activity));
   }
   // The timeline's last word, as `loom show` ends a run's story.
   const ended = runEnd(view);
@@ -158,10 +159,10 @@ function timeline(view: RunView, runId: string, subRuns?: ReadonlyMap<string, st
   return timelineTable([...rows, html`${end}`]);
 }
 
-/** A model call's row of the timeline. */
-export function modelRow(turn: TurnView, view: RunView, runId: string): Html {
+/** A model call's row of the timeline; `activity`: the run's, when known (a stalled run's call is not calling). */
+export function modelRow(turn: TurnView, view: RunView, runId: string, activity?: RunActivity): Html {
   const m = turn.model;
-  const status = modelStatus(turn, view);
+  const status = modelStatus(turn, view, activity);
   const detail = [
     m.usage ? `${int(m.usage.inputTokens ?? 0)} in · ${int(m.usage.outputTokens ?? 0)} out tokens` : "",
     m.finishReason ? `finish: ${m.finishReason}` : "",
@@ -179,9 +180,9 @@ export function modelRow(turn: TurnView, view: RunView, runId: string): Html {
 </tr>`;
 }
 
-/** A tool call's row of the timeline; `subRun`: the sub-agent run the call runs, linked. */
-export function callRow(call: CallView, view: RunView, runId: string, subRun?: string): Html {
-  const status = callStatus(call, view);
+/** A tool call's row of the timeline; `subRun`: the sub-agent run the call runs, linked; `activity` as for {@link modelRow}. */
+export function callRow(call: CallView, view: RunView, runId: string, subRun?: string, activity?: RunActivity): Html {
+  const status = callStatus(call, view, activity);
   const ended = call.status === "ok" || call.status === "error";
   const detail = [
     call.approval ? (call.approval.approved ? "approved" : "declined") : "",
@@ -196,7 +197,7 @@ export function callRow(call: CallView, view: RunView, runId: string, subRun?: s
 <td class="num">${duration(call.startedAt, call.endedAt)}</td>
 <td class="num">${call.bytes === undefined ? "" : int(call.bytes)}</td>
 <td>${retries(call.failures, call.lastError)}</td>
-<td>${detail.join(" · ")}${subRun === undefined ? "" : html` · <a class="subrun" href="${href("runs", subRun)}">sub-agent run ↘</a>`}</td>
+<td>${call.reruns ? html`<span class="rerun" title="${rerunText(call.reruns)}">rerun</span> · ` : ""}${detail.join(" · ")}${subRun === undefined ? "" : html` · <a class="subrun" href="${href("runs", subRun)}">sub-agent run ↘</a>`}</td>
 </tr>`;
 }
 

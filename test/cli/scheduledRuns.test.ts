@@ -45,6 +45,21 @@ describe("a run a schedule started", () => {
     expect(json.find((x) => x.runId === "by-hand")).not.toHaveProperty("schedule");
   });
 
+  it("loom runs keeps the seconds of a seconds-level schedule's tick", async () => {
+    const dir = tempDir();
+    const db = join(dir, "loom.db");
+    const journal = openSqliteJournal(db);
+    try {
+      // What a `*/5 * * * * *` schedule names its run for the tick at 08:00:05.
+      const loop = agentLoop$({ id: "pulse", model: scriptedModel(async () => ({ content: "ok", toolCalls: [] })) });
+      await loop.run({ runId: "every5s@2026-01-02T08:00:05.000Z", journal, input: "beat" });
+    } finally {
+      await journal.close();
+    }
+    const r = await loom(dir, ["runs", "--db", db]);
+    expect(r.stdout.split("\n").find((l) => l.startsWith("every5s@"))).toMatch(/ every5s 2026-01-02 08:00:05 /);
+  });
+
   it("loom runs has no schedule column when no schedule started a run", async () => {
     const dir = tempDir();
     const db = join(dir, "loom.db");

@@ -1,6 +1,6 @@
 import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
-import { openSqliteJournal, readJournal } from "../../src/index.ts";
+import { agentLoop$, openSqliteJournal, readJournal, scriptedModel } from "../../src/index.ts";
 import { loops, tokens } from "../runtime/workers/waitLoops.ts";
 import { diesAtInterruption } from "../support/diesAt.ts";
 import { loom, tempDir } from "./support.ts";
@@ -33,9 +33,9 @@ describe("loom waits / show / deliver / wake", () => {
     // A waiting run's status says what it waits for, not plain "interrupted" (one read layer: src/read).
     const runs = await loom(dir, ["runs", "--db", db]);
     expect(runs.stdout).toMatch(new RegExp(`nap-1 +napper +waiting \\(until ${until?.replaceAll(".", "\\.")}\\)`));
-    expect(runs.stdout).toMatch(/pay-1 +payer +waiting \(for event\)/);
+    expect(runs.stdout).toMatch(/pay-1 +payer +waiting for event {2}/);
     const story = await loom(dir, ["show", "pay-1", "--db", db]);
-    expect(story.stdout).toMatch(/^status {2}waiting \(for event\),/m);
+    expect(story.stdout).toMatch(/^status {2}waiting for event,/m);
     const napStory = await loom(dir, ["show", "nap-1", "--db", db]);
     expect(napStory.stdout).toContain(`status  waiting (until ${until}),`);
     expect(story.stdout).toMatch(/waiting payer#turn:0:tool:0 \(pay\) for an event "payment": deliver the event/);
@@ -56,12 +56,23 @@ describe("loom waits / show / deliver / wake", () => {
     const forged = await loom(dir, ["deliver", `${token.slice(0, -4)}AAAA`, "--db", db]);
     expect(forged.code).toBe(1);
 
+    // Due because its event was delivered: wake says so, not a due time (there is none).
+    const listed = await loom(dir, ["wake", "--db", db]);
+    expect(listed.stdout).toMatch(/pay-1 +payer +event delivered +no-loop/);
+    expect(listed.stdout).not.toContain("1970");
+
     const woken = await loom(dir, ["wake", "--db", db, "--loops", MODULE, "--json"]);
     expect(woken.code).toBe(0);
     expect(JSON.parse(woken.stdout).map((w: { runId: string; outcome: string }) => [w.runId, w.outcome])).toEqual([
       ["nap-1", "not-due"],
       ["pay-1", "completed"],
     ]);
+    expect(JSON.parse(woken.stdout)[1]).toEqual({
+      runId: "pay-1",
+      loopId: "payer",
+      ended: "event-delivered",
+      outcome: "completed",
+    });
     const napDue = await loom(dir, ["wake", "--db", db, "--loops", MODULE, "--now", String(Date.now() + 120_000)]);
     expect(napDue.stdout).toMatch(/nap-1\s.*completed/);
     const journal = openSqliteJournal(db);
@@ -108,5 +119,35 @@ describe("loom waits / wake for a run whose process died before it stopped for i
     expect(JSON.parse(due.stdout).map((w: { runId: string; outcome: string }) => [w.runId, w.outcome])).toEqual([
       ["nap-2", "completed"],
     ]);
+  });
+});
+
+describe("an event wait that times out", () => {
+  it("reads as waiting for an event, with when it times out, not as a sleep until then", async () => {
+    const db = join(dir, "timeout.db");
+    const at = Date.parse("2026-05-01T10:00:00.000Z");
+    const bill = agentLoop$({
+      id: "biller",
+      model: scriptedModel([{ toolCalls: [{ id: "b", name: "bill", input: {} }] }]),
+      tools: {
+        bill: {
+          description: "waits for the invoice to be paid",
+          execute: (_input, ctx) => ctx.waitForEvent({ what: "invoice paid", timeoutMs: 3_600_000 }),
+        },
+      },
+    });
+    const journal = openSqliteJournal(db);
+    try {
+      await bill.run({ runId: "bill-1", journal, input: "bill", now: () => at }).catch(() => {});
+    } finally {
+      await journal.close();
+    }
+    const timesOut = "2026-05-01T11:00:00.000Z";
+    const runs = await loom(dir, ["runs", "--db", db]);
+    expect(runs.stdout).toMatch(/bill-1 +biller +waiting for event \(times out 2026-05-01T11:00:00\.000Z\)/);
+    expect(runs.stdout).not.toContain("waiting (until");
+    const story = (await loom(dir, ["show", "bill-1", "--db", db])).stdout;
+    expect(story).toContain(`status  waiting for event (times out ${timesOut}),`);
+    expect(story).toContain(`waiting biller#turn:0:tool:0 (bill) for an event "invoice paid" (times out ${timesOut}):`);
   });
 });

@@ -26,10 +26,10 @@ describe("statusLabel", () => {
     expect(await statusOf(journal, "nap-1")).toBe(`waiting (until ${new Date(T0 + 60_000).toISOString()})`);
   });
 
-  it("says 'for event' while an event wait has no timeout, 'due now' once delivered", async () => {
+  it("says 'waiting for event' while an event wait has no timeout, 'due now' once delivered", async () => {
     const journal = jsonJournal();
     await loops[0]?.run({ runId: "pay-1", journal, input: "pay" }).catch(() => {});
-    expect(await statusOf(journal, "pay-1")).toBe("waiting (for event)");
+    expect(await statusOf(journal, "pay-1")).toBe("waiting for event");
     await deliverEvent(journal, tokens.at(-1) as string, { paid: 1 });
     expect(await statusOf(journal, "pay-1")).toBe("waiting (due now)");
     await loops[0]?.run({ runId: "pay-1", journal });

@@ -123,7 +123,7 @@ describe("loom show and the viewer tell one timeline", () => {
     ["wait-1", { run: "waiting for approval", end: "interrupted: approval-pending", call: "waiting-for-approval" }],
     ["fail-1", { run: "failed", end: "failed: ToolCrash: the refund service is gone", call: "not-run" }],
     ["nap-1", { run: "waiting (until 20", end: "interrupted: waiting", call: "waiting" }],
-    ["pay-1", { run: "waiting (for event)", end: "interrupted: waiting", call: "waiting" }],
+    ["pay-1", { run: "waiting for event", end: "interrupted: waiting", call: "waiting" }],
   ] as const) {
     it(`${runId}: the same run status, step statuses and ending`, async () => {
       const page = await pageSays(runId);

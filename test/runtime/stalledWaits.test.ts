@@ -62,7 +62,7 @@ describe("a wait whose run died before it stopped for it", () => {
     await deliverEvent(journal, tokens[0] as string, { paid: 42 }, { now: () => T0 + 2 });
     expect(await listWaits(journal)).toEqual([]);
     expect(await wakeDueRuns(journal, { loops: [loop], now: () => T0 + 3 })).toEqual([
-      { runId: "o", loopId: "pay", dueAt: new Date(0).toISOString(), outcome: "completed" },
+      { runId: "o", loopId: "pay", dueAt: undefined, ended: "event-delivered", outcome: "completed" },
     ]);
     expect(runs.tool).toBe(1);
     const entries = await readJournal(journal, "o");

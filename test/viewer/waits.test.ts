@@ -19,7 +19,7 @@ describe("the viewer's run page of a waiting run", () => {
       // The status says what the run waits for (src/read statusLabel), on its page and in the list.
       expect(nap).toMatch(/<span class="status interrupted">waiting \(until \d{4}-\d\d-\d\dT[\d:.]+Z\)<\/span>/);
       const list = await (await fetch(`${viewer.url}/`)).text();
-      expect(list).toContain('<span class="status interrupted">waiting (for event)</span>');
+      expect(list).toContain('<span class="status interrupted">waiting for event</span>');
       expect(list).toMatch(/<span class="status interrupted">waiting \(until /);
       expect(nap).toMatch(/<strong>nap<\/strong> <code>napper#turn:0:tool:0<\/code> · a time · a nap · until /);
       expect(nap).toContain("wakes at ");

@@ -14,7 +14,7 @@ import { printSessionRows, sessionRows, sessionRowsOf } from "./session.ts";
 export function registerRuns(program: Command, io: CliIo): void {
   withJournalOptions(program.command("runs"))
     .description(
-      "list the runs in the journal: loop, status, model calls, tokens (input/output), entries, bytes, why a run stopped; a sub-agent's run (agentTool) indented under its parent's. Status: running (a live process owns it), stalled (nobody does and it did not end: resume it), not started (a fork or a submitted run nobody resumed yet), waiting for approval, waiting (until <time> | for event: a durable wait; loom waits lists them), answered (its approvals were answered: resume it), interrupted, completed, failed, cancelled. A run a schedule started (its id is <scheduleId>@<tick>) shows its schedule and tick in a schedule column",
+      "list the runs in the journal: loop, status, model calls, tokens (input/output), entries, bytes, why a run stopped; a sub-agent's run (agentTool) indented under its parent's. Status: running (a live process owns it), stalled (nobody does and it did not end: resume it), not started (a fork or a submitted run nobody resumed yet), waiting for approval, waiting (until <time>) or waiting for event [(times out <time>)] (a durable wait; loom waits lists them), answered (its approvals were answered: resume it), interrupted, completed, failed, cancelled. A run a schedule started (its id is <scheduleId>@<tick>) shows its schedule and tick in a schedule column",
     )
     .option(
       "--json",
@@ -71,9 +71,10 @@ export function registerRuns(program: Command, io: CliIo): void {
         r.mode,
         (r.startedAt ?? "").replace("T", " ").slice(0, 19),
         ...(scheduled
-          ? [r.schedule ? `${r.schedule.scheduleId} ${r.schedule.tick.replace("T", " ").slice(0, 16)}` : "-"]
+          ? // The tick to the second: a seconds-level cron (`*/5 * * * * *`) fires within a minute.
+            [r.schedule ? `${r.schedule.scheduleId} ${r.schedule.tick.replace("T", " ").slice(0, 19)}` : "-"]
           : []),
-        clip(stoppedOrNext(r), 100),
+        clip(stoppedOrNext(r, source), source.kind === "postgres" ? 180 : 100),
       ]);
       println(
         io.stdout,

@@ -10,9 +10,9 @@ import {
 import { scheduleText } from "../../read/runInfo.ts";
 import { readSession, type SessionView, sessionOfRun } from "../../read/session.ts";
 import { type RunStory, runStory } from "../../read/story.ts";
-import { endText, stepLabel } from "../../read/timeline.ts";
+import { endText, rerunText, stepLabel } from "../../read/timeline.ts";
 import { activityText, runInfoOf } from "../activity.ts";
-import { journalSource, type RunInfo, withJournal } from "../db.ts";
+import { type JournalSource, journalSource, type RunInfo, withJournal } from "../db.ts";
 import { clip, count, int, oneLine, printable } from "../format.ts";
 import { type CliIo, println } from "../io.ts";
 import { type JournalCommonOptions, withJournalOptions } from "../program.ts";
@@ -49,7 +49,7 @@ export function registerShow(program: Command, io: CliIo): void {
         if (waiting.length === 1) return { waiting: waiting[0] as PendingApproval };
         return { step: await showStep(journal, stepId, options.run) };
       });
-      if ("run" in shown) return printStory(io, shown.run, options.json === true);
+      if ("run" in shown) return printStory(io, shown.run, options.json === true, journalSource(io, options));
       if ("session" in shown) return printSession(io, shown.session, options.json === true);
       if ("waiting" in shown) return printWaiting(io, shown.waiting, options.json === true);
       printStep(io, stepId, shown.step, options.json === true);
@@ -100,7 +100,8 @@ async function runNamed(journal: OpenJournal, arg: string): Promise<{ info: RunI
   if (runIdProblem(arg) !== undefined || (parseFrameId(arg) !== undefined && !arg.includes("/"))) return undefined;
   if (!(await journal.store.listRuns()).some((r) => r.runId === arg)) return undefined;
   const entries = await readJournal(journal, arg);
-  return { info: await runInfoOf(journal, arg, entries), story: await runStory(journal, arg, entries) };
+  const info = await runInfoOf(journal, arg, entries);
+  return { info, story: await runStory(journal, arg, entries, info.activity) };
 }
 
 /** The session an argument names, when it is no step id and no run's id, but the id of a session (its runs `<id>/<n>`). */
@@ -109,7 +110,12 @@ async function sessionNamed(journal: OpenJournal, arg: string): Promise<SessionV
   return readSession(journal, arg);
 }
 
-function printStory(io: CliIo, run: { info: RunInfo; story: RunStory }, json: boolean): void {
+function printStory(
+  io: CliIo,
+  run: { info: RunInfo; story: RunStory },
+  json: boolean,
+  source: Pick<JournalSource, "kind">,
+): void {
   const { info, story } = run;
   if (json) {
     println(io.stdout, JSON.stringify({ ...info, story }, null, 2));
@@ -119,7 +125,7 @@ function printStory(io: CliIo, run: { info: RunInfo; story: RunStory }, json: bo
   out(`run     ${info.runId}`); // a valid run id: no control character to escape
   out(`loop    ${printable(info.loopId ?? "?")}`);
   out(
-    `status  ${activityText(info)}, ${int(info.iterations)} model calls, ${int(info.entries)} entries, ${info.mode} log`,
+    `status  ${activityText(info, source)}, ${int(info.iterations)} model calls, ${int(info.entries)} entries, ${info.mode} log`,
   );
   out(`time    ${info.startedAt ?? "?"} → ${info.updatedAt ?? "?"}`);
   if (info.schedule) out(`from    ${scheduleText(info)}`);
@@ -144,6 +150,7 @@ function printStory(io: CliIo, run: { info: RunInfo; story: RunStory }, json: bo
       const parts = [tool.reason ? `${stepLabel(tool.status)} (${tool.reason})` : stepLabel(tool.status)];
       if (tool.durationMs !== undefined) parts.push(`${int(tool.durationMs)} ms`);
       if (tool.bytes !== undefined) parts.push(count(tool.bytes, "byte"));
+      if (tool.reruns) parts.push(rerunText(tool.reruns));
       if (tool.approval) {
         const who = tool.approval.by ? ` by ${printable(tool.approval.by)}` : "";
         parts.push(`${tool.approval.approved ? "approved" : "declined"}${who}`);
@@ -171,7 +178,7 @@ function printStory(io: CliIo, run: { info: RunInfo; story: RunStory }, json: bo
   // Sleeps and event waits (docs/waits.md), as the timeline folds them: approvals are listed above.
   for (const w of story.waits) {
     const what = w.what === undefined ? "" : ` "${printable(w.what)}"`;
-    const when = w.kind === "sleep" ? ` until ${w.until}` : w.expiresAt ? ` until ${w.expiresAt} at most` : "";
+    const when = w.kind === "sleep" ? ` until ${w.until}` : w.expiresAt ? ` (times out ${w.expiresAt})` : "";
     out(
       `waiting ${printable(w.stepId)} (${printable(w.toolName)}) for ${w.kind === "sleep" ? "a time" : "an event"}${what}${when}: ${printable(w.deliver)}`,
     );

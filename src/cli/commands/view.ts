@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import { cancelRun, forkRun, recordApproval } from "../../index.ts";
 import { isViewerStartError } from "../../viewer/host.ts";
 import { startViewer } from "../../viewer/server.ts";
-import { resumeCommand } from "../activity.ts";
+import { resumeCommandFor } from "../activity.ts";
 import { journalSource, withWritableJournal } from "../db.ts";
 import { exposureWarning } from "../inspectServer.ts";
 import { CliError, type CliIo, println } from "../io.ts";
@@ -45,7 +45,7 @@ export function registerView(program: Command, io: CliIo): void {
           port: options.port,
           source: path,
           actions: { recordApproval, cancelRun, forkRun },
-          resumeCommand,
+          resumeCommand: resumeCommandFor(source),
         }).catch((e: unknown) => {
           throw isViewerStartError(e) ? new CliError(e.code, e.message, { cause: e }) : e;
         });

@@ -88,7 +88,13 @@ export function registerWaits(program: Command, io: CliIo): void {
       const rows = woken.map((w) => [
         printable(w.runId),
         printable(w.loopId ?? "-"),
-        w.dueAt === undefined ? "on delivery" : at(w.dueAt),
+        w.ended === "event-delivered"
+          ? "event delivered"
+          : w.ended === "wait-ended"
+            ? "wait ended"
+            : w.dueAt === undefined
+              ? "on delivery"
+              : at(w.dueAt),
         w.outcome + (w.reason ? ` (${w.reason})` : w.error ? `: ${printable(w.error)}` : ""),
       ]);
       println(io.stdout, table(["run", "loop", "due", "outcome"], rows));

@@ -6,7 +6,7 @@ import type { RunWait } from "../../projections/types.ts";
 import { isAgentInterruptedError } from "../base/errors.ts";
 import { activityOfFolded } from "../control/activity.ts";
 import { listPendingApprovals } from "../control/approvals.ts";
-import { describeApproval, lastTurnWaits, runDueAt, waitsIn } from "../steps/waits.ts";
+import { describeApproval, endedWaits, lastTurnWaits, runDueAt, waitsIn } from "../steps/waits.ts";
 import type { AgentLoop } from "./agentLoop.ts";
 
 /** A run whose journal ends with one of these has ended: nothing of it waits any more. */
@@ -75,8 +75,17 @@ export interface WakeOptions {
 export interface WokenRun {
   readonly runId: string;
   readonly loopId: string | undefined;
-  /** When it is next due (ISO 8601), or undefined when only a delivery can end its waits. */
+  /**
+   * When it is next due (ISO 8601); undefined when only a delivery can end its waits, or when it
+   * is due at once because one of them ended while it was stopped (`ended` says how).
+   */
   readonly dueAt: string | undefined;
+  /**
+   * Set when one of its waits ended while it was stopped, which makes it due at once:
+   * `event-delivered` (an event was delivered to it), `wait-ended` (a sleep ended by a resume that
+   * stopped before going on).
+   */
+  readonly ended?: "event-delivered" | "wait-ended";
   /**
    * `completed`, `interrupted` (it waits again, or for something else), `failed`; `not-due`;
    * `due` (a dry run); `no-loop` (its loop was not given).
@@ -109,7 +118,7 @@ export async function wakeDueRuns(journal: Journal, options: WakeOptions): Promi
     const state = foldEntries(await readJournal(journal, runId));
     if (!(await waitsNow(journal, runId, state))) continue;
     const due = runDueAt(state);
-    const base = { runId, loopId: state.loopId, dueAt: due === undefined ? undefined : new Date(due).toISOString() };
+    const base = due === 0 ? endedBase(runId, state) : { runId, loopId: state.loopId, dueAt: isoOf(due) };
     if (due === undefined || clock() < due) {
       out.push({ ...base, outcome: "not-due" });
       continue;
@@ -128,4 +137,13 @@ export async function wakeDueRuns(journal: Journal, options: WakeOptions): Promi
     }
   }
   return out;
+}
+
+const isoOf = (ms: number | undefined): string | undefined =>
+  ms === undefined ? undefined : new Date(ms).toISOString();
+
+/** A run due at once because a wait ended while it was stopped: what ended it, no due time. */
+function endedBase(runId: string, state: RunState): Pick<WokenRun, "runId" | "loopId" | "dueAt" | "ended"> {
+  const delivered = endedWaits(state).some((w) => w.kind === "event");
+  return { runId, loopId: state.loopId, dueAt: undefined, ended: delivered ? "event-delivered" : "wait-ended" };
 }

@@ -119,16 +119,32 @@ export function lastTurnWaits(state: RunState): string[] {
  */
 export function runDueAt(state: RunState): number | undefined {
   const open = openWaits(state);
-  const listed =
-    state.status === "interrupted"
-      ? (state.interruption?.detail as { stepIds?: unknown } | null)?.stepIds
-      : lastTurnWaits(state);
-  if (Array.isArray(listed) && listed.some((id) => typeof id === "string" && state.frames[id]?.status !== "started"))
-    return 0; // a listed wait ended while the run was stopped: resume it now
+  if (endedWaits(state).length > 0) return 0; // a listed wait ended while the run was stopped: resume it now
   let first: number | undefined;
   for (const { wait } of open) {
     const due = waitDueAt(wait);
     if (due !== undefined && (first === undefined || due < first)) first = due;
   }
   return first;
+}
+
+/**
+ * The waits of a run that waits (those its `waiting` interruption lists or, for a run whose
+ * process died before it could stop, those of its last turn) that ended while it was stopped: an
+ * event delivered, or a wait ended by a resume that stopped before going on. What makes the run
+ * due at once ({@link runDueAt}).
+ */
+export function endedWaits(state: RunState): WaitChoice[] {
+  const listed =
+    state.status === "interrupted"
+      ? (state.interruption?.detail as { stepIds?: unknown } | null)?.stepIds
+      : lastTurnWaits(state);
+  if (!Array.isArray(listed)) return [];
+  const out: WaitChoice[] = [];
+  for (const id of listed) {
+    if (typeof id !== "string" || state.frames[id]?.status === "started") continue;
+    const wait = asWaitChoice(state.decisions[waitId(id)]?.choice);
+    if (wait !== undefined) out.push(wait);
+  }
+  return out;
 }
