@@ -12,16 +12,13 @@ export const KNOWN_GAPS: Partial<Record<Gap, string>> =
   process.env.LOOM_COMPOSITION_IGNORE_GAPS === "1"
     ? {}
     : {
-        redactedResume:
-          "a redacted journal blocks every resume (RedactedHistoryError), so redaction is composed only with runs that never resume, until the redact-resume branch lands",
-        liveLogUnderRedaction:
-          "under redaction the live tool-call log holds the original outputs and the rebuilt one the redacted ones, until the redact-resume branch lands",
+        redactedBlobResume:
+          "a claim-checked output that redaction changed keeps no original (its blob holds the redacted bytes), so a run with both cannot resume; claim-check is left out where redaction must resume",
       };
 
 /** Every gap the suites know how to gate. */
 export type Gap =
-  | "redactedResume"
-  | "liveLogUnderRedaction"
+  | "redactedBlobResume"
   | "approvalReasonInClear"
   | "summaryInClear"
   | "deliveredPayloadInClear"

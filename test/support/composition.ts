@@ -120,11 +120,12 @@ export function compositionRedaction() {
 /** The journal the scenario runs on: `base` behind the codec, then redaction, as features say. */
 export function compositionJournal<J extends Journal>(base: J, features: ReadonlySet<Feature>): J {
   let journal = base;
-  if (features.has("codec")) {
-    const keys = staticKeys({ current: "k1", keys: { k1: COMPOSITION_KEY } });
-    journal = withCodec(journal, payloadCodec({ compress: "gzip", minBytes: 1, encrypt: { keys } }));
-  }
-  if (features.has("redaction")) journal = withRedaction(journal, compositionRedaction());
+  const keys = staticKeys({ current: "k1", keys: { k1: COMPOSITION_KEY } });
+  const codec = payloadCodec({ compress: "gzip", minBytes: 1, encrypt: { keys } });
+  if (features.has("codec")) journal = withCodec(journal, codec);
+  // The originals of what is redacted are kept, encrypted under a key of the run's own, so a
+  // redacted run resumes (with or without the codec on the rest of the journal).
+  if (features.has("redaction")) journal = withRedaction(journal, compositionRedaction(), { keepOriginals: { codec } });
   return journal;
 }
 

@@ -1,4 +1,5 @@
 import { memoryBlobStore } from "../../src/events/blobs.ts";
+import { memoryDataKeys } from "../../src/events/dataKeys.ts";
 import { createJournal } from "../../src/events/journal.ts";
 import { memoryStore } from "../../src/events/memory.ts";
 import type { BlobStore } from "../../src/events/spi.ts";
@@ -23,8 +24,9 @@ function keptBlobs(inner: BlobStore): BlobStore & { readonly bytes: Uint8Array[]
 export function memoryBackend() {
   const store = memoryStore({ json: true });
   const blobs = keptBlobs(memoryBlobStore());
+  const dataKeys = memoryDataKeys();
   const journalOn = (features: ReadonlySet<Feature>, over: EventStore = store) =>
-    compositionJournal(createJournal({ store: over, blobs }), features);
+    compositionJournal(createJournal({ store: over, blobs, dataKeys }), features);
   /** Everything the store and its blob store hold, as text (entries, snapshots, blob bytes). */
   const storedText = async () => {
     const parts: string[] = [];
