@@ -372,6 +372,17 @@ const stepOf = (data: Record<string, unknown>): string | undefined =>
 /** Pending blob redactions, by the ref the redacted blob got: the frame that names it records them. */
 type BlobRecords = Map<string, RedactionRecord>;
 
+/** The original output of each blob redaction record, until the frame that names the blob is sealed. */
+const blobOriginals = new WeakMap<RedactionRecord, unknown>();
+
+/**
+ * The original a claim-checked output's redaction record stands for (the value before redaction,
+ * whose blob was never written), when this process redacted it; undefined otherwise.
+ *
+ * @internal
+ */
+export const blobOriginalOf = (record: RedactionRecord): unknown => blobOriginals.get(record);
+
 async function redactEntry(redactor: Redaction, runId: string, entry: NewEntry, blobs: BlobRecords): Promise<NewEntry> {
   const data = entry.data as Record<string, unknown>;
   if (typeof data !== "object" || data === null) return entry;
@@ -507,7 +518,9 @@ function redactingBlobs(blobs: BlobStore, redactor: Redaction, records: BlobReco
       const done = await redactor.apply(value, { runId: "(blob)", type: "blob", field: "output" });
       if (done === undefined) return blobs.put(bytes);
       const info = await blobs.put(Buffer.from(JSON.stringify(done.value)));
-      records.set(info.ref, { ...done.record, blob: info.ref });
+      const record: RedactionRecord = { ...done.record, blob: info.ref };
+      blobOriginals.set(record, value);
+      records.set(info.ref, record);
       return info;
     },
     get: (ref) => blobs.get(ref),

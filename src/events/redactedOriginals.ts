@@ -2,7 +2,7 @@ import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
 import { LoomError } from "../core/errors.ts";
 import { isCodecEnvelope, type PayloadCodec } from "./codec.ts";
 import type { DataKeyStore } from "./dataKeys.ts";
-import { type RedactionRecord, redactedFields } from "./redact.ts";
+import { blobOriginalOf, type RedactionRecord, redactedFields } from "./redact.ts";
 import type { ArchivedFrame, ArchiveStore, Journal } from "./spi.ts";
 import type { EventStore } from "./store.ts";
 import type { JournalEntry, NewEntry } from "./types.ts";
@@ -141,13 +141,17 @@ async function dataKey(keeper: Keeper, runId: string, make: boolean): Promise<Bu
 
 /**
  * `redacted` (what redaction made of `original`) with the originals of its redacted fields
- * sealed under the run's data key, in `data.originals`. A claim-checked output keeps no original
- * (its blob holds the redacted bytes), nor does a field the entry does not hold in the clear.
+ * sealed under the run's data key, in `data.originals`. A claim-checked output's original (the
+ * value its redacted blob was made from, in this process) is sealed as its `output`; a restored
+ * entry then holds it inline.
  */
 export async function sealOriginals(journal: Journal, runId: string, original: NewEntry, redacted: NewEntry) {
   const keeper = (journal as Marked)[KEEPER];
   if (keeper === undefined || redacted === original) return redacted;
-  const records = redactedFields(redacted.data).filter((r) => r.blob === undefined);
+  // A claim-checked output's original is the value its redacted blob was made from.
+  const originalOf = (r: RedactionRecord) =>
+    r.blob === undefined ? (original.data as Record<string, unknown>)[r.field] : blobOriginalOf(r);
+  const records = redactedFields(redacted.data).filter((r) => originalOf(r) !== undefined);
   if (records.length === 0) return redacted;
   let key = keeper.cache.get(runId);
   if (key === undefined) {
@@ -159,7 +163,7 @@ export async function sealOriginals(journal: Journal, runId: string, original: N
   const stepId = stepOf(source);
   const fields: Record<string, string> = {};
   for (const record of records) {
-    const text = JSON.stringify(source[record.field]);
+    const text = JSON.stringify(originalOf(record));
     if (text === undefined) continue;
     const iv = randomBytes(12);
     const cipher = createCipheriv(AES, key, iv);
@@ -178,9 +182,7 @@ export function keptOriginalsOf(data: unknown): SealedOriginals | undefined {
   const kept = (data as Record<string, unknown>)[ORIGINALS_MARK] as SealedOriginals | undefined;
   if (typeof kept !== "object" || kept === null || typeof kept.key !== "string") return undefined;
   if (typeof kept.fields !== "object" || kept.fields === null) return undefined;
-  return records.every((r: RedactionRecord) => r.blob === undefined && typeof kept.fields[r.field] === "string")
-    ? kept
-    : undefined;
+  return records.every((r: RedactionRecord) => typeof kept.fields[r.field] === "string") ? kept : undefined;
 }
 
 /** Opens one sealed original; undefined when the key does not open it. */
@@ -209,13 +211,17 @@ async function restored<E extends { type: string; data: unknown }>(entry: E, key
   const out: Record<string, unknown> = {};
   const stepId = stepOf(data);
   const opened = new Map<string, unknown>();
+  let blob = false;
   for (const record of redactedFields(data)) {
     const value = unseal(key, kept.fields[record.field] as string, aad(kept.key, entry.type, record.field, stepId));
     if (value === undefined) return entry;
     opened.set(record.field, (value as { value: unknown }).value);
+    if (record.blob !== undefined) blob = true;
   }
   for (const k of Object.keys(data)) {
     if (k === "redacted" || k === ORIGINALS_MARK) continue;
+    // A claim-checked output comes back inline: its blob holds the redacted bytes.
+    if (blob && k === "claimChecked") continue;
     out[k] = opened.has(k) ? opened.get(k) : data[k];
   }
   return { ...entry, data: out };
