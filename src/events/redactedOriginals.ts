@@ -1,5 +1,5 @@
 import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
-import { LoomError } from "../core/errors.ts";
+import { errorGuard, LoomError } from "../core/errors.ts";
 import { isCodecEnvelope, type PayloadCodec } from "./codec.ts";
 import type { DataKeyStore } from "./dataKeys.ts";
 import { blobOriginalOf, type RedactionRecord, redactedFields } from "./redact.ts";
@@ -62,8 +62,7 @@ export class RedactedOriginalsError extends LoomError {
  *   if (isRedactedOriginalsError(e)) console.error(e.code); // "originalsNeedEncryption"
  * }
  */
-export const isRedactedOriginalsError = (e: unknown): e is RedactedOriginalsError =>
-  e instanceof RedactedOriginalsError;
+export const isRedactedOriginalsError = errorGuard(RedactedOriginalsError);
 
 /** How a journal keeps originals: its codec (to wrap keys) and its data key store. */
 export interface Keeper {

@@ -1,4 +1,4 @@
-import { LoomError } from "../../core/errors.ts";
+import { errorGuard, LoomError } from "../../core/errors.ts";
 import { checkRunId } from "../../events/ids.ts";
 import type { ToolCallLogMode } from "../../projections/types.ts";
 import type { AgentLoop, RunRequest, SessionReply } from "./agentLoop.ts";
@@ -26,7 +26,7 @@ export class UnknownSessionError extends LoomError {
 }
 
 /** Whether `e` is an {@link UnknownSessionError}. */
-export const isUnknownSessionError = (e: unknown): e is UnknownSessionError => e instanceof UnknownSessionError;
+export const isUnknownSessionError = errorGuard(UnknownSessionError);
 
 /** One `resumeSession(...)`: what `loop.run` takes, the session standing for the run id. */
 export interface ResumeSessionRequest extends Omit<RunRequest, "runId" | "input"> {
