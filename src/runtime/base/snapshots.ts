@@ -247,6 +247,26 @@ export interface SnapshotConfig {
 }
 
 /**
+ * Entries between two snapshots when a loop sets no `snapshots` option: rare enough that a run of
+ * a few hundred turns writes none, frequent enough that a resume folds at most this many entries.
+ */
+export const DEFAULT_SNAPSHOT_EVERY = 1000;
+
+/**
+ * The snapshots a loop writes for its `snapshots` option: unset gives compact snapshots every
+ * {@link DEFAULT_SNAPSHOT_EVERY} entries (each costs what was appended since the last one, and a
+ * resume reads the last turns only), `false` none, an object what it says.
+ *
+ * @example
+ * snapshotConfigOf(undefined); // { every: 1000, compact: true }
+ * snapshotConfigOf(false); // undefined: no snapshots
+ */
+export function snapshotConfigOf(option: SnapshotConfig | false | undefined): SnapshotConfig | undefined {
+  if (option === false) return undefined;
+  return option ?? { every: DEFAULT_SNAPSHOT_EVERY, compact: true };
+}
+
+/**
  * A run's snapshot schedule while it runs: told each durable version, it writes a snapshot once
  * `every` entries were appended since the last, one at a time, beside the run (the run never
  * waits on it; `settled` is awaited at the run's end). A write that fails is told as a warning.
