@@ -1,10 +1,14 @@
+import { randomBytes } from "node:crypto";
 import { copyFileSync } from "node:fs";
 import { afterAll, describe, expect, it } from "vitest";
 import { longRunLoop } from "../../bench/longRun.ts";
 import { AgentLoopConfigError } from "../../src/core/errors.ts";
 import { canonicalJson } from "../../src/core/index.ts";
+import { payloadCodec, staticKeys } from "../../src/events/codec.ts";
+import { withCodec } from "../../src/events/codecStore.ts";
 import { createJournal, openSqliteJournal, readJournal } from "../../src/events/journal.ts";
 import { memoryStore } from "../../src/events/memory.ts";
+import { redaction, withRedaction } from "../../src/events/redact.ts";
 import type { Journal } from "../../src/events/spi.ts";
 import type { EventStore, StoredSnapshot } from "../../src/events/store.ts";
 import type { JournalEntry } from "../../src/events/types.ts";
@@ -182,6 +186,24 @@ describe("snapshots with no option set", () => {
       expect((JSON.parse(latest?.body ?? "{}") as { format: number }).format).toBe(2);
       expect(stateText(await foldRun(old, "long"))).toBe(stateText(foldEntries(await readJournal(copy, "long"))));
       expect((await readRunState(old, "long", { compact: true })).state.turns).toBe(801);
+    },
+  );
+});
+
+describe("snapshots with no option set, on an encoded or redacted journal", () => {
+  it.each(["codec", "redaction"] as const)(
+    "a %s journal writes no snapshot (it would hold the run's payloads in clear)",
+    async (wrap) => {
+      const inner = createJournal({ store: memoryStore({ json: true }) });
+      const keys = staticKeys({ current: "k1", keys: { k1: randomBytes(32) } });
+      const journal =
+        wrap === "codec"
+          ? withCodec(inner, payloadCodec({ compress: "gzip", encrypt: { keys } }))
+          : withRedaction(inner, redaction({ paths: ["$..title"] }));
+      const out = await longRunLoop(300).run({ runId: "long", journal, input: "go" });
+      expect(out.content).toBe("done");
+      expect((await inner.store.read("long")).length).toBeGreaterThan(DEFAULT_SNAPSHOT_EVERY);
+      expect(await inner.store.latestSnapshot?.("long")).toBeUndefined();
     },
   );
 });
