@@ -241,7 +241,8 @@ export interface SnapshotConfig {
   /**
    * Write compact snapshots (`compactRunState`): only what a resume needs, so that a resume reads,
    * holds and walks the last turns whatever the run's length (docs/long-runs.md). `foldRun` and
-   * the other full readers then fold the whole journal. Default false: full snapshots.
+   * the other full readers then fold the whole journal. Default false: full snapshots (a loop with
+   * no `snapshots` option at all writes compact ones).
    */
   readonly compact?: boolean;
 }
