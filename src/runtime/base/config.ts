@@ -196,16 +196,22 @@ export interface AgentLoopConfig<M extends ToolCallLogMode | undefined = ToolCal
    */
   readonly context?: ContextPolicy;
   /**
-   * Snapshots of the run's folded state, written beside the run every `every` entries (where the
-   * store keeps them: memory, SQLite, PostgreSQL), so a resume, `foldRun` and `loom` read the
-   * latest snapshot and the entries after it instead of the whole journal. Each is checked by its
-   * digest when read; one that fails is told to `onWarning` and the whole journal is folded.
-   * A resume uses a snapshot found in the journal whether or not this is set.
+   * Snapshots of the run's folded state, written beside the run (where the store keeps them:
+   * memory, SQLite, PostgreSQL), so a resume reads the latest snapshot and the entries after it
+   * instead of the whole journal. Each is checked by its digest when read; one that fails is told
+   * to `onWarning` and the whole journal is folded.
+   *
+   * Unset: compact snapshots every 1,000 entries (`{ every: 1000, compact: true }`): each holds
+   * what a resume needs and costs what was appended since the previous one, so a resume reaches
+   * its first new step in about the same time whatever the run's length. `false`: none are
+   * written. `{ every }`: full snapshots (every frame), which `foldRun` and `loom` also start from,
+   * each costing as much as the whole state. A resume uses a snapshot found in the journal
+   * whether or not this is set.
    *
    * @example
+   * agentLoop$({ id: "support", model, tools }); // compact snapshots every 1,000 entries
    * agentLoop$({ id: "support", model, tools, snapshots: { every: 1000, onWarning: (e) => log.warn(e.message) } });
-   * // Compact: a resume reads and walks only the last turns, flat in the run's length (docs/long-runs.md).
-   * agentLoop$({ id: "support", model, tools, snapshots: { every: 20_000, compact: true } });
+   * agentLoop$({ id: "support", model, tools, snapshots: false }); // none
    */
-  readonly snapshots?: SnapshotConfig;
+  readonly snapshots?: SnapshotConfig | false;
 }

@@ -241,9 +241,30 @@ export interface SnapshotConfig {
   /**
    * Write compact snapshots (`compactRunState`): only what a resume needs, so that a resume reads,
    * holds and walks the last turns whatever the run's length (docs/long-runs.md). `foldRun` and
-   * the other full readers then fold the whole journal. Default false: full snapshots.
+   * the other full readers then fold the whole journal. Default false: full snapshots (a loop with
+   * no `snapshots` option at all writes compact ones).
    */
   readonly compact?: boolean;
+}
+
+/**
+ * Entries between two snapshots when a loop sets no `snapshots` option: rare enough that a run of
+ * a few hundred turns writes none, frequent enough that a resume folds at most this many entries.
+ */
+export const DEFAULT_SNAPSHOT_EVERY = 1000;
+
+/**
+ * The snapshots a loop writes for its `snapshots` option: unset gives compact snapshots every
+ * {@link DEFAULT_SNAPSHOT_EVERY} entries (each costs what was appended since the last one, and a
+ * resume reads the last turns only), `false` none, an object what it says.
+ *
+ * @example
+ * snapshotConfigOf(undefined); // { every: 1000, compact: true }
+ * snapshotConfigOf(false); // undefined: no snapshots
+ */
+export function snapshotConfigOf(option: SnapshotConfig | false | undefined): SnapshotConfig | undefined {
+  if (option === false) return undefined;
+  return option ?? { every: DEFAULT_SNAPSHOT_EVERY, compact: true };
 }
 
 /**

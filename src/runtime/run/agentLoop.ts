@@ -13,7 +13,7 @@ import type { AgentLoopConfig } from "../base/config.ts";
 import { AgentInterruptedError } from "../base/errors.ts";
 import { holdGiven, holdRun, type RunOwnership } from "../base/ownership.ts";
 import { hydrateForLog } from "../base/readers.ts";
-import { readRunState } from "../base/snapshots.ts";
+import { readRunState, snapshotConfigOf } from "../base/snapshots.ts";
 import { resolveApprovals } from "../control/approvalAnswers.ts";
 import { budgetShare } from "../steps/budgetShares.ts";
 import { type RunOptions, RunSession } from "../steps/session.ts";
@@ -402,7 +402,7 @@ async function runHeld(
 async function everyFrame(session: RunSession): Promise<RunState> {
   const state = session.state;
   if (state.compacted === undefined && !redactsJournal(session.options.journal)) return state;
-  const onSnapshotWarning = session.config.snapshots?.onWarning;
+  const onSnapshotWarning = snapshotConfigOf(session.config.snapshots)?.onWarning;
   const options = onSnapshotWarning === undefined ? undefined : { onSnapshotWarning };
   return (await readRunState(session.options.journal, session.options.runId, options)).state;
 }

@@ -74,7 +74,12 @@ export function validateConfig(config: AgentLoopConfig): void {
     if (!positiveInteger(config.claimCheck.thresholdBytes))
       throw fail(id, "claimCheck.thresholdBytes must be a positive integer");
   }
-  if (config.snapshots !== undefined) {
+  if (config.snapshots !== undefined && config.snapshots !== false) {
+    if (typeof config.snapshots !== "object" || config.snapshots === null)
+      throw fail(
+        id,
+        `snapshots must be { every, compact?, onWarning? } or false (none), not ${String(config.snapshots)}; leave it unset for compact snapshots every 1,000 entries`,
+      );
     if (!positiveInteger(config.snapshots?.every))
       throw fail(
         id,

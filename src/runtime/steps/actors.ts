@@ -35,7 +35,7 @@ import {
 } from "../base/conversation.ts";
 import { RedactedHistoryError } from "../base/errors.ts";
 import { hydrateArchived } from "../base/readers.ts";
-import { readRunState, SnapshotSchedule } from "../base/snapshots.ts";
+import { readRunState, SnapshotSchedule, snapshotConfigOf } from "../base/snapshots.ts";
 import { recordedToolCallIds, recordedTraceContext, traceContextDecision } from "../base/telemetry.ts";
 import { isSubAgentTool } from "../subruns/subAgentTools.ts";
 import { askModel } from "./askModel.ts";
@@ -53,7 +53,8 @@ async function prepare({ session, fence }: BoundRun): Promise<PrepareOutput> {
   const { config, options } = session;
   const runId = options.runId;
   // The latest snapshot and the entries after it, when the store keeps snapshots; else every entry.
-  const onSnapshotWarning = config.snapshots?.onWarning;
+  const snapshots = snapshotConfigOf(config.snapshots);
+  const onSnapshotWarning = snapshots?.onWarning;
   // Compact: a compact snapshot's state is enough to resume (the chart starts at its last turns).
   // A budgeted run reads every frame: its usage so far is summed from every turn's response.
   const read = await readRunState(session.history, runId, {
@@ -62,8 +63,8 @@ async function prepare({ session, fence }: BoundRun): Promise<PrepareOutput> {
   });
   const state = read.state;
   session.appender = new Appender(options.journal.store, runId, state, fence);
-  if (config.snapshots !== undefined && !session.replaying) {
-    const schedule = new SnapshotSchedule(options.journal, runId, config.snapshots, read.snapshotSeq);
+  if (snapshots !== undefined && !session.replaying) {
+    const schedule = new SnapshotSchedule(options.journal, runId, snapshots, read.snapshotSeq);
     session.snapshots = schedule;
     session.appender.onDurable = (version) => schedule.durable(version);
   }
@@ -188,7 +189,7 @@ async function resumeCompact(session: RunSession, state: RunState, from: number,
 async function olderMessages(session: RunSession, turn: number): Promise<OlderConversation> {
   const { config, options } = session;
   const runId = options.runId;
-  const onWarning = config.snapshots?.onWarning;
+  const onWarning = snapshotConfigOf(config.snapshots)?.onWarning;
   const full = (await readRunState(session.history, runId, onWarning ? { onSnapshotWarning: onWarning } : undefined))
     .state;
   await hydrateArchived(session.history, full);
