@@ -12,8 +12,12 @@ import { type JournalEntry, type NewEntry, SCHEMA_VERSION } from "../../events/t
 import { validateEntries } from "../../events/validate.ts";
 import { type RunState, responseAt, runStateProjection } from "../../projections/runState.ts";
 
-/** How long a run may hold the event loop before an append lets it run other work (as `breathe` does). */
-const BREATH_MS = 10;
+/**
+ * The longest a run holds the event loop, in ms (about), before it lets other work run (timers,
+ * I/O: a lease's renewal): an append waits a turn of the event loop then, and so does the session's
+ * `breathe` between the calls it serves.
+ */
+export const BREATH_MS = 10;
 
 /**
  * Appends one run's entries in order (tool calls run concurrently, the stream is one line) and
