@@ -214,8 +214,10 @@ export class Appender {
 
   /** Evolves entries into `state` as they will be journaled; `state.version` stays the durable one. */
   private fold(entries: readonly NewEntry[]): void {
-    for (const entry of entries) {
-      runStateProjection.evolve(this.state, new Folded(this, this.durable + 1, entry) as unknown as JournalEntry);
+    const { runId } = this;
+    const seq = this.durable + 1;
+    for (const { type, data } of entries) {
+      runStateProjection.evolve(this.state, { runId, seq, type, data, meta: this.metaNow() } as JournalEntry);
     }
     this.state.version = this.durable;
   }
@@ -241,10 +243,11 @@ export class Appender {
       const expectedVersion = this.durable;
       try {
         this.appends++;
-        // Set member by member, not spread in (two appends a turn).
-        const options: { -readonly [K in keyof AppendOptions]: AppendOptions[K] } = { expectedVersion };
-        if (this.fence !== undefined) options.fence = this.fence.token;
-        if (relaxed) options.durability = "written";
+        const options: AppendOptions = {
+          expectedVersion,
+          ...(this.fence === undefined ? {} : { fence: this.fence.token }),
+          ...(relaxed ? { durability: "written" as const } : {}),
+        };
         const appended = await this.store.append(this.runId, entries, options);
         this.durable = expectedVersion + entries.length;
         this.state.version = this.durable;
@@ -310,29 +313,6 @@ export class Appender {
 
   get closed(): boolean {
     return this.closedBecause !== undefined;
-  }
-}
-
-/**
- * An entry as the fold of `Appender.state` sees it: its `meta` (now) is made only if the fold reads
- * it (an interruption's approvals note their time), not for each of the entries of every turn.
- */
-class Folded {
-  readonly runId: string;
-  readonly type: NewEntry["type"];
-  readonly data: NewEntry["data"];
-  constructor(
-    private readonly appender: Appender,
-    readonly seq: number,
-    entry: NewEntry,
-  ) {
-    this.runId = appender.runId;
-    this.type = entry.type;
-    this.data = entry.data;
-  }
-
-  get meta(): JournalEntry["meta"] {
-    return this.appender.metaNow();
   }
 }
 
