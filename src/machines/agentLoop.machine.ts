@@ -217,7 +217,6 @@ export const agentLoopMachine = setup({
       cancel: ({ context, event }) =>
         context.cancel ?? (event.type === "CANCEL" ? { reason: event.reason, error: event.error } : undefined),
     }),
-    // One assign, not one a key: each assign makes a new snapshot, and this one comes every turn.
     nextTurn: assign(({ context }) => ({
       turn: context.turn + 1,
       response: undefined,
@@ -225,8 +224,8 @@ export const agentLoopMachine = setup({
       open: 0,
       batchStart: 0,
       dispatched: 0,
-      pending: context.pending.length === 0 ? context.pending : [],
-      waiting: context.waiting.length === 0 ? context.waiting : [],
+      pending: [],
+      waiting: [],
     })),
   },
 }).createMachine({
