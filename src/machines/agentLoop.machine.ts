@@ -359,7 +359,8 @@ export const agentLoopMachine = setup({
               {
                 guard: ({ event }) => event.output.ok && hasCalls(event.output.response),
                 target: "dispatching",
-                // The response and its first batch in one assign (a snapshot fewer a turn than two).
+                // The response and its first batch in one assign: a snapshot fewer a turn than two
+                // (bench/chart.ts measures the two-assign form beside it).
                 actions: assign(({ context, event }) => {
                   if (!event.output.ok) return {};
                   const { response, charted } = event.output;
@@ -383,8 +384,9 @@ export const agentLoopMachine = setup({
           exit: "stopCalls",
           on: {
             // A call reports (a toolCall chart, or the plainCalls actor for one of its calls).
-            // The turn's last call settling goes straight on (an eventless step after it made a snapshot more a turn):
-            // to the next model call, without passing through deciding (a microstep a turn), unless that ends the run.
+            // The turn's last call settling goes straight on to the next model call, unless that ends the
+            // run: through deciding it costs a microstep and a snapshot more a turn (bench/chart.ts measures
+            // that form beside this one).
             "CALL.SETTLED": [
               { guard: "lastSettledNextWithinLimit", target: "callingModel", actions: "nextTurn" },
               { guard: "lastSettled", target: "deciding", actions: "nextTurn" },
