@@ -139,14 +139,8 @@ export {
   withCodec,
 } from "./events/index.ts";
 // How a run ends, and the events that end it from outside (issue 35: the chart owns every ending).
-export type {
-  AgentLoopContext,
-  AgentLoopInput,
-  Backoff,
-  Ending,
-  Interruption,
-  StopEvent,
-} from "./machines/agentLoop.machine.ts";
+export type { AgentLoopContext, AgentLoopInput } from "./machines/agentLoop.machine.ts";
+export type { Backoff, Ending, Interruption, StopEvent } from "./machines/agentLoop.protocol.ts";
 export {
   type ByCompletion,
   MODE_PIN_DECISIONS,

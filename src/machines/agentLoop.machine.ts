@@ -1,7 +1,31 @@
 import { assign, enqueueActions, fromCallback, fromPromise, sendTo, setup } from "xstate";
 import { toolStepId } from "../events/ids.ts";
-import type { ErrorCause, InterruptReason, ModelResponse, ToolCall } from "../events/types.ts";
-import { type ToolCallInput, type ToolCallParentEvent, toolCallMachine } from "./toolCall.machine.ts";
+import type { ModelResponse, ToolCall } from "../events/types.ts";
+import type {
+  AgentLoopEvent,
+  Backoff,
+  CallModelOutput,
+  Ending,
+  Interruption,
+  ModelCallsEvent,
+  PlainCallsEvent,
+  PrepareOutput,
+} from "./agentLoop.protocol.ts";
+import { type ToolCallInput, toolCallMachine } from "./toolCall.machine.ts";
+
+// The chart's protocol, importable from here too.
+export type {
+  AgentLoopEvent,
+  Backoff,
+  CallModelOutput,
+  Ending,
+  Interruption,
+  ModelCallEvent,
+  ModelCallsEvent,
+  PlainCallsEvent,
+  PrepareOutput,
+  StopEvent,
+} from "./agentLoop.protocol.ts";
 
 /** What `agentLoopMachine` is started with (`createActor(machine, { input })`). */
 export interface AgentLoopInput {
@@ -18,82 +42,6 @@ export interface AgentLoopInput {
  * a child per call for a whole response of n calls would cost O(n²); a batch keeps it O(n).
  */
 export const CALL_BATCH = 128;
-
-/**
- * `prepare`: the journal folded, the config checked against it, the mode pinned, the run started
- * (or the conversation of a recorded run restored). The chart then walks the run from turn 0: a
- * resumed run's recorded steps are served from the journal by the same actors that run new ones.
- */
-export type PrepareOutput =
-  | { readonly kind: "completed" }
-  /**
-   * `turn`: the turn the chart starts from, when not 0 (a compact resume: the turns before it are
-   * not walked again; the runtime restored the conversation up to it).
-   */
-  | { readonly kind: "ready"; readonly turn?: number }
-  /** The journal already ends the run with `run.cancelled`: the run ends so again, appending nothing. */
-  | { readonly kind: "cancelled"; readonly reason: string }
-  /** The journal already ends the run with `run.failed`: the run reports `error` again, appending nothing. */
-  | { readonly kind: "failed"; readonly error: unknown };
-
-export type CallModelOutput =
-  | {
-      readonly ok: true;
-      readonly response: ModelResponse;
-      /** The response was served from the journal with every one of its calls settled there too. */
-      readonly settled?: boolean;
-      /**
-       * The calls (indices, ascending) that can wait (for an approval, or between attempts): each
-       * runs as a `toolCall` child chart. Every other call is run by the `plainCalls` actor. None when absent.
-       */
-      readonly charted?: readonly number[];
-    }
-  | {
-      readonly ok: false;
-      readonly reason: InterruptReason;
-      readonly detail: unknown;
-      readonly cause?: ErrorCause;
-      readonly retry?: undefined;
-    }
-  /** The attempt failed and the failure policy tries again after `delayMs` (journaled as `attempt.failed`). */
-  | { readonly ok: false; readonly retry: Backoff };
-
-/** A wait before the next attempt of a failed call: the delay the runtime computed from the journaled `retryAt`. */
-export interface Backoff {
-  /** The attempt that failed (1-based). */
-  readonly attempt: number;
-  readonly delayMs: number;
-}
-
-/** Why the run is stopping, as `run.interrupted` will record it. */
-export interface Interruption {
-  readonly reason: InterruptReason;
-  readonly detail: unknown;
-  /** The model's error, for a `model-error`. */
-  readonly cause?: ErrorCause;
-}
-
-/**
- * How a run ends, as the chart's one `end` actor journals it: `run.completed`, `run.interrupted`
- * (with its reason, whatever the reason is), `run.cancelled` or `run.failed` (the actor decides
- * whether a failure is the run's for good: see the runtime's `failedEntry`). A run whose ownership
- * was lost has no ending entry: it no longer owns the run.
- *
- * @example
- * const ending: Ending = { kind: "interrupted", turn: 3, reason: "approval-pending", detail: { stepIds }, pending: stepIds, waiting: [] };
- */
-export type Ending =
-  | { readonly kind: "completed"; readonly turn: number; readonly content: string }
-  | (Interruption & {
-      readonly kind: "interrupted";
-      readonly turn: number;
-      /** Calls waiting for an approval (an `approval-pending` interruption). */
-      readonly pending: readonly string[];
-      /** Calls waiting for a time or an event (a `waiting` interruption; docs/waits.md). */
-      readonly waiting: readonly string[];
-    })
-  | { readonly kind: "cancelled"; readonly reason: string }
-  | { readonly kind: "failed"; readonly error: unknown };
 
 /** `agentLoopMachine`'s context: where the loop is (turn, open and pending calls). */
 export interface AgentLoopContext {
@@ -124,42 +72,6 @@ export interface AgentLoopContext {
   /** The ownership the run lost (`LOST`): it ends `lost`, appending nothing. */
   lost: unknown;
 }
-
-/** What the `modelCalls` actor reports of the model call it was told to make. */
-export type ModelCallEvent =
-  | { readonly type: "MODEL.DONE"; readonly output: CallModelOutput }
-  /** The call threw (its durable step could not journal, the journal diverged): the run fails. */
-  | { readonly type: "MODEL.FAILED"; readonly error: unknown };
-
-/**
- * How the run is told that it must end from outside: `ABORT` (the caller's signal: the run
- * interrupts, `aborted`), `CANCEL` (control: a cancel request, read at hold time, by a renewal, or
- * refused by the fence; the run ends `cancelled`), `LOST` (the fence: another owner has the run;
- * it ends `lost` at once, appending nothing).
- *
- * @example
- * actor.send({ type: "CANCEL", reason: "operator stop" } satisfies StopEvent); // the run ends cancelled
- */
-export type StopEvent =
-  | { readonly type: "ABORT"; readonly reason?: unknown }
-  | { readonly type: "CANCEL"; readonly reason: string; readonly error?: unknown }
-  | { readonly type: "LOST"; readonly error: unknown };
-
-export type AgentLoopEvent = ToolCallParentEvent | ModelCallEvent | StopEvent;
-
-/**
- * What the loop tells its `modelCalls` actor: call the model for this turn (it reports back with
- * `MODEL.DONE` or `MODEL.FAILED`). Stopped (the loop leaves `running`), the call in flight is stopped too.
- */
-export type ModelCallsEvent = { readonly type: "MODEL.CALL"; readonly turn: number };
-
-/**
- * What the loop tells its `plainCalls` actor: run these calls (each reports back as a toolCall
- * chart does, with `CALL.SETTLED`, `CALL.PENDING` or `CALL.FAILED`), or stop those still running.
- */
-export type PlainCallsEvent =
-  | { readonly type: "CALLS.RUN"; readonly calls: readonly ToolCallInput[] }
-  | { readonly type: "CALLS.STOP" };
 
 const hasCalls = (r: ModelResponse | undefined) => (r?.toolCalls.length ?? 0) > 0;
 
@@ -292,6 +204,8 @@ export const agentLoopMachine = setup({
     }),
     // The calls after those dispatched so far, up to a batch (the first batch comes with the response).
     nextBatch: assign(({ context }) => nextBatchOf(context, callCount(context))),
+    // The run fails with this error: an actor's error event, MODEL.FAILED or CALL.FAILED.
+    recordError: assign({ error: ({ event }) => (event as { error?: unknown }).error }),
     noteLost: assign({ lost: ({ event }) => (event.type === "LOST" ? event.error : undefined) }),
     // prepare's done event: a compact resume starts at the turn it restored, not at 0.
     startTurn: assign(({ context, event }) => {
@@ -303,7 +217,6 @@ export const agentLoopMachine = setup({
       cancel: ({ context, event }) =>
         context.cancel ?? (event.type === "CANCEL" ? { reason: event.reason, error: event.error } : undefined),
     }),
-    // One assign, not one a key: each assign makes a new snapshot, and this one comes every turn.
     nextTurn: assign(({ context }) => ({
       turn: context.turn + 1,
       response: undefined,
@@ -311,8 +224,8 @@ export const agentLoopMachine = setup({
       open: 0,
       batchStart: 0,
       dispatched: 0,
-      pending: context.pending.length === 0 ? context.pending : [],
-      waiting: context.waiting.length === 0 ? context.waiting : [],
+      pending: [],
+      waiting: [],
     })),
   },
 }).createMachine({
@@ -366,7 +279,7 @@ export const agentLoopMachine = setup({
         ],
         onError: [
           { guard: "cancelNoted", target: "cancelling" },
-          { target: "failing", actions: assign({ error: ({ event }) => event.error }) },
+          { target: "failing", actions: "recordError" },
         ],
       },
     },
@@ -378,13 +291,13 @@ export const agentLoopMachine = setup({
           id: "modelCalls",
           src: "modelCalls",
           input: ({ context }) => ({ runId: context.runId }),
-          onError: { target: "failing", actions: assign({ error: ({ event }) => event.error }) },
+          onError: { target: "failing", actions: "recordError" },
         },
         {
           id: "plainCalls",
           src: "plainCalls",
           input: ({ context }) => ({ runId: context.runId }),
-          onError: { target: "failing", actions: assign({ error: ({ event }) => event.error }) },
+          onError: { target: "failing", actions: "recordError" },
         },
       ],
       on: {
@@ -446,7 +359,8 @@ export const agentLoopMachine = setup({
               {
                 guard: ({ event }) => event.output.ok && hasCalls(event.output.response),
                 target: "dispatching",
-                // The response and its first batch in one assign (a snapshot fewer a turn than two).
+                // The response and its first batch in one assign: a snapshot fewer a turn than two
+                // (bench/chart.ts measures the two-assign form beside it).
                 actions: assign(({ context, event }) => {
                   if (!event.output.ok) return {};
                   const { response, charted } = event.output;
@@ -458,7 +372,7 @@ export const agentLoopMachine = setup({
                 actions: assign({ response: ({ event }) => (event.output.ok ? event.output.response : undefined) }),
               },
             ],
-            "MODEL.FAILED": { target: "#agentLoop.failing", actions: assign({ error: ({ event }) => event.error }) },
+            "MODEL.FAILED": { target: "#agentLoop.failing", actions: "recordError" },
           },
         },
         // A failed model attempt waits here before the next one (an abort interrupts the wait).
@@ -470,8 +384,9 @@ export const agentLoopMachine = setup({
           exit: "stopCalls",
           on: {
             // A call reports (a toolCall chart, or the plainCalls actor for one of its calls).
-            // The turn's last call settling goes straight on (an eventless step after it made a snapshot more a turn):
-            // to the next model call, without passing through deciding (a microstep a turn), unless that ends the run.
+            // The turn's last call settling goes straight on to the next model call, unless that ends the
+            // run: through deciding it costs a microstep and a snapshot more a turn (bench/chart.ts measures
+            // that form beside this one).
             "CALL.SETTLED": [
               { guard: "lastSettledNextWithinLimit", target: "callingModel", actions: "nextTurn" },
               { guard: "lastSettled", target: "deciding", actions: "nextTurn" },
@@ -490,7 +405,7 @@ export const agentLoopMachine = setup({
                 waiting: ({ context, event }) => [...context.waiting, event.stepId],
               }),
             },
-            "CALL.FAILED": { target: "#agentLoop.failing", actions: assign({ error: ({ event }) => event.error }) },
+            "CALL.FAILED": { target: "#agentLoop.failing", actions: "recordError" },
           },
           always: [
             {
@@ -530,7 +445,7 @@ export const agentLoopMachine = setup({
         onDone: { target: "completed" },
         onError: [
           { guard: "cancelNoted", target: "cancelling" },
-          { target: "failing", actions: assign({ error: ({ event }) => event.error }) },
+          { target: "failing", actions: "recordError" },
         ],
       },
     },
@@ -551,7 +466,7 @@ export const agentLoopMachine = setup({
         onDone: [{ guard: "cancelNoted", target: "cancelling" }, { target: "interrupted" }],
         onError: [
           { guard: "cancelNoted", target: "cancelling" },
-          { target: "failing", actions: assign({ error: ({ event }) => event.error }) },
+          { target: "failing", actions: "recordError" },
         ],
       },
     },
@@ -562,7 +477,7 @@ export const agentLoopMachine = setup({
         src: "end",
         input: ({ context }): Ending => ({ kind: "cancelled", reason: context.cancel?.reason ?? "" }),
         onDone: { target: "cancelled" },
-        onError: { target: "failing", actions: assign({ error: ({ event }) => event.error }) },
+        onError: { target: "failing", actions: "recordError" },
       },
     },
     // The first error is the run's: one from journaling the failure itself does not replace it.

@@ -12,8 +12,12 @@ import { type JournalEntry, type NewEntry, SCHEMA_VERSION } from "../../events/t
 import { validateEntries } from "../../events/validate.ts";
 import { type RunState, responseAt, runStateProjection } from "../../projections/runState.ts";
 
-/** How long a run may hold the event loop before an append lets it run other work (as `breathe` does). */
-const BREATH_MS = 10;
+/**
+ * The longest a run holds the event loop, in ms (about), before it lets other work run (timers,
+ * I/O: a lease's renewal): an append waits a turn of the event loop then, and so does the session's
+ * `breathe` between the calls it serves.
+ */
+export const BREATH_MS = 10;
 
 /**
  * Appends one run's entries in order (tool calls run concurrently, the stream is one line) and
@@ -124,7 +128,8 @@ export class Appender {
       while (this.waits()) {
         // One turn of the event loop first: the other calls of a response, dispatched together,
         // queue their frame.started meanwhile (a synchronous store would otherwise commit each alone).
-        // Not when nothing else can queue, unless the run has held the event loop for a while.
+        // Not when nothing else can queue, unless the run has held the event loop for a while: a turn
+        // before every append cost a run on SQLite about 8% of its time (docs/benchmarks.md).
         if (!this.alone() || performance.now() - this.lastTick >= BREATH_MS) {
           await new Promise<void>((resolve) => setImmediate(resolve));
           this.lastTick = performance.now();
@@ -210,8 +215,10 @@ export class Appender {
 
   /** Evolves entries into `state` as they will be journaled; `state.version` stays the durable one. */
   private fold(entries: readonly NewEntry[]): void {
-    for (const entry of entries) {
-      runStateProjection.evolve(this.state, new Folded(this, this.durable + 1, entry) as unknown as JournalEntry);
+    const { runId } = this;
+    const seq = this.durable + 1;
+    for (const { type, data } of entries) {
+      runStateProjection.evolve(this.state, { runId, seq, type, data, meta: this.metaNow() } as JournalEntry);
     }
     this.state.version = this.durable;
   }
@@ -237,10 +244,11 @@ export class Appender {
       const expectedVersion = this.durable;
       try {
         this.appends++;
-        // Set member by member, not spread in (two appends a turn).
-        const options: { -readonly [K in keyof AppendOptions]: AppendOptions[K] } = { expectedVersion };
-        if (this.fence !== undefined) options.fence = this.fence.token;
-        if (relaxed) options.durability = "written";
+        const options: AppendOptions = {
+          expectedVersion,
+          ...(this.fence === undefined ? {} : { fence: this.fence.token }),
+          ...(relaxed ? { durability: "written" as const } : {}),
+        };
         const appended = await this.store.append(this.runId, entries, options);
         this.durable = expectedVersion + entries.length;
         this.state.version = this.durable;
@@ -306,29 +314,6 @@ export class Appender {
 
   get closed(): boolean {
     return this.closedBecause !== undefined;
-  }
-}
-
-/**
- * An entry as the fold of `Appender.state` sees it: its `meta` (now) is made only if the fold reads
- * it (an interruption's approvals note their time), not for each of the entries of every turn.
- */
-class Folded {
-  readonly runId: string;
-  readonly type: NewEntry["type"];
-  readonly data: NewEntry["data"];
-  constructor(
-    private readonly appender: Appender,
-    readonly seq: number,
-    entry: NewEntry,
-  ) {
-    this.runId = appender.runId;
-    this.type = entry.type;
-    this.data = entry.data;
-  }
-
-  get meta(): JournalEntry["meta"] {
-    return this.appender.metaNow();
   }
 }
 

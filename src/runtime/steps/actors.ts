@@ -18,7 +18,7 @@ import type {
   ModelCallEvent,
   ModelCallsEvent,
   PrepareOutput,
-} from "../../machines/agentLoop.machine.ts";
+} from "../../machines/agentLoop.protocol.ts";
 import { resolveModePin } from "../../machines/modePin.machine.ts";
 import { applyContext, type ContextChoice } from "../../policies/context.ts";
 import { type DefinitionPin, definitionPin, describeChange, unacceptedChanges } from "../../policies/definition.ts";

@@ -1,7 +1,7 @@
 import { isLoomError } from "../../core/errors.ts";
 import { parseFrameId } from "../../events/ids.ts";
 import type { NewEntry } from "../../events/types.ts";
-import type { Interruption } from "../../machines/agentLoop.machine.ts";
+import type { Interruption } from "../../machines/agentLoop.protocol.ts";
 import { approvalExpiry } from "../../policies/approval.ts";
 import { responseAt } from "../../projections/runState.ts";
 import { AppendAfterCloseError } from "../base/appender.ts";

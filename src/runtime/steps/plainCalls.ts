@@ -1,6 +1,6 @@
 import { fromCallback } from "xstate";
 import { LoomError } from "../../core/errors.ts";
-import type { PlainCallsEvent } from "../../machines/agentLoop.machine.ts";
+import type { PlainCallsEvent } from "../../machines/agentLoop.protocol.ts";
 import type {
   CheckOutput,
   RunToolOutput,

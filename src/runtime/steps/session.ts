@@ -10,7 +10,7 @@ import type { Budget } from "../../policies/budget.ts";
 import type { RunEvent } from "../../projections/events.ts";
 import type { RunState } from "../../projections/runState.ts";
 import type { ToolCallLogMode } from "../../projections/types.ts";
-import type { Appender } from "../base/appender.ts";
+import { type Appender, BREATH_MS } from "../base/appender.ts";
 import { type RecordedOutput, recordedOutput } from "../base/callResult.ts";
 import type { AgentLoopConfig, Tool } from "../base/config.ts";
 import {
@@ -33,9 +33,6 @@ import { StepSignals, type StepStop } from "./stepSignals.ts";
 
 export type { RecordedOutput } from "../base/callResult.ts";
 export type { Fed } from "../base/conversation.ts";
-
-/** The longest the loop holds the event loop between two turns of it, in ms (about). */
-const BREATH_MS = 10;
 
 /** What one `loop.run(...)` is given (see `RunRequest`). */
 export interface RunOptions {
