@@ -1,7 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
 import type { Command } from "commander";
-import { foldRun, openSqliteJournal, readJournal } from "../../index.ts";
+import { openSqliteJournal, readJournal } from "../../index.ts";
+import { foldRun } from "../../journal.ts";
 import { DEFAULT_DB, dbPath, openJournalFile } from "../db.ts";
 import { runWorkerAndKill } from "../demo/crash.ts";
 import { MAX_DEMO_TURNS } from "../demo/loop.ts";

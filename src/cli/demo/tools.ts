@@ -1,7 +1,8 @@
 import { createHash } from "node:crypto";
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
-import { type Journal, parseFrameId, type Tool } from "../../index.ts";
+import type { Journal, Tool } from "../../index.ts";
+import { parseFrameId } from "../../journal.ts";
 
 /**
  * The demo's tools: small real work on the package's own files and on the journal the run is
