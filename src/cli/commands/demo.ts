@@ -24,7 +24,10 @@ interface DemoOptions extends CommonOptions {
 export const newDemoRunId = (now = new Date()): string =>
   `demo-${now.toISOString().slice(0, 19).replace(/[-:]/g, "").replace("T", "-")}-${randomBytes(2).toString("hex")}`;
 
-/** `loom demo`: the record's workload on SQLite, crashed once (a child process killed) and resumed. */
+/**
+ * `loom demo`: the workload the lean log was designed on, on SQLite, crashed once (a child process
+ * killed) and resumed.
+ */
 export function registerDemo(program: Command, io: CliIo): void {
   withCommon(program.command("demo"))
     .description(

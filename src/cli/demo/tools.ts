@@ -7,7 +7,7 @@ import { parseFrameId } from "../../journal.ts";
 /**
  * The demo's tools: small real work on the package's own files and on the journal the run is
  * writing. Each output is shaped to the `maxBytes` the model asks for (the demo asks for
- * 1.6–3.9 kB), so the run has the record's workload: outputs of 1.5–4 kB.
+ * 1.6–3.9 kB), so the run has the workload the lean log was designed on: outputs of 1.5–4 kB.
  */
 
 export interface DemoToolContext {
