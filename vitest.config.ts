@@ -9,6 +9,7 @@ export default defineConfig({
     alias: [
       { find: /^loom-agent$/, replacement: src("index.ts") },
       { find: /^loom-agent\/ai-sdk$/, replacement: src("ai-sdk.ts") },
+      { find: /^loom-agent\/journal$/, replacement: src("journal.ts") },
       { find: /^loom-agent\/postgres$/, replacement: src("postgres.ts") },
       { find: /^loom-agent\/viewer$/, replacement: src("viewer.ts") },
       { find: /^loom-agent\/mcp$/, replacement: src("mcp.ts") },

@@ -18,15 +18,8 @@ import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { produce } from "immer";
 import { main } from "../src/cli/main.ts";
-import {
-  agentLoop$,
-  agentLoopMachine,
-  type JournalEntry,
-  openSqliteJournal,
-  type RunState,
-  readJournal,
-  scriptedModel,
-} from "../src/index.ts";
+import { agentLoop$, openSqliteJournal, readJournal, scriptedModel } from "../src/index.ts";
+import { agentLoopMachine, type JournalEntry, type RunState } from "../src/journal.ts";
 import { runStateProjection } from "../src/projections/runState.ts";
 import { Pages } from "../src/viewer/routes.ts";
 import { startViewer } from "../src/viewer/server.ts";

@@ -99,7 +99,9 @@ import {
   scriptedModel,
   type Tool,
 } from "loom-agent";
+import * as loom from "loom-agent";
 import { fromAiSdk, isInvalidToolInput } from "loom-agent/ai-sdk";
+import { foldEntries, type JournalEntry, parseFrameId } from "loom-agent/journal";
 
 const journal = createJournal({ store: memoryStore({ json: true }) });
 const echo: Tool<{ text: string }> = { description: "echoes", execute: ({ text }) => ({ text }) };
@@ -127,6 +129,11 @@ const interrupted: string[] = stopped.run.toolCallLog.map((step) => step.stepId)
 const seen = JSON.stringify({ content: out.content, stepIds, rebuilt: rebuilt.map((s) => s.toolOutput), interrupted });
 const want = '{"content":"hi","stepIds":["consumer#turn:0:tool:0"],"rebuilt":[{"text":"hi"}],"interrupted":["limited#turn:0:tool:0"]}';
 if (seen !== want) throw new Error(`consumer: got ${seen}, want ${want}`);
+// The journal's internals come from loom-agent/journal, not from the front door.
+const entries: JournalEntry[] = await loom.readJournal(journal, "c1");
+if (foldEntries(entries).status !== "completed") throw new Error("consumer: the fold of c1 is not completed");
+if (parseFrameId(stepIds[0] ?? "")?.kind !== "tool") throw new Error(`consumer: ${stepIds[0]} is not a tool step's id`);
+if ("foldEntries" in loom || "parseFrameId" in loom) throw new Error("consumer: loom-agent exports journal internals");
 console.log(`consumer: ${seen}`);
 void [notFull, full, fromAiSdk, isInvalidToolInput];
 TS

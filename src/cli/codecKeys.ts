@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
-import { isPayloadCodecError, type KeyProvider, type PayloadCodec, payloadCodec, staticKeys } from "../index.ts";
+import { isPayloadCodecError, type KeyProvider, type PayloadCodec, payloadCodec, staticKeys } from "../journal.ts";
 import { CliError, type CliIo } from "./io.ts";
 
 /**

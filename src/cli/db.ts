@@ -1,14 +1,7 @@
 import { existsSync, statSync } from "node:fs";
 import { join } from "node:path";
-import {
-  isJournalFileError,
-  type JournalEntry,
-  type OpenJournal,
-  openSqliteJournal,
-  readJournal,
-  type SqliteOptions,
-  withCodec,
-} from "../index.ts";
+import { isJournalFileError, type OpenJournal, openSqliteJournal, readJournal, type SqliteOptions } from "../index.ts";
+import { type JournalEntry, withCodec } from "../journal.ts";
 import { type CodecKeyOptions, cliCodec, codecErrorForCli } from "./codecKeys.ts";
 import { CliError, type CliIo } from "./io.ts";
 import { dbPath, type JournalSource, withPostgresJournal } from "./journalSource.ts";

@@ -1,6 +1,7 @@
 import { resolve } from "node:path";
 import { errorGuard } from "../core/errors.ts";
-import type { OpenJournal, PayloadCodec } from "../index.ts";
+import type { OpenJournal } from "../index.ts";
+import type { PayloadCodec } from "../journal.ts";
 import { cliCodec } from "./codecKeys.ts";
 import { CliError, type CliIo, UsageError } from "./io.ts";
 

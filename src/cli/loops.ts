@@ -1,4 +1,5 @@
-import type { AgentOutput, OpenJournal, RunState } from "../index.ts";
+import type { AgentOutput, OpenJournal } from "../index.ts";
+import type { RunState } from "../journal.ts";
 import { DEMO_LOOP_ID, demoTurns } from "./demo/loop.ts";
 import { runDemoSession } from "./demo/session.ts";
 import type { Progress } from "./progress.ts";

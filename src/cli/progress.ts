@@ -1,4 +1,5 @@
-import { type Journal, type JournalEntry, type NewEntry, parseFrameId, SCHEMA_VERSION } from "../index.ts";
+import type { Journal } from "../index.ts";
+import { type JournalEntry, type NewEntry, parseFrameId, SCHEMA_VERSION } from "../journal.ts";
 import { entryBytes } from "./db.ts";
 import { kB } from "./format.ts";
 import type { CliStream } from "./io.ts";

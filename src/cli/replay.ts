@@ -3,28 +3,30 @@ import type { AnyActorRef, InspectionEvent } from "xstate";
 import { digestOfRecorded } from "../core/digest.ts";
 import {
   type AgentLoopConfig,
+  isAgentInterruptedError,
+  isRunCancelledError,
+  type Journal,
+  type LeanAgentStep,
+  type ModelResponse,
+  memoryStore,
+  RunCancelledError,
+  type RunRequest,
+  readJournal,
+  rebuildToolCallLog,
+  type Tool,
+} from "../index.ts";
+import {
   approvalId,
   type EventStore,
   foldEntries,
   hydrateArchived,
-  isAgentInterruptedError,
-  isRunCancelledError,
-  type Journal,
   type JournalEntry,
-  type LeanAgentStep,
-  type ModelResponse,
-  memoryStore,
   modelFrameId,
   parseFrameId,
-  RunCancelledError,
-  type RunRequest,
   type RunState,
-  readJournal,
-  rebuildToolCallLog,
   recordedModePin,
   SCHEMA_VERSION,
-  type Tool,
-} from "../index.ts";
+} from "../journal.ts";
 import type { ToolCallInput } from "../machines/toolCall.machine.ts";
 import { toolCallResult } from "../projections/toolCallLog.ts";
 import { replayRecording } from "../runtime/run/agentLoop.ts";

@@ -1,4 +1,5 @@
-import { isStepResolutionError, type Journal } from "../index.ts";
+import type { Journal } from "../index.ts";
+import { isStepResolutionError } from "../journal.ts";
 import * as read from "../read/step.ts";
 import { CliError } from "./io.ts";
 

@@ -1,5 +1,5 @@
 /**
- * The claim-check envelope's grammar (the record's ADR 0140). When a tool output's canonical JSON
+ * The claim-check envelope's grammar. When a tool output's canonical JSON
  * exceeds the threshold, its bytes go to a `BlobStore` and the tool frame records the envelope in
  * place of the output, with `claimChecked: true` beside it in the frame's data:
  *

@@ -3,7 +3,7 @@ import { brotliCompressSync, brotliDecompressSync, constants, gunzipSync, gzipSy
 import { errorGuard, LoomError } from "../core/errors.ts";
 
 /**
- * The payload codec (issue 33): what a journal stores of tool outputs, model responses and run
+ * The payload codec: what a journal stores of tool outputs, model responses and run
  * inputs can be compressed (gzip or brotli, node:zlib) and encrypted (AES-256-GCM, node:crypto)
  * before it reaches the store. Digests stay over the canonical plaintext: the codec sits below
  * the runtime, which computes them before anything is encoded.

@@ -4,11 +4,11 @@ import { MODE_PIN_SOURCE, MODE_PIN_SUFFIX } from "./modePin.ts";
 import { TOOL_LIST_INFIX, TOOL_LIST_SOURCE } from "./toolList.ts";
 
 /**
- * The journal's id grammar, written once (DESIGN §2): run ids and sub-agents' run ids, frame ids,
+ * The journal's id grammar, written once: run ids and sub-agents' run ids, frame ids,
  * decision ids and the names they are built from. Every layer (machines, projections, runtime,
  * readers) makes and reads ids through this module only.
  *
- * Frame and decision ids are the deterministic ids of a run (the record's ADR 0061): completion
+ * Frame and decision ids are deterministic, made from the loop id, the turn and the call's index: completion
  * order never changes them, so a resumed run asks for exactly the frames the first attempt recorded.
  */
 

@@ -1,6 +1,6 @@
 /**
  * The invalid-input marker: what a model adapter journals in place of a tool call's input whose
- * JSON text did not parse (DESIGN §2's `ModelResponse`). The runtime settles such a call as
+ * JSON text did not parse (in a `ModelResponse`'s tool calls). The runtime settles such a call as
  * `invalid-input`; readers show the raw text.
  */
 

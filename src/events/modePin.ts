@@ -2,10 +2,11 @@ import { JournalFormatError } from "../core/errors.ts";
 import type { DecisionRecordedData } from "./types.ts";
 
 /**
- * The mode pin's grammar (ADR 0142 D3): the `<loop>#toolCallLog` decision, source
- * `agent-tool-call-log`, choice `{ mode: "full" | "lean" }`. {@link readModePin} is the one reader
- * of a recorded pin: the journal's validator, the run state's readers, the runtime and the CLI
- * all go through it, so a damaged pin is refused everywhere instead of ignored somewhere.
+ * The mode pin's grammar (the tool-call log's shape, fixed for a run): the `<loop>#toolCallLog`
+ * decision, source `agent-tool-call-log`, choice `{ mode: "full" | "lean" }`. {@link readModePin}
+ * is the one reader of a recorded pin: the journal's validator, the run state's readers, the
+ * runtime and the CLI all go through it, so a damaged pin is refused everywhere instead of ignored
+ * somewhere.
  */
 
 /** A shape of the tool-call log a run can be pinned to. */

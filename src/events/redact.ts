@@ -11,10 +11,11 @@ import type { EventStore } from "./store.ts";
 import type { EntryType, NewEntry } from "./types.ts";
 
 /**
- * Redaction (issue 33): fields of what the journal stores (run inputs, model responses, tool
+ * Redaction: fields of what the journal stores (run inputs, model responses, tool
  * outputs, settled calls' results, the run's value) replaced before they reach the store, by
  * JSON path and/or by a function. Each redacted field is journaled as redacted, with the digest
- * of the ORIGINAL (ADR 0142 D2's `digestOf`) and the concrete paths replaced, in `data.redacted`:
+ * of the ORIGINAL (`digestOf`, as a frame's digest is computed) and the concrete paths replaced,
+ * in `data.redacted`:
  *
  *   `{ frameId, digest, bytes, output: { email: "[redacted]", … }, redacted: [{ field: "output", digest, bytes, paths: ["$['email']"], fn: false }] }`
  *

@@ -2,7 +2,7 @@ import { JournalFormatError } from "../core/errors.ts";
 import type { DecisionRecordedData } from "./types.ts";
 
 /**
- * The tool-list grammar (DESIGN §7.5): a tool source's list (an MCP server's tools) is journaled
+ * The tool-list grammar: a tool source's list (an MCP server's tools) is journaled
  * once per run as the decision `<loop>#tools:<source>`, source `tool-list`, choice
  * `{ source, tools: ListedTool[] }`. A resume reads the list from here, so the model is told the
  * same tools across a crash and no live server is needed until a new call must be made.

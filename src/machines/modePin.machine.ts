@@ -5,7 +5,7 @@ import type { DecisionRecordedData } from "../events/types.ts";
 import type { ToolCallLogMode } from "../projections/types.ts";
 
 /**
- * The mode pin (ADR 0142 D3, DESIGN.md §4): which shape a run's tool-call log has, fixed for
+ * The mode pin: which shape a run's tool-call log has, fixed for
  * the life of the run. The machine is stepped from facts: the pin the journal recorded, whether
  * the run completed, then the configured option. It does no I/O: journaling the pin is the
  * `journalPin` action, which the runtime executes (see {@link resolveModePin}).
@@ -48,7 +48,7 @@ const eventMode = (event: ModePinEvent): ToolCallLogMode | undefined =>
   event.type === "CONFIGURED" || event.type === "PIN_RECORDED" ? event.mode : undefined;
 
 /**
- * The mode-pin statechart. Rows of DESIGN.md §4 (recorded pin × configured option):
+ * The mode-pin statechart, one row per recorded pin × configured option:
  * none × unset → `unset`; none × M → `pinned-M` + `journalPin` (a completed run: no pin, and a
  * mode other than "full" → `mismatch-error`); P × P → `pinned-P`; P × unset → `pinned-P`;
  * P × Q≠P → `mismatch-error`.

@@ -1,5 +1,5 @@
 /**
- * Budgets as pure decisions (DESIGN §8): what a run (its sub-agents included) has used, priced by
+ * Budgets as pure decisions: what a run (its sub-agents included) has used, priced by
  * a table the program gives, against the limits it was given. No clock and no I/O here: the
  * runtime passes the usage it folded from the journal (the `usage` model frames recorded) and
  * journals the interruption this decides.

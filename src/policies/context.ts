@@ -1,5 +1,5 @@
 /**
- * Context policies (DESIGN §8): what the model is sent of a conversation that outgrew its window.
+ * Context policies: what the model is sent of a conversation that outgrew its window.
  * A policy decides, before each new model call, a {@link ContextChoice}: plain data the runtime
  * journals once (`<loop>#turn:<i>:context`) and serves on a resume, so a resumed run sends the same
  * prompts; {@link applyContext} makes the prompt from the conversation and that choice, purely.

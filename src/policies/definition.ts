@@ -1,5 +1,5 @@
 /**
- * The definition pin (DESIGN §7.5): `run.started` records digests of what shapes a run's frames —
+ * The definition pin: `run.started` records digests of what shapes a run's frames —
  * the loop id, the system prompt, the tools and their input schemas, the names of its tool
  * sources (not their lists: each run journals its own) — so a resume under another
  * definition is refused before any append, naming what changed, unless the loop accepts that

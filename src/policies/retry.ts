@@ -1,5 +1,5 @@
 /**
- * The failure policy as pure decisions (DESIGN §7.3): what an error says about itself, and whether
+ * The failure policy as pure decisions: what an error says about itself, and whether
  * and when a failed attempt is tried again. No clock, no randomness, no I/O here: the caller
  * passes `now` and a `random` draw, and journals the decision (its `retryAt`), so a resumed run
  * serves the decision instead of drawing again.

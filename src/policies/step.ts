@@ -1,5 +1,5 @@
 /**
- * The durable step's decision, pure (STYLE.md: "policies are pure decisions"): given the folded
+ * The durable step's decision, pure (no clock read, no I/O: both come in as arguments): given the folded
  * journal, one step about to be taken and the clock, what the step does — serve what the journal
  * recorded, refuse a journal this code would not have written, wait out a journaled back-off, give
  * up on an outcome nobody recorded, or run the effect as attempt n. The runtime

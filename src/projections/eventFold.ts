@@ -8,7 +8,7 @@ import type { JournaledRunEvent } from "./events.ts";
 export { initialRunEventState, type RunEventOptions, type RunEventState } from "./eventFoldState.ts";
 
 /**
- * The pure fold from a run's journal entries to its journaled `RunEvent`s (DESIGN §7.1): each
+ * The pure fold from a run's journal entries to its journaled `RunEvent`s: each
  * event carries its entry's `seq` as `cursor`. `loop.stream`, `run({ onEvent })` and `followRun`
  * all fold through it, so every watcher of a run sees the same events.
  */

@@ -34,7 +34,7 @@ export interface LiveEventFields {
 export type RunEventError = Pick<ErrorCause, "name" | "message" | "status"> & { readonly retryable: boolean };
 
 /**
- * What happens in a run, as everything that watches one sees it (DESIGN §7.1): a projection of
+ * What happens in a run, as everything that watches one sees it: a projection of
  * the journal (each event carries its entry's `seq` as `cursor`) plus the live deltas of the model
  * call in flight. `loop.stream`, `run({ onEvent })`, `followRun`, `toUIMessageStream`, the
  * viewer and telemetry all read this one vocabulary.

@@ -3,7 +3,7 @@ import { isLeanAgentStep } from "./toolCallLog.ts";
 import type { AgentOutput, AgentStep, LeanAgentStep } from "./types.ts";
 
 /**
- * Readers of the loop's output (ADR 0142 D6): what downstream code (a conversation view, an
+ * Readers of the loop's output, in either log shape: what downstream code (a conversation view, an
  * evals subject) reads from the tool-call log, in both shapes. A reader that needs a tool's
  * output itself must resolve the lean entry's `stepId` (`resolveStep`) or stay on "full".
  */
@@ -38,7 +38,7 @@ const REFUSALS: ReadonlySet<unknown> = new Set<SettledReason>([
  * or a truthy `error` field (the failure the loop feeds for a tool that threw is
  * `{ error: e.name, message }`). A refusal the loop fed (`{ error: "approval-declined" | "unknown-tool"
  * | "input-too-large" | "invalid-input", message }`) is NOT counted: the heuristic judges what a
- * tool returned, and a refused call returned nothing. Hence D6: a declined approval is an error in
+ * tool returned, and a refused call returned nothing. Hence a declined approval is an error in
  * lean mode (its `status`) only.
  *
  * @example

@@ -7,7 +7,7 @@ import type { RunState } from "./runState.ts";
 import type { AgentOutput, AgentStep, LeanAgentStep, ToolCallLogMode } from "./types.ts";
 
 /**
- * The tool-call log (ADR 0142 D1, D2): a pure projection of a run's folded state, in the full or
+ * The tool-call log: a pure projection of a run's folded state, in the full or
  * the lean shape, at any point of the run's life. A call is in the log once it has ended: its
  * frame completed, its tool failed (the `<stepId>:outcome` decision), or it was settled without
  * running (`call.settled`). Calls still in flight or awaiting approval are not. Order: by
@@ -189,8 +189,9 @@ function leanEntry({ iteration, call, result }: EndedToolCall): LeanAgentStep {
 }
 
 /**
- * Turns a full entry lean: its output replaced by `digestOf(toolOutput)` (D2), the status the
- * model was fed, and the step id that resolves the output. Never throws.
+ * Turns a full entry lean: its output replaced by `digestOf(toolOutput)` (the digest of its
+ * canonical JSON), the status the model was fed, and the step id that resolves the output. Never
+ * throws.
  *
  * @example
  * toLeanStep({ iteration: 0, toolName: "search", toolInput: { q: "x" }, toolOutput: { hits: [] } }, "support#turn:0:tool:0", "ok");
@@ -226,7 +227,7 @@ export function completedOutput(state: RunState, mode: ToolCallLogMode): AgentOu
 }
 
 /**
- * Narrows a log entry to the lean shape (D5).
+ * Narrows a log entry to the lean shape.
  *
  * @example
  * const outputs = output.toolCallLog.map((s) => (isLeanAgentStep(s) ? s.digest : s.toolOutput));
@@ -236,7 +237,7 @@ export function isLeanAgentStep(step: AgentStep | LeanAgentStep): step is LeanAg
 }
 
 /**
- * Narrows a whole log to the full shape (D5): true for a full log and for an empty one.
+ * Narrows a whole log to the full shape: true for a full log and for an empty one.
  *
  * @example
  * if (isFullToolCallLog(output.toolCallLog)) takesAgentSteps(output.toolCallLog);

@@ -3,7 +3,7 @@ import type { ErrorCause, InterruptReason } from "../events/types.ts";
 /** The shape of the returned tool-call log. Unset means "full" (and journals no pin). */
 export type ToolCallLogMode = "full" | "lean";
 
-/** One tool call in the full log: exactly the record's shape (ADR 0142 D1). */
+/** One tool call in the full log: what the model asked for and the tool's output, as recorded. */
 export interface AgentStep {
   /** 0-based index of the model call that asked for the tool. */
   readonly iteration: number;
@@ -13,7 +13,7 @@ export interface AgentStep {
   readonly toolOutput: unknown;
 }
 
-/** One tool call in the lean log: the output replaced by its status, size and digest (D1, D5). */
+/** One tool call in the lean log: the output replaced by its status, size and digest. */
 export interface LeanAgentStep {
   readonly iteration: number;
   readonly toolName: string;
@@ -32,7 +32,7 @@ export interface LeanAgentStep {
 
 /**
  * The log's type for a loop configured with `toolCallLog: M`: `LeanAgentStep[]` for `"lean"`,
- * `AgentStep[]` for `"full"`, and ADR 0142 D5's union `AgentStep[] | LeanAgentStep[]` where the
+ * `AgentStep[]` for `"full"`, and the union `AgentStep[] | LeanAgentStep[]` where the
  * mode is not known statically (unset, since a resumed run then follows its recorded pin, or
  * a `ToolCallLogMode` variable). Without a type argument it is that union.
  *
@@ -49,9 +49,9 @@ export type ToolCallLog<M extends ToolCallLogMode | undefined = ToolCallLogMode 
     : AgentStep[] | LeanAgentStep[];
 
 /**
- * The loop's value (ADR 0121 D3). `M` is the loop's configured mode (see `ToolCallLog`):
+ * The loop's value: its answer and its tool-call log. `M` is the loop's configured mode (see `ToolCallLog`):
  * `agentLoop$({ toolCallLog: "lean" })` resolves to `AgentOutput<"lean">`, whose log is
- * `LeanAgentStep[]`; `AgentOutput` alone is the union of D5.
+ * `LeanAgentStep[]`; `AgentOutput` alone has the union of both shapes.
  *
  * @example
  * ```ts

@@ -1,15 +1,15 @@
 import { decisionStepOf } from "../events/ids.ts";
+import type { ModelResponse } from "../index.ts";
 import {
   type ArchivedFrame,
   type AttemptError,
   digestOf,
   type JournalEntry,
-  type ModelResponse,
   modelFrameId,
   modePinId,
   parseFrameId,
   toolStepId,
-} from "../index.ts";
+} from "../journal.ts";
 import { asWaitChoice } from "../policies/wait.ts";
 import {
   type CallView,

@@ -1,6 +1,6 @@
 /** Text formatting both the CLI's human output and the viewer's pages use. */
 
-/** `1234567` → `1,205.6 kB` (kB = 1024 bytes, as the record's figures). */
+/** `1234567` → `1,205.6 kB` (kB = 1024 bytes, as in the benchmarks' tables). */
 export const kB = (bytes: number): string =>
   `${(bytes / 1024).toLocaleString("en-US", { minimumFractionDigits: 1, maximumFractionDigits: 1 })} kB`;
 

@@ -1,4 +1,5 @@
-import { type Journal, type JournalEntry, type RunState, readJournal } from "../index.ts";
+import { type Journal, readJournal } from "../index.ts";
+import type { JournalEntry, RunState } from "../journal.ts";
 import { runStateProjection } from "../projections/runState.ts";
 import { activityOfFolded } from "../runtime/control/activity.ts";
 import { evolveView } from "./evolveView.ts";

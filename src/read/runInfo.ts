@@ -1,19 +1,16 @@
 import { redactedResumeRefusal, refusalText } from "../events/redactedResume.ts";
+import { type Journal, type RunActivity, runActivity, type ToolCallLogMode } from "../index.ts";
 import {
   describeCause,
   type ErrorCause,
   foldEntries,
   type InterruptReason,
-  type Journal,
   type JournalEntry,
   parseFrameId,
-  type RunActivity,
   type RunState,
   recordedModePin,
-  runActivity,
   scheduledRunOf,
-  type ToolCallLogMode,
-} from "../index.ts";
+} from "../journal.ts";
 import type { BudgetBreach } from "../policies/budget.ts";
 import { waitDueAt } from "../policies/wait.ts";
 import { entryBytes } from "../projections/runSnapshot.ts";

@@ -1,12 +1,5 @@
-import {
-  foldEntries,
-  type Journal,
-  type JournalEntry,
-  parseFrameId,
-  type RunState,
-  readJournal,
-  runIdProblem,
-} from "../index.ts";
+import { type Journal, readJournal } from "../index.ts";
+import { foldEntries, type JournalEntry, parseFrameId, type RunState, runIdProblem } from "../journal.ts";
 import { entryBytes } from "../projections/runSnapshot.ts";
 import { readRunTail } from "../runtime/base/snapshots.ts";
 import { activityOfFolded } from "../runtime/control/activity.ts";

@@ -1,12 +1,12 @@
+import type { ModelResponse } from "../index.ts";
 import {
   type AttemptError,
   type ErrorCause,
   type InterruptReason,
-  type ModelResponse,
   parseFrameId,
   type RunStatus,
   type SettledReason,
-} from "../index.ts";
+} from "../journal.ts";
 import type { WaitChoice } from "../policies/wait.ts";
 
 /**

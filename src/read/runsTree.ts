@@ -1,5 +1,5 @@
-import type { JournalEntry } from "../index.ts";
-import { parseFrameId } from "../index.ts";
+import type { JournalEntry } from "../journal.ts";
+import { parseFrameId } from "../journal.ts";
 
 /** A sub-agent run's place under its parent: the parent run and the call (its step) that runs it. */
 export interface RunParent {

@@ -1,13 +1,13 @@
+import type { Journal } from "../index.ts";
 import {
   foldRun,
   hydrateArchived,
-  type Journal,
   parseFrameId,
   type ResolvedStep,
   type RunState,
   resolveStep,
   verifyTurnResults,
-} from "../index.ts";
+} from "../journal.ts";
 import { endedToolCallAt } from "../projections/toolCallLog.ts";
 import { readRunState } from "../runtime/base/snapshots.ts";
 

@@ -1,16 +1,12 @@
 import {
-  childRunId,
-  type ForkedFromData,
-  type JournalEntry,
   listPendingApprovals,
   type OpenJournal,
   type PendingApproval,
   type RunActivity,
-  type RunStatus,
   type RunWait,
-  readArchived,
   readJournal,
 } from "../index.ts";
+import { childRunId, type ForkedFromData, type JournalEntry, type RunStatus, readArchived } from "../journal.ts";
 import { parentRunOf } from "../runtime/subruns/subRuns.ts";
 import { evolveArchived, foldView } from "./evolveView.ts";
 import { runInfo } from "./runInfo.ts";

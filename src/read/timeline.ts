@@ -1,4 +1,5 @@
-import { describeCause, type ErrorCause, type RunActivity, type RunWait } from "../index.ts";
+import type { RunActivity, RunWait } from "../index.ts";
+import { describeCause, type ErrorCause } from "../journal.ts";
 import type { BudgetBreach } from "../policies/budget.ts";
 import { describeWait } from "../runtime/steps/waits.ts";
 import { budgetText } from "./runInfo.ts";

@@ -2,9 +2,9 @@ import { errorGuard } from "../core/errors.ts";
 import { type Journal, LoomError } from "../index.ts";
 
 /**
- * What the viewer's buttons do: the run-control API (DESIGN §7.4), handed to the viewer by
- * whoever starts it. The viewer shows approve/deny, cancel and fork only when it is given these,
- * and asks for a confirmation page before calling any of them.
+ * What the viewer's buttons do: the run-control API (`recordApproval`, `cancelRun`, `forkRun`),
+ * handed to the viewer by whoever starts it. The viewer shows approve/deny, cancel and fork only
+ * when it is given these, and asks for a confirmation page before calling any of them.
  */
 
 export type { PendingApproval } from "../runtime/control/approvals.ts";

@@ -6,7 +6,7 @@ import { endsItsEntry, followRun, type Journal, type RunEvent } from "../index.t
  * {@link LiveSource}: by default {@link followSource}, `followRun` on the journal.
  */
 
-/** What the live page is sent: the run's events (DESIGN §7.1). */
+/** What the live page is sent: the run's events, as `followRun` and `loop.stream` give them. */
 export type LiveEvent = RunEvent;
 
 /**
@@ -25,7 +25,7 @@ export interface LiveSource {
 }
 
 /**
- * The viewer's live source: `followRun` (DESIGN §7.2) on the journal, the run's RunEvents after
+ * The viewer's live source: `followRun` on the journal, the run's RunEvents after
  * the cursor, then as they are appended (SQLite: `PRAGMA data_version`; PostgreSQL: NOTIFY),
  * with the model's deltas when the run goes on in this process.
  *

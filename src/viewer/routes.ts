@@ -1,12 +1,6 @@
 import type { AnyStateMachine } from "xstate";
-import {
-  isStepResolutionError,
-  type Journal,
-  listPendingApprovals,
-  parseFrameId,
-  readJournal,
-  runIdProblem,
-} from "../index.ts";
+import { type Journal, listPendingApprovals, readJournal } from "../index.ts";
+import { isStepResolutionError, parseFrameId, runIdProblem } from "../journal.ts";
 import type { ResumeCommand } from "../read/activity.ts";
 import { KeptRun } from "../read/keptRun.ts";
 import { callAt, type RunView } from "../read/runView.ts";

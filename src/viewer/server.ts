@@ -1,7 +1,8 @@
 import { randomBytes, timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { agentLoopMachine, isApprovalRefusedError, isLoomError, isRunControlError, type Journal } from "../index.ts";
+import { isApprovalRefusedError, isLoomError, isRunControlError, type Journal } from "../index.ts";
+import { agentLoopMachine } from "../journal.ts";
 import type { ResumeCommand } from "../read/activity.ts";
 import { FORM_TOKEN_FIELD, isActionFormError, type ViewerActions } from "./actions.ts";
 import { CSS, SCRIPT } from "./assets.ts";

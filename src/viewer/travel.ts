@@ -1,14 +1,7 @@
 import { Immer } from "immer";
 import { decisionStepOf } from "../events/ids.ts";
-import {
-  type AgentStep,
-  foldEntries,
-  hydrateArchived,
-  type Journal,
-  type JournalEntry,
-  type LeanAgentStep,
-  projectToolCallLog,
-} from "../index.ts";
+import type { AgentStep, Journal, LeanAgentStep } from "../index.ts";
+import { foldEntries, hydrateArchived, type JournalEntry, projectToolCallLog } from "../journal.ts";
 import { runStateProjection } from "../projections/runState.ts";
 import { toolCallResult } from "../projections/toolCallLog.ts";
 import { evolveView } from "../read/evolveView.ts";

@@ -1,4 +1,5 @@
-import { type AgentStep, type LeanAgentStep, parseFrameId } from "../index.ts";
+import type { AgentStep, LeanAgentStep } from "../index.ts";
+import { parseFrameId } from "../journal.ts";
 import { int } from "../read/format.ts";
 import { turnAt } from "../read/runView.ts";
 import { type Html, href, html, page, raw, when } from "./html.ts";

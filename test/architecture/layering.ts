@@ -23,7 +23,9 @@ export const LAYERS: readonly (readonly string[])[] = [
   // Adapters over the runtime (MCP tools, OpenTelemetry spans, PostgreSQL workers, the AI SDK's
   // useChat stream).
   /* 7 */ ["mcp", "otel", "postgres", "ai-sdk"],
-  /* 8 */ ["index"], // the public API (`loom-agent`): named re-exports of the layers below
+  // The public API: the front door (`loom-agent`) and the journal below it (`loom-agent/journal`),
+  // named re-exports of the layers below; neither imports the other.
+  /* 8 */ ["index", "journal"],
   // The one read layer of the CLI and the viewer (issue 35): it reads runs through the public API.
   /* 9 */ ["read"],
   /* 10 */ ["viewer"], // the journal viewer (`loom-agent/viewer`)

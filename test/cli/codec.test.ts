@@ -4,14 +4,8 @@ import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { runDemoSession } from "../../src/cli/demo/session.ts";
 import { packageRoot } from "../../src/cli/packageRoot.ts";
-import {
-  type OpenJournal,
-  openSqliteJournal,
-  payloadCodec,
-  readJournal,
-  staticKeys,
-  withCodec,
-} from "../../src/index.ts";
+import { type OpenJournal, openSqliteJournal, readJournal } from "../../src/index.ts";
+import { payloadCodec, staticKeys, withCodec } from "../../src/journal.ts";
 import { freePort, loom, tempDir } from "./support.ts";
 
 /**

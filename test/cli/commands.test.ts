@@ -4,16 +4,8 @@ import Database from "better-sqlite3";
 import { beforeAll, describe, expect, it } from "vitest";
 import { runDemoSession } from "../../src/cli/demo/session.ts";
 import { packageRoot } from "../../src/cli/packageRoot.ts";
-import {
-  agentLoop$,
-  digestOf,
-  foldRun,
-  openSqliteJournal,
-  readJournal,
-  rebuildToolCallLog,
-  resolveStep,
-  scriptedModel,
-} from "../../src/index.ts";
+import { agentLoop$, openSqliteJournal, readJournal, rebuildToolCallLog, scriptedModel } from "../../src/index.ts";
+import { digestOf, foldRun, resolveStep } from "../../src/journal.ts";
 import { demoJournal, loom, tempDir } from "./support.ts";
 
 const dir = tempDir();

@@ -1,7 +1,8 @@
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { newDemoRunId } from "../../src/cli/commands/demo.ts";
-import { foldRun, openSqliteJournal, readJournal, rebuildToolCallLog, resolveStep } from "../../src/index.ts";
+import { openSqliteJournal, readJournal, rebuildToolCallLog } from "../../src/index.ts";
+import { foldRun, resolveStep } from "../../src/journal.ts";
 import { loom, tempDir } from "./support.ts";
 
 const dir = tempDir("loom-demo-");

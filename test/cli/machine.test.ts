@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { AnyStateMachine } from "xstate";
 import { MACHINES } from "../../src/cli/commands/machine.ts";
 import { mermaidId } from "../../src/cli/mermaid.ts";
-import { agentLoopMachine, modePinMachine, toolCallMachine } from "../../src/index.ts";
+import { agentLoopMachine, modePinMachine, toolCallMachine } from "../../src/journal.ts";
 import { loom } from "./support.ts";
 
 interface StateNodeLike {

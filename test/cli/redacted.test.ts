@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
-import { agentLoop$, openSqliteJournal, redaction, scriptedModel, withRedaction } from "../../src/index.ts";
+import { agentLoop$, openSqliteJournal, scriptedModel } from "../../src/index.ts";
+import { redaction, withRedaction } from "../../src/journal.ts";
 import { showStep } from "../../src/read/step.ts";
 import { stepPage } from "../../src/viewer/stepPage.ts";
 import { loom, tempDir } from "./support.ts";

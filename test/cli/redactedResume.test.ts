@@ -2,19 +2,16 @@ import { randomBytes } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
+import { agentLoop$, type OpenJournal, openSqliteJournal, scriptedModel } from "../../src/index.ts";
 import {
-  agentLoop$,
   forgetRedactedOriginals,
   isRedactedHistoryError,
-  type OpenJournal,
-  openSqliteJournal,
   payloadCodec,
   redaction,
-  scriptedModel,
   staticKeys,
   withCodec,
   withRedaction,
-} from "../../src/index.ts";
+} from "../../src/journal.ts";
 import { startViewer } from "../../src/viewer/server.ts";
 import { loom, tempDir } from "./support.ts";
 

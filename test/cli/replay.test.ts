@@ -8,10 +8,7 @@ import {
   type AgentLoopConfig,
   agentLoop$,
   cancelRun,
-  compact,
   createJournal,
-  foldEntries,
-  hydrateArchived,
   isAgentInterruptedError,
   isRunCancelledError,
   type Journal,
@@ -22,6 +19,7 @@ import {
   scriptedModel,
   type Tool,
 } from "../../src/index.ts";
+import { compact, foldEntries, hydrateArchived } from "../../src/journal.ts";
 
 /**
  * `loom inspect`'s replay runs the real chart on a copy of the recording: it must end the way the

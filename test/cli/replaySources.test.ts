@@ -1,14 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { replayRun } from "../../src/cli/replay.ts";
 import type { ListedTool } from "../../src/events/toolList.ts";
-import {
-  agentLoop$,
-  foldEntries,
-  readJournal,
-  rebuildToolCallLog,
-  scriptedModel,
-  type ToolSource,
-} from "../../src/index.ts";
+import { agentLoop$, readJournal, rebuildToolCallLog, scriptedModel, type ToolSource } from "../../src/index.ts";
+import { foldEntries } from "../../src/journal.ts";
 import { jsonJournal } from "../support/loop.ts";
 
 describe("loom inspect's replay of a run whose tools came from a tool source (MCP)", () => {

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import * as aiSdk from "../../src/ai-sdk.ts";
 import * as loom from "../../src/index.ts";
 import { isLoomError, LoomError } from "../../src/index.ts";
+import * as journal from "../../src/journal.ts";
 import * as mcp from "../../src/mcp.ts";
 import * as postgres from "../../src/postgres.ts";
 import * as viewer from "../../src/viewer.ts";
@@ -17,7 +18,7 @@ type ErrorClass = abstract new (...args: never[]) => Error;
 
 /** Each exported guard with the class it names (`isRunBusyError` and `RunBusyError`). */
 const pairs: [string, Guard][] = [];
-for (const entry of [loom, aiSdk, mcp, postgres, viewer] as Record<string, unknown>[])
+for (const entry of [loom, journal, aiSdk, mcp, postgres, viewer] as Record<string, unknown>[])
   for (const [name, value] of Object.entries(entry)) {
     const cls = entry[name.slice(2)];
     if (!/^is\w+Error$/.test(name) || typeof value !== "function" || typeof cls !== "function") continue;

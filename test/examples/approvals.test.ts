@@ -3,7 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { answer, ask } from "../../examples/approvals.ts";
-import { foldRun, idempotencyKey, rebuildToolCallLog } from "../../src/index.ts";
+import { rebuildToolCallLog } from "../../src/index.ts";
+import { foldRun, idempotencyKey } from "../../src/journal.ts";
 import { inProcess } from "../support/journalFile.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "loom-approvals-"));

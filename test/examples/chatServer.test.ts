@@ -2,7 +2,8 @@ import { request } from "node:http";
 import { readUIMessageStream, type UIMessage, type UIMessageChunk } from "ai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sseFrame } from "../../examples/chat-server.ts";
-import { foldEntries, openSqliteJournal, readJournal, runEventsOf } from "../../src/index.ts";
+import { openSqliteJournal, readJournal, runEventsOf } from "../../src/index.ts";
+import { foldEntries } from "../../src/journal.ts";
 import { tempDir } from "../events/tmp.ts";
 import { startWorker, type Worker } from "../support/processes.ts";
 

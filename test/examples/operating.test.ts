@@ -4,7 +4,8 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { ask } from "../../examples/approvals.ts";
 import { approveAll, resume, retryFrom, stop } from "../../examples/operating.ts";
-import { foldRun, isRunCancelledError, listPendingApprovals } from "../../src/index.ts";
+import { isRunCancelledError, listPendingApprovals } from "../../src/index.ts";
+import { foldRun } from "../../src/journal.ts";
 import { inProcess } from "../support/journalFile.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "loom-operating-"));

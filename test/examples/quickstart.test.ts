@@ -3,7 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { quickstart } from "../../examples/quickstart.ts";
-import { foldRun, openSqliteJournal, readJournal, resolveStep } from "../../src/index.ts";
+import { openSqliteJournal, readJournal } from "../../src/index.ts";
+import { foldRun, resolveStep } from "../../src/journal.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "loom-quickstart-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

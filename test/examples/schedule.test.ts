@@ -3,7 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { aWeekOfDigests } from "../../examples/schedule.ts";
-import { foldRun, readJournal } from "../../src/index.ts";
+import { readJournal } from "../../src/index.ts";
+import { foldRun } from "../../src/journal.ts";
 import { inProcess } from "../support/journalFile.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "loom-schedule-"));

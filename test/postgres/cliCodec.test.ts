@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runDemoSession } from "../../src/cli/demo/session.ts";
 import { packageRoot } from "../../src/cli/packageRoot.ts";
-import { payloadCodec, staticKeys, withCodec } from "../../src/index.ts";
+import { payloadCodec, staticKeys, withCodec } from "../../src/journal.ts";
 import { openPostgresJournal } from "../../src/postgres.ts";
 import { loom, tempDir } from "../cli/support.ts";
 import { dropSchema, freshSchema, PG_URL } from "./pg.ts";

@@ -3,7 +3,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createJournal, type OpenJournal, readJournal } from "../../src/events/journal.ts";
 import { memoryStore } from "../../src/events/memory.ts";
 import type { NewEntry } from "../../src/events/types.ts";
-import { isPruneNotSupportedError, pruneRuns } from "../../src/index.ts";
+import { isPruneNotSupportedError, pruneRuns } from "../../src/journal.ts";
 import { openPostgresJournal } from "../../src/postgres.ts";
 import { loom } from "../cli/support.ts";
 import { decision, frameCompleted, frameStarted, runCompleted, runStarted } from "../events/entries.ts";

@@ -1,14 +1,6 @@
 import { describe, expect, it } from "vitest";
-import {
-  activityOf,
-  createJournal,
-  type ForkedFromData,
-  forkRun,
-  type JournalEntry,
-  memoryStore,
-  recordApproval,
-  runActivity,
-} from "../../src/index.ts";
+import { createJournal, forkRun, memoryStore, recordApproval, runActivity } from "../../src/index.ts";
+import { activityOf, type ForkedFromData, type JournalEntry } from "../../src/journal.ts";
 import { foldEntries } from "../../src/projections/runState.ts";
 import { supportLoop, waitingRun } from "../viewer/support.ts";
 

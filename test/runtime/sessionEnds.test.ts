@@ -4,14 +4,8 @@ import { readJournal } from "../../src/events/journal.ts";
 import { memoryStore } from "../../src/events/memory.ts";
 import { redaction, withRedaction } from "../../src/events/redact.ts";
 import type { Message } from "../../src/events/types.ts";
-import {
-  isAgentInterruptedError,
-  isRedactedHistoryError,
-  isSessionBusyError,
-  nextSessionTurn,
-  sessionHistory,
-  sessionRuns,
-} from "../../src/index.ts";
+import { isAgentInterruptedError, isSessionBusyError, sessionHistory, sessionRuns } from "../../src/index.ts";
+import { isRedactedHistoryError, nextSessionTurn } from "../../src/journal.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
 import type { Tool } from "../../src/runtime/base/config.ts";
 import { cancelRun } from "../../src/runtime/control/operations.ts";

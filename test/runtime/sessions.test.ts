@@ -4,12 +4,12 @@ import type { Message } from "../../src/events/types.ts";
 import {
   isAgentInterruptedError,
   isSessionBusyError,
-  nextSessionTurn,
   openSqliteJournal,
   runConversation,
   sessionHistory,
   sessionRuns,
 } from "../../src/index.ts";
+import { nextSessionTurn } from "../../src/journal.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
 import { recentTurns } from "../../src/policies/context.ts";
 import { foldRun } from "../../src/runtime/base/readers.ts";

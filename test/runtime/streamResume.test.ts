@@ -1,13 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  evolveRunEvents,
-  foldEntries,
-  initialRunEventState,
-  openSqliteJournal,
-  type RunEvent,
-  readJournal,
-  runEventsOf,
-} from "../../src/index.ts";
+import { openSqliteJournal, type RunEvent, readJournal, runEventsOf } from "../../src/index.ts";
+import { evolveRunEvents, foldEntries, initialRunEventState } from "../../src/journal.ts";
 import { tempDir } from "../events/tmp.ts";
 import { startWorker } from "../support/processes.ts";
 

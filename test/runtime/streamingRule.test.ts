@@ -13,8 +13,8 @@ import {
   memoryStore,
   type RunEvent,
   readJournal,
-  streamModelCall,
 } from "../../src/index.ts";
+import { streamModelCall } from "../../src/journal.ts";
 import { streamedAs } from "../support/aiSdkStream.ts";
 import { journalText } from "../support/journalText.ts";
 

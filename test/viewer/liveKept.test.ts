@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { type EventStore, type Journal, openSqliteJournal, readJournal } from "../../src/index.ts";
+import { type Journal, openSqliteJournal, readJournal } from "../../src/index.ts";
+import type { EventStore } from "../../src/journal.ts";
 import { followSource } from "../../src/viewer/live.ts";
 import { startViewer } from "../../src/viewer/server.ts";
 import { tempDir } from "../cli/support.ts";

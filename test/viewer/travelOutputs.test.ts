@@ -2,14 +2,13 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   agentLoop$,
   createJournal,
-  type JournalEntry,
-  memoryBlobStore,
   memoryStore,
   type OpenJournal,
   readJournal,
   rebuildToolCallLog,
   scriptedModel,
 } from "../../src/index.ts";
+import { type JournalEntry, memoryBlobStore } from "../../src/journal.ts";
 import { startViewer, type Viewer } from "../../src/viewer/server.ts";
 
 /**

@@ -1,13 +1,7 @@
 import { request } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  foldEntries,
-  type OpenJournal,
-  openSqliteJournal,
-  projectToolCallLog,
-  readJournal,
-  rebuildToolCallLog,
-} from "../../src/index.ts";
+import { type OpenJournal, openSqliteJournal, readJournal, rebuildToolCallLog } from "../../src/index.ts";
+import { foldEntries, projectToolCallLog } from "../../src/journal.ts";
 import { foldView } from "../../src/read/evolveView.ts";
 import { turnAt } from "../../src/read/runView.ts";
 import type { ViewerActions } from "../../src/viewer/actions.ts";

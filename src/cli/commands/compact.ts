@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { compact } from "../../index.ts";
+import { compact } from "../../journal.ts";
 import { dbPath, readRun, runInfo, sqliteSource, withWritableJournal } from "../db.ts";
 import { count, int, kB, printable } from "../format.ts";
 import { type CliIo, println } from "../io.ts";

@@ -1,7 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
 import type { Command } from "commander";
-import { foldRun, openSqliteJournal, readJournal } from "../../index.ts";
+import { openSqliteJournal, readJournal } from "../../index.ts";
+import { foldRun } from "../../journal.ts";
 import { DEFAULT_DB, dbPath, openJournalFile } from "../db.ts";
 import { runWorkerAndKill } from "../demo/crash.ts";
 import { MAX_DEMO_TURNS } from "../demo/loop.ts";
@@ -23,7 +24,10 @@ interface DemoOptions extends CommonOptions {
 export const newDemoRunId = (now = new Date()): string =>
   `demo-${now.toISOString().slice(0, 19).replace(/[-:]/g, "").replace("T", "-")}-${randomBytes(2).toString("hex")}`;
 
-/** `loom demo`: the record's workload on SQLite, crashed once (a child process killed) and resumed. */
+/**
+ * `loom demo`: the workload the lean log was designed on, on SQLite, crashed once (a child process
+ * killed) and resumed.
+ */
 export function registerDemo(program: Command, io: CliIo): void {
   withCommon(program.command("demo"))
     .description(

@@ -1,7 +1,8 @@
 import { createInterface } from "node:readline";
 import type { Command } from "commander";
 import type { InspectionEvent } from "xstate";
-import { foldEntries, hydrateArchived, rebuildToolCallLog } from "../../index.ts";
+import { rebuildToolCallLog } from "../../index.ts";
+import { foldEntries, hydrateArchived } from "../../journal.ts";
 import { dbPath, readRun, sqliteSource, withJournal } from "../db.ts";
 import { count, int, printable } from "../format.ts";
 import { CliError, type CliIo, println } from "../io.ts";

@@ -1,11 +1,6 @@
 import { type Command, Option } from "commander";
-import {
-  type AgentStep,
-  isFullToolCallLog,
-  type LeanAgentStep,
-  rebuildToolCallLog,
-  type ToolCallLogMode,
-} from "../../index.ts";
+import { type AgentStep, type LeanAgentStep, rebuildToolCallLog, type ToolCallLogMode } from "../../index.ts";
+import { isFullToolCallLog } from "../../journal.ts";
 import { journalSource, readRun, runInfo, stoppedText, withJournal } from "../db.ts";
 import { clip, count, int, oneLine, printable, shortDigest, table } from "../format.ts";
 import { type CliIo, println } from "../io.ts";

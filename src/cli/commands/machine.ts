@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import type { AnyStateMachine } from "xstate";
-import { agentLoopMachine, modePinMachine, toolCallMachine } from "../../index.ts";
+import { agentLoopMachine, modePinMachine, toolCallMachine } from "../../journal.ts";
 import { type CliIo, println, UsageError } from "../io.ts";
 import { mermaid } from "../mermaid.ts";
 import { withVerbose } from "../program.ts";

@@ -1,5 +1,6 @@
 import { type Command, InvalidArgumentError, Option } from "commander";
-import { type OpenJournal, type PruneResult, pruneRuns } from "../../index.ts";
+import type { OpenJournal } from "../../index.ts";
+import { type PruneResult, pruneRuns } from "../../journal.ts";
 import { journalSource, withJournal } from "../db.ts";
 import { int } from "../format.ts";
 import { type CliIo, println } from "../io.ts";

@@ -1,5 +1,6 @@
 import type { Command } from "commander";
-import { type AgentOutput, completedOutput, foldEntries, hydrateForLog, recordedModePin } from "../../index.ts";
+import type { AgentOutput } from "../../index.ts";
+import { completedOutput, foldEntries, hydrateForLog, recordedModePin } from "../../journal.ts";
 import { dbPath, modelCalls, readRun, sqliteSource, withWritableJournal } from "../db.ts";
 import { count, printable } from "../format.ts";
 import { CliError, type CliIo, println } from "../io.ts";

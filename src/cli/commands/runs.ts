@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { escapeRunId, RUN_ID_RULE } from "../../index.ts";
+import { escapeRunId, RUN_ID_RULE } from "../../journal.ts";
 import { readRunRows } from "../../read/runRow.ts";
 import { inTreeOrder } from "../../read/runsTree.ts";
 import { sessionOfRun } from "../../read/session.ts";

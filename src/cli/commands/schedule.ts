@@ -2,14 +2,8 @@ import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import type { Command } from "commander";
-import {
-  fireDueTicks,
-  type OpenJournal,
-  runSchedules,
-  type Schedule,
-  scheduleTickOf,
-  type TickReport,
-} from "../../index.ts";
+import { type OpenJournal, runSchedules, type Schedule, type TickReport } from "../../index.ts";
+import { fireDueTicks, scheduleTickOf } from "../../journal.ts";
 import { type JournalSource, journalSource, openJournalFile } from "../db.ts";
 import { table } from "../format.ts";
 import { CliError, type CliIo, println, UsageError } from "../io.ts";

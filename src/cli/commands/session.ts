@@ -1,4 +1,5 @@
-import { type Journal, runIdProblem, sessionRuns } from "../../index.ts";
+import { type Journal, sessionRuns } from "../../index.ts";
+import { runIdProblem } from "../../journal.ts";
 import { activityText, type ResumeCommand, statusLabel, stoppedOrNext } from "../../read/activity.ts";
 import type { RunInfo } from "../../read/runInfo.ts";
 import { programSessionResume, type SessionView, sessionOfRun } from "../../read/session.ts";

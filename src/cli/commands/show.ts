@@ -1,12 +1,6 @@
 import type { Command } from "commander";
-import {
-  listPendingApprovals,
-  type OpenJournal,
-  type PendingApproval,
-  parseFrameId,
-  readJournal,
-  runIdProblem,
-} from "../../index.ts";
+import { listPendingApprovals, type OpenJournal, type PendingApproval, readJournal } from "../../index.ts";
+import { parseFrameId, runIdProblem } from "../../journal.ts";
 import { scheduleText } from "../../read/runInfo.ts";
 import { readSession, type SessionView, sessionOfRun } from "../../read/session.ts";
 import { type RunStory, runStory } from "../../read/story.ts";

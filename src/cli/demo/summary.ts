@@ -1,11 +1,5 @@
-import {
-  type AgentOutput,
-  foldEntries,
-  type Journal,
-  type LeanAgentStep,
-  readJournal,
-  rebuildToolCallLog,
-} from "../../index.ts";
+import { type AgentOutput, type Journal, type LeanAgentStep, readJournal, rebuildToolCallLog } from "../../index.ts";
+import { foldEntries } from "../../journal.ts";
 import { entryBytes, modelCalls } from "../db.ts";
 
 /** The figures the demo ends with, for one run. */

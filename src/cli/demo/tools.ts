@@ -1,12 +1,13 @@
 import { createHash } from "node:crypto";
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
-import { type Journal, parseFrameId, type Tool } from "../../index.ts";
+import type { Journal, Tool } from "../../index.ts";
+import { parseFrameId } from "../../journal.ts";
 
 /**
  * The demo's tools: small real work on the package's own files and on the journal the run is
  * writing. Each output is shaped to the `maxBytes` the model asks for (the demo asks for
- * 1.6–3.9 kB), so the run has the record's workload: outputs of 1.5–4 kB.
+ * 1.6–3.9 kB), so the run has the workload the lean log was designed on: outputs of 1.5–4 kB.
  */
 
 export interface DemoToolContext {

@@ -6,7 +6,8 @@
  *   node --import tsx src/cli/demo/worker.ts --db <file> --run <runId> --turns <n> --crash-at <turn>
  */
 import { parseArgs } from "node:util";
-import { isLoomError, openSqliteJournal, parseFrameId } from "../../index.ts";
+import { isLoomError, openSqliteJournal } from "../../index.ts";
+import { parseFrameId } from "../../journal.ts";
 import { packageRoot } from "../packageRoot.ts";
 import { runDemoSession } from "./session.ts";
 

@@ -127,7 +127,11 @@ export interface AgentLoopConfig<M extends ToolCallLogMode | undefined = ToolCal
   readonly approve?: (request: ApprovalRequest) => ApprovalAnswer | Promise<ApprovalAnswer>;
   /** Outputs whose canonical JSON exceeds `thresholdBytes` go to `blobs`; the frame keeps an envelope. */
   readonly claimCheck?: { readonly blobs: BlobStore; readonly thresholdBytes: number };
-  /** The log's shape (ADR 0142). Unset: full, and nothing is journaled. */
+  /**
+   * The tool-call log's shape: "full" (each call's output) or "lean" (its status, size, digest and
+   * step id), journaled when the run starts and fixed for its life. Unset: full, and nothing is
+   * journaled, so a resume follows whatever the run recorded.
+   */
   readonly toolCallLog?: M;
   /**
    * Tell the model of a built-in `search_tools` call that lists the tools whose name or description

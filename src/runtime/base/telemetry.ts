@@ -1,6 +1,6 @@
 /**
- * The runtime's telemetry hook (issue 17): what a tracer needs from a run, as the run's own events
- * (DESIGN §7.1), plus the trace context it journals once so a resumed run, in any process, lands
+ * The runtime's telemetry hook: what a tracer needs from a run, as the run's own events (its
+ * `RunEvent`s), plus the trace context it journals once so a resumed run, in any process, lands
  * in the same trace. `loom-agent/otel` implements it with OpenTelemetry; nothing here loads it.
  */
 

@@ -1,5 +1,5 @@
 /**
- * Operating runs (DESIGN §7.4), from any process: list and answer pending approvals, cancel a
+ * Operating runs, from any process: list and answer pending approvals, cancel a
  * run, fork one from a step. Each function takes the journal and a run id, like `loop.run`.
  */
 

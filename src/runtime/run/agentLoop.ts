@@ -90,7 +90,7 @@ export interface AgentLoop<M extends ToolCallLogMode | undefined = ToolCallLogMo
    */
   run(request: RunRequest): Promise<AgentOutput<M>>;
   /**
-   * `run`, watched as it happens: the run's events (DESIGN §7.1) as an async iterable, and its
+   * `run`, watched as it happens: the run's events (`RunEvent`s) as an async iterable, and its
    * value in `output`. The journal it writes is the one `run` writes. See {@link AgentStream}.
    */
   stream(request: RunRequest): AgentStream<M>;
@@ -126,7 +126,8 @@ export function agentLoop$<M extends ToolCallLogMode | undefined = undefined>(
   config: AgentLoopConfig<M>,
 ): AgentLoop<M> {
   validateConfig(config);
-  // The pin (ADR 0142 D3) makes the returned log's shape the configured one, or throws.
+  // The mode pin (the log's shape, journaled once per run) makes the returned log's shape the
+  // configured one, or throws.
   const run = (request: RunRequest) => runLoop(config, request) as Promise<AgentOutput<M>>;
   const stream = (request: RunRequest) =>
     streamOf<M>((onEvent) => run({ ...request, onEvent: chainListeners(request.onEvent, onEvent) }));

@@ -9,7 +9,7 @@ import { foldRun, hydrateArchived } from "../base/readers.ts";
 import { activityOfFolded } from "../control/activity.ts";
 
 /**
- * Sessions (DESIGN §8): a conversation of many runs. Message n of session `s` is the run `s/n`,
+ * Sessions: a conversation of many runs. Message n of session `s` is the run `s/n`,
  * started with the conversation of run `s/(n-1)` (which holds every earlier one) and the new user
  * message. The history is a projection of those runs' journals, never a second store.
  */

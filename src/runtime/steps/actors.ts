@@ -135,7 +135,8 @@ async function prepare({ session, fence }: BoundRun): Promise<PrepareOutput> {
   }
   const lists = await prepareToolSources(session, state); // journaled lists; a source's first one asked live
   await session.budget.prepare(state, config.id); // a session's earlier messages, as the run's start recorded them
-  // A late pin (ADR 0142 D3); a deadline configured after the run started runs from now.
+  // A late pin (a run recorded with no log shape, resumed with one, journals it now); a deadline
+  // configured after the run started runs from now.
   const deadline = runDeadline(config, state, Date.now());
   session.deadlineAt = deadline.deadlineAt;
   // Written with the next append (a frame.started, or the run's end), as a new run's run.started is:

@@ -2,7 +2,7 @@
  * One attempt of a model call, as the durable step runs it, by Loom's one streaming rule
  * (`streamModelCall`): streamed whenever the model can, whoever watches (a plain run, a worker,
  * telemetry alone), else `generate`. Deltas go out as live RunEvents only when something watches
- * the run (DESIGN §7.2). Either way the response is the same and is what the journal records:
+ * the run. Either way the response is the same and is what the journal records:
  * streaming adds nothing to the journal.
  */
 import type { Message, ModelResponse } from "../../events/types.ts";

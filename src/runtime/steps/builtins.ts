@@ -13,8 +13,8 @@ export const offersSearchTools = (config: AgentLoopConfig): boolean => config.se
 
 /**
  * Whether a call of `search_tools` (when no tool has that name) is answered: unless the loop says
- * `searchTools: false`. Versions before issue 36 offered it by default, and the offer is not
- * journaled: a run they recorded may hold a call of it, which a resume must answer as they did.
+ * `searchTools: false`. Earlier versions offered it by default, and the offer is not journaled: a
+ * run they recorded may hold a call of it, which a resume must answer as they did.
  */
 export const answersSearchTools = (config: AgentLoopConfig): boolean => config.searchTools !== false;
 /** The built-in call that activates a skill; settled without running a tool. */

@@ -1,9 +1,10 @@
 /**
- * The durable step, written once (STYLE.md): serve the recorded frame, or append `frame.started`,
- * run the effect under its limits, and journal the failed attempt or hand the result back to be
- * recorded. Model calls and tool calls both go through it; what each records and feeds back stays
- * with its actor. The decision of what to do is pure (`planStep`, src/policies/step.ts); this
- * is the I/O that carries it out: the clock, the fenced append, the effect, the timers.
+ * The durable step, written once for model and tool calls alike: serve the recorded frame, or
+ * append `frame.started`, run the effect under its limits, and journal the failed attempt or hand
+ * the result back to be recorded. Model calls and tool calls both go through it; what each records
+ * and feeds back stays with its actor. The decision of what to do is pure (`planStep`,
+ * src/policies/step.ts); this is the I/O that carries it out: the clock, the fenced append, the
+ * effect, the timers.
  */
 import { isOwnershipLostError } from "../../core/errors.ts";
 import type { AttemptError, NewEntry } from "../../events/types.ts";

@@ -1,5 +1,5 @@
 /**
- * The runtime side of the failure policy (DESIGN §7.3): the policies a loop resolves to, time
+ * The runtime side of the failure policy: the policies a loop resolves to, time
  * limits on an effect, and the run's journaled deadline. The decisions themselves are pure
  * (src/policies/retry.ts); here is the clock, the randomness and the timers.
  */

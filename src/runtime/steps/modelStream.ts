@@ -1,5 +1,5 @@
 /**
- * One model call (DESIGN §7.2–7.3), by Loom's one streaming rule: streamed whenever the model can
+ * One model call, by Loom's one streaming rule: streamed whenever the model can
  * (`Model.stream`), whoever watches, else `generate`. The deltas go to a listener as they come,
  * the response to the caller; the streaming time limits (`timeouts.firstChunkMs`,
  * `timeouts.chunkIdleMs`) are enforced here. The attempt limit, the run's deadline and the

@@ -66,7 +66,7 @@ export interface RunOptions {
    */
   readonly approvals?: Readonly<Record<string, boolean>>;
   /**
-   * Told each event of the run as it happens (DESIGN §7.1): the journaled ones once durable, and
+   * Told each event of the run as it happens (its `RunEvent`s): the journaled ones once durable, and
    * the live deltas of the model call in flight. Called synchronously and never awaited, so keep
    * it short; what it throws is ignored. `loop.stream` gives the same events as an async iterable.
    */

@@ -8,7 +8,7 @@ import { offersSearchTools, SEARCH_TOOLS, SKILL_ACTIVATION, toolDescriptors } fr
 import type { RunSession } from "./session.ts";
 
 /**
- * The run's tools from its sources (DESIGN §7.5), called by `prepare` before its first append:
+ * The run's tools from its sources (MCP servers and the like), called by `prepare` before its first append:
  * each source's list is read from the journal, or, the first time, asked of the source live and
  * returned as the decision to journal with prepare's append. The session's tool table and the
  * descriptors the model is told of become the loop's tools plus every source's, built from the

@@ -39,7 +39,7 @@ export interface FollowOptions {
 }
 
 /**
- * The events of run `runId` (DESIGN §7.2), which may be running in another process: the journal's
+ * The events of run `runId`, which may be running in another process: the journal's
  * events after `after`, then each as it is appended, ending after the run's last entry
  * (`run-completed`, `run-failed`, `run-cancelled`, or `run-interrupted`) or when `signal` aborts.
  * Reconnecting with the last cursor seen misses nothing journaled and repeats nothing (all events

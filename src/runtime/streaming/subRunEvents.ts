@@ -1,5 +1,5 @@
 /**
- * Sub-agents' events inside their parent's (DESIGN §7.5): a child run's `RunEvent`s reach the
+ * Sub-agents' events inside their parent's: a child run's `RunEvent`s reach the
  * parent's `onEvent` / `loop.stream` (in the process that runs both) and the parent's `followRun`
  * (from any process), unchanged: each keeps its own `runId`, the child's `<parentRunId>/<stepId>`,
  * which is how a reader tells them from the parent's and nests them under the call (`subRunPath`).

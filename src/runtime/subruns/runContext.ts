@@ -1,5 +1,5 @@
 /**
- * One run's context in this process (issue 35): what a run and the sub-agent runs below it share,
+ * One run's context in this process: what a run and the sub-agent runs below it share,
  * held by the run itself and handed to its tools (`ToolContext.run`), never registered anywhere
  * global. Made where a run starts (`agentLoop.ts`), or by `agentTool` for the child run it starts
  * (`parent.child(...)`), and dropped with the run: nothing outlives it.

@@ -1,5 +1,5 @@
 /**
- * Sub-agents in the parent's inspector (DESIGN §7.5): a child run's statechart is an actor tree
+ * Sub-agents in the parent's inspector: a child run's statechart is an actor tree
  * of its own (`loop.run` creates it), so `agentTool` hands the child an `inspect` that shows
  * that tree as a branch of the parent's: the child's root actor as a child of the parent's call
  * actor (`call:<index>`, the one running the tool), and every event of the child's tree rooted
