@@ -60,6 +60,7 @@ export {
   type CompactResult,
   type CompletedRunValue,
   type Compression,
+  type ContinuesData,
   checkRunId,
   claimCheckOf,
   codecArchive,
