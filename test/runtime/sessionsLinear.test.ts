@@ -90,6 +90,25 @@ describe("sessions in linear space", () => {
     expect(await sessionHistory(createJournal({ store: coldView(journal.store) }), "s")).toEqual(history);
   });
 
+  it("reads a history again from memory only while nothing moved: another process's message is seen", async () => {
+    const journal = jsonJournal();
+    await sendAll(journal, TOPICS.slice(0, 2));
+    const first = await sessionHistory(journal, "s");
+    expect(await sessionHistory(journal, "s")).toEqual(first);
+    // Another process (another view of the store) sends the next message: this one sees it.
+    await sessionLoop().send({
+      sessionId: "s",
+      journal: createJournal({ store: coldView(journal.store) }),
+      message: "orbits",
+    });
+    const after = await sessionHistory(journal, "s");
+    expect(after.slice(0, first.length)).toEqual(first);
+    expect(after).toHaveLength(12);
+    // A caller changing the array it was given changes nothing kept.
+    after.length = 0;
+    expect(await sessionHistory(journal, "s")).toHaveLength(12);
+  });
+
   it("records the prompts and conversations the old storage recorded", async () => {
     const linear = jsonJournal();
     const old = jsonJournal();

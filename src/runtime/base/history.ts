@@ -188,6 +188,10 @@ function wholeTurns(messages: Message[]): Message[] {
 const KEPT_HISTORIES = 256;
 const histories = new WeakMap<EventStore, Map<string, RunHistory>>();
 
+/** The history through run `runId` this process rebuilt last (see {@link endedRunHistory}), if it kept it. */
+export const rememberedHistory = (store: EventStore, runId: string): RunHistory | undefined =>
+  histories.get(store)?.get(runId);
+
 function recalled(store: EventStore, continues: ContinuesData): RunHistory | undefined {
   const kept = histories.get(store);
   const history = kept?.get(continues.runId);

@@ -1,9 +1,17 @@
 import { errorGuard, LoomError } from "../../core/errors.ts";
 import { redactedResumeRefusal } from "../../events/redactedResume.ts";
 import type { Journal } from "../../events/spi.ts";
+import type { EventStore } from "../../events/store.ts";
 import type { Message } from "../../events/types.ts";
 import type { RunState } from "../../projections/runState.ts";
-import { continuedHistory, continuingInput, endedRunHistory, recordedConversation } from "../base/history.ts";
+import {
+  continuedHistory,
+  continuingInput,
+  endedRunHistory,
+  type RunHistory,
+  recordedConversation,
+  rememberedHistory,
+} from "../base/history.ts";
 import { foldRun, hydrateArchived } from "../base/readers.ts";
 import { activityOfFolded } from "../control/activity.ts";
 
@@ -107,15 +115,46 @@ export async function runConversation(journal: Journal, runId: string): Promise<
  * const history = await sessionHistory(journal, "chat-7"); // [{ role: "user", … }, { role: "assistant", … }, …]
  */
 export async function sessionHistory(journal: Journal, sessionId: string): Promise<Message[]> {
+  const known = await unchangedLast(journal, sessionId);
+  if (known !== undefined) return [...known.messages];
   const runs = await sessionRuns(journal, sessionId);
   for (let i = runs.length - 1; i >= 0; i--) {
     const runId = runs[i] as string;
     const state = await foldRun(journal, runId);
     if ((await holdsSession(journal, runId, state)) === undefined) {
-      return [...(await endedRunHistory(journal, state)).messages];
+      const history = await endedRunHistory(journal, state);
+      if (i === runs.length - 1) noteLast(journal, sessionId, i, state.version);
+      return [...history.messages];
     }
   }
   return [];
+}
+
+// Per store, each session's last message whose run had ended when this process last read it: its
+// number and version. While no message came after it and its journal did not move, its history is
+// the session's, read from memory: reading it again costs two short reads, not the session's runs.
+const lastEnded = new WeakMap<EventStore, Map<string, { readonly n: number; readonly version: number }>>();
+
+function noteLast(journal: Journal, sessionId: string, n: number, version: number): void {
+  let kept = lastEnded.get(journal.store);
+  if (kept === undefined) lastEnded.set(journal.store, (kept = new Map()));
+  kept.delete(sessionId);
+  kept.set(sessionId, { n, version });
+  if (kept.size > 1024) kept.delete(kept.keys().next().value as string);
+}
+
+/** The history of a session's last message, when this process read it and nothing has moved since. */
+async function unchangedLast(journal: Journal, sessionId: string): Promise<RunHistory | undefined> {
+  const last = lastEnded.get(journal.store)?.get(sessionId);
+  if (last === undefined) return undefined;
+  const runId = sessionRunId(sessionId, last.n);
+  const history = rememberedHistory(journal.store, runId);
+  if (history === undefined) return undefined;
+  const [tail, next] = await Promise.all([
+    journal.store.read(runId, { from: last.version }),
+    journal.store.read(sessionRunId(sessionId, last.n + 1), { from: 1 }),
+  ]);
+  return tail.length === 1 && tail[0]?.seq === last.version && next.length === 0 ? history : undefined;
 }
 
 /** What the next message of a session starts: its run id, and its input (the history and the message). */
