@@ -158,7 +158,8 @@ async function prepare({ session, fence }: BoundRun): Promise<PrepareOutput> {
   // The chart then walks the recorded turns, each step served from the journal: archived outputs first.
   await hydrateArchived(session.history, state);
   const from = compactStart(session, state);
-  if (from === undefined) session.startConversation(await resolvedInput(session.history, state));
+  // The history a session's message names is read as the session's next message read it: as the journal keeps it.
+  if (from === undefined) session.startConversation(await resolvedInput(options.journal, state));
   else await resumeCompact(session, state, from, read.snapshotSeq);
   session.prepared = true;
   return from === undefined ? { kind: "ready" } : { kind: "ready", turn: from };
@@ -206,7 +207,7 @@ async function olderMessages(session: RunSession, turn: number): Promise<OlderCo
   const full = (await readRunState(session.history, runId, onWarning ? { onSnapshotWarning: onWarning } : undefined))
     .state;
   await hydrateArchived(session.history, full);
-  const messages = conversationStart(config, await resolvedInput(session.history, full));
+  const messages = conversationStart(config, await resolvedInput(options.journal, full));
   const turnStarts: number[] = [];
   for (let t = 0; t < turn; t++) {
     const response = responseAt(full, t) as ModelResponse;
