@@ -169,7 +169,8 @@ export interface SessionTurn {
  * stopped and waits to be resumed. A last run that was cancelled or failed, or that can never be
  * resumed because its journal was redacted, has ended its message: the next one goes on from
  * what it recorded. `loop.send` uses it; call it yourself to start the run another way
- * (`loop.stream({ ...turn, journal })`).
+ * (`loop.stream({ ...turn, journal })`). Pass `turn.input` as it is: the run then journals only the
+ * new message and names the history (a copy of the array is journaled whole, as any input is).
  *
  * @example
  * const turn = await nextSessionTurn(journal, "chat-7", "And tomorrow?");
