@@ -83,6 +83,7 @@ export {
   type CompactResult,
   type CompletedRunValue,
   type Compression,
+  type ContinuesData,
   checkRunId,
   claimCheckOf,
   codecArchive,
@@ -287,6 +288,8 @@ export { tokenUsage } from "./projections/usage.ts";
 // the facts behind control, sessions, schedules, sub-agents and waits.
 export { isRedactedHistoryError, RedactedHistoryError, type ScheduleErrorCode } from "./runtime/base/errors.ts";
 export { HeldLease, type HoldLeaseOptions, holdLease, LEASE_MARGIN } from "./runtime/base/heldLease.ts";
+// Sessions in linear space: a history that cannot be read back as its message named it.
+export { isSessionHistoryError, SessionHistoryError } from "./runtime/base/history.ts";
 export { DEFAULT_LEASE_MS, type RunOwnership } from "./runtime/base/ownership.ts";
 export {
   foldRun,

@@ -33,7 +33,8 @@ export const isPruneNotSupportedError = errorGuard(PruneNotSupportedError, { cod
  * run names (blobs are content-addressed, so two runs can share one). A cancelled run has ended
  * for good (`loop.run` on it rejects with `RunCancelledError`), so it goes as a failed one does.
  * Interrupted runs are kept whatever their age: they can be resumed (an approval, a higher
- * iteration limit, a retry after a model error).
+ * iteration limit, a retry after a model error). A session's message (`<sessionId>/<n>`) is kept
+ * while a later message of its session is: that one names its history rather than copying it.
  * Runs go in batches, one transaction each, skipping any run a writer holds, so live runs go on
  * while it works. Throws `PruneNotSupportedError` for a store that cannot prune.
  *

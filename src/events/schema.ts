@@ -130,6 +130,27 @@ function checkForkedFrom(f: unknown): void {
   }
 }
 
+function checkContinues(c: unknown): void {
+  if (typeof c !== "object" || c === null || Array.isArray(c)) {
+    throw new Bad("data.continues", `must be an object, found ${kind(c)}`);
+  }
+  const ref = c as Data;
+  if (typeof ref.runId !== "string")
+    throw new Bad("data.continues.runId", `must be a string, found ${kind(ref.runId)}`);
+  if (!Number.isInteger(ref.seq) || (ref.seq as number) < 1) {
+    throw new Bad("data.continues.seq", `must be a seq (an integer ≥ 1), found ${kind(ref.seq)}`);
+  }
+  if (typeof ref.digest !== "string" || !/^[0-9a-f]{64}$/.test(ref.digest)) {
+    throw new Bad("data.continues.digest", `must be a sha256 hex digest, found ${kind(ref.digest)}`);
+  }
+  if (!Number.isInteger(ref.messages) || (ref.messages as number) < 0) {
+    throw new Bad(
+      "data.continues.messages",
+      `must be a count of messages (an integer ≥ 0), found ${kind(ref.messages)}`,
+    );
+  }
+}
+
 function checkCause(c: unknown, at = "data.cause"): void {
   if (typeof c !== "object" || c === null || Array.isArray(c)) {
     throw new Bad(at, `must be an object, found ${kind(c)}`);
@@ -176,6 +197,7 @@ export function checkData(type: EntryType, data: unknown, seq: number | undefine
       strings(d, "tools");
       if (d.definition !== undefined) checkDefinition(d.definition);
       if (d.forkedFrom !== undefined) checkForkedFrom(d.forkedFrom);
+      if (d.continues !== undefined) checkContinues(d.continues);
       return;
     }
     case "decision.recorded":

@@ -72,7 +72,10 @@ export type InterruptReason =
 /** `run.started`: the run's first entry. */
 export interface RunStartedData {
   readonly loopId: string;
-  /** A prompt string or a list of messages. */
+  /**
+   * A prompt string or a list of messages. With `continues`, only the messages this run adds after
+   * the conversation it names (a session's new message).
+   */
   readonly input: string | readonly Message[];
   readonly tools: readonly string[];
   /**
@@ -83,6 +86,28 @@ export interface RunStartedData {
   readonly definition?: DefinitionPinData;
   /** Set on a run made by `forkRun`: the run it was copied from, and where. */
   readonly forkedFrom?: ForkedFromData;
+  /**
+   * Set on a session's message after the first: the conversation its input goes on from (the
+   * previous message's), named instead of copied. The run's conversation is that history, then
+   * `input`.
+   */
+  readonly continues?: ContinuesData;
+}
+
+/**
+ * The conversation a session message's run goes on from (`RunStartedData.continues`): the
+ * history of the session's previous message, which a reader rebuilds from that run's journal and
+ * checks against `digest`.
+ */
+export interface ContinuesData {
+  /** The previous message's run (`<sessionId>/<n-1>`). */
+  readonly runId: string;
+  /** That run's last seq when this run started: its history ends there. */
+  readonly seq: number;
+  /** The history's chained digest (sha256 hex, see `historyDigest`): each message's part chained on the one before. */
+  readonly digest: string;
+  /** How many messages the history holds. */
+  readonly messages: number;
 }
 
 /** Where a forked run came from (`RunStartedData.forkedFrom`). */

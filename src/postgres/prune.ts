@@ -6,7 +6,8 @@ import { CODE } from "./rows.ts";
  * `pruneRuns` on PostgreSQL. Each batch is one transaction: it locks up to `batchSize` finished
  * runs older than the cutoff (`FOR UPDATE SKIP LOCKED`: a run some writer holds is left for the
  * next prune, and so is one whose ownership is held), deletes their entries, archive batches, queue rows and blob references, then the
- * blobs no remaining run names, then the runs. A blob put after the cutoff is kept even when
+ * blobs no remaining run names, then the runs. A session's message is kept while a later message of
+ * its session is kept (it holds that message's history). A blob put after the cutoff is kept even when
  * nothing names it yet: a live run may be about to record its ref (`put` marks a blob it finds
  * already stored as put again). Nothing else is locked, so live runs append on meanwhile.
  */
@@ -17,10 +18,25 @@ export async function prunePostgres(db: PgDatabase, request: PruneRequest): Prom
   // A run someone still holds (its owner's lease or a worker's, not yet run out) is left for a later
   // prune even when its last entry ends it: its holder may still be writing beside it (a snapshot,
   // a cancel's release) and would find the run gone under it.
-  const held = `EXISTS (SELECT 1 FROM ${t.owners} o WHERE o.run_id = r.run_id AND o.owner IS NOT NULL AND o.expires_at > now())
-     OR EXISTS (SELECT 1 FROM ${t.leases} l WHERE l.run_id = r.run_id AND l.owner IS NOT NULL AND l.expires_at > now())`;
-  const finished = `r.last_type IN (${CODE.completed}, ${CODE.failed}, ${CODE.cancelled}) AND r.updated_at < $1::bigint
-     AND NOT (${held})`;
+  const held = (r: string) =>
+    `EXISTS (SELECT 1 FROM ${t.owners} o WHERE o.run_id = ${r}.run_id AND o.owner IS NOT NULL AND o.expires_at > now())
+     OR EXISTS (SELECT 1 FROM ${t.leases} l WHERE l.run_id = ${r}.run_id AND l.owner IS NOT NULL AND l.expires_at > now())`;
+  const ended = (r: string) =>
+    `${r}.last_type IN (${CODE.completed}, ${CODE.failed}, ${CODE.cancelled}) AND ${r}.updated_at < $1::bigint
+     AND NOT (${held(r)})`;
+  // A session's message (`<sessionId>/<n>`) names the conversation of the message before it instead
+  // of copying it: it stays while a later message of its session stays, so no kept run loses its
+  // history. The later messages are a range of the "C" index of run ids (`<sessionId>/` up to
+  // `<sessionId>0`), their numbers compared as numbers.
+  const session = `regexp_replace(r.run_id, '[0-9]+$', '')`;
+  const laterKept = `r.run_id ~ '/(0|[1-9][0-9]*)$' AND EXISTS (
+       SELECT 1 FROM ${t.runs} s
+        WHERE s.run_id COLLATE "C" > ${session} COLLATE "C"
+          AND s.run_id COLLATE "C" < regexp_replace(r.run_id, '/[0-9]+$', '0') COLLATE "C"
+          AND substring(s.run_id from char_length(${session}) + 1) ~ '^(0|[1-9][0-9]*)$'
+          AND substring(s.run_id from char_length(${session}) + 1)::numeric > substring(r.run_id from '([0-9]+)$')::numeric
+          AND NOT (${ended("s")}))`;
+  const finished = `${ended("r")} AND NOT (${laterKept})`;
   if (dryRun) {
     const { rows } = await pool.query<PruneResult>(
       `WITH gone AS (SELECT r.run, r.run_id, r.entries FROM ${t.runs} r WHERE ${finished})

@@ -6,6 +6,7 @@ import type {
   AttemptError,
   CallSettledData,
   CompletedRunValue,
+  ContinuesData,
   DecisionRecordedData,
   DefinitionPinData,
   JournalEntry,
@@ -69,7 +70,10 @@ export interface RunState {
   runId: string | undefined;
   status: RunStatus;
   loopId: string | undefined;
+  /** The run's input as journaled: with `continues`, only what it adds to that history. */
   input: string | readonly Message[] | undefined;
+  /** The conversation the input goes on from (a session's previous message), when `run.started` names one. */
+  continues: ContinuesData | undefined;
   tools: readonly string[];
   /** The loop's definition as `run.started` recorded it (absent in runs recorded before 0.3). */
   definition: DefinitionPinData | undefined;
@@ -134,6 +138,7 @@ export const runStateProjection: Projection<RunState> = {
     status: "new",
     loopId: undefined,
     input: undefined,
+    continues: undefined,
     tools: [],
     definition: undefined,
     // No prototype: ids come from the journal and from users (`loom show constructor`).
@@ -158,6 +163,7 @@ export const runStateProjection: Projection<RunState> = {
         state.status = "running";
         state.loopId = entry.data.loopId;
         state.input = entry.data.input;
+        state.continues = entry.data.continues;
         state.tools = entry.data.tools;
         state.definition = entry.data.definition;
         break;

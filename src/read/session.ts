@@ -1,4 +1,6 @@
-import { type Journal, type Message, runConversation, sessionRuns } from "../index.ts";
+import { type Journal, type Message, sessionRuns } from "../index.ts";
+import { recordedConversation } from "../runtime/base/history.ts";
+import { foldRun, hydrateArchived } from "../runtime/base/readers.ts";
 import type { ResumeCommand } from "./activity.ts";
 import { printable } from "./format.ts";
 import type { RunInfo } from "./runInfo.ts";
@@ -45,7 +47,11 @@ export async function readSession(journal: Journal, sessionId: string): Promise<
   const messages: SessionMessage[] = [];
   for (const [n, runId] of runs.entries()) {
     const { info } = await readRunRow(journal, runId);
-    const conversation = await runConversation(journal, runId);
+    // What the run itself records (its message, then its turns): the history before it is not needed here.
+    const conversation = await recordedConversation(
+      journal,
+      await hydrateArchived(journal, await foldRun(journal, runId)),
+    );
     const answer = info.status === "completed" ? lastText(conversation) : undefined;
     messages.push({
       n,

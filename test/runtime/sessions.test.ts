@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readJournal } from "../../src/events/journal.ts";
-import type { Message } from "../../src/events/types.ts";
+import type { Message, RunStartedData } from "../../src/events/types.ts";
 import {
   isAgentInterruptedError,
   isSessionBusyError,
@@ -45,9 +45,16 @@ describe("sessions: a conversation of many runs", () => {
     expect(history).toHaveLength(12);
     expect(history.filter((m) => m.role === "user").map((m) => (m as { content: string }).content)).toEqual(MESSAGES);
     expect(history.some((m) => m.role === "system")).toBe(false);
-    // Run 2 started with the history of run 1 and its message: the history is a projection of the runs.
-    const started = (await readJournal(journal, "s/2"))[0];
-    expect(JSON.stringify((started?.data as { input: unknown } | undefined)?.input)).toBe(
+    // Run 2 started with the history of run 1 and its message: it journals the message and names
+    // that history (run 1, its last seq, 8 messages), so the history is a projection of the runs.
+    const started = (await readJournal(journal, "s/2"))[0]?.data as RunStartedData;
+    expect(started.input).toEqual([{ role: "user", content: "orbits" }]);
+    expect(started.continues).toMatchObject({
+      runId: "s/1",
+      seq: (await foldRun(journal, "s/1")).version,
+      messages: 8,
+    });
+    expect(JSON.stringify((await runConversation(journal, "s/2")).slice(0, 9))).toBe(
       JSON.stringify([...(await runConversation(journal, "s/1")), { role: "user", content: "orbits" }]),
     );
   });

@@ -1,17 +1,25 @@
 import { errorGuard, LoomError } from "../../core/errors.ts";
-import { toolStepId } from "../../events/ids.ts";
 import { redactedResumeRefusal } from "../../events/redactedResume.ts";
 import type { Journal } from "../../events/spi.ts";
-import type { Message, ToolCall } from "../../events/types.ts";
-import { type RunState, responseAt } from "../../projections/runState.ts";
-import { assistantMessage, fedFromState, resolveClaimCheck, toolResultMessage } from "../base/conversation.ts";
+import type { EventStore } from "../../events/store.ts";
+import type { Message } from "../../events/types.ts";
+import type { RunState } from "../../projections/runState.ts";
+import {
+  continuedHistory,
+  continuingInput,
+  endedRunHistory,
+  type RunHistory,
+  recordedConversation,
+  rememberedHistory,
+} from "../base/history.ts";
 import { foldRun, hydrateArchived } from "../base/readers.ts";
 import { activityOfFolded } from "../control/activity.ts";
 
 /**
  * Sessions: a conversation of many runs. Message n of session `s` is the run `s/n`,
  * started with the conversation of run `s/(n-1)` (which holds every earlier one) and the new user
- * message. The history is a projection of those runs' journals, never a second store.
+ * message; it journals only the new message and names that conversation. The history is a
+ * projection of those runs' journals, never a second store.
  */
 
 /**
@@ -79,36 +87,74 @@ export async function sessionRuns(journal: Journal, sessionId: string): Promise<
 }
 
 /**
- * The conversation of one run, rebuilt from its journal: its input (a prompt as a user message),
- * then each model call's answer and the results fed back after it. The system prompt is the
- * loop's, not the conversation's: it is not included.
+ * The conversation of one run, rebuilt from its journal: its input (a prompt as a user message;
+ * for a session's message, the history it went on from and its new message), then each model
+ * call's answer and the results fed back after it. The system prompt is the loop's, not the
+ * conversation's: it is not included.
  *
  * @example
  * const messages = await runConversation(journal, "chat-7/1");
  */
 export async function runConversation(journal: Journal, runId: string): Promise<Message[]> {
-  const state = await hydrateArchived(journal, await foldRun(journal, runId));
-  return conversationOfState(journal, state);
+  const state = await foldRun(journal, runId);
+  const before = await continuedHistory(journal, state);
+  return [...before.messages, ...(await recordedConversation(journal, await hydrateArchived(journal, state)))];
 }
 
 /**
- * A session's history: the conversation of its last message whose run has ended (which was
- * started with all the earlier ones), rebuilt from the journal, so it survives any restart. Empty
- * for a new session. A message whose run was cancelled or failed is in it as far as it got (its
- * user message, and each model answer whose tool results were all recorded); a last message
- * still running, or stopped and waiting to be resumed, is not in it yet.
+ * A session's history: the conversation of its last message whose run has ended (which went on
+ * from all the earlier ones), rebuilt from the journal, so it survives any restart. Empty for a
+ * new session. A message whose run was cancelled or failed is in it as far as it got (its user
+ * message, and each model answer whose tool results were all recorded); a last message still
+ * running, or stopped and waiting to be resumed, is not in it yet. Each message's run journals
+ * only what it adds and names the history before it: the history is rebuilt by following those
+ * names once, checked against their digests (`SessionHistoryError` when one cannot be read back),
+ * and kept in memory, so reading it again reads only the last message's run.
  *
  * @example
  * const history = await sessionHistory(journal, "chat-7"); // [{ role: "user", … }, { role: "assistant", … }, …]
  */
 export async function sessionHistory(journal: Journal, sessionId: string): Promise<Message[]> {
+  const known = await unchangedLast(journal, sessionId);
+  if (known !== undefined) return [...known.messages];
   const runs = await sessionRuns(journal, sessionId);
   for (let i = runs.length - 1; i >= 0; i--) {
     const runId = runs[i] as string;
     const state = await foldRun(journal, runId);
-    if ((await holdsSession(journal, runId, state)) === undefined) return messageHistory(journal, state);
+    if ((await holdsSession(journal, runId, state)) === undefined) {
+      const history = await endedRunHistory(journal, state);
+      if (i === runs.length - 1) noteLast(journal, sessionId, i, state.version);
+      return [...history.messages];
+    }
   }
   return [];
+}
+
+// Per store, each session's last message whose run had ended when this process last read it: its
+// number and version. While no message came after it and its journal did not move, its history is
+// the session's, read from memory: reading it again costs two short reads, not the session's runs.
+const lastEnded = new WeakMap<EventStore, Map<string, { readonly n: number; readonly version: number }>>();
+
+function noteLast(journal: Journal, sessionId: string, n: number, version: number): void {
+  let kept = lastEnded.get(journal.store);
+  if (kept === undefined) lastEnded.set(journal.store, (kept = new Map()));
+  kept.delete(sessionId);
+  kept.set(sessionId, { n, version });
+  if (kept.size > 1024) kept.delete(kept.keys().next().value as string);
+}
+
+/** The history of a session's last message, when this process read it and nothing has moved since. */
+async function unchangedLast(journal: Journal, sessionId: string): Promise<RunHistory | undefined> {
+  const last = lastEnded.get(journal.store)?.get(sessionId);
+  if (last === undefined) return undefined;
+  const runId = sessionRunId(sessionId, last.n);
+  const history = rememberedHistory(journal.store, runId);
+  if (history === undefined) return undefined;
+  const [tail, next] = await Promise.all([
+    journal.store.read(runId, { from: last.version }),
+    journal.store.read(sessionRunId(sessionId, last.n + 1), { from: 1 }),
+  ]);
+  return tail.length === 1 && tail[0]?.seq === last.version && next.length === 0 ? history : undefined;
 }
 
 /** What the next message of a session starts: its run id, and its input (the history and the message). */
@@ -123,7 +169,8 @@ export interface SessionTurn {
  * stopped and waits to be resumed. A last run that was cancelled or failed, or that can never be
  * resumed because its journal was redacted, has ended its message: the next one goes on from
  * what it recorded. `loop.send` uses it; call it yourself to start the run another way
- * (`loop.stream({ ...turn, journal })`).
+ * (`loop.stream({ ...turn, journal })`). Pass `turn.input` as it is: the run then journals only the
+ * new message and names the history (a copy of the array is journaled whole, as any input is).
  *
  * @example
  * const turn = await nextSessionTurn(journal, "chat-7", "And tomorrow?");
@@ -136,15 +183,14 @@ export async function nextSessionTurn(
 ): Promise<SessionTurn> {
   const runs = await sessionRuns(journal, sessionId);
   const last = runs.at(-1);
-  let history: Message[] = [];
-  if (last !== undefined) {
-    const state = await foldRun(journal, last);
-    const held = await holdsSession(journal, last, state);
-    if (held !== undefined) throw new SessionBusyError(sessionId, last, held.why, { fix: held.fix });
-    history = await messageHistory(journal, state);
-  }
   const added: Message = typeof message === "string" ? { role: "user", content: message } : message;
-  return { runId: sessionRunId(sessionId, runs.length), input: [...history, added] };
+  const runId = sessionRunId(sessionId, runs.length);
+  if (last === undefined) return { runId, input: [added] };
+  const state = await foldRun(journal, last);
+  const held = await holdsSession(journal, last, state);
+  if (held !== undefined) throw new SessionBusyError(sessionId, last, held.why, { fix: held.fix });
+  // The run journals `added` and names the history, which it was started with: not a copy of it.
+  return { runId, input: continuingInput(last, state.version, await endedRunHistory(journal, state), added) };
 }
 
 /**
@@ -179,46 +225,4 @@ async function holdsSession(
         ? "waits for a time or an event (listWaits says which)"
         : `stopped (${reason ?? activity}) and waits to be resumed`;
   return { why: `the run of its last message, ${runId}, ${stopped}`, fix: resume };
-}
-
-/**
- * The conversation a message's ended run leaves to the next message: all of it for a completed
- * run; for one cancelled or failed mid-turn, up to its last model answer whose tool results were
- * all recorded (a model is never sent a call without its result).
- */
-async function messageHistory(journal: Journal, state: RunState): Promise<Message[]> {
-  const messages = await conversationOfState(journal, await hydrateArchived(journal, state));
-  return state.status === "completed" ? messages : wholeTurns(messages);
-}
-
-/** `messages` without a last assistant message whose tool calls are not all followed by their results. */
-function wholeTurns(messages: Message[]): Message[] {
-  for (let i = messages.length - 1; i >= 0; i--) {
-    const m = messages[i] as Message;
-    if (m.role !== "assistant") continue;
-    return messages.length - 1 - i < m.toolCalls.length ? messages.slice(0, i) : messages;
-  }
-  return messages;
-}
-
-/** The conversation a folded run records (see {@link runConversation}). */
-async function conversationOfState(journal: Journal, state: RunState): Promise<Message[]> {
-  const input = state.input;
-  const messages: Message[] =
-    typeof input === "string" ? [{ role: "user", content: input }] : [...((input ?? []) as readonly Message[])];
-  const loopId = state.loopId ?? "";
-  for (let turn = 0; turn < state.turns; turn++) {
-    const response = responseAt(state, turn);
-    if (response === undefined) break;
-    messages.push(assistantMessage(response));
-    for (let index = 0; index < response.toolCalls.length; index++) {
-      const stepId = toolStepId(loopId, turn, index);
-      const fed = await fedFromState(state, stepId, (id, envelope) =>
-        resolveClaimCheck(envelope, journal.blobs, `run ${state.runId} step ${id}`),
-      );
-      if (fed === undefined) break; // the turn's results are not all in (a run that stopped mid-turn)
-      messages.push(toolResultMessage(response.toolCalls[index] as ToolCall, fed));
-    }
-  }
-  return messages;
 }

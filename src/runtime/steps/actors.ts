@@ -11,7 +11,16 @@ import { jsonRoundTrip } from "../../core/jsonForm.ts";
 import { contextDecisionId, modelFrameId, modePinId, toolStepId } from "../../events/ids.ts";
 import { readModePin } from "../../events/modePin.ts";
 import { whyNotResumable } from "../../events/redactedResume.ts";
-import type { AttemptError, Message, ModelResponse, NewEntry, RunStartedData, ToolCall } from "../../events/types.ts";
+import type { Journal } from "../../events/spi.ts";
+import type {
+  AttemptError,
+  ContinuesData,
+  Message,
+  ModelResponse,
+  NewEntry,
+  RunStartedData,
+  ToolCall,
+} from "../../events/types.ts";
 import type {
   CallModelOutput,
   Ending,
@@ -34,6 +43,7 @@ import {
   toolResultMessage,
 } from "../base/conversation.ts";
 import { RedactedHistoryError } from "../base/errors.ts";
+import { continuesOf, resolvedInput } from "../base/history.ts";
 import { hydrateArchived } from "../base/readers.ts";
 import { readRunState, SnapshotSchedule, snapshotConfigOf } from "../base/snapshots.ts";
 import { recordedToolCallIds, recordedTraceContext, traceContextDecision } from "../base/telemetry.ts";
@@ -96,8 +106,10 @@ async function prepare({ session, fence }: BoundRun): Promise<PrepareOutput> {
     session.deadlineAt = deadline.deadlineAt;
     // Written with the first model call's frame.started (no effect runs from these): one commit fewer.
     // A crash before it leaves no journal, and the run is new again.
+    // A session's next message names the history its input starts with, and journals the rest.
+    const continues = continuesOf(options.input);
     session.appender.defer(
-      { type: "run.started", data: runStartedData(config, options.input) },
+      { type: "run.started", data: runStartedData(config, options.input, continues) },
       ...pinEntry,
       ...lists,
       ...traceEntry,
@@ -105,7 +117,9 @@ async function prepare({ session, fence }: BoundRun): Promise<PrepareOutput> {
       ...session.budget.startEntries(config.id),
       ...sessionUsage,
     );
-    session.startConversation(session.state.input ?? "");
+    session.startConversation(
+      continues === undefined ? (session.state.input ?? "") : (jsonForm(options.input) as readonly Message[]),
+    );
     session.prepared = true;
     return { kind: "ready" };
   }
@@ -116,7 +130,7 @@ async function prepare({ session, fence }: BoundRun): Promise<PrepareOutput> {
       `run ${runId} was recorded by loop "${state.loopId}" but this loop is "${config.id}": its frame ids would not match; run it with the loop that recorded it.`,
     );
   }
-  if (options.input !== undefined && digestOf(options.input).digest !== digestOfRecorded(state.input).digest) {
+  if (options.input !== undefined && !(await sameInput(options.journal, state, options.input))) {
     throw new AgentLoopConfigError(
       `run ${runId} was started with another input; resume it without input (the recorded one is used) or start a new run.`,
       "inputMismatch",
@@ -146,7 +160,8 @@ async function prepare({ session, fence }: BoundRun): Promise<PrepareOutput> {
   // The chart then walks the recorded turns, each step served from the journal: archived outputs first.
   await hydrateArchived(session.history, state);
   const from = compactStart(session, state);
-  if (from === undefined) session.startConversation(state.input ?? "");
+  // The history a session's message names is read as the session's next message read it: as the journal keeps it.
+  if (from === undefined) session.startConversation(await resolvedInput(options.journal, state));
   else await resumeCompact(session, state, from, read.snapshotSeq);
   session.prepared = true;
   return from === undefined ? { kind: "ready" } : { kind: "ready", turn: from };
@@ -194,7 +209,7 @@ async function olderMessages(session: RunSession, turn: number): Promise<OlderCo
   const full = (await readRunState(session.history, runId, onWarning ? { onSnapshotWarning: onWarning } : undefined))
     .state;
   await hydrateArchived(session.history, full);
-  const messages = conversationStart(config, full.input ?? "");
+  const messages = conversationStart(config, await resolvedInput(options.journal, full));
   const turnStarts: number[] = [];
   for (let t = 0; t < turn; t++) {
     const response = responseAt(full, t) as ModelResponse;
@@ -579,13 +594,36 @@ function checkDefinition(runId: string, config: AgentLoopConfig, recorded: Defin
 
 /**
  * The `run.started` a new run begins with: the loop id, the input in its JSON form, the tool names
- * and the definition pin. `loop.run` and `submitRun` write exactly this.
+ * and the definition pin. `loop.run` and `submitRun` write exactly this. With `continues` (a
+ * session's next message), the input's first messages are that history: only the rest is written.
  */
-export function runStartedData(config: AgentLoopConfig, input: string | readonly Message[]): RunStartedData {
+export function runStartedData(
+  config: AgentLoopConfig,
+  input: string | readonly Message[],
+  continues?: ContinuesData,
+): RunStartedData {
+  const added = continues === undefined ? input : (input as readonly Message[]).slice(continues.messages);
   return {
     loopId: config.id,
-    input: jsonForm(input) as string,
+    input: jsonForm(added) as string,
     tools: Object.keys(config.tools ?? {}),
     definition: definitionPin(config),
+    ...(continues === undefined ? {} : { continues }),
   };
+}
+
+/**
+ * Whether `given` is the input run `state` was started with: compared with what it journaled, and
+ * for a session's message with the history it names too (read back only when `given` was not made
+ * on that same history).
+ */
+async function sameInput(journal: Journal, state: RunState, given: string | readonly Message[]): Promise<boolean> {
+  const continues = state.continues;
+  if (continues === undefined) return digestOf(given).digest === digestOfRecorded(state.input).digest;
+  const named = continuesOf(given);
+  if (named !== undefined && named.digest === continues.digest && named.messages === continues.messages) {
+    const added = (given as readonly Message[]).slice(continues.messages);
+    return digestOf(added).digest === digestOfRecorded(state.input).digest;
+  }
+  return digestOf(given).digest === digestOfRecorded(await resolvedInput(journal, state)).digest;
 }
