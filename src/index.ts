@@ -289,6 +289,7 @@ export type {
   ToolCall,
   ToolDescriptor,
 } from "./models/types.ts";
+export type { ApprovalPolicy, ApprovalPolicyRequest, ApprovalVerdict } from "./policies/approval.ts";
 export {
   addUsage,
   type Budget,
@@ -415,7 +416,9 @@ export type {
 } from "./runtime/base/config.ts";
 export {
   AgentInterruptedError,
+  ApprovalInputError,
   isAgentInterruptedError,
+  isApprovalInputError,
   isRedactedHistoryError,
   isScheduleError,
   RedactedHistoryError,
@@ -479,7 +482,9 @@ export {
   RunControlError,
   type RunControlRefusal,
   recordApproval,
+  recordApprovals,
   runActivity,
+  type StepApproval,
   type SubRunCancel,
 } from "./runtime/control/operations.ts";
 // Sessions, context policies and budgets (issue 32).
@@ -539,7 +544,7 @@ export { type FollowOptions, followRun } from "./runtime/streaming/follow.ts";
 export type { AgentStream } from "./runtime/streaming/stream.ts";
 export { subRunPath } from "./runtime/streaming/subRunEvents.ts";
 export type { RunContext } from "./runtime/subruns/runContext.ts";
-export { type ApprovalAnswers, approvalKey } from "./runtime/subruns/subRunApprovals.ts";
+export { type ApprovalAnswers, type ApprovalReply, approvalKey } from "./runtime/subruns/subRunApprovals.ts";
 export {
   isSubAgentCancelledError,
   isSubAgentPendingError,

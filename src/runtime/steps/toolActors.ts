@@ -213,7 +213,13 @@ export class ToolCalls implements CallSteps, ToolSteps {
     }
     (this.validated ??= new Map()).set(stepId, value);
     (this.inputDigests ??= new Map()).set(stepId, digest ?? "");
-    return tool.requiresApproval ? { kind: "needs-approval" } : { kind: "run" };
+    return this.asksApproval(tool) ? { kind: "needs-approval" } : { kind: "run" };
+  }
+
+  /** Has call `stepId` run with an input approved in place of the model's (checked by its tool already). */
+  runWith(stepId: string, value: unknown, inputDigest: string): void {
+    (this.validated ??= new Map()).set(stepId, value);
+    (this.inputDigests ??= new Map()).set(stepId, inputDigest);
   }
 
   /**
@@ -456,9 +462,17 @@ export class ToolCalls implements CallSteps, ToolSteps {
       const tool = Object.hasOwn(session.tools, name) ? session.tools[name] : undefined;
       if (tool === undefined) continue; // refused or built in: settled without waiting
       const retried = session.state.attempts[toolStepId(session.loopId, turn, index)] !== undefined;
-      if (tool.requiresApproval || retried || this.mayRetry(tool) || isSubAgentTool(tool)) (charted ??= []).push(index);
+      if (this.asksApproval(tool) || retried || this.mayRetry(tool) || isSubAgentTool(tool))
+        (charted ??= []).push(index);
     }
     return charted;
+  }
+
+  /** A call of `tool` is approved first: the tool asks for it, has a policy, or the loop has one for every tool. */
+  private asksApproval(tool: Tool): boolean {
+    return (
+      tool.requiresApproval === true || tool.approval !== undefined || this.session.config.approvalPolicy !== undefined
+    );
   }
 
   private mayRetry(tool: Tool): boolean {
