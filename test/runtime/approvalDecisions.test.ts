@@ -20,6 +20,8 @@ import {
   type Tool,
 } from "../../src/index.ts";
 import type { ToolCall } from "../../src/models/types.ts";
+import { type Feature, REDACTED } from "../support/composition.ts";
+import { memoryBackend } from "../support/compositionMemory.ts";
 import { jsonJournal } from "../support/loop.ts";
 
 interface Refund {
@@ -303,5 +305,69 @@ describe("answers given at the same instant", () => {
     await Promise.allSettled(Array.from({ length: N }, () => loop.run({ runId: "c-1", journal })));
     await loop.run({ runId: "c-1", journal });
     expect(ran).toHaveLength(approved ? 1 : 0);
+  });
+});
+
+describe("beside the codec and redaction", () => {
+  it("keeps an edited input and a run-wide scope encrypted and redacted in the store, runs with the original, and resumes", async () => {
+    const backend = memoryBackend();
+    const journal = backend.journalOn(new Set<Feature>(["codec", "redaction"]));
+    const asked = { order: "zq-asked-order", euros: 900, email: REDACTED.email };
+    const edited = { order: "zq-edited-order", euros: 300, email: REDACTED.email };
+    const script = [
+      [call("1", "refund", asked)],
+      [call("2", "refund", { order: "B", euros: 6 })],
+      [call("3", "search", { q: "C" })],
+    ];
+    const policy: AgentLoopConfig["approvalPolicy"] = ({ toolName }) => (toolName === "search" ? "allow" : "ask");
+    await stopped(shop(script, { approvalPolicy: policy }).loop.run({ runId: "x-1", journal, input: "refund" }));
+    const first = shop(script, { approvalPolicy: policy });
+    const reply = { approved: true, input: edited, scope: "run" as const, by: "ana" };
+    const out = await first.loop.run({ runId: "x-1", journal, approvals: { [step(0, 0)]: reply } });
+    expect(out.content).toBe("done");
+    expect(first.ran.map((r) => r.stepId)).toEqual([step(0, 0), step(1, 0), step(2, 0)]);
+    expect(first.ran[0]?.input).toEqual(edited); // the tool got the original, not the redacted value
+    const raw = await backend.storedText();
+    for (const secret of ["zq-edited-order", "zq-asked-order", REDACTED.email]) expect(raw).not.toContain(secret);
+    // Read back through the codec: both digests, the scope, and the later calls approved by it and by the policy.
+    expect(await decisionOf(journal, "x-1", step(0, 0))).toMatchObject({
+      inputDigest: digestOfRecorded(asked).digest,
+      approvedInputDigest: digestOfRecorded(edited).digest,
+      scope: "run",
+    });
+    expect(await decisionOf(journal, "x-1", step(1, 0))).toMatchObject({ approved: true, by: "scope" });
+    expect(await decisionOf(journal, "x-1", step(2, 0))).toMatchObject({ approved: true, by: "policy" });
+    // A fresh process resumes the finished run from the journal: nothing runs again.
+    const again = shop(script, { approvalPolicy: policy });
+    expect((await again.loop.run({ runId: "x-1", journal })).content).toBe("done");
+    expect(again.ran).toEqual([]);
+  });
+
+  it("resumes an edited call cut off mid-tool with the approved input, its frame's digest checked", async () => {
+    const backend = memoryBackend();
+    const journal = backend.journalOn(new Set<Feature>(["codec", "redaction"]));
+    const edited = { order: "zq-edited-order", euros: 300, email: REDACTED.email };
+    const script = [[call("1", "refund", { order: "A", euros: 900 })]];
+    await stopped(shop(script).loop.run({ runId: "x-2", journal, input: "refund" }));
+    // The tool throws the first time only, as a process would die in it: the frame is left started.
+    const crashing = shop(script);
+    const controller = new AbortController();
+    const refund = crashing.refund as { execute: Tool["execute"] };
+    const execute = refund.execute;
+    refund.execute = (input, context) => {
+      controller.abort();
+      return new Promise(() => execute(input, context));
+    };
+    await crashing.loop
+      .run({
+        runId: "x-2",
+        journal,
+        signal: controller.signal,
+        approvals: { [step(0, 0)]: { approved: true, input: edited } },
+      })
+      .catch(() => undefined);
+    const resumed = shop(script);
+    expect((await resumed.loop.run({ runId: "x-2", journal })).content).toBe("done");
+    expect(resumed.ran.map((r) => r.input)).toEqual([edited]);
   });
 });
