@@ -371,3 +371,57 @@ describe("beside the codec and redaction", () => {
     expect(resumed.ran.map((r) => r.input)).toEqual([edited]);
   });
 });
+
+describe("a session-wide approval", () => {
+  /** A chat loop that refunds on every user message, then answers. */
+  function chat(ran: string[]) {
+    const refund: Tool<Refund> = {
+      description: "refunds an order",
+      requiresApproval: true,
+      execute: (input, { runId }) => {
+        ran.push(`${runId}:${input.order}`);
+        return { refunded: input.euros };
+      },
+    };
+    const model = scriptedModel(({ messages }) =>
+      messages.at(-1)?.role === "user"
+        ? {
+            toolCalls: [
+              { id: `r${messages.length}`, name: "refund", input: { order: `O${messages.length}`, euros: 5 } },
+            ],
+          }
+        : { content: "refunded" },
+    );
+    return agentLoop$({ id: "chat", model, tools: { refund } });
+  }
+
+  it("approves the tool in the session's later messages, each decision naming the run that gave the scope", async () => {
+    const journal = jsonJournal();
+    const ran: string[] = [];
+    const loop = chat(ran);
+    await stopped(loop.send({ sessionId: "s", journal, message: "refund one" }));
+    const [pending] = await listPendingApprovals(journal, { runId: "s/0" });
+    await recordApproval(journal, "s/0", pending?.stepId ?? "", { approved: true, scope: "session", by: "ana" });
+    await loop.run({ runId: "s/0", journal });
+    const reply = await loop.send({ sessionId: "s", journal, message: "refund another" });
+    expect(reply.content).toBe("refunded");
+    expect(ran).toHaveLength(2);
+    expect(await decisionOf(journal, "s/1", "chat#turn:0:tool:0")).toMatchObject({
+      approved: true,
+      by: "scope",
+      scopedIn: "s/0",
+      scopedBy: `${pending?.stepId}:approval`,
+    });
+    // Another session asks again.
+    await stopped(loop.send({ sessionId: "t", journal, message: "refund one" }));
+  });
+
+  it("is not taken from a scope given for the run only", async () => {
+    const journal = jsonJournal();
+    const loop = chat([]);
+    await stopped(loop.send({ sessionId: "u", journal, message: "refund one" }));
+    const [pending] = await listPendingApprovals(journal, { runId: "u/0" });
+    await loop.run({ runId: "u/0", journal, approvals: { [pending?.stepId ?? ""]: { approved: true, scope: "run" } } });
+    await stopped(loop.send({ sessionId: "u", journal, message: "refund another" }));
+  });
+});

@@ -106,12 +106,14 @@ export interface ApprovalAnswer {
    * its digest beside the model's input digest.
    */
   readonly edited?: { readonly input: unknown; readonly inputDigest: string };
-  /** Approved for every later call of the tool in this run, not this call only. */
-  readonly scope?: "run";
+  /** Approved for every later call of the tool in this run (`"run"`), or in this session's later messages too (`"session"`). */
+  readonly scope?: "run" | "session";
   /** The tool (journaled with a scoped approval: later calls of it look the scope up by name). */
   readonly toolName?: string;
   /** The scoped approval that approved this call: its decision id. */
   readonly scopedBy?: string;
+  /** The run whose decision `scopedBy` is, when it is an earlier message's run of the session. */
+  readonly scopedIn?: string;
 }
 
 /**
@@ -123,7 +125,7 @@ export interface ApprovalAnswer {
  * // [decision.recorded <stepId>:approval, call.settled (approval-declined)]
  */
 export function approvalEntries(stepId: string, toolName: string, answer: ApprovalAnswer): NewEntry[] {
-  const { approved, inputDigest, by, reason, expiredAt, edited, scope, scopedBy } = answer;
+  const { approved, inputDigest, by, reason, expiredAt, edited, scope, scopedBy, scopedIn } = answer;
   const choice = {
     approved,
     inputDigest,
@@ -134,6 +136,7 @@ export function approvalEntries(stepId: string, toolName: string, answer: Approv
       : {}),
     ...(approved && scope !== undefined ? { scope, toolName } : {}),
     ...(approved && scopedBy !== undefined ? { scopedBy } : {}),
+    ...(approved && scopedIn !== undefined ? { scopedIn } : {}),
   };
   const decision: NewEntry = {
     type: "decision.recorded",
@@ -154,9 +157,10 @@ export interface ApprovalChoice {
   readonly reason?: string;
   readonly approvedInput?: unknown;
   readonly approvedInputDigest?: string;
-  readonly scope?: "run";
+  readonly scope?: "run" | "session";
   readonly toolName?: string;
   readonly scopedBy?: string;
+  readonly scopedIn?: string;
 }
 
 /**

@@ -183,8 +183,8 @@ export interface RecordApprovalOptions {
   readonly input?: unknown;
   /** The call's tool (the loop's `tools[name]`), to check `input` against. */
   readonly tool?: Pick<Tool, "validateInput">;
-  /** `"run"`: approve every later call of the same tool in this run too, without asking. */
-  readonly scope?: "call" | "run";
+  /** `"run"`: approve every later call of the same tool in this run too, without asking; `"session"`: and in the session's later messages. */
+  readonly scope?: "call" | "run" | "session";
 }
 
 /** What `recordApproval` journaled. */
@@ -299,7 +299,9 @@ export async function recordApprovals(
           ...(answer.by === undefined ? {} : { by: answer.by }),
           ...(answer.reason === undefined ? {} : { reason: answer.reason }),
           ...(checked === undefined ? {} : { edited: { input: checked.recorded, inputDigest: checked.inputDigest } }),
-          ...(answer.approved && answer.scope === "run" ? { scope: "run", toolName: pending.toolName } : {}),
+          ...(answer.approved && (answer.scope === "run" || answer.scope === "session")
+            ? { scope: answer.scope, toolName: pending.toolName }
+            : {}),
         }),
       );
       const { toolName, inputDigest } = pending;

@@ -15,7 +15,7 @@ import type { ToolCalls } from "./toolActors.ts";
 /**
  * The toolCall chart's `askApproval`, built once (its run found through its actor system): the
  * journaled decision if there is one (its input digest checked), else the answer given in
- * `approvals`, by an approval policy, by a run-wide approval of the tool, or by `config.approve`,
+ * `approvals`, by an approval policy, by a run- or session-wide approval of the tool, or by `config.approve`,
  * journaled once; a decline (or an expired request) also settles the call. A call approved with
  * another input runs with it.
  */
@@ -56,7 +56,7 @@ async function approve(session: RunSession, calls: ToolCalls, input: ToolCallInp
   const request = { runId, stepId, toolName: call.name, input: call.input };
   const answer = expired
     ? ({ approved: false, reason: "approval-expired", expiredAt: expiresAt } satisfies Answer)
-    : await answerFor(session, tool, request);
+    : await answerFor(session, calls, tool, request);
   if (answer === undefined) return { kind: "pending" };
   let edited: ApprovalAnswer["edited"];
   if (answer.approved && answer.input !== undefined) {
@@ -73,7 +73,7 @@ async function approve(session: RunSession, calls: ToolCalls, input: ToolCallInp
     ...journaled,
     inputDigest,
     ...(edited === undefined ? {} : { edited }),
-    ...(answer.scope === "run" ? { toolName: call.name } : {}),
+    ...(answer.scope === undefined ? {} : { toolName: call.name }),
   });
   session.appender.defer(...entries);
   if (answer.approved) return { kind: "approved" };
@@ -87,11 +87,13 @@ type Answer = Omit<ApprovalAnswer, "inputDigest" | "edited"> & { readonly input?
 /**
  * Who decides a call no decision was journaled for, in this order: an answer given to
  * `run({ approvals })`; the tool's (else the loop's) approval policy, when it allows or denies; a
- * run-wide approval of the same tool given earlier in the run; the loop's `approve` callback.
+ * run-wide approval of the same tool given earlier in the run, or a session-wide one given in an
+ * earlier message's run of its session; the loop's `approve` callback.
  * Undefined: no one did, the call waits.
  */
 async function answerFor(
   session: RunSession,
+  calls: ToolCalls,
   tool: Tool | undefined,
   request: ApprovalPolicyRequest,
 ): Promise<Answer | undefined> {
@@ -104,7 +106,7 @@ async function answerFor(
       ...(by === undefined ? {} : { by }),
       ...(reason === undefined ? {} : { reason }),
       ...(input === undefined ? {} : { input }),
-      ...(approved && scope === "run" ? { scope } : {}),
+      ...(approved && (scope === "run" || scope === "session") ? { scope } : {}),
     };
   }
   const policy = tool?.approval ?? config.approvalPolicy;
@@ -120,6 +122,9 @@ async function answerFor(
   }
   const scopedBy = runScopeOf(session, request.toolName);
   if (scopedBy !== undefined) return { approved: true, by: "scope", scopedBy };
+  const inSession = (await calls.sessionScopes())?.get(request.toolName);
+  if (inSession !== undefined)
+    return { approved: true, by: "scope", scopedBy: inSession.decisionId, scopedIn: inSession.runId };
   if (!config.approve) return undefined;
   const answer = await config.approve(request);
   return answer === "pending" ? undefined : { approved: answer === true };
@@ -127,14 +132,15 @@ async function answerFor(
 
 /**
  * The decision id of a run-wide approval of tool `toolName` journaled earlier in the run (a person
- * answered a call of it with `scope: "run"`), or undefined. Read from the run's decisions, so a
+ * answered a call of it with `scope: "run"` or `"session"`), or undefined. Read from the run's decisions, so a
  * resume sees the same scopes the first attempt journaled.
  */
 function runScopeOf(session: RunSession, toolName: string): string | undefined {
   for (const [id, decision] of Object.entries(session.state.decisions)) {
     if (decision.source !== DECISION_SOURCES.approval) continue;
     const choice = decision.choice as ApprovalChoice | undefined;
-    if (choice?.approved === true && choice.scope === "run" && choice.toolName === toolName) return id;
+    const scoped = choice?.scope === "run" || choice?.scope === "session";
+    if (choice?.approved === true && scoped && choice.toolName === toolName) return id;
   }
   return undefined;
 }
