@@ -61,6 +61,7 @@ export type {
   ToolCall,
   ToolDescriptor,
 } from "./models/types.ts";
+export type { ApprovalPolicy, ApprovalPolicyRequest, ApprovalVerdict } from "./policies/approval.ts";
 export type { Budget, ModelPrice, PriceTable } from "./policies/budget.ts";
 export { type ContextPolicy, keepAll, recentTurns, type SummarizeOptions, summarize } from "./policies/context.ts";
 export type { DefinitionChangePolicy } from "./policies/definition.ts";
@@ -92,7 +93,9 @@ export type {
 } from "./runtime/base/config.ts";
 export {
   AgentInterruptedError,
+  ApprovalInputError,
   isAgentInterruptedError,
+  isApprovalInputError,
   isScheduleError,
   ScheduleError,
 } from "./runtime/base/errors.ts";
@@ -121,7 +124,9 @@ export {
   type RunActivity,
   RunControlError,
   recordApproval,
+  recordApprovals,
   runActivity,
+  type StepApproval,
 } from "./runtime/control/operations.ts";
 // Sessions, sub-agents, schedules and durable waits.
 export type { SendRequest, SessionReply } from "./runtime/run/agentLoop.ts";

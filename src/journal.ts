@@ -336,7 +336,7 @@ export { nextSessionTurn, type SessionTurn, sessionRunId } from "./runtime/run/s
 export { type ModelStreamDelta, type StreamModelCallOptions, streamModelCall } from "./runtime/steps/modelStream.ts";
 export { subRunPath } from "./runtime/streaming/subRunEvents.ts";
 export type { RunContext } from "./runtime/subruns/runContext.ts";
-export { type ApprovalAnswers, approvalKey } from "./runtime/subruns/subRunApprovals.ts";
+export { type ApprovalAnswers, type ApprovalReply, approvalKey } from "./runtime/subruns/subRunApprovals.ts";
 export { isSubAgentPendingError, SubAgentPendingError } from "./runtime/subruns/subRuns.ts";
 export type { ToolRun } from "./tools/spi.ts";
 export { isWaitRequest, type SleepToolInput, type WaitContext, WaitRequest } from "./tools/wait.ts";

@@ -3,8 +3,10 @@
  * Loom tools. Structural: nothing here loads `ai` (an optional peer).
  */
 
+import { idempotencyKey } from "../events/ids.ts";
 import { isInvalidToolInput } from "../events/invalidInput.ts";
 import { ModelAdapterError } from "../models/errors.ts";
+import type { ApprovalPolicy } from "../policies/approval.ts";
 import type { InputCheck, Tool, ToolContext } from "../tools/spi.ts";
 
 /** What the AI SDK gives a tool's `execute` besides the input. */
@@ -43,8 +45,10 @@ export interface FromAiSdkToolOptions {
  * with `{ toolCallId: idempotencyKey, messages: [], abortSignal }` (`ToolContext.idempotencyKey`:
  * unique to the run and the step, as a provider's call id is, and the same on every attempt and
  * resume, so the tool can hand it to a service as its idempotency key; a streaming `execute`
- * resolves to its last value). `needsApproval` (true, or a function: Loom asks for every call) →
- * `requiresApproval: true`.
+ * resolves to its last value). `needsApproval: true` → `requiresApproval: true`; a `needsApproval`
+ * function becomes the tool's approval policy (`Tool.approval`), asked with the call's input and
+ * `{ toolCallId: idempotencyKey, messages: [] }`: true asks a person, false runs the call (its
+ * allow journaled `by: "policy"`).
  *
  * @throws ModelAdapterError `unsupportedTool` for a provider tool or one without `execute`;
  *   `unsupportedSchema` for a schema with no JSON Schema form (e.g. zod 3: wrap it in `zodSchema`).
@@ -97,8 +101,18 @@ export function fromAiSdkTool(tool: AiSdkTool, options: FromAiSdkToolOptions = {
       });
       return lastValue(output);
     },
-    ...(tool.needsApproval === true || typeof tool.needsApproval === "function" ? { requiresApproval: true } : {}),
+    ...(tool.needsApproval === true ? { requiresApproval: true } : {}),
+    ...(typeof tool.needsApproval === "function"
+      ? { requiresApproval: true, approval: needsApprovalPolicy(tool.needsApproval) }
+      : {}),
   };
+}
+
+/** An AI SDK `needsApproval` function as a Loom approval policy: true asks a person, false allows the call. */
+function needsApprovalPolicy(needsApproval: (...args: never[]) => unknown): ApprovalPolicy {
+  const ask = needsApproval as (input: unknown, options: { toolCallId: string; messages: never[] }) => unknown;
+  return async ({ runId, stepId, input }) =>
+    (await ask(input, { toolCallId: idempotencyKey(runId, stepId), messages: [] })) ? "ask" : "allow";
 }
 
 /**

@@ -56,3 +56,50 @@ export function declinedResult(
   const message = `the call to ${toolName} was declined`;
   return { error: "approval-declined", message: why.reason ? `${message}: ${why.reason}` : message };
 }
+
+/** The call an approval policy is asked about. */
+export interface ApprovalPolicyRequest {
+  readonly runId: string;
+  /** The call's step id (`<loop>#turn:<i>:tool:<j>`). */
+  readonly stepId: string;
+  readonly toolName: string;
+  /** The input the model asked for. */
+  readonly input: unknown;
+}
+
+/**
+ * A policy's answer: `"allow"` runs the call, `{ deny: reason }` declines it (the model is told the
+ * reason), `"ask"` leaves it to a person. Its allow and deny are journaled like a person's answer,
+ * with `by: "policy"`.
+ */
+export type ApprovalVerdict = "ask" | "allow" | { readonly deny: string };
+
+/**
+ * Decides, before anyone is asked, whether a call runs, is declined or waits for a person
+ * (`Tool.approval`, `AgentLoopConfig.approvalPolicy`). Asked once per call: its answer is journaled.
+ *
+ * @example
+ * const approval: ApprovalPolicy = ({ input }) =>
+ *   (input as { euros: number }).euros <= 20 ? "allow" : (input as { euros: number }).euros > 500 ? { deny: "over 500 euros" } : "ask";
+ */
+export type ApprovalPolicy = (request: ApprovalPolicyRequest) => ApprovalVerdict | Promise<ApprovalVerdict>;
+
+/**
+ * A verdict as the answer it journals: `undefined` for `"ask"` (a person decides), else approved or
+ * declined with the policy's reason; a value that is no verdict gives `{ invalid }` (its JSON), for
+ * the caller to refuse.
+ *
+ * @example
+ * verdictAnswer({ deny: "over the limit" }); // { approved: false, reason: "over the limit" }
+ * verdictAnswer("ask"); // undefined
+ */
+export function verdictAnswer(
+  verdict: unknown,
+): { readonly approved: boolean; readonly reason?: string } | { readonly invalid: string } | undefined {
+  if (verdict === "ask") return undefined;
+  if (verdict === "allow") return { approved: true };
+  const deny = (verdict as { deny?: unknown } | null)?.deny;
+  if (typeof verdict === "object" && verdict !== null && typeof deny === "string")
+    return { approved: false, reason: deny };
+  return { invalid: JSON.stringify(verdict) ?? String(verdict) };
+}

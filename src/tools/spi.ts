@@ -5,6 +5,7 @@
  */
 import type { Journal } from "../events/spi.ts";
 import type { ListedTool } from "../events/toolList.ts";
+import type { ApprovalPolicy } from "../policies/approval.ts";
 import type { RetryPolicy } from "../policies/retry.ts";
 import type { WaitContext } from "./wait.ts";
 
@@ -113,6 +114,16 @@ export interface Tool<I = unknown, O = unknown> {
    * const refund: Tool = { description: "refunds an order", requiresApproval: true, approvalTimeoutMs: 86_400_000, execute };
    */
   readonly approvalTimeoutMs?: number;
+  /**
+   * Decides each call's approval before a person is asked: `"allow"`, `{ deny: reason }` or
+   * `"ask"` (see {@link ApprovalPolicy}). Its allow and deny are journaled as the call's decision,
+   * `by: "policy"`. A tool with a policy asks for approval (`requiresApproval` is implied); it is
+   * asked instead of the loop's `approvalPolicy`.
+   *
+   * @example
+   * const refund: Tool<{ euros: number }> = { description: "refunds", execute, approval: ({ input }) => ((input as { euros: number }).euros <= 20 ? "allow" : "ask") };
+   */
+  readonly approval?: ApprovalPolicy;
   /**
    * A frame started but never completed (a crash mid-tool): `"retry"` runs it again with the
    * same `idempotencyKey` (default); `"fail"` feeds the model an error instead (for tools that must not

@@ -143,11 +143,24 @@ describe("fromAiSdkTool: execution and approval", () => {
     expect(await t.execute({}, context())).toEqual({ status: "done" });
   });
 
-  it("asks for approval when the tool needs it (a function too: Loom asks for every call)", () => {
-    const base = { inputSchema: z.object({}), execute: async () => null };
+  it("asks for approval when the tool needs it; a needsApproval function becomes its approval policy", async () => {
+    const base = { inputSchema: z.object({ euros: z.number() }), execute: async () => null };
     expect(fromAiSdkTool(tool({ ...base, needsApproval: true })).requiresApproval).toBe(true);
-    expect(fromAiSdkTool(tool({ ...base, needsApproval: async () => false })).requiresApproval).toBe(true);
     expect(fromAiSdkTool(tool(base)).requiresApproval).toBeUndefined();
+    const seen: unknown[] = [];
+    const policy = fromAiSdkTool(
+      tool({
+        ...base,
+        needsApproval: async ({ euros }, options) => {
+          seen.push(options.toolCallId);
+          return euros > 20;
+        },
+      }),
+    ).approval;
+    const call = { runId: "r", stepId: "l#turn:0:tool:0", toolName: "refund" };
+    expect(await policy?.({ ...call, input: { euros: 100 } })).toBe("ask");
+    expect(await policy?.({ ...call, input: { euros: 5 } })).toBe("allow");
+    expect(seen).toEqual([idempotencyKey("r", "l#turn:0:tool:0"), idempotencyKey("r", "l#turn:0:tool:0")]);
   });
 
   it("refuses a tool without execute and a provider tool", () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { approvalExpiry, declinedResult, isApprovalExpired } from "../../src/policies/approval.ts";
+import { approvalExpiry, declinedResult, isApprovalExpired, verdictAnswer } from "../../src/policies/approval.ts";
 
 describe("approval expiry (a pure decision)", () => {
   it.each([
@@ -25,5 +25,16 @@ describe("approval expiry (a pure decision)", () => {
       error: "approval-expired",
       message: "the call to refund was declined: no one approved it before 1970-01-01T00:00:00.000Z",
     });
+  });
+});
+
+describe("verdictAnswer", () => {
+  it("turns allow and deny into the answer journaled, leaves ask to a person, and flags what is no verdict", () => {
+    expect(verdictAnswer("allow")).toEqual({ approved: true });
+    expect(verdictAnswer({ deny: "over the limit" })).toEqual({ approved: false, reason: "over the limit" });
+    expect(verdictAnswer("ask")).toBeUndefined();
+    expect(verdictAnswer(true)).toEqual({ invalid: "true" });
+    expect(verdictAnswer({ deny: 3 })).toEqual({ invalid: '{"deny":3}' });
+    expect(verdictAnswer(undefined)).toEqual({ invalid: "undefined" });
   });
 });

@@ -93,14 +93,27 @@ export function completedData(stepId: string, prepared: Extract<RecordedOutput, 
 /** An answer to a call's approval, as journaled. */
 export interface ApprovalAnswer {
   readonly approved: boolean;
-  /** The digest of the input it answers for. */
+  /** The digest of the input it answers for: the input the model asked for. */
   readonly inputDigest: string | null;
-  /** Who answered (`recordApproval`'s `by`). */
+  /** Who answered (`recordApproval`'s `by`; `"policy"` for a policy's answer, `"scope"` for a scoped approval's). */
   readonly by?: string;
-  /** Why (a person's reason, or `approval-expired`). */
+  /** Why (a person's or a policy's reason, or `approval-expired`). */
   readonly reason?: string;
   /** When the request expired (ms since the epoch), for a call declined because no one answered in time. */
   readonly expiredAt?: number;
+  /**
+   * Approved with a changed input: the call runs with it instead of the model's. Journaled with
+   * its digest beside the model's input digest.
+   */
+  readonly edited?: { readonly input: unknown; readonly inputDigest: string };
+  /** Approved for every later call of the tool in this run (`"run"`), or in this session's later messages too (`"session"`). */
+  readonly scope?: "run" | "session";
+  /** The tool (journaled with a scoped approval: later calls of it look the scope up by name). */
+  readonly toolName?: string;
+  /** The scoped approval that approved this call: its decision id. */
+  readonly scopedBy?: string;
+  /** The run whose decision `scopedBy` is, when it is an earlier message's run of the session. */
+  readonly scopedIn?: string;
 }
 
 /**
@@ -112,12 +125,18 @@ export interface ApprovalAnswer {
  * // [decision.recorded <stepId>:approval, call.settled (approval-declined)]
  */
 export function approvalEntries(stepId: string, toolName: string, answer: ApprovalAnswer): NewEntry[] {
-  const { approved, inputDigest, by, reason, expiredAt } = answer;
+  const { approved, inputDigest, by, reason, expiredAt, edited, scope, scopedBy, scopedIn } = answer;
   const choice = {
     approved,
     inputDigest,
     ...(by === undefined ? {} : { by }),
     ...(reason === undefined ? {} : { reason }),
+    ...(approved && edited !== undefined
+      ? { approvedInput: edited.input, approvedInputDigest: edited.inputDigest }
+      : {}),
+    ...(approved && scope !== undefined ? { scope, toolName } : {}),
+    ...(approved && scopedBy !== undefined ? { scopedBy } : {}),
+    ...(approved && scopedIn !== undefined ? { scopedIn } : {}),
   };
   const decision: NewEntry = {
     type: "decision.recorded",
@@ -128,4 +147,33 @@ export function approvalEntries(stepId: string, toolName: string, answer: Approv
   const result = declinedResult(toolName, expired ? { expiredAt } : reason === undefined ? {} : { reason });
   const settled = expired ? "approval-expired" : "approval-declined";
   return [decision, { type: "call.settled", data: { stepId, status: "error", reason: settled, result } }];
+}
+
+/** A journaled approval decision's choice, as {@link approvalEntries} writes it (old journals: the first two fields only). */
+export interface ApprovalChoice {
+  readonly approved?: boolean;
+  readonly inputDigest?: string | null;
+  readonly by?: string;
+  readonly reason?: string;
+  readonly approvedInput?: unknown;
+  readonly approvedInputDigest?: string;
+  readonly scope?: "run" | "session";
+  readonly toolName?: string;
+  readonly scopedBy?: string;
+  readonly scopedIn?: string;
+}
+
+/**
+ * The input an approved call runs with, and its digest: the one a person approved in its place
+ * (an edited approval), else undefined (the model's own input).
+ *
+ * @example
+ * approvedInputOf(state.decisions[approvalId(stepId)]?.choice); // { input: { euros: 30 }, inputDigest: "9f…" }
+ */
+export function approvedInputOf(
+  choice: unknown,
+): { readonly input: unknown; readonly inputDigest: string } | undefined {
+  const c = choice as ApprovalChoice | undefined;
+  if (c?.approved !== true || typeof c.approvedInputDigest !== "string") return undefined;
+  return { input: c.approvedInput, inputDigest: c.approvedInputDigest };
 }

@@ -1,5 +1,6 @@
 import type { BlobStore } from "../../events/spi.ts";
 import type { Model } from "../../models/types.ts";
+import type { ApprovalPolicy } from "../../policies/approval.ts";
 import type { Budget } from "../../policies/budget.ts";
 import type { ContextPolicy } from "../../policies/context.ts";
 import type { DefinitionChangePolicy } from "../../policies/definition.ts";
@@ -125,6 +126,17 @@ export interface AgentLoopConfig<M extends ToolCallLogMode | undefined = ToolCal
    * with `approval-pending` and waits for `run({ approvals })`.
    */
   readonly approve?: (request: ApprovalRequest) => ApprovalAnswer | Promise<ApprovalAnswer>;
+  /**
+   * Decides the approval of every tool call (of every tool, not only those with
+   * `requiresApproval`) that has no policy of its own (`Tool.approval`): `"allow"` runs it,
+   * `{ deny: reason }` declines it (the model is told the reason), `"ask"` leaves it to a person
+   * (`approve`, a scoped approval, or `run({ approvals })`). Its allow and deny are journaled as
+   * the call's decision with `by: "policy"`, like a person's answer.
+   *
+   * @example
+   * agentLoop$({ id: "support", model, tools, approvalPolicy: ({ toolName }) => (toolName === "lookup" ? "allow" : "ask") });
+   */
+  readonly approvalPolicy?: ApprovalPolicy;
   /** Outputs whose canonical JSON exceeds `thresholdBytes` go to `blobs`; the frame keeps an envelope. */
   readonly claimCheck?: { readonly blobs: BlobStore; readonly thresholdBytes: number };
   /**

@@ -152,3 +152,29 @@ export class ScheduleError extends LoomError {
  * if (isScheduleError(e) && e.code === "invalidCron") console.error(`fix the pattern of ${e.scheduleId}`);
  */
 export const isScheduleError = errorGuard(ScheduleError);
+
+/**
+ * An approval with a changed input (edit and approve) whose input the call's tool refuses: it has
+ * no JSON form, or the tool's `validateInput` rejects it. Nothing was journaled: the call still
+ * waits; answer again with an input the tool takes, or approve the model's own input.
+ *
+ * @example
+ * await recordApproval(journal, runId, stepId, { approved: true, input: { euros: -5 }, tool: refund }).catch((e) => {
+ *   if (isApprovalInputError(e)) console.error(e.message); // say so to the person who edited it
+ * });
+ */
+export class ApprovalInputError extends LoomError {
+  readonly runId: string;
+  readonly stepId: string;
+  constructor(runId: string, stepId: string, toolName: string, why: string) {
+    super(
+      "approvalInputInvalid",
+      `run ${runId} step ${stepId}: the input approved in place of the model's is refused by ${toolName} (${why}); nothing was journaled and the call still waits: answer again with an input ${toolName} takes`,
+    );
+    this.runId = runId;
+    this.stepId = stepId;
+  }
+}
+
+/** Whether `e` is an {@link ApprovalInputError}. */
+export const isApprovalInputError = errorGuard(ApprovalInputError, { codes: ["approvalInputInvalid"] });

@@ -8,7 +8,9 @@ import { approvalId } from "../../events/ids.ts";
 import { readJournal } from "../../events/journal.ts";
 import type { Journal } from "../../events/spi.ts";
 import { foldEntries, type RunState } from "../../projections/runState.ts";
-import { type ApprovalAnswers, approvalKey } from "../subruns/subRunApprovals.ts";
+import { checkApprovedInput } from "../base/approvedInput.ts";
+import type { Tool } from "../base/config.ts";
+import { type ApprovalAnswers, answerGiven, approvalKey } from "../subruns/subRunApprovals.ts";
 import { listPendingApprovals, type PendingApproval } from "./approvals.ts";
 import { ApprovalRefusedError } from "./errors.ts";
 
@@ -44,10 +46,13 @@ export const isAmbiguousApprovalError = errorGuard(AmbiguousApprovalError, { cod
 /**
  * The request with its plain step-id answers resolved against the calls waiting in its chain: one
  * waiting in a sub-agent's run is keyed by that run; one waiting in the run itself, or nowhere,
- * is kept. Throws {@link AmbiguousApprovalError} when a step id waits in more than one run.
+ * is kept. Throws {@link AmbiguousApprovalError} when a step id waits in more than one run, and
+ * {@link ApprovalInputError} when an input approved in place of the model's, for a call of the run
+ * itself, is refused by its tool among `tools` (before anything is journaled).
  */
 export async function resolveApprovals<R extends { runId: string; journal: Journal; approvals?: ApprovalAnswers }>(
   request: R,
+  tools: Readonly<Record<string, Tool>> = {},
 ): Promise<R> {
   const { approvals, runId, journal } = request;
   if (approvals === undefined || Object.keys(approvals).length === 0) return request;
@@ -56,20 +61,37 @@ export async function resolveApprovals<R extends { runId: string; journal: Journ
   if (state.status !== "interrupted" || state.interruption?.reason !== "approval-pending") return request;
   const pending = await listPendingApprovals(journal, { runId });
   await refuseUnknownSteps(journal, runId, state, approvals, pending);
+  await checkEditedInputs(runId, approvals, pending, tools);
   const own = `${runId}/`;
   const plain = Object.keys(approvals).filter((k) => !k.startsWith(own));
   if (plain.length === 0) return request;
   if (!pending.some((p) => p.runId !== runId)) return request; // no sub-agent waits: all are the run's own
-  const resolved: Record<string, boolean> = { ...approvals };
+  const resolved: Record<string, ApprovalAnswers[string]> = { ...approvals };
   for (const stepId of plain) {
     const where = [...new Set(pending.filter((p) => p.stepId === stepId).map((p) => p.runId))];
     if (where.length > 1) throw new AmbiguousApprovalError(runId, stepId, where);
     const [at] = where;
     if (at === undefined || at === runId) continue;
     delete resolved[stepId];
-    resolved[approvalKey(at, stepId)] = approvals[stepId] as boolean;
+    resolved[approvalKey(at, stepId)] = approvals[stepId] as ApprovalAnswers[string];
   }
   return { ...request, approvals: resolved };
+}
+
+/** Checks each input approved in place of the model's for a call waiting in the run itself, against its tool. */
+async function checkEditedInputs(
+  runId: string,
+  approvals: ApprovalAnswers,
+  pending: readonly PendingApproval[],
+  tools: Readonly<Record<string, Tool>>,
+): Promise<void> {
+  for (const p of pending) {
+    if (p.runId !== runId) continue; // a sub-agent's call: checked by its own run, against its own tools
+    const given = answerGiven(approvals, runId, p.stepId);
+    if (typeof given !== "object" || !given.approved || given.input === undefined) continue;
+    const tool = Object.hasOwn(tools, p.toolName) ? tools[p.toolName] : undefined;
+    await checkApprovedInput({ runId, stepId: p.stepId, toolName: p.toolName }, tool, given.input);
+  }
 }
 
 /**

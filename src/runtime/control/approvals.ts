@@ -1,11 +1,13 @@
 import { digestOfRecorded } from "../../core/digest.ts";
-import { RunCancelledError } from "../../core/errors.ts";
+import { isRunBusyError, RunCancelledError } from "../../core/errors.ts";
 import { approvalId, checkRunId, childRunId, parseFrameId, runIdProblem } from "../../events/ids.ts";
 import { readJournal } from "../../events/journal.ts";
 import type { Journal } from "../../events/spi.ts";
-import type { ToolCall } from "../../events/types.ts";
+import type { NewEntry, ToolCall } from "../../events/types.ts";
 import { foldEntries, type RunState, responseAt } from "../../projections/runState.ts";
+import { checkApprovedInput } from "../base/approvedInput.ts";
 import { approvalEntries } from "../base/callResult.ts";
+import type { Tool } from "../base/config.ts";
 import { foldRun, hydrateArchived } from "../base/readers.ts";
 import { readRunState } from "../base/snapshots.ts";
 import { parentRunOf, type SubRunParent } from "../subruns/subRuns.ts";
@@ -173,6 +175,16 @@ export interface RecordApprovalOptions {
    * await recordApproval(journal, runId, stepId, { approved: true, now: () => fakeNow });
    */
   readonly now?: () => number;
+  /**
+   * Approve with this input instead of the model's (edit and approve): checked against `tool`
+   * first (its JSON form, then its `validateInput`; `ApprovalInputError` and nothing journaled
+   * when refused), journaled with its digest beside the model's, and the call runs with it.
+   */
+  readonly input?: unknown;
+  /** The call's tool (the loop's `tools[name]`), to check `input` against. */
+  readonly tool?: Pick<Tool, "validateInput">;
+  /** `"run"`: approve every later call of the same tool in this run too, without asking; `"session"`: and in the session's later messages. */
+  readonly scope?: "call" | "run" | "session";
 }
 
 /** What `recordApproval` journaled. */
@@ -181,11 +193,22 @@ export interface RecordedApproval {
   readonly stepId: string;
   readonly toolName: string;
   readonly approved: boolean;
+  /** The digest of the model's input, the one the answer is bound to. */
   readonly inputDigest: string | null;
+  /** For an approval with a changed input: the digest of the input the call runs with. */
+  readonly approvedInputDigest?: string;
+}
+
+/** One answer of {@link recordApprovals}: the call's step id and the answer. */
+export interface StepApproval extends RecordApprovalOptions {
+  readonly stepId: string;
 }
 
 /** How long `recordApproval` holds the run while it journals the answer. */
 const APPROVAL_LEASE_MS = 10_000;
+
+/** The owner name of an answer's hold on the run: answers given at once wait for each other by it. */
+const ANSWER_OWNER = "recordApproval";
 
 /**
  * Answers a pending approval from any process: journals the decision (bound to the digest of
@@ -193,10 +216,13 @@ const APPROVAL_LEASE_MS = 10_000;
  * The next `loop.run({ runId, journal })` goes on with it; on PostgreSQL the run is queued for
  * the workers of its loop, which pick it up by themselves (for a sub-agent's call, the top-level
  * run of its chain is queued: resuming it resumes the sub-agent). It takes the run's ownership to write,
- * so it never races a live loop (`RunBusyError` while one runs it). Refused with
+ * so it never races a live loop (`RunBusyError` while one runs it); answers given at the same time
+ * wait for each other, and only the first is journaled: the others are refused with
+ * `approvalDecided`, saying who decided. Refused with
  * `ApprovalRefusedError` when the step is no call of the run (`approvalUnknownStep`), is not waiting (`approvalNotPending`), was decided
  * already (`approvalDecided`), waits with another input than `inputDigest` says
- * (`approvalInputMismatch`), or has expired (`approvalExpired`). A sub-agent's call is answered
+ * (`approvalInputMismatch`), or has expired (`approvalExpired`); with `ApprovalInputError` when
+ * `input` (approve with a changed input) is refused by `tool`. A sub-agent's call is answered
  * on the sub-agent's run (`PendingApproval.runId`), never through its parent: the decision is the
  * child's, bound to the child's input; the parent's resume carries it down.
  *
@@ -215,10 +241,29 @@ export async function recordApproval(
   stepId: string,
   answer: RecordApprovalOptions,
 ): Promise<RecordedApproval> {
-  checkRunId(runId, "recordApproval");
+  const [recorded] = await recordApprovals(journal, runId, [{ ...answer, stepId }]);
+  return recorded as RecordedApproval;
+}
+
+/**
+ * Answers several pending approvals of a run at once (all the calls of one response, say) in one
+ * append: each answer is checked as `recordApproval` checks it, and if any is refused nothing is
+ * journaled (all or nothing). Same steps twice in `answers` are refused (`approvalDecided`).
+ *
+ * @example
+ * const pending = await listPendingApprovals(journal, { runId: "order-42" });
+ * await recordApprovals(journal, "order-42", pending.map((p) => ({ stepId: p.stepId, approved: true, by: "ana" })));
+ */
+export async function recordApprovals(
+  journal: Journal,
+  runId: string,
+  answers: readonly StepApproval[],
+): Promise<RecordedApproval[]> {
+  checkRunId(runId, "recordApprovals");
   const { store } = journal;
-  const owner = answer.by === undefined ? "recordApproval" : `recordApproval by ${answer.by}`;
-  const lease = await store.acquire(runId, { owner, leaseMs: APPROVAL_LEASE_MS });
+  const by = answers.find((a) => a.by !== undefined)?.by;
+  const owner = by === undefined ? ANSWER_OWNER : `${ANSWER_OWNER} by ${by}`;
+  const lease = await acquireForAnswer(store, runId, owner);
   try {
     const state = foldEntries(await readJournal(journal, runId));
     if (state.status === "new") {
@@ -229,41 +274,102 @@ export async function recordApproval(
       );
     }
     if (state.status === "cancelled") throw new RunCancelledError(runId, state.cancelled?.reason ?? "");
-    const waiting = (await pendingIn(journal, runId, state)).filter((p) => p.stepId === stepId);
-    const pending = waiting.find((p) => p.runId === runId);
-    if (pending === undefined) throw notPending(runId, stepId, state, waiting[0]?.runId);
-    if (answer.inputDigest !== undefined && answer.inputDigest !== pending.inputDigest) {
-      throw new ApprovalRefusedError(
-        "approvalInputMismatch",
+    const all = await pendingIn(journal, runId, state);
+    const entries: NewEntry[] = [];
+    const recorded: RecordedApproval[] = [];
+    const seen = new Set<string>();
+    for (const answer of answers) {
+      const { stepId } = answer;
+      const waiting = all.filter((p) => p.stepId === stepId);
+      const pending = seen.has(stepId) ? undefined : waiting.find((p) => p.runId === runId);
+      if (pending === undefined) {
+        if (seen.has(stepId)) throw answeredTwice(runId, stepId);
+        throw notPending(runId, stepId, state, waiting[0]?.runId);
+      }
+      seen.add(stepId);
+      checkAnswer(runId, stepId, pending, answer);
+      const checked =
+        answer.approved && answer.input !== undefined
+          ? await checkApprovedInput({ runId, stepId, toolName: pending.toolName }, answer.tool, answer.input)
+          : undefined;
+      entries.push(
+        ...approvalEntries(stepId, pending.toolName, {
+          approved: answer.approved,
+          inputDigest: pending.inputDigest,
+          ...(answer.by === undefined ? {} : { by: answer.by }),
+          ...(answer.reason === undefined ? {} : { reason: answer.reason }),
+          ...(checked === undefined ? {} : { edited: { input: checked.recorded, inputDigest: checked.inputDigest } }),
+          ...(answer.approved && (answer.scope === "run" || answer.scope === "session")
+            ? { scope: answer.scope, toolName: pending.toolName }
+            : {}),
+        }),
+      );
+      const { toolName, inputDigest } = pending;
+      recorded.push({
         runId,
         stepId,
-        `run ${runId} step ${stepId}: the call waits with input digest ${pending.inputDigest}, not ${answer.inputDigest}; list the pending approvals again (loom approvals) and answer for the input shown`,
-      );
+        toolName,
+        approved: answer.approved,
+        inputDigest,
+        ...(checked === undefined ? {} : { approvedInputDigest: checked.inputDigest }),
+      });
     }
-    if (pending.expiresAt !== undefined && (answer.now?.() ?? Date.now()) >= Date.parse(pending.expiresAt)) {
-      throw new ApprovalRefusedError(
-        "approvalExpired",
-        runId,
-        stepId,
-        `run ${runId} step ${stepId}: the approval expired at ${pending.expiresAt} (its tool's approvalTimeoutMs); the run declines the call when it resumes`,
-      );
-    }
-    const entries = approvalEntries(stepId, pending.toolName, {
-      approved: answer.approved,
-      inputDigest: pending.inputDigest,
-      ...(answer.by === undefined ? {} : { by: answer.by }),
-      ...(answer.reason === undefined ? {} : { reason: answer.reason }),
-    });
+    if (entries.length === 0) return recorded;
     const wake = await wakeFor(journal, runId, state);
     await store.append(runId, entries, {
       expectedVersion: state.version,
       fence: lease.token,
       ...(wake ? { wake } : {}),
     });
-    const { toolName, inputDigest } = pending;
-    return { runId, stepId, toolName, approved: answer.approved, inputDigest };
+    return recorded;
   } finally {
     await store.release(lease);
+  }
+}
+
+/** Refuses an answer bound to another input than the call waits with, or given after the approval expired. */
+function checkAnswer(runId: string, stepId: string, pending: PendingApproval, answer: RecordApprovalOptions): void {
+  if (answer.inputDigest !== undefined && answer.inputDigest !== pending.inputDigest) {
+    throw new ApprovalRefusedError(
+      "approvalInputMismatch",
+      runId,
+      stepId,
+      `run ${runId} step ${stepId}: the call waits with input digest ${pending.inputDigest}, not ${answer.inputDigest}; list the pending approvals again (loom approvals) and answer for the input shown`,
+    );
+  }
+  if (pending.expiresAt !== undefined && (answer.now?.() ?? Date.now()) >= Date.parse(pending.expiresAt)) {
+    throw new ApprovalRefusedError(
+      "approvalExpired",
+      runId,
+      stepId,
+      `run ${runId} step ${stepId}: the approval expired at ${pending.expiresAt} (its tool's approvalTimeoutMs); the run declines the call when it resumes`,
+    );
+  }
+}
+
+/** The same step answered twice in one `recordApprovals`: one decision a call. */
+const answeredTwice = (runId: string, stepId: string) =>
+  new ApprovalRefusedError(
+    "approvalDecided",
+    runId,
+    stepId,
+    `run ${runId} step ${stepId}: answered twice in one recordApprovals; a decision is made once, give one answer a call`,
+  );
+
+/**
+ * The run's ownership for an answer. Another answer holding it (given at the same instant, from
+ * here or another process) holds it only while it journals: this one waits for it, then finds the
+ * call decided. A live loop's hold is refused at once (`RunBusyError`).
+ */
+async function acquireForAnswer(store: Journal["store"], runId: string, owner: string) {
+  const deadline = Date.now() + APPROVAL_LEASE_MS;
+  for (let pause = 5; ; pause = Math.min(pause * 2, 100)) {
+    try {
+      return await store.acquire(runId, { owner, leaseMs: APPROVAL_LEASE_MS });
+    } catch (e) {
+      if (!isRunBusyError(e) || !e.holder.owner.startsWith(ANSWER_OWNER) || Date.now() >= deadline) throw e;
+      await new Promise((resolve) => setTimeout(resolve, pause));
+    }
   }
 }
 

@@ -16,6 +16,8 @@ export {
   type RecordApprovalOptions,
   type RecordedApproval,
   recordApproval,
+  recordApprovals,
+  type StepApproval,
 } from "./approvals.ts";
 export { type CancelOptions, type CancelResult, cancelRun, type SubRunCancel } from "./cancel.ts";
 export {

@@ -201,7 +201,7 @@ async function runLoop(
   setUp?: (session: RunSession) => void,
 ): Promise<AgentOutput> {
   checkRunId(given.runId, "loop.run"); // before anything reads or writes the journal
-  const request = await resolveApprovals(given); // a sub-agent's call answered by its step id
+  const request = await resolveApprovals(given, config.tools); // a sub-agent's call answered by its step id
   const stop = new RunStop(request.runId, request.signal);
   const session = new RunSession(config, { ...request, signal: stop.signal }, request.runContext);
   setUp?.(session);

@@ -43,6 +43,8 @@ export function validateConfig(config: AgentLoopConfig): void {
         `tools.${name}.approvalTimeoutMs must be a positive integer (ms), not ${String(tool.approvalTimeoutMs)}`,
       );
     }
+    if (tool.approval !== undefined && typeof tool.approval !== "function")
+      throw fail(id, `tools.${name}.approval must be a function (an approval policy)`);
   }
   if (offersSearchTools(config) && Object.hasOwn(config.tools ?? {}, SEARCH_TOOLS)) {
     throw new AgentLoopConfigError(
@@ -63,6 +65,8 @@ export function validateConfig(config: AgentLoopConfig): void {
   }
   if (config.approve !== undefined && typeof config.approve !== "function")
     throw fail(id, "approve must be a function");
+  if (config.approvalPolicy !== undefined && typeof config.approvalPolicy !== "function")
+    throw fail(id, "approvalPolicy must be a function");
   const telemetry = config.telemetry as { startRun?: unknown } | undefined;
   if (telemetry !== undefined && (typeof telemetry !== "object" || typeof telemetry?.startRun !== "function"))
     throw fail(

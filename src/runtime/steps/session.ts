@@ -1,7 +1,7 @@
 import { digestOfRecorded } from "../../core/digest.ts";
 import { ReplayDivergenceError } from "../../core/errors.ts";
 import type { ClaimCheckEnvelope } from "../../events/claimCheck.ts";
-import { toolStepId } from "../../events/ids.ts";
+import { approvalId, toolStepId } from "../../events/ids.ts";
 import { originalsView } from "../../events/redactedOriginals.ts";
 import type { Journal } from "../../events/spi.ts";
 import type { Message, ModelResponse, ToolCall } from "../../events/types.ts";
@@ -11,7 +11,7 @@ import type { RunEvent } from "../../projections/events.ts";
 import type { RunState } from "../../projections/runState.ts";
 import type { ToolCallLogMode } from "../../projections/types.ts";
 import { type Appender, BREATH_MS } from "../base/appender.ts";
-import { type RecordedOutput, recordedOutput } from "../base/callResult.ts";
+import { approvedInputOf, type RecordedOutput, recordedOutput } from "../base/callResult.ts";
 import type { AgentLoopConfig, Tool } from "../base/config.ts";
 import {
   assistantMessage,
@@ -27,6 +27,7 @@ import type { SnapshotSchedule } from "../base/snapshots.ts";
 import type { RunTelemetryScope } from "../base/telemetry.ts";
 import { RunEventEmitter } from "../streaming/events.ts";
 import { RunContext } from "../subruns/runContext.ts";
+import type { ApprovalAnswers } from "../subruns/subRunApprovals.ts";
 import { RunBudget } from "./budget.ts";
 import { toolDescriptors } from "./builtins.ts";
 import { StepSignals, type StepStop } from "./stepSignals.ts";
@@ -55,7 +56,8 @@ export interface RunOptions {
   readonly signal?: AbortSignal;
   /**
    * Answers to pending approvals, by step id (`e.run.pendingApprovals[i].stepId`): `true` runs
-   * the call, `false` declines it (the model is told). Each answer is journaled once and then
+   * the call, `false` declines it (the model is told), an `ApprovalReply` says more (who and why,
+   * an edited input, a run-wide scope). Each answer is journaled once and then
    * served from the journal; an answer for a call asked about before (answered already) is
    * ignored, and for a run that waits for approvals, an answer whose key names no call that waits
    * or waited is refused before anything is journaled (`ApprovalRefusedError`,
@@ -64,7 +66,7 @@ export interface RunOptions {
    * by its step id when it waits in one child only, else by `approvalKey(runId, stepId)`; the
    * answer is passed down and journaled on the child's run (`AmbiguousApprovalError` otherwise).
    */
-  readonly approvals?: Readonly<Record<string, boolean>>;
+  readonly approvals?: ApprovalAnswers;
   /**
    * Told each event of the run as it happens (its `RunEvent`s): the journaled ones once durable, and
    * the live deltas of the model call in flight. Called synchronously and never awaited, so keep
@@ -366,7 +368,9 @@ export class RunSession {
         `a frame of effect ${frame.effect}, but this code has ${known ? `tool:${call.name}` : `no tool "${call.name}"`}`,
       );
     }
-    if (frame.inputDigest !== digestOfRecorded(call.input).digest)
+    // A call approved with a changed input ran with it: its frame records that input's digest.
+    const approved = approvedInputOf(this.state.decisions[approvalId(stepId)]?.choice);
+    if (frame.inputDigest !== (approved?.inputDigest ?? digestOfRecorded(call.input).digest))
       throw this.divergence(stepId, "a frame with another input digest");
   }
 

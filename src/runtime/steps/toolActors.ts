@@ -27,6 +27,7 @@ import { toolAttemptError, toolPolicy } from "./failurePolicy.ts";
 import { type CallSteps, plainCallsActor } from "./plainCalls.ts";
 import { boundRun } from "./runBinding.ts";
 import type { RunSession } from "./session.ts";
+import { type SessionScope, sessionScopesBefore } from "./sessionScopes.ts";
 import type { StepStop } from "./stepSignals.ts";
 import { invalidInputMessage, noCanonicalForm } from "./toolInput.ts";
 
@@ -55,6 +56,8 @@ export class ToolCalls implements CallSteps, ToolSteps {
   private clock: (() => number) | undefined;
   /** The order the calls of the current turn journal their starts in (callOrder.ts). */
   private order: CallOrder | undefined;
+  /** The session-wide approvals of the earlier messages of the run's session, read once when a call first needs them. */
+  private scopes: Promise<ReadonlyMap<string, SessionScope> | undefined> | undefined;
 
   constructor(readonly session: RunSession) {}
 
@@ -213,7 +216,20 @@ export class ToolCalls implements CallSteps, ToolSteps {
     }
     (this.validated ??= new Map()).set(stepId, value);
     (this.inputDigests ??= new Map()).set(stepId, digest ?? "");
-    return tool.requiresApproval ? { kind: "needs-approval" } : { kind: "run" };
+    return this.asksApproval(tool) ? { kind: "needs-approval" } : { kind: "run" };
+  }
+
+  /** The session-wide approvals given in the earlier messages' runs of this run's session (sessionScopes.ts). */
+  sessionScopes(): Promise<ReadonlyMap<string, SessionScope> | undefined> {
+    const { journal, runId } = this.session.options;
+    this.scopes ??= sessionScopesBefore(journal, runId);
+    return this.scopes;
+  }
+
+  /** Has call `stepId` run with an input approved in place of the model's (checked by its tool already). */
+  runWith(stepId: string, value: unknown, inputDigest: string): void {
+    (this.validated ??= new Map()).set(stepId, value);
+    (this.inputDigests ??= new Map()).set(stepId, inputDigest);
   }
 
   /**
@@ -456,9 +472,17 @@ export class ToolCalls implements CallSteps, ToolSteps {
       const tool = Object.hasOwn(session.tools, name) ? session.tools[name] : undefined;
       if (tool === undefined) continue; // refused or built in: settled without waiting
       const retried = session.state.attempts[toolStepId(session.loopId, turn, index)] !== undefined;
-      if (tool.requiresApproval || retried || this.mayRetry(tool) || isSubAgentTool(tool)) (charted ??= []).push(index);
+      if (this.asksApproval(tool) || retried || this.mayRetry(tool) || isSubAgentTool(tool))
+        (charted ??= []).push(index);
     }
     return charted;
+  }
+
+  /** A call of `tool` is approved first: the tool asks for it, has a policy, or the loop has one for every tool. */
+  private asksApproval(tool: Tool): boolean {
+    return (
+      tool.requiresApproval === true || tool.approval !== undefined || this.session.config.approvalPolicy !== undefined
+    );
   }
 
   private mayRetry(tool: Tool): boolean {

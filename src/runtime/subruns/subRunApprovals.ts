@@ -6,8 +6,34 @@
  */
 import { childRunId } from "../../events/ids.ts";
 
+/**
+ * An answer to a pending approval beyond yes or no (`run({ approvals: { [stepId]: reply } })`):
+ * who answered and why, an input approved in place of the model's (checked against the tool's
+ * `validateInput` first; the call runs with it), or a scope: `"run"` approves every later call of
+ * the same tool in this run too, `"session"` in the later messages of its session as well.
+ *
+ * @example
+ * await loop.run({ runId, journal, approvals: { [stepId]: { approved: true, input: { order: "A-17", euros: 30 }, by: "ana" } } });
+ */
+export interface ApprovalReply {
+  readonly approved: boolean;
+  readonly reason?: string;
+  readonly by?: string;
+  /** Approve with this input instead of the model's (edit and approve). */
+  readonly input?: unknown;
+  /**
+   * `"run"`: approve the tool's later calls in this run too, without asking; `"session"`: and in
+   * the later messages' runs of the session (`<sessionId>/<n>`). Default `"call"`.
+   */
+  readonly scope?: "call" | "run" | "session";
+}
+
 /** Answers to pending approvals, by step id or by `<runId>/<stepId>` (see `RunOptions.approvals`). */
-export type ApprovalAnswers = Readonly<Record<string, boolean>>;
+export type ApprovalAnswers = Readonly<Record<string, boolean | ApprovalReply>>;
+
+/** An answer as a reply: `true` and `false` are the plain yes and no. */
+export const asReply = (answer: boolean | ApprovalReply): ApprovalReply =>
+  typeof answer === "boolean" ? { approved: answer } : answer;
 
 /**
  * The key of an answer in `run({ approvals })` for the call `stepId` waiting in run `runId`
