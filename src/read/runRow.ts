@@ -5,10 +5,10 @@ import {
   parseFrameId,
   type RunState,
   readJournal,
+  readRunTail,
   runIdProblem,
 } from "../index.ts";
 import { entryBytes } from "../projections/runSnapshot.ts";
-import { readRunTail } from "../runtime/base/snapshots.ts";
 import { activityOfFolded } from "../runtime/control/activity.ts";
 import { type RunInfo, resumeRefusalOf, runInfoOfState } from "./runInfo.ts";
 import { parentAmong, type RunParent, startedCalls } from "./runsTree.ts";
