@@ -1,9 +1,9 @@
 /**
  * The viewer on a 2,000-turn run (one tool call a turn, outputs of 0.5–2 kB, run by the real
  * loop into a SQLite journal file):
- * - memory: the heap that time travel's state per entry takes (built with immer, structural
- *   sharing), beside the same per-entry states made by immer over the flat `RunState` (whose
- *   frame table every frame entry copies), measured on a 500-turn run, where that is affordable;
+ * - memory: the heap time travel takes (the run's `RunState` kept every 32 entries, made by
+ *   immer, untouched frames shared), beside a `RunState` per entry made the same way (whose
+ *   frame table every entry copies), measured on a 500-turn run, where that is affordable;
  * - time: the run page served over HTTP (`GET /runs/<id>`: read, fold, render) against
  *   `loom show <runId>` on the same file, both in this process, median of 15 after a warm-up.
  *   Target: the page under 2× `loom show`. Then the time-travel page (its first load builds every
@@ -125,13 +125,13 @@ const memory = [
   {
     run: `${TURNS} turns`,
     entries: big,
-    how: "viewer state per entry (immer, chunked turns)",
+    how: "RunState every 32 entries (immer)",
     build: () => buildTravel("big", big),
   },
   {
     run: `${SMALL} turns`,
     entries: small,
-    how: "viewer state per entry (immer, chunked turns)",
+    how: "RunState every 32 entries (immer)",
     build: () => buildTravel("small", small),
   },
   { run: `${SMALL} turns`, entries: small, how: "flat RunState per entry (immer)", build: () => flatStates(small) },

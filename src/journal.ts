@@ -289,7 +289,7 @@ export { tokenUsage } from "./projections/usage.ts";
 export { isRedactedHistoryError, RedactedHistoryError, type ScheduleErrorCode } from "./runtime/base/errors.ts";
 export { HeldLease, type HoldLeaseOptions, holdLease, LEASE_MARGIN } from "./runtime/base/heldLease.ts";
 // Sessions in linear space: a history that cannot be read back as its message named it.
-export { isSessionHistoryError, SessionHistoryError } from "./runtime/base/history.ts";
+export { isSessionHistoryError, recordedConversation, SessionHistoryError } from "./runtime/base/history.ts";
 export { DEFAULT_LEASE_MS, type RunOwnership } from "./runtime/base/ownership.ts";
 export {
   foldRun,

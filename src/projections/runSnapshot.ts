@@ -268,6 +268,12 @@ function stateOf(parsed: unknown, seq: number): RunState | undefined {
   for (const key of ["redacted", "compacted"] as const) {
     if (p[key] !== undefined) (state as unknown as Record<string, unknown>)[key] = p[key];
   }
+  // When calls settled: a table without a prototype, empty in a snapshot written before it was kept.
+  const settledAt = p.settledAt;
+  state.settledAt = Object.assign(
+    Object.create(null),
+    typeof settledAt === "object" && settledAt !== null ? settledAt : {},
+  );
   for (const key of RECORDS) {
     const table = p[key];
     if (typeof table !== "object" || table === null || Array.isArray(table)) return undefined;

@@ -39,6 +39,15 @@ export interface FrameState {
   redacted?: readonly RedactionRecord[];
   /** Set when compaction moved the frame: its output lives in the archive under `ref`. */
   archived?: { readonly ref: string; readonly digest: string | null; readonly bytes: number };
+  /** When its last start was journaled (`meta.at`), for the run's timeline. */
+  startedAt?: string;
+  /** When its completion was journaled (`meta.at`). */
+  endedAt?: string;
+  /**
+   * Times it started again while its last start had no outcome and no failed attempt awaited a
+   * retry: the run that started it was cut off, and the tool ran again.
+   */
+  reruns?: number;
 }
 
 /** A step's failed attempts as the fold sees them (`attempt.failed`). */
@@ -110,6 +119,14 @@ export interface RunState {
   _output: CompletedRunValue | undefined;
   /** Seq of the last entry folded (the version to append after). */
   version: number;
+  /** When `run.started` was journaled (`meta.at`). */
+  startedAt?: string;
+  /** The type of the last entry folded: what the run did last, for the faces that show it. */
+  lastType?: JournalEntry["type"];
+  /** When the last entry folded was journaled (`meta.at`). */
+  lastAt?: string;
+  /** When each call settled without running was settled (`meta.at`), by step id. */
+  settledAt: Record<string, string>;
   /**
    * The first entry whose payload was redacted (`withRedaction`), if any. Such a run can be resumed
    * only through a journal that keeps its originals, and only while their keys (`keys`) are kept:
@@ -153,10 +170,16 @@ export const runStateProjection: Projection<RunState> = {
     approvalRequests: Object.create(null),
     _output: undefined,
     version: 0,
+    startedAt: undefined,
+    lastType: undefined,
+    lastAt: undefined,
+    settledAt: Object.create(null),
   }),
   evolve(state, entry) {
     state.runId = entry.runId;
     state.version = entry.seq;
+    state.lastType = entry.type;
+    state.lastAt = entry.meta.at;
     if ((entry.data as { redacted?: unknown }).redacted !== undefined) noteRedacted(state, entry);
     switch (entry.type) {
       case "run.started":
@@ -166,27 +189,34 @@ export const runStateProjection: Projection<RunState> = {
         state.continues = entry.data.continues;
         state.tools = entry.data.tools;
         state.definition = entry.data.definition;
+        state.startedAt = entry.meta.at;
         break;
       case "decision.recorded":
         state.decisions[entry.data.decisionId] = entry.data;
         break;
-      case "frame.started":
+      case "frame.started": {
         if (state.status === "interrupted") state.status = "running";
         state.interruption = undefined;
-        state.frames[entry.data.frameId] = {
-          frameId: entry.data.frameId,
+        const { frameId } = entry.data;
+        const attempts = state.attempts[frameId];
+        const known = state.frames[frameId];
+        const reruns = (known?.reruns ?? 0) + (known?.status === "started" && attempts?.waiting !== true ? 1 : 0);
+        const frame: FrameState = {
+          frameId,
           effect: entry.data.effect,
           inputDigest: entry.data.inputDigest,
           status: "started",
+          startedAt: entry.meta.at,
         };
-        {
-          const attempts = state.attempts[entry.data.frameId];
-          if (attempts) attempts.waiting = false;
-        }
+        if (reruns > 0) frame.reruns = reruns;
+        state.frames[frameId] = frame;
+        if (attempts) attempts.waiting = false;
         break;
+      }
       case "frame.completed": {
         const frame = state.frames[entry.data.frameId];
         if (!frame) break; // the validator refuses a completion without a start; nothing to fold here
+        frame.endedAt = entry.meta.at;
         if (entry.data.failed) frame.status = "failed";
         else {
           frame.status = "completed";
@@ -203,6 +233,7 @@ export const runStateProjection: Projection<RunState> = {
       }
       case "call.settled":
         state.settled[entry.data.stepId] = entry.data;
+        state.settledAt[entry.data.stepId] = entry.meta.at;
         break;
       case "frames.archived":
         // The frames' own entries were removed from the hot journal; the marker stands for them.

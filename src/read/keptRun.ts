@@ -2,14 +2,13 @@ import { type Journal, readJournal } from "../index.ts";
 import type { JournalEntry, RunState } from "../journal.ts";
 import { runStateProjection } from "../projections/runState.ts";
 import { activityOfFolded } from "../runtime/control/activity.ts";
-import { evolveView } from "./evolveView.ts";
 import { entryBytes, type RunInfo, resumeRefusalOf, runInfoOfState } from "./runInfo.ts";
-import { initialView, type RunView } from "./runView.ts";
+import { type RunView, runViewOf } from "./runView.ts";
 
 /**
- * A run read once and kept: its folded state, its timeline ({@link RunView}) and the figures
- * `runInfo` reads of its entries, each evolved with the entries appended since, never
- * re-read or re-folded from the start. What the viewer's live page keeps while it follows a run.
+ * A run read once and kept: its folded state (its timeline, {@link RunView}, derived from it)
+ * and the figures `runInfo` reads of its entries, each evolved with the entries appended since,
+ * never re-read or re-folded from the start. What the viewer's live page keeps while it follows a run.
  *
  * @example
  * const kept = await KeptRun.read(journal, "r-1");
@@ -22,7 +21,6 @@ export class KeptRun {
     readonly runId: string,
     private journal: Journal,
     private state: RunState,
-    private timeline: RunView,
     private facts: { entries: number; bytes: number; startedAt: string | undefined; updatedAt: string | undefined },
     private first: JournalEntry | undefined,
   ) {}
@@ -33,7 +31,6 @@ export class KeptRun {
       runId,
       journal,
       runStateProjection.initial(),
-      initialView(),
       {
         entries: 0,
         bytes: 0,
@@ -46,14 +43,18 @@ export class KeptRun {
     return kept.facts.entries === 0 ? undefined : kept;
   }
 
+  /** The timeline derived from the state at {@link seq}, kept until an entry moves the state on. */
+  private derived: RunView | undefined;
+
   /** The seq of the last entry kept. */
   get seq(): number {
-    return this.timeline.seq;
+    return this.state.version;
   }
 
-  /** The run's timeline as far as the entries kept tell (evolved in place: read it, do not keep it). */
+  /** The run's timeline as far as the entries kept tell. */
   get view(): RunView {
-    return this.timeline;
+    if (this.derived?.seq !== this.state.version) this.derived = runViewOf(this.state);
+    return this.derived;
   }
 
   /**
@@ -68,7 +69,7 @@ export class KeptRun {
     if (more.some((e) => e.type === "frames.archived")) {
       const fresh = await KeptRun.read(this.journal, this.runId);
       if (fresh)
-        Object.assign(this, { state: fresh.state, timeline: fresh.timeline, facts: fresh.facts, first: fresh.first });
+        Object.assign(this, { state: fresh.state, derived: undefined, facts: fresh.facts, first: fresh.first });
       return;
     }
     this.extend(more);
@@ -89,7 +90,6 @@ export class KeptRun {
   private extend(entries: readonly JournalEntry[]): void {
     for (const entry of entries) {
       this.state = runStateProjection.evolve(this.state, entry);
-      evolveView(this.timeline, entry);
       this.first ??= entry;
       this.facts.entries++;
       this.facts.bytes += entryBytes(entry);

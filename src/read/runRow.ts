@@ -1,7 +1,6 @@
 import { type Journal, readJournal } from "../index.ts";
-import { foldEntries, type JournalEntry, parseFrameId, type RunState, runIdProblem } from "../journal.ts";
+import { foldEntries, type JournalEntry, parseFrameId, type RunState, readRunTail, runIdProblem } from "../journal.ts";
 import { entryBytes } from "../projections/runSnapshot.ts";
-import { readRunTail } from "../runtime/base/snapshots.ts";
 import { activityOfFolded } from "../runtime/control/activity.ts";
 import { type RunInfo, resumeRefusalOf, runInfoOfState } from "./runInfo.ts";
 import { parentAmong, type RunParent, startedCalls } from "./runsTree.ts";

@@ -1,6 +1,5 @@
 import { type Journal, type Message, sessionRuns } from "../index.ts";
-import { recordedConversation } from "../runtime/base/history.ts";
-import { foldRun, hydrateArchived } from "../runtime/base/readers.ts";
+import { foldRun, hydrateArchived, recordedConversation } from "../journal.ts";
 import type { ResumeCommand } from "./activity.ts";
 import { printable } from "./format.ts";
 import type { RunInfo } from "./runInfo.ts";

@@ -5,11 +5,11 @@ import {
   parseFrameId,
   type ResolvedStep,
   type RunState,
+  readRunState,
   resolveStep,
   verifyTurnResults,
 } from "../journal.ts";
 import { endedToolCallAt } from "../projections/toolCallLog.ts";
-import { readRunState } from "../runtime/base/snapshots.ts";
 
 /**
  * One step's output resolved and verified: what `loom show <stepId>` prints and the viewer's step

@@ -6,11 +6,19 @@ import {
   type RunWait,
   readJournal,
 } from "../index.ts";
-import { childRunId, type ForkedFromData, type JournalEntry, type RunStatus, readArchived } from "../journal.ts";
+import {
+  type ArchivedFrame,
+  childRunId,
+  type ForkedFromData,
+  foldEntries,
+  type JournalEntry,
+  type RunState,
+  type RunStatus,
+  readArchived,
+} from "../journal.ts";
 import { parentRunOf } from "../runtime/subruns/subRuns.ts";
-import { evolveArchived, foldView } from "./evolveView.ts";
 import { runInfo } from "./runInfo.ts";
-import { turnsOf } from "./runView.ts";
+import { runViewOf, turnsOf } from "./runView.ts";
 import {
   type CallStepStatus,
   callStatus,
@@ -85,8 +93,8 @@ export interface StorySubRun {
 export type StoryEnd = RunEnd;
 
 /**
- * Reads a run's story (see {@link RunStory}): the run's timeline ({@link foldView}, the fold the
- * viewer's pages show) with what compaction archived read back, told in the timeline's words
+ * Reads a run's story (see {@link RunStory}): the run's timeline ({@link runViewOf} of its
+ * fold, what the viewer's pages show) with what compaction archived read back, told in the timeline's words
  * (src/read/timeline.ts). `activity`, the run's (`runActivity`), keeps a run nobody runs from
  * reading as if its steps in flight still ran.
  *
@@ -100,17 +108,13 @@ export async function runStory(
   entries: readonly JournalEntry[],
   activity?: RunActivity,
 ): Promise<RunStory> {
-  const view = foldView(entries);
-  for (const turn of turnsOf(view)) {
-    const archived = [
-      ...(turn.model.archived ? [turn.stepId] : []),
-      ...turn.calls.filter((c) => c.archived).map((c) => c.stepId),
-    ];
-    for (const frameId of archived) {
-      const frame = await readArchived(journal, frameId, { runId, entries });
-      if (frame) evolveArchived(view, frame);
-    }
+  const state = foldEntries(entries);
+  for (const frame of Object.values(state.frames)) {
+    if (frame.archived === undefined) continue;
+    const archived = await readArchived(journal, frame.frameId, { runId, entries });
+    if (archived) restoreArchived(state, archived);
   }
+  const view = runViewOf(state);
   const pendingApprovals = await listPendingApprovals(journal, { runId });
   const runs = new Set((await journal.store.listRuns()).map((r) => r.runId));
   const turns: StoryTurn[] = [];
@@ -167,6 +171,19 @@ export async function runStory(
     waits: waitsOf(view),
     ...(ended ? { ended } : {}),
   };
+}
+
+/**
+ * Puts back in `state` what compaction moved out of the journal for one frame, for the story to
+ * tell: its times (its first start, its completion) and its output (the model's text, usage and
+ * tool names). Its status stays the one its `frames.archived` marker gave.
+ */
+function restoreArchived(state: RunState, { started, completed, attempts }: ArchivedFrame): void {
+  const frame = state.frames[started.data.frameId];
+  if (frame === undefined) return;
+  frame.startedAt = attempts?.[0]?.meta.at ?? started.meta.at;
+  frame.endedAt = completed.meta.at;
+  if (!completed.data.failed && !("output" in frame)) frame.output = completed.data.output;
 }
 
 /** The ms between two journal times, when both are known. */

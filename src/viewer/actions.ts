@@ -7,7 +7,7 @@ import { type Journal, LoomError } from "../index.ts";
  * when it is given these, and asks for a confirmation page before calling any of them.
  */
 
-export type { PendingApproval } from "../runtime/control/approvals.ts";
+export type { PendingApproval } from "../index.ts";
 
 /**
  * The run-control functions the viewer calls, with the signatures of src/runtime/control/operations.ts.

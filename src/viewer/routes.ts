@@ -14,7 +14,7 @@ import { isLive, type RunPageInput, runPage, runPart } from "./runPage.ts";
 import { runRows, runsPage } from "./runsPage.ts";
 import { sessionPage } from "./sessionPage.ts";
 import { confirmPage, problemPage, stepPage } from "./stepPage.ts";
-import { buildTravel, buildTravelLog, extendTravel, logsFrom, type Travel, type TravelLog } from "./travel.ts";
+import { buildTravel, buildTravelLog, extendTravel, logsFrom, type Travel, type TravelLog, viewAt } from "./travel.ts";
 import { atPart, travelPage } from "./travelPage.ts";
 
 /** Time-travel states kept for this many runs (the most recently viewed). */
@@ -114,7 +114,7 @@ export class Pages {
     }
     const logs = logsFrom(await log, index);
     if (partOnly) return atPart(travel, index, logs).text;
-    return travelPage(travel, index, logs, chartSvg(this.machine, travel.states[index]?.chart));
+    return travelPage(travel, index, logs, chartSvg(this.machine, viewAt(travel, index).chart));
   }
 
   /** The step page, or a 404 page that says why the step cannot be shown. */

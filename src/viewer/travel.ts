@@ -1,56 +1,99 @@
 import { Immer } from "immer";
 import { decisionStepOf } from "../events/ids.ts";
 import type { AgentStep, Journal, LeanAgentStep } from "../index.ts";
-import { foldEntries, hydrateArchived, type JournalEntry, projectToolCallLog } from "../journal.ts";
+import { foldEntries, hydrateArchived, type JournalEntry, projectToolCallLog, type RunState } from "../journal.ts";
 import { runStateProjection } from "../projections/runState.ts";
 import { toolCallResult } from "../projections/toolCallLog.ts";
-import { evolveView } from "../read/evolveView.ts";
-import { initialView, type RunView } from "../read/runView.ts";
+import { type RunView, runViewOf } from "../read/runView.ts";
 import { resolveClaimCheck } from "../runtime/base/conversation.ts";
 
 /**
- * Time travel: a run's view at every point of its journal. State `i` is the view after the first
- * `i` entries, made from state `i - 1` by immer's `produce`: it copies only the path the entry
- * changes (its call, its turn, one chunk of turns) and shares everything else with the state
- * before, so keeping a state per seq costs memory in proportion to the entries, not to their
- * number squared. States are frozen: nothing can change the past by accident.
+ * Time travel: a run's state at every point of its journal, the same fold a resume trusts
+ * (`runStateProjection`), evolved entry by entry under immer's `produce`. A state copies only what
+ * its entries change (a frame, the frame table) and shares every frame it does not touch with the
+ * state it was made from; states are frozen, so nothing can change the past by accident. The
+ * travel keeps one state every {@link EVERY} entries (`every`) and makes the state of a point between two
+ * from the one before it: keeping a state per entry would copy the frame table once per entry.
  */
 
-/** The immer instance of the viewer: states frozen, so a shared subtree is never written twice. */
+/** The immer instance of time travel: states frozen, so a shared frame is never written twice. */
 const immer = new Immer({ autoFreeze: true });
 
-/** A run's entries and its view after each prefix of them. */
+/** Entries between two states a travel keeps, unless told otherwise. */
+export const EVERY = 32;
+
+/** A run's entries and its state every `every` entries. */
 export interface Travel {
   readonly runId: string;
   readonly entries: readonly JournalEntry[];
-  /** `states[i]`: the view after `entries[0..i)`; `states[0]` is the empty run. */
-  readonly states: readonly RunView[];
+  /** Entries between two states kept. */
+  readonly every: number;
+  /** `kept[k]`: the state after `entries[0..k * every)`; `kept[0]` is the empty run. */
+  readonly kept: readonly RunState[];
 }
 
 /**
- * Every state of a run, one per entry.
+ * A run's time travel: its states, kept every `every` entries ({@link stateAt} reads any point).
  *
  * @example
  * const travel = buildTravel("run-1", await readJournal(journal, "run-1"));
- * travel.states[5].chart; // "running.dispatching": where the run was after its fifth entry
+ * viewAt(travel, 5).chart; // "running.dispatching": where the run was after its fifth entry
  */
-export function buildTravel(runId: string, entries: readonly JournalEntry[]): Travel {
-  const states: RunView[] = [immer.produce(initialView(), () => {})];
-  return extendTravel({ runId, entries: [], states }, entries);
+export function buildTravel(runId: string, entries: readonly JournalEntry[], every = EVERY): Travel {
+  const kept: RunState[] = [immer.produce(runStateProjection.initial(), () => {})];
+  return extendTravel({ runId, entries: [], every, kept }, entries);
 }
 
-/** `travel` with `more` entries (appended after its last) folded on: the earlier states are shared, not rebuilt. */
+/** `travel` with `more` entries (appended after its last) folded on: the states kept are shared, not rebuilt. */
 export function extendTravel(travel: Travel, more: readonly JournalEntry[]): Travel {
   if (more.length === 0) return travel;
-  const states = [...travel.states];
-  let state = states[states.length - 1] as RunView;
-  for (const entry of more) {
-    state = immer.produce(state, (draft) => {
-      evolveView(draft, entry);
-    });
-    states.push(state);
+  const entries = [...travel.entries, ...more];
+  const { every } = travel;
+  const kept = [...travel.kept];
+  while (kept.length * every <= entries.length) {
+    const from = (kept.length - 1) * every;
+    kept.push(evolved(kept[kept.length - 1] as RunState, entries.slice(from, from + every)));
   }
-  return { runId: travel.runId, entries: [...travel.entries, ...more], states };
+  return { runId: travel.runId, entries, every, kept };
+}
+
+/**
+ * The run's state after `entries[0..index)`: equal to `foldEntries` of those entries, made from
+ * the state kept before it, with which it shares every frame its entries do not touch (frozen).
+ *
+ * @example
+ * stateAt(travel, 40).status; // "running"
+ */
+export function stateAt(travel: Travel, index: number): RunState {
+  const k = Math.min(Math.floor(index / travel.every), travel.kept.length - 1);
+  const base = travel.kept[k] as RunState;
+  return evolved(base, travel.entries.slice(k * travel.every, index));
+}
+
+/**
+ * The run's view after `entries[0..index)` (`runViewOf` of {@link stateAt}): what the time-travel
+ * page shows at that point.
+ *
+ * @example
+ * viewAt(travel, 0).chart; // "starting"
+ */
+export function viewAt(travel: Travel, index: number): RunView {
+  const last = lastView.get(travel);
+  if (last?.index === index) return last.view;
+  const view = runViewOf(stateAt(travel, index));
+  lastView.set(travel, { index, view });
+  return view;
+}
+
+/** The view of the point asked for last, by travel: a page asks it for its part and for its chart. */
+const lastView = new WeakMap<Travel, { readonly index: number; readonly view: RunView }>();
+
+/** `state` with `entries` folded on, by one `produce`: what they change is copied, the rest shared. */
+function evolved(state: RunState, entries: readonly JournalEntry[]): RunState {
+  if (entries.length === 0) return state;
+  return immer.produce(state, (draft) => {
+    for (const entry of entries) runStateProjection.evolve(draft, entry);
+  });
 }
 
 /** Both shapes of the tool-call log as the fold and the projection rebuild them after `entries[0..index)`. */

@@ -4,7 +4,7 @@ import { int } from "../read/format.ts";
 import { turnAt } from "../read/runView.ts";
 import { type Html, href, html, page, raw, when } from "./html.ts";
 import { callRow, modelRow, timelineTable } from "./runPage.ts";
-import type { LogsAt, Travel } from "./travel.ts";
+import { type LogsAt, type Travel, viewAt } from "./travel.ts";
 
 /**
  * The time-travel page: a slider over the journal's entries; at each point the full and the lean
@@ -36,7 +36,7 @@ ${compactionNote(travel)}
 
 /** What changes with the slider: the entry, the run's state there and both logs. */
 export function atPart(travel: Travel, index: number, logs: LogsAt): Html {
-  const state = travel.states[index];
+  const state = viewAt(travel, index);
   const entry = index > 0 ? travel.entries[index - 1] : undefined;
   const ended = new Set(
     entry?.type === "frame.completed"
@@ -48,11 +48,11 @@ export function atPart(travel: Travel, index: number, logs: LogsAt): Html {
           : [],
   );
   const ids = logs.lean.map((s) => s.stepId);
-  return html`<div class="at" data-index="${index}" data-chart="${state?.chart ?? ""}" data-seq="${entry?.seq ?? 0}">
+  return html`<div class="at" data-index="${index}" data-chart="${state.chart}" data-seq="${entry?.seq ?? 0}">
 <dl class="summary">
 <dt>entry</dt><dd>${entry ? html`seq ${entry.seq}: <code>${entry.type}</code> ${entryLabel(entry)} <span class="dim">${when(entry.meta.at)}</span>` : "before the first entry"}</dd>
-<dt>run</dt><dd><span class="status ${state?.status}">${state?.status}</span> · ${int(state?.turnCount ?? 0)} turns</dd>
-<dt>statechart</dt><dd><code id="chart-state">${state?.chart}</code></dd>
+<dt>run</dt><dd><span class="status ${state.status}">${state.status}</span> · ${int(state.turnCount)} turns</dd>
+<dt>statechart</dt><dd><code id="chart-state">${state.chart}</code></dd>
 </dl>
 ${turnPart(travel, index)}
 <div class="logs">
@@ -118,11 +118,11 @@ function entryLabel(entry: Travel["entries"][number]): string {
   }
 }
 
-/** The turn the point's entry belongs to (the last one otherwise), as the state kept for that point has it. */
+/** The turn the point's entry belongs to (the last one otherwise), as the run's state at that point has it. */
 function turnPart(travel: Travel, index: number): Html | string {
-  const state = travel.states[index];
+  const state = viewAt(travel, index);
   const entry = travel.entries[index - 1];
-  if (!state || state.turnCount === 0) return "";
+  if (state.turnCount === 0) return "";
   const id =
     entry?.type === "frame.started" || entry?.type === "frame.completed" || entry?.type === "attempt.failed"
       ? entry.data.frameId

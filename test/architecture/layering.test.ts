@@ -1,7 +1,18 @@
 import { readdirSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { checkLayering, checkRooms, type ImportEdge, importsOf, RANK, ROOM_RANK, roomOf, unitOf } from "./layering.ts";
+import {
+  checkLayering,
+  checkPresentation,
+  checkRooms,
+  type ImportEdge,
+  importsOf,
+  PRESENTATION,
+  RANK,
+  ROOM_RANK,
+  roomOf,
+  unitOf,
+} from "./layering.ts";
 
 const SRC = fileURLToPath(new URL("../../src", import.meta.url));
 
@@ -25,6 +36,27 @@ describe("the layering of src (DESIGN.md §1)", () => {
 
   it("has no import cycle between folders", () => {
     expect(checkLayering(edges).cycles).toEqual([]);
+  });
+});
+
+describe("the presentation (read, viewer, cli) above the public API", () => {
+  const edges = importsOf(SRC);
+
+  it("reads runs through index.ts, not from the rooms of src/runtime (the imports still to route are listed, and only shrink)", () => {
+    expect(PRESENTATION).toEqual(["read", "viewer", "cli"]);
+    expect(checkPresentation(edges)).toEqual({ past: [], stale: [] });
+  });
+
+  it("fails on a new import of a runtime room, and on a listed one no file makes any more", () => {
+    const made = [
+      { from: "read/step.ts", to: "runtime/base/snapshots.ts" },
+      { from: "viewer/travel.ts", to: "index.ts" },
+      { from: "runtime/run/agentLoop.ts", to: "runtime/base/readers.ts" },
+    ];
+    expect(checkPresentation(made, ["cli/replay.ts -> runtime/run/agentLoop.ts"])).toEqual({
+      past: ["read/step.ts -> runtime/base/snapshots.ts"],
+      stale: ["cli/replay.ts -> runtime/run/agentLoop.ts"],
+    });
   });
 });
 

@@ -184,3 +184,45 @@ function pathBack(graph: ReadonlyMap<string, ReadonlySet<string>>, start: string
   }
   return undefined;
 }
+
+/**
+ * The presentation: the units above the public API (`index`). They read runs as a user of the
+ * library does, through `index.ts` and the subpath entry files, never from a room of `src/runtime`.
+ */
+export const PRESENTATION: readonly string[] = LAYERS.slice((RANK.get("index") as number) + 1).flat();
+
+/**
+ * Imports from the presentation into `src/runtime` that do not go through `index.ts` yet, as
+ * `from -> to` file pairs. Each is to be routed through the public API (or the read floor); the
+ * list only shrinks: {@link checkPresentation} fails on any import not in it, and on an entry
+ * here that no file makes any more.
+ */
+export const PRESENTATION_PAST_INDEX: readonly string[] = [
+  "cli/replay.ts -> runtime/run/agentLoop.ts",
+  "cli/replay.ts -> runtime/subruns/runContext.ts",
+  "read/keptRun.ts -> runtime/control/activity.ts",
+  "read/runInfo.ts -> runtime/steps/waits.ts",
+  "read/runRow.ts -> runtime/control/activity.ts",
+  "read/story.ts -> runtime/subruns/subRuns.ts",
+  "read/timeline.ts -> runtime/steps/waits.ts",
+  "viewer/travel.ts -> runtime/base/conversation.ts",
+];
+
+/**
+ * Checks that the presentation reaches `src/runtime` only through `index.ts`: `past` lists the
+ * imports that go round it (none but those in `allowed`), `stale` the allowed ones no file makes.
+ */
+export function checkPresentation(
+  edges: readonly ImportEdge[],
+  allowed: readonly string[] = PRESENTATION_PAST_INDEX,
+): { readonly past: string[]; readonly stale: string[] } {
+  const made = new Set(
+    edges
+      .filter(({ from, to }) => PRESENTATION.includes(unitOf(from)) && unitOf(to) === "runtime")
+      .map(({ from, to }) => `${from} -> ${to}`),
+  );
+  return {
+    past: [...made].filter((e) => !allowed.includes(e)).sort(),
+    stale: allowed.filter((e) => !made.has(e)).sort(),
+  };
+}

@@ -16,6 +16,7 @@ import {
   type CallModelOutput,
   type PrepareOutput,
 } from "../../src/machines/agentLoop.machine.ts";
+import { JOURNAL_CHART_STATES } from "../../src/machines/chartState.ts";
 import type { ToolCallParentEvent } from "../../src/machines/toolCall.machine.ts";
 import { activeIds, definedStates, definedTransitions, walk } from "../support/machineCoverage.ts";
 
@@ -703,6 +704,21 @@ describe("agentLoopMachine paths (xstate/graph)", () => {
       for (const { event } of path.steps) [replayed] = transition(machine, replayed, event);
       expect(replayed.value).toEqual(path.state.value);
     }
+  });
+
+  it("holds every state chartStateOf reads from a journal on its paths, and only those it journals nothing in besides", () => {
+    // Where the paths rest, and the states they pass through (deciding decides in passing).
+    const reached = new Set(getShortestPaths(machine, options).map((p) => stateOf(p.state)));
+    for (const edge of adjacencyMapToArray(getAdjacencyMap(machine, options))) {
+      for (const id of walk(machine, edge.state, edge.event).visited) {
+        const node = machine.getStateNodeById(id);
+        if (Object.keys(node.states).length === 0) reached.add(id.replace(/^agentLoop\./, ""));
+      }
+    }
+    for (const chart of JOURNAL_CHART_STATES) expect(reached, chart).toContain(chart);
+    // The others: the chart journals the run's end in them (or, lost, stops without journaling).
+    const unread = [...reached].filter((s) => !(JOURNAL_CHART_STATES as readonly string[]).includes(s)).sort();
+    expect(unread).toEqual(["cancelling", "failing", "interrupting", "lost"]);
   });
 
   it("visits every state (deciding in passing) and takes every transition of the machine", () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { agentLoop$, readJournal, scriptedModel, type Tool } from "../../src/index.ts";
-import { foldView } from "../../src/read/evolveView.ts";
-import { callAt } from "../../src/read/runView.ts";
+import { foldEntries } from "../../src/journal.ts";
+import { callAt, runViewOf } from "../../src/read/runView.ts";
 import { jsonJournal } from "../support/loop.ts";
 
 /**
@@ -33,7 +33,7 @@ describe("a tool call's reruns, from the journal", () => {
     expect(entries.filter((e) => e.type === "frame.started" && e.data.frameId === "flaky#turn:0:tool:0")).toHaveLength(
       2,
     );
-    const call = callAt(foldView(entries), "flaky#turn:0:tool:0");
+    const call = callAt(runViewOf(foldEntries(entries)), "flaky#turn:0:tool:0");
     expect(call).toMatchObject({ status: "ok", failures: 1 });
     expect(call?.reruns).toBeUndefined();
   });

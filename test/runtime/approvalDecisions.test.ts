@@ -6,8 +6,8 @@ import { describe, expect, it } from "vitest";
 import { digestOfRecorded } from "../../src/core/digest.ts";
 import {
   type AgentLoopConfig,
-  agentLoop$,
   type ApprovalPolicy,
+  agentLoop$,
   isAgentInterruptedError,
   isApprovalInputError,
   isApprovalRefusedError,

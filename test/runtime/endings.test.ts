@@ -2,9 +2,10 @@ import { describe, expect, it } from "vitest";
 import { AgentLoopConfigError, isRunFailedError } from "../../src/core/errors.ts";
 import { readJournal } from "../../src/events/journal.ts";
 import type { Journal } from "../../src/events/spi.ts";
+import { chartStateOf } from "../../src/machines/chartState.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
-import { foldView } from "../../src/read/evolveView.ts";
-import { chartStateOf } from "../../src/read/runView.ts";
+import { foldEntries } from "../../src/projections/runState.ts";
+import { runViewOf } from "../../src/read/runView.ts";
 import { runStory } from "../../src/read/story.ts";
 import type { AgentLoopConfig, Tool } from "../../src/runtime/base/config.ts";
 import { foldRun } from "../../src/runtime/base/readers.ts";
@@ -69,9 +70,10 @@ describe("a run that fails for good", () => {
       type: "failed",
       error: { name: "Error", message: "boom" },
     });
-    const view = foldView(entries);
+    const view = runViewOf(foldEntries(entries));
     expect(view.status).toBe("failed");
-    expect(chartStateOf(view)).toBe("failed");
+    expect(view.chart).toBe("failed");
+    expect(chartStateOf(foldEntries(entries))).toBe("failed");
     const events = [];
     for await (const event of followRun(journal, "f2")) events.push(event);
     expect(events.at(-1)).toMatchObject({ type: "run-failed", runId: "f2", error: { name: "Error", message: "boom" } });

@@ -76,7 +76,7 @@ describe("run snapshots", () => {
       // The snapshot is what the read starts from: only the entries after it are folded.
       const read = await readRunState(withSnap, "long");
       expect(read).toMatchObject({ snapshotSeq: seq, tail: 0 });
-      expect(stateText(read.state)).toBe(stateText(foldEntries(await readJournal(without, "long"))));
+      expect(stateText(read.state)).toBe(stateText(foldEntries(await readJournal(withSnap, "long"))));
 
       const warnings: SnapshotError[] = [];
       const snapshots = { every: 4000, onWarning: (e: SnapshotError) => warnings.push(e) };

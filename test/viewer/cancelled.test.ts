@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { agentLoop$, cancelRun, openSqliteJournal, readJournal, scriptedModel, type Tool } from "../../src/index.ts";
-import { foldView } from "../../src/read/evolveView.ts";
+import { foldEntries } from "../../src/journal.ts";
+import { runViewOf } from "../../src/read/runView.ts";
 import { startViewer } from "../../src/viewer/server.ts";
 import { tempDir } from "../cli/support.ts";
 
@@ -45,7 +46,7 @@ describe("a cancelled run", () => {
     try {
       const entries = await readJournal(journal, "stop-1");
       expect(entries.at(-1)?.type).toBe("run.cancelled");
-      const view = foldView(entries);
+      const view = runViewOf(foldEntries(entries));
       expect(view.status).toBe("cancelled");
       expect(view.chart).toBe("cancelled");
       expect(view.cancelled).toEqual({ reason: "operator stop" });

@@ -1,13 +1,12 @@
 import { request } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type OpenJournal, openSqliteJournal, readJournal, rebuildToolCallLog } from "../../src/index.ts";
-import { foldEntries, projectToolCallLog } from "../../src/journal.ts";
-import { foldView } from "../../src/read/evolveView.ts";
-import { turnAt } from "../../src/read/runView.ts";
+import { foldEntries, projectToolCallLog, type RunState } from "../../src/journal.ts";
+import { runViewOf } from "../../src/read/runView.ts";
 import type { ViewerActions } from "../../src/viewer/actions.ts";
 import { html } from "../../src/viewer/html.ts";
 import { startViewer, type Viewer } from "../../src/viewer/server.ts";
-import { buildTravel, logsAt } from "../../src/viewer/travel.ts";
+import { buildTravel, EVERY, extendTravel, logsAt, stateAt, viewAt } from "../../src/viewer/travel.ts";
 import { freePort, loom, tempDir } from "../cli/support.ts";
 import { viewerJournal } from "./support.ts";
 
@@ -42,34 +41,45 @@ const raw = (
   });
 
 describe("time travel", () => {
-  it("keeps a state per entry that agrees with the run's fold at that entry", async () => {
+  it("has at every entry the run's own fold there: the state a resume trusts, and the view derived from it", async () => {
     const entries = await readJournal(journal, "sink-1");
     const travel = buildTravel("sink-1", entries);
-    expect(travel.states).toHaveLength(entries.length + 1);
+    expect(travel.kept).toHaveLength(Math.floor(entries.length / EVERY) + 1);
     for (let i = 0; i <= entries.length; i++) {
       const folded = foldEntries(entries.slice(0, i));
-      const state = travel.states[i];
-      expect(state?.status).toBe(folded.status);
-      expect(state?.seq).toBe(folded.version);
-      expect(state?.turnCount).toBeGreaterThanOrEqual(folded.turns);
+      expect(stateAt(travel, i)).toEqual(folded);
+      expect(viewAt(travel, i)).toEqual(runViewOf(folded));
     }
-    expect(travel.states.at(-1)?.chart).toBe("completed");
+    expect(viewAt(travel, entries.length).chart).toBe("completed");
   });
 
-  it("copies only the path an entry changes: untouched turns and chunks are the same objects, all frozen", async () => {
+  it("copies only what an entry changes: untouched frames are the same objects, all frozen", async () => {
     const entries = await readJournal(journal, "sink-1");
-    const { states } = buildTravel("sink-1", entries);
+    const travel = buildTravel("sink-1", entries, 4);
     const i = entries.findIndex((e) => e.type === "frame.completed" && e.data.frameId === "sink#turn:3:tool:0");
-    const before = states[i] as (typeof states)[number];
-    const after = states[i + 1] as (typeof states)[number];
+    const before = stateAt(travel, i);
+    const after = stateAt(travel, i + 1);
     expect(after).not.toBe(before);
-    expect(turnAt(after, 2)).toBe(turnAt(before, 2)); // turn 2: not touched
-    expect(turnAt(after, 3)).not.toBe(turnAt(before, 3));
-    expect(turnAt(after, 3)?.calls[1]).toBe(turnAt(before, 3)?.calls[1]); // its other calls shared
-    expect(turnAt(after, 3)?.calls[0]?.status).toBe("ok");
-    expect(turnAt(before, 3)?.calls[0]?.status).toBe("running");
+    // Every frame the entries since the state kept before it do not touch is that state's own object.
+    const k = Math.floor((i + 1) / travel.every);
+    const kept = travel.kept[k] as RunState;
+    const touched = new Set(
+      entries.slice(k * travel.every, i + 1).flatMap((e) => ("frameId" in e.data ? [e.data.frameId as string] : [])),
+    );
+    const untouched = Object.keys(kept.frames).filter((id) => !touched.has(id));
+    expect(untouched.length).toBeGreaterThan(4);
+    for (const id of untouched) expect(after.frames[id]).toBe(kept.frames[id]);
+    expect(after.frames["sink#turn:3:tool:0"]).not.toBe(before.frames["sink#turn:3:tool:0"]);
+    expect(after.frames["sink#turn:3:tool:0"]?.status).toBe("completed");
+    expect(before.frames["sink#turn:3:tool:0"]?.status).toBe("started");
+    expect(after.frames["sink#turn:3:model"]).toBe(before.frames["sink#turn:3:model"]);
     expect(Object.isFrozen(after)).toBe(true);
-    expect(Object.isFrozen(turnAt(after, 3)?.calls[0])).toBe(true);
+    expect(Object.isFrozen(after.frames["sink#turn:3:tool:0"])).toBe(true);
+    // The states kept are shared by a travel extended with more entries, never rebuilt.
+    const half = buildTravel("sink-1", entries.slice(0, 10), 4);
+    const whole = extendTravel(half, entries.slice(10));
+    expect(whole.kept[2]).toBe(half.kept[2]);
+    expect(stateAt(whole, entries.length)).toEqual(stateAt(travel, entries.length));
   });
 
   it("rebuilds both logs at any point as the fold and projectToolCallLog do, and the whole run's as rebuildToolCallLog", async () => {
@@ -91,13 +101,14 @@ describe("time travel", () => {
 
   it("names the statechart state of each point: calling the model, backing off, dispatching", async () => {
     const flaky = buildTravel("flaky-1", await readJournal(journal, "flaky-1"));
-    const charts = flaky.states.map((s) => s.chart);
+    const charts = flaky.entries.map((_, i) => viewAt(flaky, i + 1).chart);
     expect(charts).toContain("running.callingModel");
     expect(charts).toContain("running.backingOff");
-    const sink = buildTravel("sink-1", await readJournal(journal, "sink-1")).states.map((s) => s.chart);
+    const sinkTravel = buildTravel("sink-1", await readJournal(journal, "sink-1"));
+    const sink = sinkTravel.entries.map((_, i) => viewAt(sinkTravel, i + 1).chart);
     expect(sink).toContain("running.dispatching");
     expect(sink).toContain("finishing");
-    expect(foldView(await readJournal(journal, "wait-1")).chart).toBe("interrupted");
+    expect(runViewOf(foldEntries(await readJournal(journal, "wait-1"))).chart).toBe("interrupted");
   });
 });
 
@@ -146,7 +157,7 @@ describe("the viewer's pages", () => {
   it("serves the time-travel page and each point's part, the state marked on the chart", async () => {
     const page = await get(viewer, "/runs/sink-1/travel?at=5");
     expect(page.text).toContain('<svg xmlns="http://www.w3.org/2000/svg" class="chart"');
-    const at5 = buildTravel("sink-1", await readJournal(journal, "sink-1")).states[5]?.chart;
+    const at5 = viewAt(buildTravel("sink-1", await readJournal(journal, "sink-1")), 5).chart;
     expect(at5).toMatch(/^running\./);
     expect(page.text).toContain(`class="state atomic current" data-state="${at5}"`);
     expect(page.text).toContain('class="state compound active" data-state="running"');
