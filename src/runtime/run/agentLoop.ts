@@ -1,18 +1,17 @@
-import type { Actor, InspectionEvent, Observer } from "xstate";
-import { isAgentLoopConfigError, isRunBusyError, isRunCancelledError, RunCancelledError } from "../../core/errors.ts";
+import type { InspectionEvent, Observer } from "xstate";
+import { isAgentLoopConfigError, isRunBusyError, RunCancelledError } from "../../core/errors.ts";
 import { checkRunId, parseFrameId, toolStepId } from "../../events/ids.ts";
 import { redactsJournal } from "../../events/redactedOriginals.ts";
 import type { EventStore } from "../../events/store.ts";
 import type { Message } from "../../events/types.ts";
-import type { agentLoopMachine, StopEvent } from "../../machines/agentLoop.machine.ts";
 import { type RunState, responseAt } from "../../projections/runState.ts";
 import { completedOutput, projectToolCallLog } from "../../projections/toolCallLog.ts";
 import type { AgentOutput, InterruptedAgentRun, RunWait, ToolCallLogMode } from "../../projections/types.ts";
-import type { Fence } from "../base/appender.ts";
 import type { AgentLoopConfig } from "../base/config.ts";
 import { AgentInterruptedError } from "../base/errors.ts";
 import { holdGiven, holdRun, type RunOwnership } from "../base/ownership.ts";
 import { hydrateForLog } from "../base/readers.ts";
+import { type Fence, RunStop } from "../base/runStop.ts";
 import { readRunState } from "../base/snapshots.ts";
 import { resolveApprovals } from "../control/approvalAnswers.ts";
 import { budgetShare } from "../steps/budgetShares.ts";
@@ -202,7 +201,7 @@ async function runLoop(
   checkRunId(given.runId, "loop.run"); // before anything reads or writes the journal
   const request = await resolveApprovals(given); // a sub-agent's call answered by its step id
   const stop = new RunStop(request.runId, request.signal);
-  const session = new RunSession(config, { ...request, signal: stop.signal }, request.runContext);
+  const session = new RunSession(config, { ...request, signal: stop.signal }, stop, request.runContext);
   setUp?.(session);
   const givenLease = request.ownership?.lease;
   const held =
@@ -226,108 +225,10 @@ async function runLoop(
   session.lease = held.lease;
   try {
     if (held.cancelRequested !== undefined) stop.cancel(held.cancelRequested); // asked before the run was held
-    return await runHeld(config, request, session, new RunFence(held.fence, stop), stop);
+    return await runHeld(config, request, session, stop.fence(held.fence), stop);
   } finally {
     stop.dispose();
     await held.letGo();
-  }
-}
-
-/** The run's fence: its token, and the run stopped when an append is refused (another owner, a cancel request). */
-class RunFence implements Fence {
-  constructor(
-    readonly token: number,
-    private readonly stop: RunStop,
-  ) {}
-
-  onLost(e: Error): void {
-    this.stop.lose(e);
-  }
-
-  onCancelled(e: RunCancelledError): void {
-    this.stop.cancel(e.reason);
-  }
-}
-
-/**
- * Where the run is told from outside that it must end: the chart gets `CANCEL` (control) or `LOST`
- * (the fence), or `ABORT` for the caller's signal (`CANCEL` when its reason is a cancellation: a
- * sub-agent's parent was cancelled). The steps in flight are stopped first, through the run's
- * signal, so an effect sees the reason (a `RunCancelledError`, an `OwnershipLostError`) rather than
- * the chart stopping its actor. Told before the chart runs, the event waits for its start.
- */
-class RunStop {
-  private readonly controller = new AbortController();
-  /** What the run's steps follow: the caller's signal and this run's own stops. */
-  readonly signal: AbortSignal;
-  private actor: Actor<typeof agentLoopMachine> | undefined;
-  private waiting: StopEvent[] = [];
-
-  /** Whether the run follows the caller's signal (this is its listener, removed by `dispose`). */
-  private readonly following: boolean = false;
-
-  constructor(
-    private readonly runId: string,
-    private readonly given: AbortSignal | undefined,
-  ) {
-    // One listener rather than AbortSignal.any([given, own]): on Node 20 that registers a weakly
-    // held dependant, swept only by the collector, and cost a run about a tenth of a millisecond.
-    this.signal = this.controller.signal;
-    if (given === undefined) return;
-    if (given.aborted) this.controller.abort(given.reason);
-    else {
-      given.addEventListener("abort", this, { once: true }); // handleEvent: no closure a run
-      this.following = true;
-    }
-  }
-
-  /** The caller's signal aborted: the run's signal aborts with its reason. */
-  handleEvent(): void {
-    this.controller.abort(this.given?.reason);
-  }
-
-  /** The run is over: a caller's signal that outlives it no longer holds it. */
-  dispose(): void {
-    if (this.following) this.given?.removeEventListener("abort", this);
-  }
-
-  /** A cancel request (`cancelRun`) reached the run. */
-  cancel(reason: string): void {
-    this.send(new RunCancelledError(this.runId, reason), { type: "CANCEL", reason });
-  }
-
-  /** Another owner has the run. */
-  lose(error: Error): void {
-    this.send(error, { type: "LOST", error });
-  }
-
-  private send(reason: unknown, event: StopEvent): void {
-    this.controller.abort(reason); // once: the first reason is the one the steps see
-    if (this.actor === undefined) this.waiting.push(event);
-    else if (this.actor.getSnapshot().status === "active") this.actor.send(event);
-  }
-
-  /** Binds the run's started chart: events told before go to it now, and the caller's signal from here on. */
-  start(actor: Actor<typeof agentLoopMachine>): () => void {
-    this.actor = actor;
-    actor.start();
-    for (const event of this.waiting.splice(0)) if (actor.getSnapshot().status === "active") actor.send(event);
-    const given = this.given;
-    if (given === undefined) return () => {};
-    // Aborted before the run started, the steps see it (the model step returns aborted): only a cancellation is told.
-    if (given.aborted) {
-      if (isRunCancelledError(given.reason)) this.send(given.reason, { type: "CANCEL", reason: given.reason.reason });
-      return () => {};
-    }
-    // A microtask later: the signals derived from the run's (a tool's) abort first, with the run's reason.
-    const onAbort = () =>
-      queueMicrotask(() => {
-        if (actor.getSnapshot().status !== "active") return;
-        const reason = given.reason;
-        actor.send(isRunCancelledError(reason) ? { type: "CANCEL", reason: reason.reason } : { type: "ABORT", reason });
-      });
-    given.addEventListener("abort", onAbort, { once: true });
-    return () => given.removeEventListener("abort", onAbort);
   }
 }
 

@@ -35,6 +35,7 @@ import {
 } from "../base/conversation.ts";
 import { RedactedHistoryError } from "../base/errors.ts";
 import { hydrateArchived } from "../base/readers.ts";
+import { CallStop, type StepStop } from "../base/runStop.ts";
 import { readRunState, SnapshotSchedule } from "../base/snapshots.ts";
 import { recordedToolCallIds, recordedTraceContext, traceContextDecision } from "../base/telemetry.ts";
 import { isSubAgentTool } from "../subruns/subAgentTools.ts";
@@ -45,7 +46,6 @@ import { causeOf, modelPolicy, runDeadline } from "./failurePolicy.ts";
 import { cancelEnds, failedEntry, interruptionEntry } from "./hooks.ts";
 import { type BoundRun, boundRun } from "./runBinding.ts";
 import type { OlderConversation, RunSession } from "./session.ts";
-import { CallStop, type StepStop } from "./stepSignals.ts";
 import { prepareToolSources } from "./toolSources.ts";
 
 /** `preparing`: reads and folds the journal, pins the mode, starts or resumes the conversation. */

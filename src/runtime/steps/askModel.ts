@@ -6,9 +6,9 @@
  * streaming adds nothing to the journal.
  */
 import type { Message, ModelResponse } from "../../events/types.ts";
+import type { StepStop } from "../base/runStop.ts";
 import { callModel } from "./modelStream.ts";
 import type { RunSession } from "./session.ts";
-import type { StepStop } from "./stepSignals.ts";
 
 /** Told when an attempt first streams a delta (the caller then owes watchers a `reset` if it fails). */
 export interface DeltaListener {

@@ -23,13 +23,13 @@ import {
   toolResultMessage,
 } from "../base/conversation.ts";
 import type { HeldLease } from "../base/heldLease.ts";
+import type { RunStop, StepStop } from "../base/runStop.ts";
 import type { SnapshotSchedule } from "../base/snapshots.ts";
 import type { RunTelemetryScope } from "../base/telemetry.ts";
 import { RunEventEmitter } from "../streaming/events.ts";
 import { RunContext } from "../subruns/runContext.ts";
 import { RunBudget } from "./budget.ts";
 import { toolDescriptors } from "./builtins.ts";
-import { StepSignals, type StepStop } from "./stepSignals.ts";
 
 export type { RecordedOutput } from "../base/callResult.ts";
 export type { Fed } from "../base/conversation.ts";
@@ -179,8 +179,6 @@ export class RunSession {
   private readonly toolResultsPushed = new Set<number>();
   /** When the run last let the event loop run other work (see {@link breathe}). */
   private lastBreath = performance.now();
-  /** Links each step's signal to the run's (made at the first step: after the run's own listeners). */
-  private steps: StepSignals | undefined;
   /** The run's budget: its usage so far and the check made before each model call. */
   readonly budget: RunBudget;
   /** What the model is told it can call (the same list on every call of the run; tool sources' added in prepare). */
@@ -191,6 +189,8 @@ export class RunSession {
   constructor(
     readonly config: AgentLoopConfig,
     readonly options: RunOptions,
+    /** What stops the run and its steps: `options.signal` is its signal. */
+    readonly stop: RunStop,
     run?: RunContext,
   ) {
     this.run = run ?? new RunContext(options.runId, 0, undefined, undefined, config.id);
@@ -294,18 +294,17 @@ export class RunSession {
    * AbortSignal is made only if the effect reads it. `durableStep` releases it once the effect is done.
    */
   stepStop(actor: StepStop | { readonly signal: AbortSignal }): StepStop {
-    this.steps ??= new StepSignals(this.options.signal);
-    return this.steps.link(actor);
+    return this.stop.step(actor);
   }
 
   /** The effect of a step is done with its stop (see {@link stepStop}). */
   releaseStepStop(stop: StepStop): void {
-    this.steps?.release(stop);
+    this.stop.release(stop);
   }
 
   /** The run ended: nothing of it listens to the run's signal any more. */
   dispose(): void {
-    this.steps?.dispose();
+    this.stop.releaseSteps();
   }
 
   setFed(stepId: string, fed: Fed): void {
