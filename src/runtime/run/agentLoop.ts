@@ -15,6 +15,7 @@ import { type Fence, RunStop } from "../base/runStop.ts";
 import { readRunState } from "../base/snapshots.ts";
 import { resolveApprovals } from "../control/approvalAnswers.ts";
 import { budgetShare } from "../steps/budgetShares.ts";
+import { LIVE, type RunMode, replayMode } from "../steps/run.ts";
 import { type RunOptions, RunSession } from "../steps/session.ts";
 import { createRunActor } from "../steps/sharedMachine.ts";
 import { ToolCalls } from "../steps/toolActors.ts";
@@ -187,22 +188,14 @@ export function replayRecording(
   request: RunRequest & { readonly pace?: () => Promise<unknown> },
 ): Promise<AgentOutput> {
   validateConfig(config);
-  return runLoop(config, request, (session) => {
-    session.replaying = true;
-    session.pace = request.pace;
-  });
+  return runLoop(config, request, replayMode(request.pace));
 }
 
-async function runLoop(
-  config: AgentLoopConfig,
-  given: RunRequest,
-  setUp?: (session: RunSession) => void,
-): Promise<AgentOutput> {
+async function runLoop(config: AgentLoopConfig, given: RunRequest, mode: RunMode = LIVE): Promise<AgentOutput> {
   checkRunId(given.runId, "loop.run"); // before anything reads or writes the journal
   const request = await resolveApprovals(given); // a sub-agent's call answered by its step id
   const stop = new RunStop(request.runId, request.signal);
-  const session = new RunSession(config, { ...request, signal: stop.signal }, stop, request.runContext);
-  setUp?.(session);
+  let session: RunSession | undefined; // made once the run is held
   const givenLease = request.ownership?.lease;
   const held =
     givenLease !== undefined
@@ -214,7 +207,7 @@ async function runLoop(
           request.ownership,
           request.signal,
           (e) => {
-            session.appender?.lost(e); // tells the fence's onLost, once the appender exists
+            session?.openedAppender?.lost(e); // tells the fence's onLost, once the appender exists
             stop.lose(e);
           },
           (e) => stop.cancel(e.reason), // a renewal found a cancel request (cancelRun)
@@ -222,7 +215,11 @@ async function runLoop(
           stop.dispose();
           throw e;
         });
-  session.lease = held.lease;
+  session = new RunSession(
+    config,
+    { ...request, signal: stop.signal },
+    { stop, lease: held.lease, mode, context: request.runContext },
+  );
   try {
     if (held.cancelRequested !== undefined) stop.cancel(held.cancelRequested); // asked before the run was held
     return await runHeld(config, request, session, stop.fence(held.fence), stop);
@@ -263,8 +260,8 @@ async function runHeld(
     session.dispose();
     // Results deferred to a next append that never came (the run failed, lost or ended unjournaled):
     // journaled, or a resume would see their effects' outcome as unknown. A failure here leaves the run's outcome as it is.
-    await session.appender?.flush().catch(() => {});
-    await session.snapshots?.settled(); // written beside the run: done before the journal may be closed
+    await session.openedAppender?.flush().catch(() => {});
+    await session.prepared?.snapshots?.settled(); // written beside the run: done before the journal may be closed
     const end = actor.getSnapshot();
     session.telemetry?.end(
       end.value === "completed" || end.value === "interrupted" || end.value === "cancelled"
@@ -277,8 +274,9 @@ async function runHeld(
   switch (snapshot.value) {
     case "completed": {
       // A run completed earlier may have been compacted since: the full shape reads its archived outputs back.
-      const state = await hydrateForLog(request.journal, await everyFrame(session), session.mode);
-      const output = completedOutput(state, session.mode) as AgentOutput;
+      const logMode = session.facts.logMode;
+      const state = await hydrateForLog(request.journal, await everyFrame(session), logMode);
+      const output = completedOutput(state, logMode) as AgentOutput;
       // Under redaction the log is the journal's (redacted); the answer the model gave in this call is the caller's.
       const answered = state === session.state || session.appender.appends === 0 ? undefined : session.state._output;
       return answered === undefined ? output : { ...output, content: answered.content };
@@ -316,7 +314,7 @@ function interruptedRun(session: RunSession, state: RunState, pending: readonly 
   return {
     runId: session.options.runId,
     reason: state.interruption?.reason ?? "aborted",
-    toolCallLog: projectToolCallLog(state, session.mode),
+    toolCallLog: projectToolCallLog(state, session.facts.logMode),
     iterations: state.turns,
     pendingApprovals: calls.flatMap((call, index) => {
       const stepId = toolStepId(session.loopId, turn, index);

@@ -1,15 +1,13 @@
 import { digestOfRecorded } from "../../core/digest.ts";
-import { ReplayDivergenceError } from "../../core/errors.ts";
+import { LoomError, ReplayDivergenceError } from "../../core/errors.ts";
 import type { ClaimCheckEnvelope } from "../../events/claimCheck.ts";
 import { toolStepId } from "../../events/ids.ts";
-import { originalsView } from "../../events/redactedOriginals.ts";
 import type { Journal } from "../../events/spi.ts";
 import type { Message, ModelResponse, ToolCall } from "../../events/types.ts";
 import type { ToolDescriptor } from "../../models/types.ts";
 import type { Budget } from "../../policies/budget.ts";
 import type { RunEvent } from "../../projections/events.ts";
 import type { RunState } from "../../projections/runState.ts";
-import type { ToolCallLogMode } from "../../projections/types.ts";
 import type { Appender } from "../base/appender.ts";
 import { type RecordedOutput, recordedOutput } from "../base/callResult.ts";
 import type { AgentLoopConfig, Tool } from "../base/config.ts";
@@ -24,12 +22,11 @@ import {
 } from "../base/conversation.ts";
 import type { HeldLease } from "../base/heldLease.ts";
 import type { RunStop, StepStop } from "../base/runStop.ts";
-import type { SnapshotSchedule } from "../base/snapshots.ts";
 import type { RunTelemetryScope } from "../base/telemetry.ts";
 import { RunEventEmitter } from "../streaming/events.ts";
 import { RunContext } from "../subruns/runContext.ts";
 import { RunBudget } from "./budget.ts";
-import { toolDescriptors } from "./builtins.ts";
+import { LIVE, type Run, type RunMode } from "./run.ts";
 
 export type { RecordedOutput } from "../base/callResult.ts";
 export type { Fed } from "../base/conversation.ts";
@@ -110,6 +107,16 @@ export interface OlderConversation {
   readonly turnStarts: readonly number[];
 }
 
+/** What a run's session is made with once the run is held: its stop, lease, mode and context. */
+export interface RunHeld {
+  readonly stop: RunStop;
+  readonly lease: HeldLease | undefined;
+  /** Live unless said (a replay of a recording). */
+  readonly mode?: RunMode;
+  /** `agentTool`'s context when the run is a sub-agent; else the run gets one of its own. */
+  readonly context?: RunContext | undefined;
+}
+
 /**
  * Everything one `loop.run(...)` call knows beside the statechart: the folded journal (kept
  * current by the appender), the conversation rebuilt from it, what each call fed the model, and
@@ -123,44 +130,104 @@ export class RunSession {
    * share with it. `agentTool`'s when it started this run as a sub-agent, else a new one.
    */
   readonly run: RunContext;
-  private current!: Appender;
-  get appender(): Appender {
-    return this.current;
-  }
-  /** Set once the journal is read (`prepare`); its appends are folded into the run's events. */
-  set appender(appender: Appender) {
-    this.current = appender;
-    this.events.attach(appender);
-  }
-  mode: ToolCallLogMode = "full";
+  /** The run's journal writer: opened once, by `prepare`, when it has read the journal ({@link open}). */
+  private opened: Appender | undefined;
+  /** The run as `prepare` made it: read-only facts, set once ({@link begin}). */
+  private made: Run | undefined;
+  /** The run's telemetry in this process (`config.telemetry`), once prepare started it ({@link trace}). */
+  private traced: RunTelemetryScope | undefined;
+  /** The run's lease, checked by the local clock before each effect starts. */
+  readonly lease: HeldLease | undefined;
+  /** How the run treats its record: a run of this code, or a replay of a recording. */
+  readonly mode: RunMode;
+  /** What stops the run and its steps: `options.signal` is its signal. */
+  readonly stop: RunStop;
   /**
-   * A replay of a recording (`loom inspect`): every step is served from the journal without
-   * comparing prompt digests or the loop's definition, which the stand-in loop cannot reproduce.
-   */
-  replaying = false;
-  /**
-   * Where the run reads its own history (its state, archived outputs, older messages): the journal,
-   * with the originals of redacted payloads restored where it keeps them, so the model is fed what
-   * it was fed live. Appends, the run's log and every reader go through the journal as it is.
+   * Where the run reads its own history (its state, archived outputs, older messages): the
+   * journal, as the run's mode reads it (see `RunMode.history`). Appends, the run's log and every
+   * reader go through the journal as it is.
    */
   get history(): Journal {
-    if (this.replaying) return this.options.journal;
-    this.ownHistory ??= originalsView(this.options.journal);
+    this.ownHistory ??= this.mode.history(this.options.journal);
     return this.ownHistory;
   }
   private ownHistory: Journal | undefined;
-  /** `prepare` got the run ready: the chart walks it (a failure from here on may be journaled: `failedEntry`). */
-  prepared = false;
-  /** The run's lease, checked by the local clock before each effect starts (set once the run is held). */
-  lease: HeldLease | undefined;
-  /** Writes the run's snapshots as it goes (`config.snapshots`), once prepare read the journal. */
-  snapshots: SnapshotSchedule | undefined;
-  /** The run's telemetry in this process (`config.telemetry`), once prepare started it. */
-  telemetry: RunTelemetryScope | undefined;
-  /** Awaited before each model step of a replay, to watch it step by step. */
-  pace: (() => Promise<unknown>) | undefined;
+
+  /** The run's journal writer (once `prepare` opened it: the actors that use it run after). */
+  get appender(): Appender {
+    if (this.opened === undefined) throw notYet(this.options.runId, "its journal writer");
+    return this.opened;
+  }
+
+  /** The journal writer if `prepare` opened it yet: what a stop told earlier, or a run's last flush, finds. */
+  get openedAppender(): Appender | undefined {
+    return this.opened;
+  }
+
+  /** Opens the run's journal writer (once): its appends are folded into the run's events from here on. */
+  open(appender: Appender): void {
+    if (this.opened !== undefined) throw twice(this.options.runId, "its journal writer");
+    this.opened = appender;
+    this.events.attach(appender);
+  }
+
+  /** The run's facts if `prepare` made them yet: what the run's end reads however far it got. */
+  get prepared(): Run | undefined {
+    return this.made;
+  }
+
+  /**
+   * Whether `prepare` got the run ready: the chart walks it (a failure from here on may be
+   * journaled: `failedEntry`). Set once, by `prepare`'s last step ({@link ready}).
+   */
+  get walks(): boolean {
+    return this.walking;
+  }
+  private walking = false;
+
+  /** `prepare` got the run ready: the chart walks it from here on. */
+  ready(): void {
+    this.walking = true;
+  }
+
+  /** The run's facts (the actors that read them run once `prepare` made them). */
+  get facts(): Run {
+    if (this.made === undefined) throw notYet(this.options.runId, "its facts");
+    return this.made;
+  }
+
+  /** Sets the run's facts, once: `prepare` made them and nothing changes them after. */
+  begin(run: Run): void {
+    if (this.made !== undefined) throw twice(this.options.runId, "its facts");
+    this.made = run;
+  }
+
+  /** The run's telemetry scope, once prepare started it: ended with the run, however it ends. */
+  get telemetry(): RunTelemetryScope | undefined {
+    return this.traced;
+  }
+
+  /** Keeps the run's telemetry scope (once), to end it with the run. */
+  trace(scope: RunTelemetryScope): void {
+    if (this.traced !== undefined) throw twice(this.options.runId, "its telemetry");
+    this.traced = scope;
+  }
+
   /** The run's deadline (ms since the epoch) as journaled, when the loop has `timeouts.runMs`. */
-  deadlineAt: number | undefined;
+  get deadlineAt(): number | undefined {
+    return this.facts.deadlineAt;
+  }
+
+  /** What the model is told it can call (the same list on every call of the run). */
+  get toolDescriptors(): readonly ToolDescriptor[] {
+    return this.facts.toolDescriptors;
+  }
+
+  /** The run's tools by name: the loop's, plus its tool sources'. */
+  get tools(): Readonly<Record<string, Tool>> {
+    return this.facts.tools;
+  }
+
   /** The conversation so far (after a compact resume, its tail only until {@link conversation} reads the rest). */
   messages: Message[] = [];
   /** Where each answered turn starts in `messages`: the index of its assistant message (context policies read it). */
@@ -181,22 +248,17 @@ export class RunSession {
   private lastBreath = performance.now();
   /** The run's budget: its usage so far and the check made before each model call. */
   readonly budget: RunBudget;
-  /** What the model is told it can call (the same list on every call of the run; tool sources' added in prepare). */
-  toolDescriptors: readonly ToolDescriptor[];
-  /** The run's tools by name: the loop's, plus its tool sources' once prepare resolved them (toolSources.ts). */
-  tools: Readonly<Record<string, Tool>>;
 
   constructor(
     readonly config: AgentLoopConfig,
     readonly options: RunOptions,
-    /** What stops the run and its steps: `options.signal` is its signal. */
-    readonly stop: RunStop,
-    run?: RunContext,
+    held: RunHeld,
   ) {
-    this.run = run ?? new RunContext(options.runId, 0, undefined, undefined, config.id);
-    this.toolDescriptors = toolDescriptors(config);
+    this.stop = held.stop;
+    this.lease = held.lease;
+    this.mode = held.mode ?? LIVE;
+    this.run = held.context ?? new RunContext(options.runId, 0, undefined, undefined, config.id);
     this.events = new RunEventEmitter(options.journal.store, options.runId, options.onEvent);
-    this.tools = config.tools ?? {};
     const budget = options.budget ?? config.budget;
     this.budget = new RunBudget(budget, options.journal, options.runId, config.model.id, options.session);
   }
@@ -395,4 +457,17 @@ export class RunSession {
   recordOutput(output: unknown): RecordedOutput | Promise<RecordedOutput> {
     return recordedOutput(output, this.config.claimCheck);
   }
+}
+
+/** Internal: a part of the run read before `prepare` made it. */
+function notYet(runId: string, what: string): LoomError {
+  return new LoomError(
+    "internal",
+    `internal: run ${runId} read ${what} before prepare made it; read it only from the actors that run after prepare`,
+  );
+}
+
+/** Internal: a part of the run made a second time. */
+function twice(runId: string, what: string): LoomError {
+  return new LoomError("internal", `internal: run ${runId} made ${what} a second time; prepare makes it once`);
 }
