@@ -104,7 +104,7 @@ async function prepare({ session, fence }: BoundRun): Promise<PrepareOutput> {
       ...sessionUsage,
     );
     begin(sources, deadline.deadlineAt, 0);
-    session.startConversation(session.state.input ?? "");
+    session.conversation.start(config, session.state.input ?? "");
     session.ready();
     return { kind: "ready" };
   }
@@ -142,7 +142,7 @@ async function prepare({ session, fence }: BoundRun): Promise<PrepareOutput> {
   await hydrateArchived(session.history, state);
   const from = compactStart(mode, state);
   begin(sources, deadline.deadlineAt, from ?? 0);
-  if (from === undefined) session.startConversation(state.input ?? "");
+  if (from === undefined) session.conversation.start(config, state.input ?? "");
   else await resumeCompact(session, state, from, read.snapshotSeq);
   session.ready();
   return from === undefined ? { kind: "ready" } : { kind: "ready", turn: from };
@@ -178,7 +178,7 @@ async function resumeCompact(session: RunSession, state: RunState, from: number,
       `the compact state does not hold the model frame of turn ${before} it resumes after; write a new snapshot (writeRunSnapshot) or remove it`,
     );
   }
-  session.resumeAt(frame.inputDigest, response, () => olderMessages(session, before));
+  session.conversation.resumeAt(frame.inputDigest, response, () => olderMessages(session, before));
   await servedTurn(session, before, response);
 }
 
@@ -212,27 +212,28 @@ async function callModel(run: BoundRun, turn: number, actor: CallStop): Promise<
   const runId = session.options.runId;
   const pace = session.mode.pace;
   if (pace !== undefined) await pace(); // a replay's; not a tick every turn of every run
-  if (turn > 0) session.pushToolResults(turn - 1, responseAt(session.state, turn - 1) as ModelResponse);
+  const conversation = session.conversation;
+  if (turn > 0) conversation.pushToolResults(turn - 1, responseAt(session.state, turn - 1) as ModelResponse);
   const frameId = modelFrameId(config.id, turn);
   if (session.budget.active && session.state.frames[frameId]?.status !== "completed") {
     const breach = await budgetCheck(session, turn);
     if (breach !== undefined) return { ok: false, reason: "budget", detail: breach };
   }
-  const chained = session.nextPromptDigest();
+  const chained = conversation.nextPromptDigest();
   // A context policy decides on, and cuts, the whole conversation: after a compact resume, the turns
   // before its tail are read from the journal now (once); without one, when the model is asked.
   const recordedContext = session.state.decisions[contextDecisionId(config.id, turn)];
   const contexted = config.context !== undefined || recordedContext;
-  if (contexted && session.state.frames[frameId]?.status !== "completed") await session.conversation();
+  if (contexted && session.state.frames[frameId]?.status !== "completed") await conversation.whole();
   // Without a policy, only a journaled decision makes a context (no call to decide one, not awaited).
   const context = contexted ? await contextChoice(session, turn, frameId) : undefined;
   if (context?.asked !== undefined) session.budget.askedForContext(turn, context.asked); // a summary's calls count too
   const digest = context === undefined ? chained : contextPromptDigest(chained, context);
   // The prompt is made only for a call that runs (a served one needs its digest alone).
-  session.prompt =
+  conversation.prompt =
     context === undefined || session.state.frames[frameId]?.status === "completed"
       ? undefined
-      : applyContext(session.messages, session.turnStarts, config.id, context);
+      : applyContext(conversation.messages, conversation.turnStarts, config.id, context);
   const step = new ModelStep(session, frameId, turn, actor);
   const result = await durableStep<ModelResponse, ModelResponse>(
     session,
@@ -290,8 +291,8 @@ async function contextChoice(session: RunSession, turn: number, frameId: string)
   const view = {
     loopId: config.id,
     turn,
-    messages: session.messages,
-    turnStarts: session.turnStarts,
+    messages: session.conversation.messages,
+    turnStarts: session.conversation.turnStarts,
     previous: previous?.choice as ContextChoice | undefined,
   };
   const asked = { modelCalls: 0, inputTokens: 0, outputTokens: 0 };

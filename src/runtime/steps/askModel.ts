@@ -31,9 +31,9 @@ export function askModel(
 ): Promise<ModelResponse> {
   // After a compact resume, the conversation before its tail is read from the journal first (once);
   // else it is at hand, and asked at once.
-  const messages = session.conversationAtHand();
+  const messages = session.conversation.atHand();
   if (messages !== undefined) return ask(session, messages, stop, frameId, attempt, streaming);
-  return session.conversation().then((all) => ask(session, all, stop, frameId, attempt, streaming));
+  return session.conversation.whole().then((all) => ask(session, all, stop, frameId, attempt, streaming));
 }
 
 function ask(
@@ -47,7 +47,7 @@ function ask(
   const { model, timeouts } = session.config;
   // The signal is made when the model reads it: a model that never looks costs the step none.
   const request = {
-    messages: session.prompt ?? messages,
+    messages: session.conversation.prompt ?? messages,
     tools: session.toolDescriptors,
     get signal(): AbortSignal {
       return stop.signal;

@@ -1,7 +1,6 @@
 import { digestOfRecorded } from "../../core/digest.ts";
 import { LoomError, ReplayDivergenceError } from "../../core/errors.ts";
 import type { ClaimCheckEnvelope } from "../../events/claimCheck.ts";
-import { toolStepId } from "../../events/ids.ts";
 import type { Journal } from "../../events/spi.ts";
 import type { Message, ModelResponse, ToolCall } from "../../events/types.ts";
 import type { ToolDescriptor } from "../../models/types.ts";
@@ -11,15 +10,7 @@ import type { RunState } from "../../projections/runState.ts";
 import type { Appender } from "../base/appender.ts";
 import { type RecordedOutput, recordedOutput } from "../base/callResult.ts";
 import type { AgentLoopConfig, Tool } from "../base/config.ts";
-import {
-  assistantMessage,
-  chainedPromptDigest,
-  conversationStart,
-  type Fed,
-  fedFromState,
-  resolveClaimCheck,
-  toolResultMessage,
-} from "../base/conversation.ts";
+import { Conversation, type Fed, fedFromState, resolveClaimCheck } from "../base/conversation.ts";
 import type { HeldLease } from "../base/heldLease.ts";
 import type { RunStop, StepStop } from "../base/runStop.ts";
 import type { RunTelemetryScope } from "../base/telemetry.ts";
@@ -101,11 +92,7 @@ export interface RunOptions {
   readonly session?: string;
 }
 
-/** The conversation before a compact resume's tail, and where each of its turns starts in it. */
-export interface OlderConversation {
-  readonly messages: Message[];
-  readonly turnStarts: readonly number[];
-}
+export type { OlderConversation } from "../base/conversation.ts";
 
 /** What a run's session is made with once the run is held: its stop, lease, mode and context. */
 export interface RunHeld {
@@ -118,9 +105,10 @@ export interface RunHeld {
 }
 
 /**
- * Everything one `loop.run(...)` call knows beside the statechart: the folded journal (kept
- * current by the appender), the conversation rebuilt from it, what each call fed the model, and
- * the chained prompt digest. The runtime's actors share it; the machine never sees it.
+ * Everything one `loop.run(...)` call knows beside the statechart, each part with one owner: the
+ * run's facts as `prepare` made them (`Run`, read-only), its journal writer and the fold it keeps
+ * current (`Appender`), its conversation (`Conversation`), its stop (`RunStop`), its budget and
+ * its events. The runtime's actors share it; the machine never sees it.
  */
 export class RunSession {
   /** The run's events: what the appender makes durable, folded, and the live deltas (`events.emitLive`). */
@@ -228,22 +216,8 @@ export class RunSession {
     return this.facts.tools;
   }
 
-  /** The conversation so far (after a compact resume, its tail only until {@link conversation} reads the rest). */
-  messages: Message[] = [];
-  /** Where each answered turn starts in `messages`: the index of its assistant message (context policies read it). */
-  turnStarts: number[] = [];
-  /** What the next model call is sent when a context policy made it; else `messages`. */
-  prompt: readonly Message[] | undefined;
-  /** Chained prompt digest up to the last model call, and how many messages it covers. */
-  promptDigest = "";
-  private digested = 0;
-  /**
-   * After a compact resume ({@link resumeAt}): reads the conversation before its tail from the
-   * journal, once, when the model is first asked (a served turn needs only the tail's digest).
-   */
-  private older: (() => Promise<OlderConversation>) | undefined;
-  private readonly fed = new Map<string, Fed>();
-  private readonly toolResultsPushed = new Set<number>();
+  /** The run's conversation: its messages, turn starts, prompt digest and what each call fed the model. */
+  readonly conversation: Conversation;
   /** When the run last let the event loop run other work (see {@link breathe}). */
   private lastBreath = performance.now();
   /** The run's budget: its usage so far and the check made before each model call. */
@@ -259,6 +233,7 @@ export class RunSession {
     this.mode = held.mode ?? LIVE;
     this.run = held.context ?? new RunContext(options.runId, 0, undefined, undefined, config.id);
     this.events = new RunEventEmitter(options.journal.store, options.runId, options.onEvent);
+    this.conversation = new Conversation(config.id);
     const budget = options.budget ?? config.budget;
     this.budget = new RunBudget(budget, options.journal, options.runId, config.model.id, options.session);
   }
@@ -276,60 +251,9 @@ export class RunSession {
     return this.config.id;
   }
 
-  /** The first messages of the conversation: the system prompt and the run's input. */
-  startConversation(input: string | readonly Message[]): void {
-    this.messages.push(...conversationStart(this.config, input));
-  }
-
-  /**
-   * Starts the conversation at a recorded turn instead of the run's start (a compact resume): the
-   * model's response at the turn before (`response`, called with the chained digest `promptDigest`)
-   * is the tail's first message, and `older` reads the messages before it when the model is asked.
-   */
-  resumeAt(promptDigest: string, response: ModelResponse, older: () => Promise<OlderConversation>): void {
-    this.promptDigest = promptDigest;
-    this.messages = [assistantMessage(response)];
-    this.turnStarts = [0]; // the tail's turn; the older turns' starts come with their messages
-    this.digested = 0;
-    this.older = older;
-  }
-
-  /**
-   * The whole conversation, as the model is sent it: after a compact resume, the messages before
-   * its tail are read from the journal the first time (and kept: the model is sent them every turn).
-   *
-   * @example
-   * const messages = await session.conversation(); // system, input, then every turn's messages
-   */
-  async conversation(): Promise<readonly Message[]> {
-    const older = this.older;
-    if (older !== undefined) {
-      this.older = undefined;
-      const before = await older();
-      const shift = before.messages.length;
-      this.messages = before.messages.concat(this.messages);
-      this.turnStarts = before.turnStarts.concat(this.turnStarts.map((at) => at + shift));
-      this.digested += shift;
-    }
-    return this.messages;
-  }
-
-  /** The whole conversation when it needs no reading first (see {@link conversation}), else undefined. */
-  conversationAtHand(): readonly Message[] | undefined {
-    return this.older === undefined ? this.messages : undefined;
-  }
-
-  /** The digest a model call at this point is journaled with: chained, so hashing stays linear. */
-  nextPromptDigest(): string {
-    return chainedPromptDigest(this.promptDigest, this.messages.slice(this.digested));
-  }
-
-  /** Records that the model was called with the conversation so far, and what it answered. */
+  /** Records that the model was called with the conversation so far (under `digest`), and what it answered. */
   modelAnswered(digest: string, response: ModelResponse): void {
-    this.promptDigest = digest;
-    this.digested = this.messages.length;
-    this.turnStarts.push(this.messages.length);
-    this.messages.push(assistantMessage(response));
+    this.conversation.answered(digest, response);
     this.budget.answered(response);
   }
 
@@ -369,25 +293,14 @@ export class RunSession {
     this.stop.releaseSteps();
   }
 
+  /** Keeps what the call at `stepId` fed the model (the conversation's, until its turn's results join it). */
   setFed(stepId: string, fed: Fed): void {
-    this.fed.set(stepId, fed);
+    this.conversation.feed(stepId, fed);
   }
 
-  /** What the call at `stepId` fed the model, until its turn's results are in the conversation ({@link pushToolResults}). */
+  /** What the call at `stepId` fed the model, until its turn's results are in the conversation. */
   getFed(stepId: string): Fed | undefined {
-    return this.fed.get(stepId);
-  }
-
-  /** Adds turn `turn`'s tool results to the conversation, in call order (once). */
-  pushToolResults(turn: number, response: ModelResponse): void {
-    if (this.toolResultsPushed.has(turn)) return;
-    this.toolResultsPushed.add(turn);
-    const calls = response.toolCalls;
-    for (let index = 0; index < calls.length; index++) {
-      const stepId = toolStepId(this.loopId, turn, index);
-      this.messages.push(toolResultMessage(calls[index] as ToolCall, this.fed.get(stepId)));
-      this.fed.delete(stepId); // in the conversation now, and never asked again: not kept for the rest of the run
-    }
+    return this.conversation.fedFor(stepId);
   }
 
   /**
