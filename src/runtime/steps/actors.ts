@@ -262,7 +262,7 @@ async function callModel(run: BoundRun, turn: number, actor: CallStop): Promise<
     case "retry":
       return { ok: false, retry: { attempt: result.attempt, delayMs: result.delayMs } };
     case "past-deadline":
-      return pastDeadline(session.deadlineAt as number);
+      return pastDeadline(session.facts.deadlineAt);
     case "gave-up": {
       await session.appender.append(result.record);
       const cause = causeOf(result.error);
@@ -494,8 +494,10 @@ const NEVER = new AbortController().signal;
 const countOf = (n: unknown): number => (typeof n === "number" && Number.isFinite(n) ? n : 0);
 
 /** The run's deadline (`timeouts.runMs`, journaled at its start) has passed: it stops for good. */
-function pastDeadline(deadlineAt: number): CallModelOutput {
-  return { ok: false, reason: "deadline", detail: { deadlineAt: new Date(deadlineAt).toISOString() } };
+function pastDeadline(deadlineAt: number | undefined): CallModelOutput {
+  // Only a run with a deadline is ever past it; null would say the run had none.
+  const at = deadlineAt === undefined ? null : new Date(deadlineAt).toISOString();
+  return { ok: false, reason: "deadline", detail: { deadlineAt: at } };
 }
 
 /**
