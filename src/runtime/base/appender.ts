@@ -3,7 +3,6 @@ import {
   isOwnershipLostError,
   isRunCancelledError,
   type OwnershipLostError,
-  type RunCancelledError,
 } from "../../core/errors.ts";
 import { parseFrameId } from "../../events/ids.ts";
 import { storedFormOf } from "../../events/redact.ts";
@@ -11,6 +10,7 @@ import type { AppendOptions, EventStore } from "../../events/store.ts";
 import { type JournalEntry, type NewEntry, SCHEMA_VERSION } from "../../events/types.ts";
 import { validateEntries } from "../../events/validate.ts";
 import { type RunState, responseAt, runStateProjection } from "../../projections/runState.ts";
+import type { Fence } from "./runStop.ts";
 
 /**
  * The longest a run holds the event loop, in ms (about), before it lets other work run (timers,
@@ -372,14 +372,8 @@ interface Queued {
   readonly reject?: (e: unknown) => void;
 }
 
-/** The run's lease as its appends use it: the token, and whom to tell once it is refused. */
-export interface Fence {
-  readonly token: number;
-  /** Called once, when the store first refuses an append (the run stops its effects in flight). */
-  onLost(error: OwnershipLostError): void;
-  /** Called when the store refuses an append because someone asked to cancel the run (`cancelRun`). */
-  onCancelled?(error: RunCancelledError): void;
-}
+/** The run's lease as its appends use it (runStop.ts, with the rest of what stops a run). */
+export type { Fence } from "./runStop.ts";
 
 /** Internal: an effect finished after its run stopped; its result is not journaled (outcome unknown). */
 export class AppendAfterCloseError extends Error {

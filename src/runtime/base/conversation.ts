@@ -1,16 +1,16 @@
 import { digestOfRecorded, sha256Hex } from "../../core/digest.ts";
 import { IntegrityError, isIntegrityError } from "../../core/errors.ts";
 import type { ClaimCheckEnvelope } from "../../events/claimCheck.ts";
-import { outcomeId } from "../../events/ids.ts";
+import { outcomeId, toolStepId } from "../../events/ids.ts";
 import type { BlobStore } from "../../events/spi.ts";
 import type { Message, ModelResponse, ToolCall } from "../../events/types.ts";
 import type { FrameState, RunState } from "../../projections/runState.ts";
 
 /**
  * The conversation as the journal records it, piece by piece: what the model was told after each
- * of its answers, and the chained prompt digest that model frames record. The loop (RunSession)
- * and the verifier of the CLI (`loom show`) build both from these same functions, so what one
- * writes the other checks.
+ * of its answers, and the chained prompt digest that model frames record. The loop (its
+ * `Conversation`, below) and the verifier of the CLI (`loom show`) build both from these same
+ * functions, so what one writes the other checks.
  */
 
 /** What the model was fed for one call. */
@@ -113,4 +113,127 @@ export async function resolveClaimCheck(
     throw new IntegrityError(`${where}: ${e.message}`, e.code);
   }
   return JSON.parse(Buffer.from(bytes).toString("utf8"));
+}
+
+/** The conversation before a compact resume's tail, and where each of its turns starts in it. */
+export interface OlderConversation {
+  readonly messages: Message[];
+  readonly turnStarts: readonly number[];
+}
+
+/**
+ * One run's conversation as the loop holds it in memory: its messages, where each answered turn
+ * starts, the chained prompt digest of the last model call, what the next call is sent when a
+ * context policy made its prompt, and what each call fed the model until its turn's results are
+ * in the messages. Its one owner is the run's session; the steps update it as they record.
+ *
+ * @example
+ * const talk = new Conversation("support");
+ * talk.start({ system: "Be brief." }, "Where is my order?");
+ * talk.answered(talk.nextPromptDigest(), response); // the model's answer joins the messages
+ */
+export class Conversation {
+  /** The messages so far (after a compact resume, its tail only until {@link whole} reads the rest). */
+  private said: Message[] = [];
+  /** Where each answered turn starts in the messages: the index of its assistant message. */
+  private starts: number[] = [];
+  /** What the next model call is sent when a context policy made it; else the messages. */
+  prompt: readonly Message[] | undefined;
+  /** Chained prompt digest up to the last model call, and how many messages it covers. */
+  private digest = "";
+  private digested = 0;
+  /**
+   * After a compact resume ({@link resumeAt}): reads the conversation before its tail from the
+   * journal, once, when the model is first asked (a served turn needs only the tail's digest).
+   */
+  private older: (() => Promise<OlderConversation>) | undefined;
+  private readonly fed = new Map<string, Fed>();
+  private readonly toolResultsPushed = new Set<number>();
+
+  constructor(private readonly loopId: string) {}
+
+  /** The conversation so far (after a compact resume, its tail only until {@link whole} reads the rest). */
+  get messages(): readonly Message[] {
+    return this.said;
+  }
+
+  /** Where each answered turn starts in {@link messages} (context policies read it). */
+  get turnStarts(): readonly number[] {
+    return this.starts;
+  }
+
+  /** The first messages of the conversation: the system prompt and the run's input. */
+  start(config: { readonly system?: string | undefined }, input: string | readonly Message[]): void {
+    this.said.push(...conversationStart(config, input));
+  }
+
+  /**
+   * Starts the conversation at a recorded turn instead of the run's start (a compact resume): the
+   * model's response at the turn before (`response`, called with the chained digest `promptDigest`)
+   * is the tail's first message, and `older` reads the messages before it when the model is asked.
+   */
+  resumeAt(promptDigest: string, response: ModelResponse, older: () => Promise<OlderConversation>): void {
+    this.digest = promptDigest;
+    this.said = [assistantMessage(response)];
+    this.starts = [0]; // the tail's turn; the older turns' starts come with their messages
+    this.digested = 0;
+    this.older = older;
+  }
+
+  /**
+   * The whole conversation, as the model is sent it: after a compact resume, the messages before
+   * its tail are read from the journal the first time (and kept: the model is sent them every turn).
+   */
+  async whole(): Promise<readonly Message[]> {
+    const older = this.older;
+    if (older !== undefined) {
+      this.older = undefined;
+      const before = await older();
+      const shift = before.messages.length;
+      this.said = before.messages.concat(this.said);
+      this.starts = before.turnStarts.concat(this.starts.map((at) => at + shift));
+      this.digested += shift;
+    }
+    return this.said;
+  }
+
+  /** The whole conversation when it needs no reading first (see {@link whole}), else undefined. */
+  atHand(): readonly Message[] | undefined {
+    return this.older === undefined ? this.said : undefined;
+  }
+
+  /** The digest a model call at this point is journaled with: chained, so hashing stays linear. */
+  nextPromptDigest(): string {
+    return chainedPromptDigest(this.digest, this.said.slice(this.digested));
+  }
+
+  /** Records that the model was called with the conversation so far (under `digest`), and what it answered. */
+  answered(digest: string, response: ModelResponse): void {
+    this.digest = digest;
+    this.digested = this.said.length;
+    this.starts.push(this.said.length);
+    this.said.push(assistantMessage(response));
+  }
+
+  /** Keeps what the call at `stepId` fed the model, until its turn's results join the messages. */
+  feed(stepId: string, fed: Fed): void {
+    this.fed.set(stepId, fed);
+  }
+
+  /** What the call at `stepId` fed the model, until its turn's results are in the messages ({@link pushToolResults}). */
+  fedFor(stepId: string): Fed | undefined {
+    return this.fed.get(stepId);
+  }
+
+  /** Adds turn `turn`'s tool results to the conversation, in call order (once). */
+  pushToolResults(turn: number, response: ModelResponse): void {
+    if (this.toolResultsPushed.has(turn)) return;
+    this.toolResultsPushed.add(turn);
+    const calls = response.toolCalls;
+    for (let index = 0; index < calls.length; index++) {
+      const stepId = toolStepId(this.loopId, turn, index);
+      this.said.push(toolResultMessage(calls[index] as ToolCall, this.fed.get(stepId)));
+      this.fed.delete(stepId); // in the conversation now, and never asked again: not kept for the rest of the run
+    }
+  }
 }

@@ -1,21 +1,21 @@
-import type { Actor, InspectionEvent, Observer } from "xstate";
-import { isAgentLoopConfigError, isRunBusyError, isRunCancelledError, RunCancelledError } from "../../core/errors.ts";
+import type { InspectionEvent, Observer } from "xstate";
+import { isAgentLoopConfigError, isRunBusyError, RunCancelledError } from "../../core/errors.ts";
 import { checkRunId, parseFrameId, toolStepId } from "../../events/ids.ts";
 import { redactsJournal } from "../../events/redactedOriginals.ts";
 import type { EventStore } from "../../events/store.ts";
 import type { Message } from "../../events/types.ts";
-import type { agentLoopMachine, StopEvent } from "../../machines/agentLoop.machine.ts";
 import { type RunState, responseAt } from "../../projections/runState.ts";
 import { completedOutput, projectToolCallLog } from "../../projections/toolCallLog.ts";
 import type { AgentOutput, InterruptedAgentRun, RunWait, ToolCallLogMode } from "../../projections/types.ts";
-import type { Fence } from "../base/appender.ts";
 import type { AgentLoopConfig } from "../base/config.ts";
 import { AgentInterruptedError } from "../base/errors.ts";
 import { holdGiven, holdRun, type RunOwnership } from "../base/ownership.ts";
 import { hydrateForLog } from "../base/readers.ts";
+import { type Fence, RunStop } from "../base/runStop.ts";
 import { readRunState, snapshotConfigOf } from "../base/snapshots.ts";
 import { resolveApprovals } from "../control/approvalAnswers.ts";
 import { budgetShare } from "../steps/budgetShares.ts";
+import { LIVE, type RunMode, replayMode } from "../steps/run.ts";
 import { type RunOptions, RunSession } from "../steps/session.ts";
 import { createRunActor } from "../steps/sharedMachine.ts";
 import { ToolCalls } from "../steps/toolActors.ts";
@@ -189,22 +189,14 @@ export function replayRecording(
   request: RunRequest & { readonly pace?: () => Promise<unknown> },
 ): Promise<AgentOutput> {
   validateConfig(config);
-  return runLoop(config, request, (session) => {
-    session.replaying = true;
-    session.pace = request.pace;
-  });
+  return runLoop(config, request, replayMode(request.pace));
 }
 
-async function runLoop(
-  config: AgentLoopConfig,
-  given: RunRequest,
-  setUp?: (session: RunSession) => void,
-): Promise<AgentOutput> {
+async function runLoop(config: AgentLoopConfig, given: RunRequest, mode: RunMode = LIVE): Promise<AgentOutput> {
   checkRunId(given.runId, "loop.run"); // before anything reads or writes the journal
   const request = await resolveApprovals(given, config.tools); // a sub-agent's call answered by its step id
   const stop = new RunStop(request.runId, request.signal);
-  const session = new RunSession(config, { ...request, signal: stop.signal }, request.runContext);
-  setUp?.(session);
+  let session: RunSession | undefined; // made once the run is held
   const givenLease = request.ownership?.lease;
   const held =
     givenLease !== undefined
@@ -216,7 +208,7 @@ async function runLoop(
           request.ownership,
           request.signal,
           (e) => {
-            session.appender?.lost(e); // tells the fence's onLost, once the appender exists
+            session?.openedAppender?.lost(e); // tells the fence's onLost, once the appender exists
             stop.lose(e);
           },
           (e) => stop.cancel(e.reason), // a renewal found a cancel request (cancelRun)
@@ -224,111 +216,17 @@ async function runLoop(
           stop.dispose();
           throw e;
         });
-  session.lease = held.lease;
+  session = new RunSession(
+    config,
+    { ...request, signal: stop.signal },
+    { stop, lease: held.lease, mode, context: request.runContext },
+  );
   try {
     if (held.cancelRequested !== undefined) stop.cancel(held.cancelRequested); // asked before the run was held
-    return await runHeld(config, request, session, new RunFence(held.fence, stop), stop);
+    return await runHeld(config, request, session, stop.fence(held.fence), stop);
   } finally {
     stop.dispose();
     await held.letGo();
-  }
-}
-
-/** The run's fence: its token, and the run stopped when an append is refused (another owner, a cancel request). */
-class RunFence implements Fence {
-  constructor(
-    readonly token: number,
-    private readonly stop: RunStop,
-  ) {}
-
-  onLost(e: Error): void {
-    this.stop.lose(e);
-  }
-
-  onCancelled(e: RunCancelledError): void {
-    this.stop.cancel(e.reason);
-  }
-}
-
-/**
- * Where the run is told from outside that it must end: the chart gets `CANCEL` (control) or `LOST`
- * (the fence), or `ABORT` for the caller's signal (`CANCEL` when its reason is a cancellation: a
- * sub-agent's parent was cancelled). The steps in flight are stopped first, through the run's
- * signal, so an effect sees the reason (a `RunCancelledError`, an `OwnershipLostError`) rather than
- * the chart stopping its actor. Told before the chart runs, the event waits for its start.
- */
-class RunStop {
-  private readonly controller = new AbortController();
-  /** What the run's steps follow: the caller's signal and this run's own stops. */
-  readonly signal: AbortSignal;
-  private actor: Actor<typeof agentLoopMachine> | undefined;
-  private waiting: StopEvent[] = [];
-
-  /** Whether the run follows the caller's signal (this is its listener, removed by `dispose`). */
-  private readonly following: boolean = false;
-
-  constructor(
-    private readonly runId: string,
-    private readonly given: AbortSignal | undefined,
-  ) {
-    // One listener rather than AbortSignal.any([given, own]): on Node 20 that registers a weakly
-    // held dependant, swept only by the collector, and cost a run about a tenth of a millisecond.
-    this.signal = this.controller.signal;
-    if (given === undefined) return;
-    if (given.aborted) this.controller.abort(given.reason);
-    else {
-      given.addEventListener("abort", this, { once: true }); // handleEvent: no closure a run
-      this.following = true;
-    }
-  }
-
-  /** The caller's signal aborted: the run's signal aborts with its reason. */
-  handleEvent(): void {
-    this.controller.abort(this.given?.reason);
-  }
-
-  /** The run is over: a caller's signal that outlives it no longer holds it. */
-  dispose(): void {
-    if (this.following) this.given?.removeEventListener("abort", this);
-  }
-
-  /** A cancel request (`cancelRun`) reached the run. */
-  cancel(reason: string): void {
-    this.send(new RunCancelledError(this.runId, reason), { type: "CANCEL", reason });
-  }
-
-  /** Another owner has the run. */
-  lose(error: Error): void {
-    this.send(error, { type: "LOST", error });
-  }
-
-  private send(reason: unknown, event: StopEvent): void {
-    this.controller.abort(reason); // once: the first reason is the one the steps see
-    if (this.actor === undefined) this.waiting.push(event);
-    else if (this.actor.getSnapshot().status === "active") this.actor.send(event);
-  }
-
-  /** Binds the run's started chart: events told before go to it now, and the caller's signal from here on. */
-  start(actor: Actor<typeof agentLoopMachine>): () => void {
-    this.actor = actor;
-    actor.start();
-    for (const event of this.waiting.splice(0)) if (actor.getSnapshot().status === "active") actor.send(event);
-    const given = this.given;
-    if (given === undefined) return () => {};
-    // Aborted before the run started, the steps see it (the model step returns aborted): only a cancellation is told.
-    if (given.aborted) {
-      if (isRunCancelledError(given.reason)) this.send(given.reason, { type: "CANCEL", reason: given.reason.reason });
-      return () => {};
-    }
-    // A microtask later: the signals derived from the run's (a tool's) abort first, with the run's reason.
-    const onAbort = () =>
-      queueMicrotask(() => {
-        if (actor.getSnapshot().status !== "active") return;
-        const reason = given.reason;
-        actor.send(isRunCancelledError(reason) ? { type: "CANCEL", reason: reason.reason } : { type: "ABORT", reason });
-      });
-    given.addEventListener("abort", onAbort, { once: true });
-    return () => given.removeEventListener("abort", onAbort);
   }
 }
 
@@ -363,8 +261,8 @@ async function runHeld(
     session.dispose();
     // Results deferred to a next append that never came (the run failed, lost or ended unjournaled):
     // journaled, or a resume would see their effects' outcome as unknown. A failure here leaves the run's outcome as it is.
-    await session.appender?.flush().catch(() => {});
-    await session.snapshots?.settled(); // written beside the run: done before the journal may be closed
+    await session.openedAppender?.flush().catch(() => {});
+    await session.prepared?.snapshots?.settled(); // written beside the run: done before the journal may be closed
     const end = actor.getSnapshot();
     session.telemetry?.end(
       end.value === "completed" || end.value === "interrupted" || end.value === "cancelled"
@@ -377,8 +275,9 @@ async function runHeld(
   switch (snapshot.value) {
     case "completed": {
       // A run completed earlier may have been compacted since: the full shape reads its archived outputs back.
-      const state = await hydrateForLog(request.journal, await everyFrame(session), session.mode);
-      const output = completedOutput(state, session.mode) as AgentOutput;
+      const logMode = session.facts.logMode;
+      const state = await hydrateForLog(request.journal, await everyFrame(session), logMode);
+      const output = completedOutput(state, logMode) as AgentOutput;
       // Under redaction the log is the journal's (redacted); the answer the model gave in this call is the caller's.
       const answered = state === session.state || session.appender.appends === 0 ? undefined : session.state._output;
       return answered === undefined ? output : { ...output, content: answered.content };
@@ -416,7 +315,7 @@ function interruptedRun(session: RunSession, state: RunState, pending: readonly 
   return {
     runId: session.options.runId,
     reason: state.interruption?.reason ?? "aborted",
-    toolCallLog: projectToolCallLog(state, session.mode),
+    toolCallLog: projectToolCallLog(state, session.facts.logMode),
     iterations: state.turns,
     pendingApprovals: calls.flatMap((call, index) => {
       const stepId = toolStepId(session.loopId, turn, index);

@@ -1,16 +1,9 @@
 import { fromCallback, fromPromise } from "xstate";
 import { digestOf, digestOfRecorded } from "../../core/digest.ts";
-import {
-  AgentLoopConfigError,
-  DefinitionChangedError,
-  ReplayDivergenceError,
-  RunFailedError,
-  SnapshotError,
-} from "../../core/errors.ts";
+import { AgentLoopConfigError, ReplayDivergenceError, RunFailedError, SnapshotError } from "../../core/errors.ts";
 import { jsonRoundTrip } from "../../core/jsonForm.ts";
 import { contextDecisionId, modelFrameId, modePinId, toolStepId } from "../../events/ids.ts";
 import { readModePin } from "../../events/modePin.ts";
-import { whyNotResumable } from "../../events/redactedResume.ts";
 import type { Journal } from "../../events/spi.ts";
 import type {
   AttemptError,
@@ -30,7 +23,7 @@ import type {
 } from "../../machines/agentLoop.protocol.ts";
 import { resolveModePin } from "../../machines/modePin.machine.ts";
 import { applyContext, type ContextChoice } from "../../policies/context.ts";
-import { type DefinitionPin, definitionPin, describeChange, unacceptedChanges } from "../../policies/definition.ts";
+import { definitionPin } from "../../policies/definition.ts";
 import { attemptError, type RetryPolicy } from "../../policies/retry.ts";
 import { type FrameState, type RunState, responseAt } from "../../projections/runState.ts";
 import { Appender } from "../base/appender.ts";
@@ -42,9 +35,9 @@ import {
   fedFromState,
   toolResultMessage,
 } from "../base/conversation.ts";
-import { RedactedHistoryError } from "../base/errors.ts";
 import { continuesOf, resolvedInput } from "../base/history.ts";
 import { hydrateArchived } from "../base/readers.ts";
+import { CallStop, type StepStop } from "../base/runStop.ts";
 import { readRunState, SnapshotSchedule, snapshotConfigOf } from "../base/snapshots.ts";
 import { recordedToolCallIds, recordedTraceContext, traceContextDecision } from "../base/telemetry.ts";
 import { isSubAgentTool } from "../subruns/subAgentTools.ts";
@@ -53,18 +46,21 @@ import { CONTEXT_SOURCE } from "./budget.ts";
 import { durableStep, type StepEffect } from "./durableStep.ts";
 import { causeOf, modelPolicy, runDeadline } from "./failurePolicy.ts";
 import { cancelEnds, failedEntry, interruptionEntry } from "./hooks.ts";
+import type { RunMode } from "./run.ts";
 import { type BoundRun, boundRun } from "./runBinding.ts";
 import type { OlderConversation, RunSession } from "./session.ts";
-import { CallStop, type StepStop } from "./stepSignals.ts";
-import { prepareToolSources } from "./toolSources.ts";
+import { loopTools, prepareToolSources, type RunTools } from "./toolSources.ts";
 
-/** `preparing`: reads and folds the journal, pins the mode, starts or resumes the conversation. */
+/**
+ * `preparing`: reads and folds the journal, pins the mode, makes the run's facts (its {@link Run},
+ * once), and starts or resumes the conversation.
+ */
 async function prepare({ session, fence }: BoundRun): Promise<PrepareOutput> {
-  const { config, options } = session;
+  const { config, options, mode } = session;
   const runId = options.runId;
   // The latest snapshot and the entries after it, when the store keeps snapshots; else every entry.
-  const snapshots = snapshotConfigOf(config.snapshots);
-  const onSnapshotWarning = snapshots?.onWarning;
+  const snapshotConfig = snapshotConfigOf(config.snapshots);
+  const onSnapshotWarning = snapshotConfig?.onWarning;
   // Compact: a compact snapshot's state is enough to resume (the chart starts at its last turns).
   // A budgeted run reads every frame: its usage so far is summed from every turn's response.
   const read = await readRunState(session.history, runId, {
@@ -72,10 +68,11 @@ async function prepare({ session, fence }: BoundRun): Promise<PrepareOutput> {
     ...(onSnapshotWarning ? { onSnapshotWarning } : {}),
   });
   const state = read.state;
-  session.appender = new Appender(options.journal.store, runId, state, fence);
-  if (snapshots !== undefined && !session.replaying) {
-    const schedule = new SnapshotSchedule(options.journal, runId, snapshots, read.snapshotSeq);
-    session.snapshots = schedule;
+  session.open(new Appender(options.journal.store, runId, state, fence));
+  let snapshots: SnapshotSchedule | undefined;
+  if (snapshotConfig !== undefined && mode.keepsRecords) {
+    const schedule = new SnapshotSchedule(options.journal, runId, snapshotConfig, read.snapshotSeq);
+    snapshots = schedule;
     session.appender.onDurable = (version) => schedule.durable(version);
   }
   // The journal's one pin reader (readJournal has refused a damaged pin already, naming its seq).
@@ -89,10 +86,13 @@ async function prepare({ session, fence }: BoundRun): Promise<PrepareOutput> {
     runCompleted: state.status === "completed",
   });
   if (pin.error) throw pin.error;
-  session.mode = pin.mode;
+  const logMode = pin.mode;
   const pinEntry: NewEntry[] = pin.appendPin && pin.pin ? [{ type: "decision.recorded", data: pin.pin }] : [];
   // Telemetry sees the run's events from here on; its trace context is journaled with the first attempt.
-  const traceEntry = state.status === "completed" || session.replaying ? [] : startTelemetry(session, state);
+  const traceEntry = state.status === "completed" || !mode.keepsRecords ? [] : startTelemetry(session, state);
+  /** The run's facts, made once the tools and the deadline are known. */
+  const begin = (tools: RunTools, deadlineAt: number | undefined, startTurn: number) =>
+    session.begin(Object.freeze({ mode, logMode, deadlineAt, ...tools, startTurn, snapshots }));
   if (state.status === "new") {
     if (options.input === undefined) {
       throw new AgentLoopConfigError(
@@ -100,10 +100,9 @@ async function prepare({ session, fence }: BoundRun): Promise<PrepareOutput> {
         "missingInput",
       );
     }
-    const lists = await prepareToolSources(session, state); // asked live, before anything is appended
+    const sources = await prepareToolSources(session, state); // asked live, before anything is appended
     const sessionUsage = await session.budget.prepare(state, config.id); // a session's earlier messages, summed once
     const deadline = runDeadline(config, state, Date.now());
-    session.deadlineAt = deadline.deadlineAt;
     // Written with the first model call's frame.started (no effect runs from these): one commit fewer.
     // A crash before it leaves no journal, and the run is new again.
     // A session's next message names the history its input starts with, and journals the rest.
@@ -111,16 +110,18 @@ async function prepare({ session, fence }: BoundRun): Promise<PrepareOutput> {
     session.appender.defer(
       { type: "run.started", data: runStartedData(config, options.input, continues) },
       ...pinEntry,
-      ...lists,
+      ...sources.entries,
       ...traceEntry,
       ...deadline.append,
       ...session.budget.startEntries(config.id),
       ...sessionUsage,
     );
-    session.startConversation(
+    begin(sources, deadline.deadlineAt, 0);
+    session.conversation.start(
+      config,
       continues === undefined ? (session.state.input ?? "") : (jsonForm(options.input) as readonly Message[]),
     );
-    session.prepared = true;
+    session.ready();
     return { kind: "ready" };
   }
   if (state.loopId !== config.id) {
@@ -136,34 +137,32 @@ async function prepare({ session, fence }: BoundRun): Promise<PrepareOutput> {
       "inputMismatch",
     );
   }
-  if (state.status === "completed") return { kind: "completed" };
-  // An ended run runs nothing: the chart ends it so again, and nothing is appended.
-  if (state.status === "cancelled") return { kind: "cancelled", reason: state.cancelled?.reason ?? "" };
-  if (state.status === "failed") {
+  // An ended run runs nothing (no tool source is asked, no deadline set): the chart ends it so
+  // again, and nothing is appended.
+  if (state.status === "completed" || state.status === "cancelled" || state.status === "failed") {
+    begin(loopTools(config), undefined, 0);
+    if (state.status === "completed") return { kind: "completed" };
+    if (state.status === "cancelled") return { kind: "cancelled", reason: state.cancelled?.reason ?? "" };
     return { kind: "failed", error: new RunFailedError(runId, state.error ?? { name: "Error", message: "" }) };
   }
-  if (!session.replaying) checkDefinition(runId, config, state.definition);
-  if (!session.replaying && state.redacted) {
-    const { seq, type } = state.redacted;
-    throw new RedactedHistoryError(runId, seq, type, await whyNotResumable(options.journal, runId, seq));
-  }
-  const lists = await prepareToolSources(session, state); // journaled lists; a source's first one asked live
+  await mode.checkResumable(runId, config, state, options.journal);
+  const sources = await prepareToolSources(session, state); // journaled lists; a source's first one asked live
   await session.budget.prepare(state, config.id); // a session's earlier messages, as the run's start recorded them
   // A late pin (a run recorded with no log shape, resumed with one, journals it now); a deadline
   // configured after the run started runs from now.
   const deadline = runDeadline(config, state, Date.now());
-  session.deadlineAt = deadline.deadlineAt;
   // Written with the next append (a frame.started, or the run's end), as a new run's run.started is:
   // nothing acts on these before it. A run a worker picks up after submitRun commits once fewer.
-  const late = [...pinEntry, ...lists, ...traceEntry, ...deadline.append];
+  const late = [...pinEntry, ...sources.entries, ...traceEntry, ...deadline.append];
   if (late.length > 0) session.appender.defer(...late);
   // The chart then walks the recorded turns, each step served from the journal: archived outputs first.
   await hydrateArchived(session.history, state);
-  const from = compactStart(session, state);
+  const from = compactStart(mode, state);
+  begin(sources, deadline.deadlineAt, from ?? 0);
   // The history a session's message names is read as the session's next message read it: as the journal keeps it.
-  if (from === undefined) session.startConversation(await resolvedInput(options.journal, state));
+  if (from === undefined) session.conversation.start(config, await resolvedInput(options.journal, state));
   else await resumeCompact(session, state, from, read.snapshotSeq);
-  session.prepared = true;
+  session.ready();
   return from === undefined ? { kind: "ready" } : { kind: "ready", turn: from };
 }
 
@@ -171,9 +170,9 @@ async function prepare({ session, fence }: BoundRun): Promise<PrepareOutput> {
  * The turn a compact state is resumed from: its last recorded model turn (walked again: its
  * calls may not have ended), or undefined to walk from turn 0 (a full state, a replay).
  */
-function compactStart(session: RunSession, state: RunState): number | undefined {
+function compactStart(mode: RunMode, state: RunState): number | undefined {
   const below = state.compacted?.belowTurn;
-  if (below === undefined || below === 0 || session.replaying) return undefined;
+  if (below === undefined || below === 0 || !mode.resumesShort) return undefined;
   return state.turns - 1;
 }
 
@@ -197,7 +196,7 @@ async function resumeCompact(session: RunSession, state: RunState, from: number,
       `the compact state does not hold the model frame of turn ${before} it resumes after; write a new snapshot (writeRunSnapshot) or remove it`,
     );
   }
-  session.resumeAt(frame.inputDigest, response, () => olderMessages(session, before));
+  session.conversation.resumeAt(frame.inputDigest, response, () => olderMessages(session, before));
   await servedTurn(session, before, response);
 }
 
@@ -229,32 +228,40 @@ async function callModel(run: BoundRun, turn: number, actor: CallStop): Promise<
   const session = run.session;
   const config = session.config;
   const runId = session.options.runId;
-  if (session.pace !== undefined) await session.pace(); // a replay's; not a tick every turn of every run
-  if (turn > 0) session.pushToolResults(turn - 1, responseAt(session.state, turn - 1) as ModelResponse);
+  const pace = session.mode.pace;
+  if (pace !== undefined) await pace(); // a replay's; not a tick every turn of every run
+  const conversation = session.conversation;
+  if (turn > 0) conversation.pushToolResults(turn - 1, responseAt(session.state, turn - 1) as ModelResponse);
   const frameId = modelFrameId(config.id, turn);
   if (session.budget.active && session.state.frames[frameId]?.status !== "completed") {
     const breach = await budgetCheck(session, turn);
     if (breach !== undefined) return { ok: false, reason: "budget", detail: breach };
   }
-  const chained = session.nextPromptDigest();
+  const chained = conversation.nextPromptDigest();
   // A context policy decides on, and cuts, the whole conversation: after a compact resume, the turns
   // before its tail are read from the journal now (once); without one, when the model is asked.
   const recordedContext = session.state.decisions[contextDecisionId(config.id, turn)];
   const contexted = config.context !== undefined || recordedContext;
-  if (contexted && session.state.frames[frameId]?.status !== "completed") await session.conversation();
+  if (contexted && session.state.frames[frameId]?.status !== "completed") await conversation.whole();
   // Without a policy, only a journaled decision makes a context (no call to decide one, not awaited).
   const context = contexted ? await contextChoice(session, turn, frameId) : undefined;
   if (context?.asked !== undefined) session.budget.askedForContext(turn, context.asked); // a summary's calls count too
   const digest = context === undefined ? chained : contextPromptDigest(chained, context);
   // The prompt is made only for a call that runs (a served one needs its digest alone).
-  session.prompt =
+  conversation.prompt =
     context === undefined || session.state.frames[frameId]?.status === "completed"
       ? undefined
-      : applyContext(session.messages, session.turnStarts, config.id, context);
+      : applyContext(conversation.messages, conversation.turnStarts, config.id, context);
   const step = new ModelStep(session, frameId, turn, actor);
   const result = await durableStep<ModelResponse, ModelResponse>(
     session,
-    { frameId, effect: "model", inputDigest: digest, onUnknownOutcome: "rerun", checkInput: !session.replaying },
+    {
+      frameId,
+      effect: "model",
+      inputDigest: digest,
+      onUnknownOutcome: "rerun",
+      checkInput: session.mode.judgesPrompts,
+    },
     step,
   );
   const streamed = step.streamed; // the attempt whose deltas watchers were sent
@@ -273,7 +280,7 @@ async function callModel(run: BoundRun, turn: number, actor: CallStop): Promise<
     case "retry":
       return { ok: false, retry: { attempt: result.attempt, delayMs: result.delayMs } };
     case "past-deadline":
-      return pastDeadline(session.deadlineAt as number);
+      return pastDeadline(session.facts.deadlineAt);
     case "gave-up": {
       await session.appender.append(result.record);
       const cause = causeOf(result.error);
@@ -302,8 +309,8 @@ async function contextChoice(session: RunSession, turn: number, frameId: string)
   const view = {
     loopId: config.id,
     turn,
-    messages: session.messages,
-    turnStarts: session.turnStarts,
+    messages: session.conversation.messages,
+    turnStarts: session.conversation.turnStarts,
     previous: previous?.choice as ContextChoice | undefined,
   };
   const asked = { modelCalls: 0, inputTokens: 0, outputTokens: 0 };
@@ -364,7 +371,7 @@ const modelCalls = fromCallback<ModelCallsEvent, { runId: string }>(({ receive, 
  * show them. False when some call has not ended: the turn is dispatched.
  */
 async function servedTurn(session: RunSession, turn: number, response: ModelResponse): Promise<boolean> {
-  if (session.replaying || response.toolCalls.length === 0) return false;
+  if (!session.mode.resumesShort || response.toolCalls.length === 0) return false;
   for (let index = 0; index < response.toolCalls.length; index++) {
     const breath = session.breathe();
     if (breath !== undefined) await breath;
@@ -432,7 +439,7 @@ function startTelemetry(session: RunSession, state: RunState): NewEntry[] {
   const recorded = recordedTraceContext(state, loopId);
   const toolCallIds = recordedToolCallIds(state, loopId);
   const scope = telemetry.startRun({ runId: session.options.runId, loopId, model: model.id, recorded, toolCallIds });
-  session.telemetry = scope;
+  session.trace(scope);
   const onEvent = scope.onEvent;
   const onEntries = scope.onEntries;
   if (onEntries !== undefined) session.events.observeEntries((entries) => onEntries.call(scope, entries));
@@ -505,8 +512,10 @@ const NEVER = new AbortController().signal;
 const countOf = (n: unknown): number => (typeof n === "number" && Number.isFinite(n) ? n : 0);
 
 /** The run's deadline (`timeouts.runMs`, journaled at its start) has passed: it stops for good. */
-function pastDeadline(deadlineAt: number): CallModelOutput {
-  return { ok: false, reason: "deadline", detail: { deadlineAt: new Date(deadlineAt).toISOString() } };
+function pastDeadline(deadlineAt: number | undefined): CallModelOutput {
+  // Only a run with a deadline is ever past it; null would say the run had none.
+  const at = deadlineAt === undefined ? null : new Date(deadlineAt).toISOString();
+  return { ok: false, reason: "deadline", detail: { deadlineAt: at } };
 }
 
 /**
@@ -574,22 +583,6 @@ export function jsonForm(value: unknown): unknown {
   } catch {
     return null;
   }
-}
-
-/**
- * Refuses to go on with a run recorded under another definition of the loop than this one, unless
- * the loop accepts every change (`acceptDefinitionChanges`). Runs recorded before the pin pass.
- */
-function checkDefinition(runId: string, config: AgentLoopConfig, recorded: DefinitionPin | undefined): void {
-  if (recorded === undefined) return;
-  const changes = unacceptedChanges(recorded, definitionPin(config), config.acceptDefinitionChanges);
-  if (changes.length === 0) return;
-  const kinds = [...new Set(changes.map((c) => c.kind))].filter((k) => k !== "system-changed");
-  const accepts =
-    kinds.length === changes.length
-      ? `acceptDefinitionChanges: [${kinds.map((k) => JSON.stringify(k)).join(", ")}] in the loop's configuration`
-      : "a system prompt change cannot be accepted: every model call's prompt digest covers it";
-  throw new DefinitionChangedError(runId, config.id, changes.map(describeChange), accepts);
 }
 
 /**

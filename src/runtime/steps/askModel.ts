@@ -6,9 +6,9 @@
  * streaming adds nothing to the journal.
  */
 import type { Message, ModelResponse } from "../../events/types.ts";
+import type { StepStop } from "../base/runStop.ts";
 import { callModel } from "./modelStream.ts";
 import type { RunSession } from "./session.ts";
-import type { StepStop } from "./stepSignals.ts";
 
 /** Told when an attempt first streams a delta (the caller then owes watchers a `reset` if it fails). */
 export interface DeltaListener {
@@ -31,9 +31,9 @@ export function askModel(
 ): Promise<ModelResponse> {
   // After a compact resume, the conversation before its tail is read from the journal first (once);
   // else it is at hand, and asked at once.
-  const messages = session.conversationAtHand();
+  const messages = session.conversation.atHand();
   if (messages !== undefined) return ask(session, messages, stop, frameId, attempt, streaming);
-  return session.conversation().then((all) => ask(session, all, stop, frameId, attempt, streaming));
+  return session.conversation.whole().then((all) => ask(session, all, stop, frameId, attempt, streaming));
 }
 
 function ask(
@@ -47,7 +47,7 @@ function ask(
   const { model, timeouts } = session.config;
   // The signal is made when the model reads it: a model that never looks costs the step none.
   const request = {
-    messages: session.prompt ?? messages,
+    messages: session.conversation.prompt ?? messages,
     tools: session.toolDescriptors,
     get signal(): AbortSignal {
       return stop.signal;

@@ -11,9 +11,9 @@ import type { AttemptError, NewEntry } from "../../events/types.ts";
 import type { RetryPolicy } from "../../policies/retry.ts";
 import { planStep, type StepSpec } from "../../policies/step.ts";
 import type { FrameState } from "../../projections/runState.ts";
+import type { StepStop } from "../base/runStop.ts";
 import { nextAttempt, timeoutError, waitUntil, withLimits } from "./failurePolicy.ts";
 import type { RunSession } from "./session.ts";
-import type { StepStop } from "./stepSignals.ts";
 
 /** What one effect needs to be a durable step. */
 export interface StepEffect<T, R> {

@@ -15,7 +15,7 @@ import {
 } from "../../policies/retry.ts";
 import type { RunState } from "../../projections/runState.ts";
 import type { AgentLoopConfig, Tool } from "../base/config.ts";
-import { StepStop } from "./stepSignals.ts";
+import { StepStop } from "../base/runStop.ts";
 
 /** `<loop>#deadline`: the run's deadline (`timeouts.runMs`), decided once at its start. */
 export const deadlineId = (loopId: string): string => `${loopId}#deadline`;

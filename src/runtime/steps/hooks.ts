@@ -52,7 +52,7 @@ function withExpiries(session: RunSession, detail: unknown, now: number): unknow
  * journaled, nor is waiting to be) or has ended already.
  */
 export function cancelEnds(session: RunSession): boolean {
-  const status = session.appender?.state.status;
+  const status = session.openedAppender?.state.status;
   return status === "running" || status === "interrupted";
 }
 
@@ -65,8 +65,8 @@ export function cancelEnds(session: RunSession): boolean {
  * nothing in Loom expected (a bug in a hook, the runtime's own): resuming would meet it again.
  */
 export function failedEntry(session: RunSession, error: unknown): NewEntry | undefined {
-  const appender = session.appender;
-  if (!session.prepared || session.replaying || appender === undefined) return undefined;
+  const appender = session.openedAppender;
+  if (!session.walks || !session.mode.keepsRecords || appender === undefined) return undefined;
   if (isLoomError(error) || error instanceof AppendAfterCloseError || appender.storeFailure !== undefined)
     return undefined;
   const status = appender.state.status;

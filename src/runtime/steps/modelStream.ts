@@ -8,7 +8,7 @@
 import { isInvalidToolInput } from "../../events/invalidInput.ts";
 import { isModelCapabilityError, ModelCapabilityError, ModelStreamError } from "../../models/errors.ts";
 import type { GenerateRequest, Model, ModelResponse, ModelStreamPart } from "../../models/types.ts";
-import type { StepStop } from "./stepSignals.ts";
+import type { StepStop } from "../base/runStop.ts";
 
 /**
  * A part of a streamed call other than its response: what a listener sees live.

@@ -7,8 +7,8 @@ import type {
   ToolCallInput,
   ToolCallParentEvent,
 } from "../../machines/toolCall.machine.ts";
+import { CallStop } from "../base/runStop.ts";
 import type { ActorSystem } from "./runBinding.ts";
-import { CallStop } from "./stepSignals.ts";
 
 /**
  * The two steps of one tool call, as the toolCall chart invokes them: `checkCall` (served,

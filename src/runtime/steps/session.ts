@@ -1,36 +1,25 @@
 import { digestOfRecorded } from "../../core/digest.ts";
-import { ReplayDivergenceError } from "../../core/errors.ts";
+import { LoomError, ReplayDivergenceError } from "../../core/errors.ts";
 import type { ClaimCheckEnvelope } from "../../events/claimCheck.ts";
-import { approvalId, toolStepId } from "../../events/ids.ts";
-import { originalsView } from "../../events/redactedOriginals.ts";
+import { approvalId } from "../../events/ids.ts";
 import type { Journal } from "../../events/spi.ts";
 import type { Message, ModelResponse, ToolCall } from "../../events/types.ts";
 import type { ToolDescriptor } from "../../models/types.ts";
 import type { Budget } from "../../policies/budget.ts";
 import type { RunEvent } from "../../projections/events.ts";
 import type { RunState } from "../../projections/runState.ts";
-import type { ToolCallLogMode } from "../../projections/types.ts";
 import { type Appender, BREATH_MS } from "../base/appender.ts";
 import { approvedInputOf, type RecordedOutput, recordedOutput } from "../base/callResult.ts";
 import type { AgentLoopConfig, Tool } from "../base/config.ts";
-import {
-  assistantMessage,
-  chainedPromptDigest,
-  conversationStart,
-  type Fed,
-  fedFromState,
-  resolveClaimCheck,
-  toolResultMessage,
-} from "../base/conversation.ts";
+import { Conversation, type Fed, fedFromState, resolveClaimCheck } from "../base/conversation.ts";
 import type { HeldLease } from "../base/heldLease.ts";
-import type { SnapshotSchedule } from "../base/snapshots.ts";
+import type { RunStop, StepStop } from "../base/runStop.ts";
 import type { RunTelemetryScope } from "../base/telemetry.ts";
 import { RunEventEmitter } from "../streaming/events.ts";
 import { RunContext } from "../subruns/runContext.ts";
 import type { ApprovalAnswers } from "../subruns/subRunApprovals.ts";
 import { RunBudget } from "./budget.ts";
-import { toolDescriptors } from "./builtins.ts";
-import { StepSignals, type StepStop } from "./stepSignals.ts";
+import { LIVE, type Run, type RunMode } from "./run.ts";
 
 export type { RecordedOutput } from "../base/callResult.ts";
 export type { Fed } from "../base/conversation.ts";
@@ -103,16 +92,23 @@ export interface RunOptions {
   readonly session?: string;
 }
 
-/** The conversation before a compact resume's tail, and where each of its turns starts in it. */
-export interface OlderConversation {
-  readonly messages: Message[];
-  readonly turnStarts: readonly number[];
+export type { OlderConversation } from "../base/conversation.ts";
+
+/** What a run's session is made with once the run is held: its stop, lease, mode and context. */
+export interface RunHeld {
+  readonly stop: RunStop;
+  readonly lease: HeldLease | undefined;
+  /** Live unless said (a replay of a recording). */
+  readonly mode?: RunMode;
+  /** `agentTool`'s context when the run is a sub-agent; else the run gets one of its own. */
+  readonly context?: RunContext | undefined;
 }
 
 /**
- * Everything one `loop.run(...)` call knows beside the statechart: the folded journal (kept
- * current by the appender), the conversation rebuilt from it, what each call fed the model, and
- * the chained prompt digest. The runtime's actors share it; the machine never sees it.
+ * Everything one `loop.run(...)` call knows beside the statechart, each part with one owner: the
+ * run's facts as `prepare` made them (`Run`, read-only), its journal writer and the fold it keeps
+ * current (`Appender`), its conversation (`Conversation`), its stop (`RunStop`), its budget and
+ * its events. The runtime's actors share it; the machine never sees it.
  */
 export class RunSession {
   /** The run's events: what the appender makes durable, folded, and the live deltas (`events.emitLive`). */
@@ -122,80 +118,122 @@ export class RunSession {
    * share with it. `agentTool`'s when it started this run as a sub-agent, else a new one.
    */
   readonly run: RunContext;
-  private current!: Appender;
-  get appender(): Appender {
-    return this.current;
-  }
-  /** Set once the journal is read (`prepare`); its appends are folded into the run's events. */
-  set appender(appender: Appender) {
-    this.current = appender;
-    this.events.attach(appender);
-  }
-  mode: ToolCallLogMode = "full";
+  /** The run's journal writer: opened once, by `prepare`, when it has read the journal ({@link open}). */
+  private opened: Appender | undefined;
+  /** The run as `prepare` made it: read-only facts, set once ({@link begin}). */
+  private made: Run | undefined;
+  /** The run's telemetry in this process (`config.telemetry`), once prepare started it ({@link trace}). */
+  private traced: RunTelemetryScope | undefined;
+  /** The run's lease, checked by the local clock before each effect starts. */
+  readonly lease: HeldLease | undefined;
+  /** How the run treats its record: a run of this code, or a replay of a recording. */
+  readonly mode: RunMode;
+  /** What stops the run and its steps: `options.signal` is its signal. */
+  readonly stop: RunStop;
   /**
-   * A replay of a recording (`loom inspect`): every step is served from the journal without
-   * comparing prompt digests or the loop's definition, which the stand-in loop cannot reproduce.
-   */
-  replaying = false;
-  /**
-   * Where the run reads its own history (its state, archived outputs, older messages): the journal,
-   * with the originals of redacted payloads restored where it keeps them, so the model is fed what
-   * it was fed live. Appends, the run's log and every reader go through the journal as it is.
+   * Where the run reads its own history (its state, archived outputs, older messages): the
+   * journal, as the run's mode reads it (see `RunMode.history`). Appends, the run's log and every
+   * reader go through the journal as it is.
    */
   get history(): Journal {
-    if (this.replaying) return this.options.journal;
-    this.ownHistory ??= originalsView(this.options.journal);
+    this.ownHistory ??= this.mode.history(this.options.journal);
     return this.ownHistory;
   }
   private ownHistory: Journal | undefined;
-  /** `prepare` got the run ready: the chart walks it (a failure from here on may be journaled: `failedEntry`). */
-  prepared = false;
-  /** The run's lease, checked by the local clock before each effect starts (set once the run is held). */
-  lease: HeldLease | undefined;
-  /** Writes the run's snapshots as it goes (`config.snapshots`), once prepare read the journal. */
-  snapshots: SnapshotSchedule | undefined;
-  /** The run's telemetry in this process (`config.telemetry`), once prepare started it. */
-  telemetry: RunTelemetryScope | undefined;
-  /** Awaited before each model step of a replay, to watch it step by step. */
-  pace: (() => Promise<unknown>) | undefined;
-  /** The run's deadline (ms since the epoch) as journaled, when the loop has `timeouts.runMs`. */
-  deadlineAt: number | undefined;
-  /** The conversation so far (after a compact resume, its tail only until {@link conversation} reads the rest). */
-  messages: Message[] = [];
-  /** Where each answered turn starts in `messages`: the index of its assistant message (context policies read it). */
-  turnStarts: number[] = [];
-  /** What the next model call is sent when a context policy made it; else `messages`. */
-  prompt: readonly Message[] | undefined;
-  /** Chained prompt digest up to the last model call, and how many messages it covers. */
-  promptDigest = "";
-  private digested = 0;
+
+  /** The run's journal writer (once `prepare` opened it: the actors that use it run after). */
+  get appender(): Appender {
+    if (this.opened === undefined) throw notYet(this.options.runId, "its journal writer");
+    return this.opened;
+  }
+
+  /** The journal writer if `prepare` opened it yet: what a stop told earlier, or a run's last flush, finds. */
+  get openedAppender(): Appender | undefined {
+    return this.opened;
+  }
+
+  /** Opens the run's journal writer (once): its appends are folded into the run's events from here on. */
+  open(appender: Appender): void {
+    if (this.opened !== undefined) throw twice(this.options.runId, "its journal writer");
+    this.opened = appender;
+    this.events.attach(appender);
+  }
+
+  /** The run's facts if `prepare` made them yet: what the run's end reads however far it got. */
+  get prepared(): Run | undefined {
+    return this.made;
+  }
+
   /**
-   * After a compact resume ({@link resumeAt}): reads the conversation before its tail from the
-   * journal, once, when the model is first asked (a served turn needs only the tail's digest).
+   * Whether `prepare` got the run ready: the chart walks it (a failure from here on may be
+   * journaled: `failedEntry`). Set once, by `prepare`'s last step ({@link ready}).
    */
-  private older: (() => Promise<OlderConversation>) | undefined;
-  private readonly fed = new Map<string, Fed>();
-  private readonly toolResultsPushed = new Set<number>();
+  get walks(): boolean {
+    return this.walking;
+  }
+  private walking = false;
+
+  /** `prepare` got the run ready: the chart walks it from here on. */
+  ready(): void {
+    this.walking = true;
+  }
+
+  /** The run's facts (the actors that read them run once `prepare` made them). */
+  get facts(): Run {
+    if (this.made === undefined) throw notYet(this.options.runId, "its facts");
+    return this.made;
+  }
+
+  /** Sets the run's facts, once: `prepare` made them and nothing changes them after. */
+  begin(run: Run): void {
+    if (this.made !== undefined) throw twice(this.options.runId, "its facts");
+    this.made = run;
+  }
+
+  /** The run's telemetry scope, once prepare started it: ended with the run, however it ends. */
+  get telemetry(): RunTelemetryScope | undefined {
+    return this.traced;
+  }
+
+  /** Keeps the run's telemetry scope (once), to end it with the run. */
+  trace(scope: RunTelemetryScope): void {
+    if (this.traced !== undefined) throw twice(this.options.runId, "its telemetry");
+    this.traced = scope;
+  }
+
+  /** The run's deadline (ms since the epoch) as journaled, when the loop has `timeouts.runMs`. */
+  get deadlineAt(): number | undefined {
+    return this.facts.deadlineAt;
+  }
+
+  /** What the model is told it can call (the same list on every call of the run). */
+  get toolDescriptors(): readonly ToolDescriptor[] {
+    return this.facts.toolDescriptors;
+  }
+
+  /** The run's tools by name: the loop's, plus its tool sources'. */
+  get tools(): Readonly<Record<string, Tool>> {
+    return this.facts.tools;
+  }
+
+  /** The run's conversation: its messages, turn starts, prompt digest and what each call fed the model. */
+  readonly conversation: Conversation;
   /** When the run last let the event loop run other work (see {@link breathe}). */
   private lastBreath = performance.now();
-  /** Links each step's signal to the run's (made at the first step: after the run's own listeners). */
-  private steps: StepSignals | undefined;
   /** The run's budget: its usage so far and the check made before each model call. */
   readonly budget: RunBudget;
-  /** What the model is told it can call (the same list on every call of the run; tool sources' added in prepare). */
-  toolDescriptors: readonly ToolDescriptor[];
-  /** The run's tools by name: the loop's, plus its tool sources' once prepare resolved them (toolSources.ts). */
-  tools: Readonly<Record<string, Tool>>;
 
   constructor(
     readonly config: AgentLoopConfig,
     readonly options: RunOptions,
-    run?: RunContext,
+    held: RunHeld,
   ) {
-    this.run = run ?? new RunContext(options.runId, 0, undefined, undefined, config.id);
-    this.toolDescriptors = toolDescriptors(config);
+    this.stop = held.stop;
+    this.lease = held.lease;
+    this.mode = held.mode ?? LIVE;
+    this.run = held.context ?? new RunContext(options.runId, 0, undefined, undefined, config.id);
     this.events = new RunEventEmitter(options.journal.store, options.runId, options.onEvent);
-    this.tools = config.tools ?? {};
+    this.conversation = new Conversation(config.id);
     const budget = options.budget ?? config.budget;
     this.budget = new RunBudget(budget, options.journal, options.runId, config.model.id, options.session);
   }
@@ -213,60 +251,9 @@ export class RunSession {
     return this.config.id;
   }
 
-  /** The first messages of the conversation: the system prompt and the run's input. */
-  startConversation(input: string | readonly Message[]): void {
-    this.messages.push(...conversationStart(this.config, input));
-  }
-
-  /**
-   * Starts the conversation at a recorded turn instead of the run's start (a compact resume): the
-   * model's response at the turn before (`response`, called with the chained digest `promptDigest`)
-   * is the tail's first message, and `older` reads the messages before it when the model is asked.
-   */
-  resumeAt(promptDigest: string, response: ModelResponse, older: () => Promise<OlderConversation>): void {
-    this.promptDigest = promptDigest;
-    this.messages = [assistantMessage(response)];
-    this.turnStarts = [0]; // the tail's turn; the older turns' starts come with their messages
-    this.digested = 0;
-    this.older = older;
-  }
-
-  /**
-   * The whole conversation, as the model is sent it: after a compact resume, the messages before
-   * its tail are read from the journal the first time (and kept: the model is sent them every turn).
-   *
-   * @example
-   * const messages = await session.conversation(); // system, input, then every turn's messages
-   */
-  async conversation(): Promise<readonly Message[]> {
-    const older = this.older;
-    if (older !== undefined) {
-      this.older = undefined;
-      const before = await older();
-      const shift = before.messages.length;
-      this.messages = before.messages.concat(this.messages);
-      this.turnStarts = before.turnStarts.concat(this.turnStarts.map((at) => at + shift));
-      this.digested += shift;
-    }
-    return this.messages;
-  }
-
-  /** The whole conversation when it needs no reading first (see {@link conversation}), else undefined. */
-  conversationAtHand(): readonly Message[] | undefined {
-    return this.older === undefined ? this.messages : undefined;
-  }
-
-  /** The digest a model call at this point is journaled with: chained, so hashing stays linear. */
-  nextPromptDigest(): string {
-    return chainedPromptDigest(this.promptDigest, this.messages.slice(this.digested));
-  }
-
-  /** Records that the model was called with the conversation so far, and what it answered. */
+  /** Records that the model was called with the conversation so far (under `digest`), and what it answered. */
   modelAnswered(digest: string, response: ModelResponse): void {
-    this.promptDigest = digest;
-    this.digested = this.messages.length;
-    this.turnStarts.push(this.messages.length);
-    this.messages.push(assistantMessage(response));
+    this.conversation.answered(digest, response);
     this.budget.answered(response);
   }
 
@@ -293,39 +280,27 @@ export class RunSession {
    * AbortSignal is made only if the effect reads it. `durableStep` releases it once the effect is done.
    */
   stepStop(actor: StepStop | { readonly signal: AbortSignal }): StepStop {
-    this.steps ??= new StepSignals(this.options.signal);
-    return this.steps.link(actor);
+    return this.stop.step(actor);
   }
 
   /** The effect of a step is done with its stop (see {@link stepStop}). */
   releaseStepStop(stop: StepStop): void {
-    this.steps?.release(stop);
+    this.stop.release(stop);
   }
 
   /** The run ended: nothing of it listens to the run's signal any more. */
   dispose(): void {
-    this.steps?.dispose();
+    this.stop.releaseSteps();
   }
 
+  /** Keeps what the call at `stepId` fed the model (the conversation's, until its turn's results join it). */
   setFed(stepId: string, fed: Fed): void {
-    this.fed.set(stepId, fed);
+    this.conversation.feed(stepId, fed);
   }
 
-  /** What the call at `stepId` fed the model, until its turn's results are in the conversation ({@link pushToolResults}). */
+  /** What the call at `stepId` fed the model, until its turn's results are in the conversation. */
   getFed(stepId: string): Fed | undefined {
-    return this.fed.get(stepId);
-  }
-
-  /** Adds turn `turn`'s tool results to the conversation, in call order (once). */
-  pushToolResults(turn: number, response: ModelResponse): void {
-    if (this.toolResultsPushed.has(turn)) return;
-    this.toolResultsPushed.add(turn);
-    const calls = response.toolCalls;
-    for (let index = 0; index < calls.length; index++) {
-      const stepId = toolStepId(this.loopId, turn, index);
-      this.messages.push(toolResultMessage(calls[index] as ToolCall, this.fed.get(stepId)));
-      this.fed.delete(stepId); // in the conversation now, and never asked again: not kept for the rest of the run
-    }
+    return this.conversation.fedFor(stepId);
   }
 
   /**
@@ -397,4 +372,17 @@ export class RunSession {
   recordOutput(output: unknown): RecordedOutput | Promise<RecordedOutput> {
     return recordedOutput(output, this.config.claimCheck);
   }
+}
+
+/** Internal: a part of the run read before `prepare` made it. */
+function notYet(runId: string, what: string): LoomError {
+  return new LoomError(
+    "internal",
+    `internal: run ${runId} read ${what} before prepare made it; read it only from the actors that run after prepare`,
+  );
+}
+
+/** Internal: a part of the run made a second time. */
+function twice(runId: string, what: string): LoomError {
+  return new LoomError("internal", `internal: run ${runId} made ${what} a second time; prepare makes it once`);
 }

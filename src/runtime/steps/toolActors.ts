@@ -17,6 +17,7 @@ import { isWaitRequest, type WaitRequest, waitContext } from "../../tools/wait.t
 import { AppendAfterCloseError } from "../base/appender.ts";
 import { completedData } from "../base/callResult.ts";
 import type { Tool } from "../base/config.ts";
+import type { StepStop } from "../base/runStop.ts";
 import { isSubAgentTool } from "../subruns/subAgentTools.ts";
 import { subRunWaits } from "../subruns/subRuns.ts";
 import { askApproval } from "./approvalActor.ts";
@@ -28,7 +29,6 @@ import { type CallSteps, plainCallsActor } from "./plainCalls.ts";
 import { boundRun } from "./runBinding.ts";
 import type { RunSession } from "./session.ts";
 import { type SessionScope, sessionScopesBefore } from "./sessionScopes.ts";
-import type { StepStop } from "./stepSignals.ts";
 import { invalidInputMessage, noCanonicalForm } from "./toolInput.ts";
 
 /** Tool calls of one model response that run when the loop does not say (`maxToolCallsPerResponse`). */

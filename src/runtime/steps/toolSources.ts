@@ -2,22 +2,36 @@ import { AgentLoopConfigError, ToolSourceError } from "../../core/errors.ts";
 import { DECISION_SOURCES, isIdName, toolListId } from "../../events/ids.ts";
 import { type ListedTool, readToolList, type ToolListChoice } from "../../events/toolList.ts";
 import type { NewEntry } from "../../events/types.ts";
+import type { ToolDescriptor } from "../../models/types.ts";
 import type { RunState } from "../../projections/runState.ts";
 import type { AgentLoopConfig, Tool, ToolSource } from "../base/config.ts";
 import { offersSearchTools, SEARCH_TOOLS, SKILL_ACTIVATION, toolDescriptors } from "./builtins.ts";
 import type { RunSession } from "./session.ts";
 
+/** The run's tool table and the descriptors the model is told of, with the decisions that journal its sources' lists. */
+export interface RunTools {
+  readonly tools: Readonly<Record<string, Tool>>;
+  readonly toolDescriptors: readonly ToolDescriptor[];
+  /** The lists asked live, to journal with prepare's append (none when every list was journaled). */
+  readonly entries: readonly NewEntry[];
+}
+
+/** The loop's own tools, when it has no tool sources. */
+export function loopTools(config: AgentLoopConfig): RunTools {
+  return { tools: config.tools ?? {}, toolDescriptors: toolDescriptors(config), entries: [] };
+}
+
 /**
  * The run's tools from its sources (MCP servers and the like), called by `prepare` before its first append:
  * each source's list is read from the journal, or, the first time, asked of the source live and
- * returned as the decision to journal with prepare's append. The session's tool table and the
- * descriptors the model is told of become the loop's tools plus every source's, built from the
+ * returned as the decision to journal with prepare's append. The run's tool table and the
+ * descriptors the model is told of are the loop's tools plus every source's, built from the
  * list's JSON form, so a live run and its resume see the same tools. Nothing is appended here.
  */
-export async function prepareToolSources(session: RunSession, state: RunState): Promise<NewEntry[]> {
+export async function prepareToolSources(session: RunSession, state: RunState): Promise<RunTools> {
   const { config, options } = session;
   const sources = config.toolSources ?? [];
-  if (sources.length === 0) return [];
+  if (sources.length === 0) return loopTools(config);
   const runId = options.runId;
   const entries: NewEntry[] = [];
   // No prototype: a tool may be named "__proto__" or "constructor".
@@ -51,9 +65,7 @@ export async function prepareToolSources(session: RunSession, state: RunState): 
       from.set(name, source.name);
     }
   }
-  session.tools = tools;
-  session.toolDescriptors = toolDescriptors({ ...config, tools });
-  return entries;
+  return { tools, toolDescriptors: toolDescriptors({ ...config, tools }), entries };
 }
 
 /** A source's live list in its JSON form (what the journal gives back), checked as a resume will read it. */
