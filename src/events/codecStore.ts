@@ -1,4 +1,5 @@
 import { type CodecEnvelope, isCodecEnvelope, type PayloadCodec, PayloadCodecError } from "./codec.ts";
+import { DECISION_SOURCES } from "./ids.ts";
 import { MODE_PIN_SOURCE } from "./modePin.ts";
 import type { ArchivedFrame, ArchiveStore, BlobStore, Journal } from "./spi.ts";
 import type { EventStore } from "./store.ts";
@@ -46,9 +47,9 @@ export const PAYLOAD_FIELDS: Partial<Record<EntryType, readonly string[]>> = {
 export const CLEAR_DECISION_SOURCES: ReadonlySet<string> = new Set([
   MODE_PIN_SOURCE,
   TOOL_LIST_SOURCE,
-  "trace-context",
-  "run-deadline",
-  "budget-model",
+  DECISION_SOURCES.traceContext,
+  DECISION_SOURCES.deadline,
+  DECISION_SOURCES.modelId,
 ]);
 
 /** A `model-error` interruption's payload fields. */

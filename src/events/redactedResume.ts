@@ -1,4 +1,5 @@
 import type { DataKeyStore } from "./dataKeys.ts";
+import { isRunBelow, runsBelowPrefix } from "./ids.ts";
 import { keeperOf, keptOriginalsOf } from "./redactedOriginals.ts";
 import type { Journal } from "./spi.ts";
 
@@ -34,10 +35,10 @@ export async function forgetRedactedOriginals(journal: Journal, runId: string): 
   const keeper = keeperOf(journal);
   const keys = keeper?.keys ?? journal.dataKeys;
   if (keys === undefined) return [];
-  const runs = [runId, ...(await journal.store.listRuns({ prefix: `${runId}/` })).map((r) => r.runId)];
+  const runs = [runId, ...(await journal.store.listRuns({ prefix: runsBelowPrefix(runId) })).map((r) => r.runId)];
   const gone: string[] = [];
   for (const run of runs) {
-    if (run !== runId && !run.startsWith(`${runId}/`)) continue; // a store that ignores the prefix
+    if (run !== runId && !isRunBelow(run, runId)) continue; // a store that ignores the prefix
     keeper?.cache.delete(run);
     if (await keys.delete(run)) gone.push(run);
   }

@@ -1,7 +1,19 @@
 import { readdirSync } from "node:fs";
 import { fileURLToPath } from "node:url";
+import ts from "typescript";
 import { describe, expect, it } from "vitest";
-import { checkLayering, checkRooms, type ImportEdge, importsOf, RANK, ROOM_RANK, roomOf, unitOf } from "./layering.ts";
+import {
+  checkLayering,
+  checkRooms,
+  type ImportEdge,
+  idTemplatesOf,
+  importsOf,
+  isIdTemplate,
+  RANK,
+  ROOM_RANK,
+  roomOf,
+  unitOf,
+} from "./layering.ts";
 
 const SRC = fileURLToPath(new URL("../../src", import.meta.url));
 
@@ -25,6 +37,52 @@ describe("the layering of src (DESIGN.md §1)", () => {
 
   it("has no import cycle between folders", () => {
     expect(checkLayering(edges).cycles).toEqual([]);
+  });
+});
+
+describe("the id grammar of src", () => {
+  it("is written only in events/ids.ts: no other file builds an id with a template literal", () => {
+    expect(idTemplatesOf(SRC).map((t) => `${t.file}:${t.line}: ${t.text}`)).toEqual([]);
+  });
+});
+
+describe("isIdTemplate", () => {
+  // Samples are written with `#{…}` for a substitution, so that they stay plain strings here.
+  const template = (sample: string): ts.TemplateExpression => {
+    const code = sample.replaceAll("#{", "$" + "{");
+    const source = ts.createSourceFile("x.ts", `const x = ${code};`, ts.ScriptTarget.Latest, true);
+    let found: ts.TemplateExpression | undefined;
+    const visit = (node: ts.Node): void => {
+      if (found === undefined && ts.isTemplateExpression(node)) found = node;
+      ts.forEachChild(node, visit);
+    };
+    visit(source);
+    if (found === undefined) throw new Error(`no template in ${sample}`);
+    return found;
+  };
+
+  it.each([
+    "`#{runId}/`",
+    "`#{this.runId}/#{stepId}`",
+    "`#{sessionId}/#{n}`",
+    "`#{parentRunId}/#{step}`",
+    "`#{loopId}#deadline`",
+    "`#{config.id}#model`",
+    "`#{id.loopId}#turn:#{id.turn}`",
+    "`support#turn:#{turn}:model`",
+    "`#{stepId}:approval`",
+  ])("flags %s as an id written out", (code) => {
+    expect(isIdTemplate(template(code))).toBe(true);
+  });
+
+  it.each([
+    "`run #{runId}: check the step id (<loop>#turn:<i>:tool:<j>)`",
+    "`#{int(a)}/#{int(b)}`",
+    "`model #{provider}/#{modelId}`",
+    "`#{dir}/`",
+    "`run #{runId} ended`",
+  ])("leaves %s alone", (code) => {
+    expect(isIdTemplate(template(code))).toBe(false);
   });
 });
 

@@ -182,3 +182,57 @@ function pathBack(graph: ReadonlyMap<string, ReadonlySet<string>>, start: string
   }
   return undefined;
 }
+
+/** One place outside `events/ids.ts` that writes an id of the journal's grammar by hand. */
+export interface IdTemplate {
+  readonly file: string; // relative to src/
+  readonly line: number;
+  readonly text: string; // the template literal, as written
+}
+
+/** A run-like id a template continues with `/`: a sub-agent's or a session's run id written out. */
+const RUN_ID_NAME = /(?:^|\.)(?:[A-Za-z]*(?:run|Run|session|Session|child|Child|parent|Parent)Id|runId|sessionId)$/;
+/** A step id a template continues with `:<kind>`: a decision id written out. */
+const STEP_ID_NAME = /(?:^|\.)(?:[A-Za-z]*StepId|stepId)$/;
+/** What follows a substitution in a frame or decision id: `#turn:`, `#deadline`, `:approval`… */
+const AFTER_LOOP = /^#[A-Za-z]/;
+const AFTER_STEP = /^:(?:outcome|approval|wait)\b/;
+/** `#turn:` with a number after it, or a substitution (a message's `<loop>#turn:<i>` is prose). */
+const TURN = /#turn:(?:\d|$)/;
+
+/**
+ * The template literals that build ids of the journal's grammar, in `.ts` files of `srcDir` other
+ * than `events/ids.ts`: `${runId}/…`, `${loopId}#turn:…`, `${stepId}:approval`, any `#turn:`. The
+ * grammar has one home, so a change to it cannot miss a copy.
+ */
+export function idTemplatesOf(srcDir: string, home = "events/ids.ts"): IdTemplate[] {
+  const found: IdTemplate[] = [];
+  for (const path of tsFiles(srcDir)) {
+    const file = relative(srcDir, path).split(sep).join("/");
+    const text = readFileSync(path, "utf8");
+    if (file === home || !text.includes("${")) continue;
+    const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true);
+    const visit = (node: ts.Node): void => {
+      if (ts.isTemplateExpression(node) && isIdTemplate(node)) {
+        const line = source.getLineAndCharacterOfPosition(node.getStart(source)).line + 1;
+        found.push({ file, line, text: node.getText(source) });
+      }
+      ts.forEachChild(node, visit);
+    };
+    visit(source);
+  }
+  return found;
+}
+
+/** Whether a template literal writes out a piece of id grammar (see {@link idTemplatesOf}). */
+export function isIdTemplate(node: ts.TemplateExpression): boolean {
+  if (TURN.test(node.head.text)) return true;
+  return node.templateSpans.some((span) => {
+    const after = span.literal.text;
+    if (TURN.test(after)) return true;
+    const name = span.expression.getText();
+    if (AFTER_LOOP.test(after) && /(?:^|\.)(?:loopId|id)$/.test(name)) return true;
+    if (after.startsWith("/") && RUN_ID_NAME.test(name)) return true;
+    return AFTER_STEP.test(after) && STEP_ID_NAME.test(name);
+  });
+}

@@ -8,7 +8,7 @@ import {
   SnapshotError,
 } from "../../core/errors.ts";
 import { jsonRoundTrip } from "../../core/jsonForm.ts";
-import { contextDecisionId, modelFrameId, modePinId, toolStepId } from "../../events/ids.ts";
+import { contextDecisionId, DECISION_SOURCES, modelFrameId, modePinId, toolStepId } from "../../events/ids.ts";
 import { readModePin } from "../../events/modePin.ts";
 import { whyNotResumable } from "../../events/redactedResume.ts";
 import type { AttemptError, Message, ModelResponse, NewEntry, RunStartedData, ToolCall } from "../../events/types.ts";
@@ -39,7 +39,6 @@ import { readRunState, SnapshotSchedule } from "../base/snapshots.ts";
 import { recordedToolCallIds, recordedTraceContext, traceContextDecision } from "../base/telemetry.ts";
 import { isSubAgentTool } from "../subruns/subAgentTools.ts";
 import { askModel } from "./askModel.ts";
-import { CONTEXT_SOURCE } from "./budget.ts";
 import { durableStep, type StepEffect } from "./durableStep.ts";
 import { causeOf, modelPolicy, runDeadline } from "./failurePolicy.ts";
 import { cancelEnds, failedEntry, interruptionEntry } from "./hooks.ts";
@@ -300,7 +299,10 @@ async function contextChoice(session: RunSession, turn: number, frameId: string)
   const decided = await policy.decide(view, ask);
   const choice = jsonRoundTrip(asked.modelCalls === 0 ? decided : { ...decided, asked }) as ContextChoice;
   // Written with the call's frame.started: a crash before it leaves neither, and the policy decides again.
-  session.appender.defer({ type: "decision.recorded", data: { decisionId: id, source: CONTEXT_SOURCE, choice } });
+  session.appender.defer({
+    type: "decision.recorded",
+    data: { decisionId: id, source: DECISION_SOURCES.context, choice },
+  });
   return choice;
 }
 

@@ -1,4 +1,12 @@
-import { parseFrameId, sessionBudgetId } from "../../events/ids.ts";
+import {
+  DECISION_SOURCES,
+  modelIdDecisionId,
+  parseFrameId,
+  runsBelowPrefix,
+  sessionBudgetId,
+  sessionMessageOf,
+  sessionRunId,
+} from "../../events/ids.ts";
 import type { Journal } from "../../events/spi.ts";
 import type { ModelResponse, NewEntry } from "../../events/types.ts";
 import {
@@ -15,13 +23,11 @@ import {
 import type { RunState } from "../../projections/runState.ts";
 import { foldRun, hydrateArchived } from "../base/readers.ts";
 
-/** `<loop>#model`: the model id a budgeted run is priced with, journaled at its start (read by its parent's budget). */
-export const modelIdDecisionId = (loopId: string): string => `${loopId}#model`;
-const MODEL_ID_SOURCE = "budget-model";
+const MODEL_ID_SOURCE = DECISION_SOURCES.modelId;
 /** The source of context decisions (actors.ts): a summary's model calls are journaled in them. */
-export const CONTEXT_SOURCE = "context-policy";
+const CONTEXT_SOURCE = DECISION_SOURCES.context;
 /** The source of `<loop>#session`: a session's usage before the message a run answers. */
-const SESSION_SOURCE = "session-budget";
+const SESSION_SOURCE = DECISION_SOURCES.sessionBudget;
 
 /**
  * How the sub-agents one model response started share the run's budget, as journaled in
@@ -217,7 +223,7 @@ async function subRunsUsage(
   modelId: string | undefined,
   prices: PriceTable | undefined,
 ): Promise<BudgetUsage> {
-  const prefix = `${runId}/`;
+  const prefix = runsBelowPrefix(runId);
   let used = NO_USAGE;
   for (const run of await journal.store.listRuns({ prefix })) {
     if (!run.runId.startsWith(prefix)) continue; // a store may ignore the prefix
@@ -249,10 +255,9 @@ async function sessionUsageBefore(
   modelId: string | undefined,
   prices: PriceTable | undefined,
 ): Promise<BudgetUsage> {
-  const n = Number(runId.slice(sessionId.length + 1));
   let used = NO_USAGE;
-  for (let k = (Number.isInteger(n) ? n : 0) - 1; k >= 0; k--) {
-    const message = `${sessionId}/${k}`; // the run of message k (sessionRunId)
+  for (let k = (sessionMessageOf(runId, sessionId) ?? 0) - 1; k >= 0; k--) {
+    const message = sessionRunId(sessionId, k);
     const state = await withModelOutputs(journal, await foldRun(journal, message));
     used = addUsage(
       addUsage(used, usageOfRun(state, modelId, prices)),
