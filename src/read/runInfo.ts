@@ -18,7 +18,7 @@ import type { BudgetBreach } from "../policies/budget.ts";
 import { waitDueAt } from "../policies/wait.ts";
 import { entryBytes } from "../projections/runSnapshot.ts";
 import { tokenUsage } from "../projections/usage.ts";
-import { openWaits, runDueAt } from "../runtime/steps/waits.ts";
+import { openWaits, runDueAt } from "../projections/waits.ts";
 
 /**
  * What the CLI (`loom runs`, `loom show`, `loom log`) and the viewer's pages show of a run, read

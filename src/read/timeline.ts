@@ -1,6 +1,6 @@
 import { describeCause, type ErrorCause, type RunActivity, type RunWait } from "../index.ts";
 import type { BudgetBreach } from "../policies/budget.ts";
-import { describeWait } from "../runtime/steps/waits.ts";
+import { describeWait } from "../projections/waits.ts";
 import { budgetText } from "./runInfo.ts";
 import { type CallView, type RunView, type TurnView, turnsOf } from "./runView.ts";
 

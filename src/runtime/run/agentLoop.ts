@@ -8,6 +8,7 @@ import type { agentLoopMachine, StopEvent } from "../../machines/agentLoop.machi
 import { type RunState, responseAt } from "../../projections/runState.ts";
 import { completedOutput, projectToolCallLog } from "../../projections/toolCallLog.ts";
 import type { AgentOutput, InterruptedAgentRun, RunWait, ToolCallLogMode } from "../../projections/types.ts";
+import { describeApproval, waitsIn } from "../../projections/waits.ts";
 import type { Fence } from "../base/appender.ts";
 import type { AgentLoopConfig } from "../base/config.ts";
 import { AgentInterruptedError } from "../base/errors.ts";
@@ -19,7 +20,6 @@ import { budgetShare } from "../steps/budgetShares.ts";
 import { type RunOptions, RunSession } from "../steps/session.ts";
 import { createRunActor } from "../steps/sharedMachine.ts";
 import { ToolCalls } from "../steps/toolActors.ts";
-import { describeApproval, waitsIn } from "../steps/waits.ts";
 import { type AgentStream, chainListeners, streamOf } from "../streaming/stream.ts";
 import type { RunContext } from "../subruns/runContext.ts";
 import { nextSessionTurn, SessionBusyError } from "./sessions.ts";
