@@ -21,6 +21,7 @@ import {
   remainingBudget,
 } from "../../policies/budget.ts";
 import type { RunState } from "../../projections/runState.ts";
+import { type CallTokens, callTokens, modelCallTokens } from "../../projections/usage.ts";
 import { foldRun, hydrateArchived } from "../base/readers.ts";
 
 const MODEL_ID_SOURCE = DECISION_SOURCES.modelId;
@@ -110,7 +111,7 @@ export class RunBudget {
   /** Counts one model call's response (its journaled usage) toward the run's own figures. */
   answered(response: ModelResponse): void {
     if (this.budget === undefined) return;
-    this.#own = addUsage(this.#own, usageOfResponse(response, this.modelId, this.budget.prices));
+    this.#own = addUsage(this.#own, usageOfCall(callTokens(response.usage), this.modelId, this.budget.prices));
   }
 
   /** Counts the model calls a context policy made (journaled in its decision) toward the run's own figures. */
@@ -167,13 +168,10 @@ export class RunBudget {
   }
 }
 
-/** One response's figures: a model call, the tokens its `usage` reported, their cost. */
-function usageOfResponse(response: ModelResponse, modelId: string | undefined, prices: PriceTable | undefined) {
-  const tokens = {
-    inputTokens: numberOr0(response.usage?.inputTokens),
-    outputTokens: numberOr0(response.usage?.outputTokens),
-  };
-  return { modelCalls: 1, ...tokens, cost: costOf(tokens, modelId, prices) };
+/** One model call's figures: a call, the tokens its response's `usage` reported, their cost. */
+function usageOfCall(tokens: CallTokens | undefined, modelId: string | undefined, prices: PriceTable | undefined) {
+  const counted = tokens ?? { inputTokens: 0, outputTokens: 0 };
+  return { modelCalls: 1, ...counted, cost: costOf(counted, modelId, prices) };
 }
 
 /** A context decision's `asked` figures, priced. */
@@ -208,10 +206,8 @@ export function usageOfRun(state: RunState, fallbackModelId: string | undefined,
     if (decision.source === CONTEXT_SOURCE && typeof asked === "object" && asked !== null)
       used = addUsage(used, pricedAsk(asked, modelId, prices));
   }
-  for (const frame of Object.values(state.frames)) {
-    if (frame.status !== "completed" || parseFrameId(frame.frameId)?.kind !== "model") continue;
-    const response = ("output" in frame ? frame.output : undefined) as ModelResponse | undefined;
-    used = addUsage(used, usageOfResponse(response ?? { toolCalls: [] }, modelId, prices));
+  for (const tokens of modelCallTokens(state)) {
+    used = addUsage(used, usageOfCall(typeof tokens === "string" ? undefined : tokens, modelId, prices));
   }
   return used;
 }
