@@ -9,7 +9,7 @@ import {
 import { journalSource, readRun, runInfo, stoppedText, withJournal } from "../db.ts";
 import { clip, count, int, oneLine, printable, shortDigest, table } from "../format.ts";
 import { type CliIo, println } from "../io.ts";
-import { type JournalCommonOptions, withJournalOptions } from "../program.ts";
+import { type JournalCommonOptions, withJournalOptions } from "../options.ts";
 
 interface LogOptions extends JournalCommonOptions {
   readonly mode?: ToolCallLogMode;
