@@ -5,6 +5,7 @@ import { describe, expect, it } from "vitest";
 import {
   checkLayering,
   checkRooms,
+  fileCycles,
   type ImportEdge,
   idTemplatesOf,
   importsOf,
@@ -37,6 +38,10 @@ describe("the layering of src (DESIGN.md §1)", () => {
 
   it("has no import cycle between folders", () => {
     expect(checkLayering(edges).cycles).toEqual([]);
+  });
+
+  it("has no import cycle between files, inside a folder either (type-only and dynamic imports count)", () => {
+    expect(fileCycles(edges)).toEqual([]);
   });
 });
 
@@ -102,6 +107,30 @@ describe("the rooms of src/runtime (issue 35)", () => {
 
   it("has no import cycle between rooms", () => {
     expect(checkRooms(edges).cycles).toEqual([]);
+  });
+});
+
+describe("fileCycles", () => {
+  const edge = (from: string, to: string): ImportEdge => ({ from, to });
+
+  it("names a cycle between two files of one folder, and one round several files", () => {
+    expect(
+      fileCycles([edge("cli/program.ts", "cli/commands/runs.ts"), edge("cli/commands/runs.ts", "cli/program.ts")]),
+    ).toEqual(["cli/commands/runs.ts -> cli/program.ts -> cli/commands/runs.ts"]);
+    expect(
+      fileCycles([
+        edge("s/a.ts", "s/b.ts"),
+        edge("s/b.ts", "s/c.ts"),
+        edge("s/c.ts", "s/a.ts"),
+        edge("s/c.ts", "core/x.ts"),
+      ]),
+    ).toEqual(["s/a.ts -> s/b.ts -> s/c.ts -> s/a.ts"]);
+  });
+
+  it("passes imports that never lead back, and a file's import of itself", () => {
+    expect(
+      fileCycles([edge("a.ts", "b.ts"), edge("b.ts", "c.ts"), edge("a.ts", "c.ts"), edge("c.ts", "c.ts")]),
+    ).toEqual([]);
   });
 });
 

@@ -236,3 +236,19 @@ export function isIdTemplate(node: ts.TemplateExpression): boolean {
     return AFTER_STEP.test(after) && STEP_ID_NAME.test(name);
   });
 }
+
+/**
+ * The import cycles between files, one per strongly connected group of files, each as
+ * `a.ts -> b.ts -> … -> a.ts` (the shortest found through its first file, by name). Type-only
+ * imports count: a file that needs another's types to be read belongs after it.
+ */
+export function fileCycles(edges: readonly ImportEdge[]): string[] {
+  const graph = new Map<string, Set<string>>();
+  for (const { from, to } of edges) {
+    if (from === to) continue;
+    let out = graph.get(from);
+    if (out === undefined) graph.set(from, (out = new Set()));
+    out.add(to);
+  }
+  return cyclesOf(graph);
+}
