@@ -3,10 +3,10 @@ import { LoomError } from "../core/errors.ts";
 import type { SqliteArchiveStore } from "./archive.ts";
 import { parseFrameId, turnId } from "./ids.ts";
 import { readJournal } from "./journal.ts";
-import { redactedFields } from "./redact.ts";
+import { redactedFields } from "./redaction/redact.ts";
 import type { ArchivedFrame, Journal } from "./spi.ts";
-import type { SqliteEventStore } from "./sqlite.ts";
-import { sqliteFileOf } from "./sqliteFile.ts";
+import type { SqliteEventStore } from "./sqlite/sqlite.ts";
+import { sqliteFileOf } from "./sqlite/sqliteFile.ts";
 import type { ArchivedFrameDigest, EntryOf, FramesArchivedData, JournalEntry } from "./types.ts";
 
 /** How much of a run `compact` keeps hot. */

@@ -1,5 +1,5 @@
 import { isClaimCheckEnvelope } from "./claimCheck.ts";
-import { isCodecEnvelope } from "./codec.ts";
+import { isCodecEnvelope } from "./codec/codec.ts";
 import type { EntryType } from "./types.ts";
 
 /**

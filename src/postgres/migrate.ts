@@ -1,6 +1,6 @@
 import type pg from "pg";
 import { JournalFormatError } from "../core/errors.ts";
-import { v1RowColumns } from "../events/sqliteRows.ts";
+import { v1RowColumns } from "../events/sqlite/sqliteRows.ts";
 import { SQL_BLOB_REF } from "./rows.ts";
 import type { Tables } from "./tables.ts";
 

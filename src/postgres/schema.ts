@@ -1,5 +1,5 @@
 import type pg from "pg";
-import { sqlDataText, TYPE_CODES } from "../events/sqliteRows.ts";
+import { sqlDataText, TYPE_CODES } from "../events/sqlite/sqliteRows.ts";
 import { PostgresSchemaError } from "./errors.ts";
 import { migrateFromV1, renameV1 } from "./migrate.ts";
 import type { Tables } from "./tables.ts";

@@ -4,7 +4,7 @@ import { ConcurrencyError, isConcurrencyError, isJournalFormatError, JournalForm
 import { checkRunId } from "../events/ids.ts";
 import { encodeEntries } from "../events/rows.ts";
 import { prefixEnd } from "../events/runPrefix.ts";
-import { decodeStoredRows, type StoredRow, TYPE_CODES, TYPE_OF } from "../events/sqliteRows.ts";
+import { decodeStoredRows, type StoredRow, TYPE_CODES, TYPE_OF } from "../events/sqlite/sqliteRows.ts";
 import type {
   AcquireOptions,
   AppendOptions,

@@ -1,4 +1,4 @@
-import { redactedResumeRefusal, refusalText } from "../events/redactedResume.ts";
+import { redactedResumeRefusal, refusalText } from "../events/redaction/redactedResume.ts";
 import {
   describeCause,
   type ErrorCause,

@@ -1,11 +1,11 @@
 import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
-import { payloadCodec, staticKeys } from "../../src/events/codec.ts";
-import { CLEAR_DECISION_SOURCES, withCodec } from "../../src/events/codecStore.ts";
+import { payloadCodec, staticKeys } from "../../src/events/codec/codec.ts";
+import { CLEAR_DECISION_SOURCES, withCodec } from "../../src/events/codec/codecStore.ts";
 import { DECISION_SOURCES } from "../../src/events/ids.ts";
 import { type OpenJournal, openSqliteJournal, readJournal } from "../../src/events/journal.ts";
-import { redaction, withRedaction } from "../../src/events/redact.ts";
+import { redaction, withRedaction } from "../../src/events/redaction/redact.ts";
 import type { Message } from "../../src/events/types.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
 import { summarize } from "../../src/policies/context.ts";

@@ -1,7 +1,7 @@
 import type { Actor, InspectionEvent, Observer } from "xstate";
 import { isAgentLoopConfigError, isRunBusyError, isRunCancelledError, RunCancelledError } from "../../core/errors.ts";
 import { checkRunId, parseFrameId, toolStepId } from "../../events/ids.ts";
-import { redactsJournal } from "../../events/redactedOriginals.ts";
+import { redactsJournal } from "../../events/redaction/redactedOriginals.ts";
 import type { EventStore } from "../../events/store.ts";
 import type { Message } from "../../events/types.ts";
 import type { agentLoopMachine, StopEvent } from "../../machines/agentLoop.machine.ts";

@@ -1,6 +1,6 @@
 import { errorGuard, LoomError } from "../../core/errors.ts";
 import { runsBelowPrefix, sessionMessageOf, sessionRunId, toolStepId } from "../../events/ids.ts";
-import { redactedResumeRefusal } from "../../events/redactedResume.ts";
+import { redactedResumeRefusal } from "../../events/redaction/redactedResume.ts";
 import type { Journal } from "../../events/spi.ts";
 import type { Message, ToolCall } from "../../events/types.ts";
 import { type RunState, responseAt } from "../../projections/runState.ts";

@@ -10,7 +10,7 @@ import {
 import { jsonRoundTrip } from "../../core/jsonForm.ts";
 import { contextDecisionId, modelFrameId, modePinId, toolStepId } from "../../events/ids.ts";
 import { readModePin } from "../../events/modePin.ts";
-import { whyNotResumable } from "../../events/redactedResume.ts";
+import { whyNotResumable } from "../../events/redaction/redactedResume.ts";
 import type { AttemptError, Message, ModelResponse, NewEntry, RunStartedData, ToolCall } from "../../events/types.ts";
 import type {
   CallModelOutput,

@@ -2,7 +2,7 @@ import { digestOfRecorded } from "../../core/digest.ts";
 import { ReplayDivergenceError } from "../../core/errors.ts";
 import type { ClaimCheckEnvelope } from "../../events/claimCheck.ts";
 import { toolStepId } from "../../events/ids.ts";
-import { originalsView } from "../../events/redactedOriginals.ts";
+import { originalsView } from "../../events/redaction/redactedOriginals.ts";
 import type { Journal } from "../../events/spi.ts";
 import type { Message, ModelResponse, ToolCall } from "../../events/types.ts";
 import type { ToolDescriptor } from "../../models/types.ts";

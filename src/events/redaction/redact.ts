@@ -1,15 +1,15 @@
-import { canonicalJsonOfParsed } from "../core/canonicalJson.ts";
-import { digestOf } from "../core/digest.ts";
-import { errorGuard, LoomError } from "../core/errors.ts";
-import type { KeyProvider } from "./codec.ts";
-import { decodingLike, ENCODED_MARK, payloadFieldsOf } from "./codecStore.ts";
+import { canonicalJsonOfParsed } from "../../core/canonicalJson.ts";
+import { digestOf } from "../../core/digest.ts";
+import { errorGuard, LoomError } from "../../core/errors.ts";
+import type { KeyProvider } from "../codec/codec.ts";
+import { decodingLike, ENCODED_MARK, payloadFieldsOf } from "../codec/codecStore.ts";
+import type { BlobStore, Journal } from "../spi.ts";
+import type { EventStore } from "../store.ts";
+import type { EntryType, NewEntry } from "../types.ts";
 import { keyedDigestKeyId, keyedDigestOf, matchesKeyedDigest } from "./redactDigest.ts";
 import { type KeepOriginalsOptions, markRedacting, originalsKeeper, sealOriginals } from "./redactedOriginals.ts";
 import { keepBlobOriginal, REDACTED_MARK, type RedactionRecord, redactedFields } from "./redactionRecords.ts";
 import { compileValues, type RedactionValue, redactValues } from "./redactValues.ts";
-import type { BlobStore, Journal } from "./spi.ts";
-import type { EventStore } from "./store.ts";
-import type { EntryType, NewEntry } from "./types.ts";
 
 // What a redaction leaves in an entry is read by every fold; it is part of the redaction's API too.
 export { blobOriginalOf, REDACTED_MARK, type RedactionRecord, redactedFields } from "./redactionRecords.ts";

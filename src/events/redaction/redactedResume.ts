@@ -1,7 +1,7 @@
-import type { DataKeyStore } from "./dataKeys.ts";
-import { isRunBelow, runsBelowPrefix } from "./ids.ts";
+import type { DataKeyStore } from "../dataKeys.ts";
+import { isRunBelow, runsBelowPrefix } from "../ids.ts";
+import type { Journal } from "../spi.ts";
 import { keeperOf, keptOriginalsOf } from "./redactedOriginals.ts";
-import type { Journal } from "./spi.ts";
 
 /**
  * What becomes of a redacted run's resume: why it would be refused (for the resume's error and
