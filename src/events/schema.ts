@@ -148,7 +148,7 @@ function checkCause(c: unknown, at = "data.cause"): void {
 }
 
 /**
- * The payload codec's mark (src/events/codecStore.ts): `data.encoded` lists the fields that hold
+ * The payload codec's mark (src/events/codec/codecStore.ts): `data.encoded` lists the fields that hold
  * a codec envelope in place of their value. Returns the list.
  */
 function checkEncoded(d: Data): readonly string[] {
