@@ -167,16 +167,16 @@ export {
   verifyRedacted,
   type WithRedactionOptions,
   withRedaction,
-} from "./events/redact.ts";
+} from "./events/redaction/redact.ts";
 export {
   isRedactedOriginalsError,
   type KeepOriginalsOptions,
   RedactedOriginalsError,
   type RedactedOriginalsErrorCode,
   type SealedOriginals,
-} from "./events/redactedOriginals.ts";
-export { forgetRedactedOriginals } from "./events/redactedResume.ts";
-export type { RedactionValue } from "./events/redactValues.ts";
+} from "./events/redaction/redactedOriginals.ts";
+export { forgetRedactedOriginals } from "./events/redaction/redactedResume.ts";
+export type { RedactionValue } from "./events/redaction/redactValues.ts";
 export type { StoredSnapshot } from "./events/store.ts";
 export { type ListedTool, readToolList, TOOL_LIST_SOURCE, type ToolListChoice } from "./events/toolList.ts";
 // The statecharts' inputs, contexts and events (the charts themselves are below).

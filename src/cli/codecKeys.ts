@@ -4,7 +4,7 @@ import { isPayloadCodecError, type KeyProvider, type PayloadCodec, payloadCodec,
 import { CliError, type CliIo } from "./io.ts";
 
 /**
- * The `loom` command on a journal written through the payload codec (src/events/codec.ts).
+ * The `loom` command on a journal written through the payload codec (src/events/codec/codec.ts).
  * Every command that opens a journal reads it through a codec: compression is told by each
  * entry's envelope (`codec: ["gzip", …]`), so a compressed journal needs nothing; an encrypted
  * one needs its keys, from `--codec-keys <file>` or `LOOM_CODEC_KEYS`: a JSON object of key id →

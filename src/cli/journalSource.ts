@@ -1,31 +1,14 @@
 import { resolve } from "node:path";
 import { errorGuard } from "../core/errors.ts";
 import type { OpenJournal } from "../index.ts";
-import type { PayloadCodec } from "../journal.ts";
 import { cliCodec } from "./codecKeys.ts";
 import { CliError, type CliIo, UsageError } from "./io.ts";
+import { type JournalSource, PG_ENV } from "./journalSourceSpec.ts";
 
-/**
- * Where a command's journal is: a SQLite file, or a PostgreSQL database (and schema). Commands
- * take it from their options and the environment ({@link journalSource}), open it with
- * `withJournal` (db.ts) and work on the journal alone, whichever it is.
- */
-export type JournalSource = (
-  | { readonly kind: "sqlite"; readonly path: string; readonly label: string }
-  | {
-      readonly kind: "postgres";
-      readonly url: string;
-      readonly schema?: string;
-      /** What named the database, for messages: `--pg` or `LOOM_PG_URL`. */
-      readonly via: "--pg" | "LOOM_PG_URL";
-      readonly label: string;
-    }
-) & {
-  /** The payload codec the journal is read through (codecKeys.ts): envelopes decoded, keys from `--codec-keys`. */
-  readonly codec?: PayloadCodec;
-};
+// What a source is, and the variables naming one, are read by the PostgreSQL opener too (which this file loads lazily).
+export { type JournalSource, PG_ENV } from "./journalSourceSpec.ts";
 
-/** The options of a command that opens a journal (`withJournalOptions` in program.ts adds them). */
+/** The options of a command that opens a journal (`withJournalOptions` in options.ts adds them). */
 export interface JournalOptions {
   readonly db?: string;
   readonly pg?: string;
@@ -38,9 +21,6 @@ export interface JournalOptions {
 export const DEFAULT_DB = "./loom.db";
 
 export const dbPath = (io: CliIo, db: string | undefined): string => resolve(io.cwd, db ?? DEFAULT_DB);
-
-/** The environment variables a command reads: the PostgreSQL URL and schema. */
-export const PG_ENV = { url: "LOOM_PG_URL", schema: "LOOM_PG_SCHEMA" } as const;
 
 /**
  * The journal a command opens. Precedence: `--pg <url>` (PostgreSQL), then `--db <file>`

@@ -2,7 +2,7 @@ import type { OpenJournal } from "../index.ts";
 import { openPostgresJournal } from "../postgres/journal.ts";
 import { probeJournal } from "../postgres/probe.ts";
 import { CliError } from "./io.ts";
-import { type JournalSource, PG_ENV } from "./journalSource.ts";
+import { type JournalSource, PG_ENV } from "./journalSourceSpec.ts";
 
 /**
  * The `loom` command's PostgreSQL journal. Loaded only when a command is given one

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { AnyActorRef, InspectionEvent } from "xstate";
 import { digestOfRecorded } from "../core/digest.ts";
+import { childRunId as childRunIdOf, runsBelowPrefix } from "../events/ids.ts";
 import {
   type AgentLoopConfig,
   isAgentInterruptedError,
@@ -220,7 +221,7 @@ class SubRunReplays {
   }
 
   #reached(stepId: string): void {
-    const childRunId = `${this.runId}/${stepId}`;
+    const childRunId = childRunIdOf(this.runId, stepId);
     if (this.#started.has(childRunId)) return;
     this.#started.add(childRunId);
     const replay = this.#replay(childRunId, stepId);
@@ -230,7 +231,7 @@ class SubRunReplays {
 
   async #replay(childRunId: string, stepId: string): Promise<SubRunReplay | undefined> {
     this.#below ??= this.journal.store
-      .listRuns({ prefix: `${this.runId}/` })
+      .listRuns({ prefix: runsBelowPrefix(this.runId) })
       .then((runs) => new Set(runs.map((r) => r.runId)));
     if (!(await this.#below).has(childRunId)) return undefined; // a call that ran no sub-agent
     const entries = await readJournal(this.journal, childRunId);

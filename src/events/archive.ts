@@ -8,7 +8,7 @@ import {
   type SqliteFile,
   type SqliteOptions,
   sqliteFileOf,
-} from "./sqliteFile.ts";
+} from "./sqlite/sqliteFile.ts";
 
 /**
  * Archive stores keep each compaction's frames as one JSON text under `sha256:<hash of the

@@ -4,8 +4,8 @@ import { join } from "node:path";
 import { sha256Hex } from "../core/digest.ts";
 import { IntegrityError } from "../core/errors.ts";
 import type { BlobInfo, BlobRef, BlobStore } from "./spi.ts";
-import { openSqliteFile, type SqliteDatabase, type SqliteFile, type SqliteOptions } from "./sqliteFile.ts";
-import { isJournalFileError, journalFileError } from "./sqliteOpen.ts";
+import { openSqliteFile, type SqliteDatabase, type SqliteFile, type SqliteOptions } from "./sqlite/sqliteFile.ts";
+import { isJournalFileError, journalFileError } from "./sqlite/sqliteOpen.ts";
 
 const REF = /^sha256:[0-9a-f]{64}$/;
 

@@ -1,12 +1,12 @@
 import { digestOf } from "../core/digest.ts";
 import { LoomError } from "../core/errors.ts";
 import type { SqliteArchiveStore } from "./archive.ts";
-import { parseFrameId } from "./ids.ts";
+import { parseFrameId, turnId } from "./ids.ts";
 import { readJournal } from "./journal.ts";
-import { redactedFields } from "./redact.ts";
+import { redactedFields } from "./redaction/redact.ts";
 import type { ArchivedFrame, Journal } from "./spi.ts";
-import type { SqliteEventStore } from "./sqlite.ts";
-import { sqliteFileOf } from "./sqliteFile.ts";
+import type { SqliteEventStore } from "./sqlite/sqlite.ts";
+import { sqliteFileOf } from "./sqlite/sqliteFile.ts";
 import type { ArchivedFrameDigest, EntryOf, FramesArchivedData, JournalEntry } from "./types.ts";
 
 /** How much of a run `compact` keeps hot. */
@@ -47,7 +47,7 @@ function plan(entries: readonly JournalEntry[], keepTurns: number) {
   }
   for (const f of frames.values()) {
     const id = parseFrameId(f.frameId);
-    if (id !== undefined && f.completed === undefined) inFlight.add(`${id.loopId}#turn:${id.turn}`);
+    if (id !== undefined && f.completed === undefined) inFlight.add(turnId(id.loopId, id.turn));
   }
   const moved: ArchivedFrame[] = [];
   const removeSeqs: number[] = [];
@@ -57,7 +57,7 @@ function plan(entries: readonly JournalEntry[], keepTurns: number) {
     const started = f.starts[f.starts.length - 1];
     if (id?.kind !== "tool" || f.completed === undefined || started === undefined) continue;
     const turn = id.turn;
-    if (turn > lastTurn.get(id.loopId)! - keepTurns || inFlight.has(`${id.loopId}#turn:${turn}`)) continue;
+    if (turn > lastTurn.get(id.loopId)! - keepTurns || inFlight.has(turnId(id.loopId, turn))) continue;
     const completed = f.completed;
     const attempts = f.starts.slice(0, -1);
     moved.push({ frameId: f.frameId, started, completed, ...(attempts.length > 0 ? { attempts } : {}) });

@@ -1,4 +1,4 @@
-import type { SqliteFile } from "./sqliteFile.ts";
+import type { SqliteFile } from "./sqlite/sqliteFile.ts";
 
 /**
  * Where a journal keeps the per-run keys that seal the originals of redacted payloads

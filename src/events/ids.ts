@@ -79,6 +79,15 @@ export const budgetSharesId = (loopId: string, turn: number): string => `${loopI
 /** `<loop>#session`: a session's usage before this message's run, when the message was sent with a budget. */
 export const sessionBudgetId = (loopId: string): string => `${loopId}#session`;
 
+/** `<loop>#deadline`: the run's deadline (`timeouts.runMs`), decided once at its start. */
+export const deadlineId = (loopId: string): string => `${loopId}#deadline`;
+
+/** `<loop>#model`: the model id a budgeted run is priced with, journaled at its start (read by its parent's budget). */
+export const modelIdDecisionId = (loopId: string): string => `${loopId}#model`;
+
+/** `<loop>#turn:<i>`: what the ids of turn i's model call and tool calls begin with. */
+export const turnId = (loopId: string, turn: number): string => `${loopId}#turn:${turn}`;
+
 /** `<stepId>:outcome`: what the model was fed for a failed tool. */
 export const outcomeId = (stepId: string): string => `${stepId}:outcome`;
 
@@ -148,6 +157,47 @@ function digitsEnd(s: string, from: number): number {
 export const childRunId = (parentRunId: string, stepId: string): string => `${parentRunId}/${stepId}`;
 
 /**
+ * What the id of every run below `runId` begins with, `<runId>/`: its sub-agents' runs at any depth
+ * (and, for a session id, the session's message runs). The prefix to list them by.
+ *
+ * @example
+ * runsBelowPrefix("trip"); // "trip/"
+ */
+export const runsBelowPrefix = (runId: string): string => `${runId}/`;
+
+/**
+ * Whether `runId` names a run below `ancestorRunId` (`<ancestorRunId>/…`), not the run itself.
+ *
+ * @example
+ * isRunBelow("trip/planner#turn:0:tool:0", "trip"); // true
+ * isRunBelow("trip-2", "trip"); // false
+ */
+export const isRunBelow = (runId: string, ancestorRunId: string): boolean =>
+  runId.startsWith(runsBelowPrefix(ancestorRunId));
+
+/**
+ * The run id of message `n` (0-based) of a session: `<sessionId>/<n>`.
+ *
+ * @example
+ * sessionRunId("chat-7", 2); // "chat-7/2"
+ */
+export const sessionRunId = (sessionId: string, n: number): string => `${sessionId}/${n}`;
+
+/**
+ * The message number of a session's run id, or undefined when `runId` is not one of that
+ * session's message runs: the inverse of {@link sessionRunId}.
+ *
+ * @example
+ * sessionMessageOf("chat-7/2", "chat-7"); // 2
+ * sessionMessageOf("chat-7/2/planner#turn:0:tool:0", "chat-7"); // undefined
+ */
+export function sessionMessageOf(runId: string, sessionId: string): number | undefined {
+  if (!isRunBelow(runId, sessionId)) return undefined;
+  const rest = runId.slice(sessionId.length + 1);
+  return /^(0|[1-9][0-9]*)$/.test(rest) ? Number(rest) : undefined;
+}
+
+/**
  * The ways `runId` splits into `<parentRunId>/<stepId>` with a tool-call step id, from the last `/`
  * back: the candidates for its parent (only the journal says which parent exists, since a
  * top-level run id may hold a `/` too).
@@ -187,6 +237,7 @@ export function subRunSteps(rootRunId: string, runId: string): string[] | undefi
   return from === rest.length + 1 ? path : undefined;
 }
 
+/** The `source` of each decision Loom journals, by what it decides. */
 export const DECISION_SOURCES = {
   modePin: MODE_PIN_SOURCE,
   outcome: "tool-outcome",
@@ -194,6 +245,10 @@ export const DECISION_SOURCES = {
   toolList: TOOL_LIST_SOURCE,
   traceContext: "trace-context",
   wait: "wait",
+  deadline: "run-deadline",
+  modelId: "budget-model",
+  context: "context-policy",
+  sessionBudget: "session-budget",
 } as const;
 
 /**

@@ -14,8 +14,8 @@ export {
   type PayloadCodecOptions,
   payloadCodec,
   staticKeys,
-} from "./codec.ts";
-export { codecArchive, codecBlobStore, codecStore, withCodec } from "./codecStore.ts";
+} from "./codec/codec.ts";
+export { codecArchive, codecBlobStore, codecStore, withCodec } from "./codec/codecStore.ts";
 export { type CompactOptions, type CompactResult, compact } from "./compact.ts";
 export { checkRunId, escapeRunId, MAX_RUN_ID_BYTES, RUN_ID_RULE, runIdProblem } from "./ids.ts";
 export { createJournal, type OpenJournal, openSqliteJournal, readJournal } from "./journal.ts";
@@ -30,9 +30,9 @@ export {
 } from "./prune.ts";
 export { type ReadArchivedOptions, readArchived } from "./readArchived.ts";
 export type { ArchivedFrame, ArchiveStore, BlobInfo, BlobRef, BlobStore, Journal } from "./spi.ts";
-export { type SqliteEventStore, sqliteStore } from "./sqlite.ts";
-export { SQLITE_SCHEMA_VERSION, type SqliteDatabase, type SqliteOptions } from "./sqliteFile.ts";
-export { isJournalFileError, JournalFileError, type JournalFileErrorCode } from "./sqliteOpen.ts";
+export { type SqliteEventStore, sqliteStore } from "./sqlite/sqlite.ts";
+export { SQLITE_SCHEMA_VERSION, type SqliteDatabase, type SqliteOptions } from "./sqlite/sqliteFile.ts";
+export { isJournalFileError, JournalFileError, type JournalFileErrorCode } from "./sqlite/sqliteOpen.ts";
 export type {
   AcquireOptions,
   AppendOptions,

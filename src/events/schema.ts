@@ -1,5 +1,5 @@
 import { isClaimCheckEnvelope } from "./claimCheck.ts";
-import { isCodecEnvelope } from "./codec.ts";
+import { isCodecEnvelope } from "./codec/codec.ts";
 import type { EntryType } from "./types.ts";
 
 /**
@@ -169,7 +169,7 @@ function checkCause(c: unknown, at = "data.cause"): void {
 }
 
 /**
- * The payload codec's mark (src/events/codecStore.ts): `data.encoded` lists the fields that hold
+ * The payload codec's mark (src/events/codec/codecStore.ts): `data.encoded` lists the fields that hold
  * a codec envelope in place of their value. Returns the list.
  */
 function checkEncoded(d: Data): readonly string[] {

@@ -1,5 +1,5 @@
 import { JournalFormatError } from "../core/errors.ts";
-import { type CodecEnvelope, PayloadCodecError } from "./codec.ts";
+import { type CodecEnvelope, PayloadCodecError } from "./codec/codec.ts";
 import { isModePinDecision, readModePin } from "./modePin.ts";
 import { Bad, checkData, type Data, kind, TYPES } from "./schema.ts";
 import {

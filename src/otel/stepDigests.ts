@@ -1,8 +1,8 @@
 import type { Attributes } from "@opentelemetry/api";
 import { digestOfRecorded } from "../core/digest.ts";
 import { DECISION_SOURCES, decisionStepOf, parseFrameId, toolStepId } from "../events/ids.ts";
-import { type RedactionRecord, redactedFields } from "../events/redact.ts";
-import { keyedDigestKeyId } from "../events/redactDigest.ts";
+import { type RedactionRecord, redactedFields } from "../events/redaction/redact.ts";
+import { keyedDigestKeyId } from "../events/redaction/redactDigest.ts";
 import type { JournalEntry, ModelResponse } from "../events/types.ts";
 
 const isKeyed = (record: RedactionRecord): boolean => keyedDigestKeyId(record.digest) !== undefined;

@@ -1,37 +1,13 @@
 /**
  * Durable waits as pure decisions (docs/waits.md): what a waiting tool call does when its run is
  * resumed at `now`. No clock here: the caller passes `now`. The wait itself is the journaled
- * decision `<stepId>:wait` ({@link WaitChoice}); the call's frame stays started until the wait ends.
+ * decision `<stepId>:wait` (`WaitChoice`, read in projections/waits.ts); the call's frame stays
+ * started until the wait ends.
  */
+import { type WaitChoice, waitDueAt } from "../projections/waits.ts";
 
-/**
- * What a tool call waits for, as journaled in the decision `<stepId>:wait`: a time (`sleep`) or
- * an event delivered with a token (`event`), whose digest alone is journaled.
- */
-export type WaitChoice =
-  | {
-      readonly kind: "sleep";
-      /** When the call wakes (ISO 8601). */
-      readonly until: string;
-      /** The call's output once it wakes (default `{ woke: until }`). */
-      readonly result?: unknown;
-      /** What the wait is for, shown to operators. */
-      readonly what?: string;
-    }
-  | {
-      readonly kind: "event";
-      /** sha256 hex of the token (the token itself is never journaled). */
-      readonly tokenDigest: string;
-      /** When the wait times out (ISO 8601): the call then fails with `wait-expired`. */
-      readonly expiresAt?: string;
-      readonly what?: string;
-      /**
-       * The loop's claim-check threshold (`claimCheck.thresholdBytes`), recorded when its blobs are
-       * the journal's: a delivered payload whose canonical JSON is longer goes to the journal's
-       * blob store, as the tool's own output would. Absent: the payload is journaled inline.
-       */
-      readonly claimCheckBytes?: number;
-    };
+// The journaled wait and its due time are read with the run's other waits; they are part of this policy's API too.
+export { asWaitChoice, type WaitChoice, waitDueAt } from "../projections/waits.ts";
 
 /** What a resumed waiting call does now. */
 export type WaitDecision =
@@ -41,18 +17,6 @@ export type WaitDecision =
   | { readonly kind: "wake"; readonly output: unknown }
   /** An event wait timed out: the call fails, the model is fed this. */
   | { readonly kind: "expired"; readonly failed: { readonly error: "wait-expired"; readonly message: string } };
-
-/**
- * When a wait next needs its run resumed (ms since the epoch): a sleep's wake time, an event
- * wait's expiry, or undefined for an event wait that never expires (only a delivery ends it).
- *
- * @example
- * waitDueAt({ kind: "sleep", until: "2026-01-04T00:00:00.000Z" }); // 1767484800000
- */
-export function waitDueAt(wait: WaitChoice): number | undefined {
-  if (wait.kind === "sleep") return Date.parse(wait.until);
-  return wait.expiresAt === undefined ? undefined : Date.parse(wait.expiresAt);
-}
 
 /**
  * Decides a waiting call at `now` (its frame not completed): wait on, wake, or expire.
@@ -73,26 +37,4 @@ export function decideWait(wait: WaitChoice, now: number): WaitDecision {
       message: `no event was delivered before ${wait.expiresAt}${wait.what ? ` (${wait.what})` : ""}; the wait timed out`,
     },
   };
-}
-
-/**
- * Reads a `<stepId>:wait` decision's choice, or undefined when it is not one (a corrupted or
- * foreign entry is never taken for a wait).
- *
- * @example
- * asWaitChoice({ kind: "sleep", until: "2026-01-04T00:00:00.000Z" }); // the choice
- * asWaitChoice({ kind: "nap" }); // undefined
- */
-export function asWaitChoice(choice: unknown): WaitChoice | undefined {
-  if (choice === null || typeof choice !== "object") return undefined;
-  const c = choice as Record<string, unknown>;
-  if (c.kind === "sleep" && typeof c.until === "string" && !Number.isNaN(Date.parse(c.until))) return c as WaitChoice;
-  if (c.kind === "event" && typeof c.tokenDigest === "string") {
-    if (c.expiresAt !== undefined && (typeof c.expiresAt !== "string" || Number.isNaN(Date.parse(c.expiresAt))))
-      return undefined;
-    const limit = c.claimCheckBytes;
-    if (limit !== undefined && !(typeof limit === "number" && Number.isInteger(limit) && limit > 0)) return undefined;
-    return c as WaitChoice;
-  }
-  return undefined;
 }

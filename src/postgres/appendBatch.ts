@@ -1,5 +1,5 @@
 import { sha256Hex } from "../core/digest.ts";
-import { TYPE_CODES } from "../events/sqliteRows.ts";
+import { TYPE_CODES } from "../events/sqlite/sqliteRows.ts";
 import type { EntryType } from "../events/types.ts";
 import { CODE, entryArrays } from "./rows.ts";
 import type { Tables } from "./schema.ts";

@@ -104,6 +104,30 @@ export const handBackCtes = (
     handedBack AS (UPDATE ${t.leases} SET owner = NULL, expires_at = now(), failures = 0
                     WHERE run_id = ${id} AND owner = ${owner} AND ${when} AND woken RETURNING run_id, loop_id)`;
 
+/**
+ * The CTE `queued`: queues run `id` for the workers of loop `loopId` and tenant `tenant` (SQL
+ * expressions, parameters mostly), due now, once for each row of `from`: a new queue row, or a row
+ * no worker holds made due again (a submitted run's first append, submit.ts).
+ */
+export const queueCte = (t: Tables, id: string, loopId: string, tenant: string, from: string) => `queued AS (
+        INSERT INTO ${t.leases} AS l (run_id, loop_id, tenant) SELECT ${id}, ${loopId}, ${tenant} FROM ${from}
+        ON CONFLICT (run_id) DO UPDATE SET expires_at = now(), failures = 0 WHERE l.owner IS NULL)`;
+
+/**
+ * Makes run $1 (of loop $2) due for the workers, as an append that wakes it does
+ * (`AppendOptions.wake`). `"self"`, the run appended to: due now unless a worker holds it.
+ * `"other"` (a sub-agent's top-level run): marked `woken` too, so the claim takes it though its
+ * journal ends approval-pending, and a worker holding it hands it back due when done with it.
+ */
+export const wakeSql = (t: Tables, which: "self" | "other") =>
+  which === "self"
+    ? `INSERT INTO ${t.leases} AS l (run_id, loop_id) VALUES ($1, $2)
+           ON CONFLICT (run_id) DO UPDATE SET expires_at = now(), failures = 0 WHERE l.owner IS NULL`
+    : `INSERT INTO ${t.leases} AS l (run_id, loop_id, woken) VALUES ($1, $2, true)
+           ON CONFLICT (run_id) DO UPDATE SET woken = true,
+             expires_at = CASE WHEN l.owner IS NULL THEN now() ELSE l.expires_at END,
+             failures = CASE WHEN l.owner IS NULL THEN 0 ELSE l.failures END`;
+
 /** The rows of `handBackCtes`, the handed back run announced to the workers of its loop. */
 export const handBackSelect = (t: Tables) => `SELECT run_id FROM finished
    UNION ALL SELECT run_id FROM (SELECT run_id, pg_notify('${t.channel}', loop_id) FROM handedBack) h`;

@@ -1,8 +1,8 @@
 import type pg from "pg";
 import { JournalFormatError } from "../core/errors.ts";
-import { v1RowColumns } from "../events/sqliteRows.ts";
+import { v1RowColumns } from "../events/sqlite/sqliteRows.ts";
 import { SQL_BLOB_REF } from "./rows.ts";
-import type { Tables } from "./schema.ts";
+import type { Tables } from "./tables.ts";
 
 /**
  * Schema version 1 → 2, inside `ensureSchema`'s transaction (so a failure leaves version 1 as it

@@ -1,6 +1,6 @@
 import { leaseOf, thisProcess } from "../events/ownership.ts";
 import type { Journal } from "../events/spi.ts";
-import { decodeStoredRows, type StoredRow } from "../events/sqliteRows.ts";
+import { decodeStoredRows, type StoredRow } from "../events/sqlite/sqliteRows.ts";
 import type { AppendOptions, RunLease } from "../events/store.ts";
 import type { JournalEntry, NewEntry } from "../events/types.ts";
 import type { PgDatabase } from "./database.ts";

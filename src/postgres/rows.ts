@@ -1,4 +1,4 @@
-import { encodeRow, TYPE_CODES } from "../events/sqliteRows.ts";
+import { encodeRow, TYPE_CODES } from "../events/sqlite/sqliteRows.ts";
 import type { EntryType } from "../events/types.ts";
 
 /**

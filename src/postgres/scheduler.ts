@@ -1,6 +1,7 @@
 import type { Journal } from "../events/spi.ts";
+import { dueTicks, initialCursor } from "../policies/schedule.ts";
 import type { FiredTick, SkippedTicks, TickReport } from "../runtime/run/runSchedules.ts";
-import { dueTicks, initialCursor, type Schedule, tickInput } from "../runtime/run/schedule.ts";
+import { type Schedule, tickInput } from "../runtime/run/schedule.ts";
 import type { PgDatabase } from "./database.ts";
 import { databaseOf, submitRun } from "./submit.ts";
 

@@ -4,7 +4,7 @@ import { ConcurrencyError, isConcurrencyError, isJournalFormatError, JournalForm
 import { checkRunId } from "../events/ids.ts";
 import { encodeEntries } from "../events/rows.ts";
 import { prefixEnd } from "../events/runPrefix.ts";
-import { decodeStoredRows, type StoredRow, TYPE_CODES, TYPE_OF } from "../events/sqliteRows.ts";
+import { decodeStoredRows, type StoredRow, TYPE_CODES, TYPE_OF } from "../events/sqlite/sqliteRows.ts";
 import type {
   AcquireOptions,
   AppendOptions,
@@ -19,7 +19,7 @@ import { type EntryType, type JournalEntry, type NewEntry, SCHEMA_VERSION } from
 import { appendBatcher } from "./appendBatch.ts";
 import { watchAppends } from "./appendNotify.ts";
 import { openPgDatabase, type PgDatabase, type PostgresOptions, pgDatabaseOf } from "./database.ts";
-import { handBackCtes } from "./leases.ts";
+import { handBackCtes, queueCte, wakeSql } from "./leases.ts";
 import { notifyDue } from "./notify.ts";
 import { pgOwners } from "./owners.ts";
 import { prunePostgres } from "./prune.ts";
@@ -136,9 +136,7 @@ const appendSql = (t: Tables, finishing: boolean, submitting = false, written = 
         }${
           submitting
             ? `,
-      queued AS (
-        INSERT INTO ${t.leases} AS l (run_id, loop_id, tenant) SELECT $1, $14, $15 FROM target
-        ON CONFLICT (run_id) DO UPDATE SET expires_at = now(), failures = 0 WHERE l.owner IS NULL)
+      ${queueCte(t, "$1", "$14", "$15", "target")}
       SELECT run, pg_notify('${t.channel}', $14), pg_notify('${t.appended}', $1) FROM target`
             : `
       SELECT run, CASE WHEN tell THEN pg_notify('${t.appended}', $1) END${
@@ -421,16 +419,7 @@ async function appendAndWake(
       return false;
     }
     const { loopId, runId = appendedTo } = wake;
-    await client.query(
-      runId === appendedTo
-        ? `INSERT INTO ${t.leases} AS l (run_id, loop_id) VALUES ($1, $2)
-           ON CONFLICT (run_id) DO UPDATE SET expires_at = now(), failures = 0 WHERE l.owner IS NULL`
-        : `INSERT INTO ${t.leases} AS l (run_id, loop_id, woken) VALUES ($1, $2, true)
-           ON CONFLICT (run_id) DO UPDATE SET woken = true,
-             expires_at = CASE WHEN l.owner IS NULL THEN now() ELSE l.expires_at END,
-             failures = CASE WHEN l.owner IS NULL THEN 0 ELSE l.failures END`,
-      [runId, loopId],
-    );
+    await client.query(wakeSql(t, runId === appendedTo ? "self" : "other"), [runId, loopId]);
     await client.query(notifyDue(db), [loopId]); // sent on commit
     await client.query("COMMIT");
     return true;

@@ -3,7 +3,7 @@ import { AgentLoopConfigError, ConcurrencyError, ReplayDivergenceError } from ".
 import { checkRunId, modelFrameId } from "../events/ids.ts";
 import { encodeEntries } from "../events/rows.ts";
 import type { Journal } from "../events/spi.ts";
-import { TYPE_CODES } from "../events/sqliteRows.ts";
+import { TYPE_CODES } from "../events/sqlite/sqliteRows.ts";
 import type { Message, RunStartedData } from "../events/types.ts";
 import type { AgentLoop } from "../runtime/run/agentLoop.ts";
 import { runStartedData } from "../runtime/steps/actors.ts";

@@ -3,7 +3,7 @@ import { DECISION_SOURCES, decisionStepOf, type ParsedFrameId, parseFrameId } fr
 import { isModePinDecision } from "../events/modePin.ts";
 import type { JournalEntry, ModelResponse, ToolCall } from "../events/types.ts";
 import { initialRunEventState, pinOf, type RunEventOptions, type RunEventState } from "./eventFoldState.ts";
-import type { JournaledRunEvent } from "./events.ts";
+import type { JournaledRunEvent } from "./runEvents.ts";
 
 export { initialRunEventState, type RunEventOptions, type RunEventState } from "./eventFoldState.ts";
 

@@ -1,7 +1,7 @@
 import { type ClaimCheckEnvelope, claimCheckOf } from "../events/claimCheck.ts";
 import { modelFrameId, parseFrameId } from "../events/ids.ts";
-import { type RedactionRecord, redactedFields } from "../events/redact.ts";
-import { keptOriginalsOf } from "../events/redactedOriginals.ts";
+import { type RedactionRecord, redactedFields } from "../events/redaction/redact.ts";
+import { keptOriginalsOf } from "../events/redaction/redactedOriginals.ts";
 import type {
   AttemptError,
   CallSettledData,

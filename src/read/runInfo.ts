@@ -1,4 +1,4 @@
-import { redactedResumeRefusal, refusalText } from "../events/redactedResume.ts";
+import { redactedResumeRefusal, refusalText } from "../events/redaction/redactedResume.ts";
 import { type Journal, type RunActivity, runActivity, type ToolCallLogMode } from "../index.ts";
 import {
   describeCause,
@@ -15,7 +15,7 @@ import type { BudgetBreach } from "../policies/budget.ts";
 import { waitDueAt } from "../policies/wait.ts";
 import { entryBytes } from "../projections/runSnapshot.ts";
 import { tokenUsage } from "../projections/usage.ts";
-import { openWaits, runDueAt } from "../runtime/steps/waits.ts";
+import { openWaits, runDueAt } from "../projections/waits.ts";
 
 /**
  * What the CLI (`loom runs`, `loom show`, `loom log`) and the viewer's pages show of a run, read

@@ -1,7 +1,7 @@
 import type { RunActivity, RunWait } from "../index.ts";
 import { describeCause, type ErrorCause } from "../journal.ts";
 import type { BudgetBreach } from "../policies/budget.ts";
-import { describeWait } from "../runtime/steps/waits.ts";
+import { describeWait } from "../projections/waits.ts";
 import { budgetText } from "./runInfo.ts";
 import { type CallView, type RunView, type TurnView, turnsOf } from "./runView.ts";
 

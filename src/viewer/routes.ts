@@ -1,4 +1,5 @@
 import type { AnyStateMachine } from "xstate";
+import { runsBelowPrefix } from "../events/ids.ts";
 import { type Journal, listPendingApprovals, readJournal } from "../index.ts";
 import { isStepResolutionError, parseFrameId, runIdProblem } from "../journal.ts";
 import type { ResumeCommand } from "../read/activity.ts";
@@ -148,7 +149,7 @@ export class Pages {
 
   /** The sub-agent runs of the run's calls (`<runId>/<stepId>`), by step id. */
   private async subRuns(runId: string): Promise<Map<string, string>> {
-    const prefix = `${runId}/`;
+    const prefix = runsBelowPrefix(runId);
     const out = new Map<string, string>();
     for (const r of await this.journal.store.listRuns()) {
       const stepId = r.runId.startsWith(prefix) ? r.runId.slice(prefix.length) : "";

@@ -1,12 +1,16 @@
 import { readdirSync } from "node:fs";
 import { fileURLToPath } from "node:url";
+import ts from "typescript";
 import { describe, expect, it } from "vitest";
 import {
   checkLayering,
   checkPresentation,
   checkRooms,
+  fileCycles,
   type ImportEdge,
+  idTemplatesOf,
   importsOf,
+  isIdTemplate,
   PRESENTATION,
   RANK,
   ROOM_RANK,
@@ -36,6 +40,56 @@ describe("the layering of src (DESIGN.md §1)", () => {
 
   it("has no import cycle between folders", () => {
     expect(checkLayering(edges).cycles).toEqual([]);
+  });
+
+  it("has no import cycle between files, inside a folder either (type-only and dynamic imports count)", () => {
+    expect(fileCycles(edges)).toEqual([]);
+  });
+});
+
+describe("the id grammar of src", () => {
+  it("is written only in events/ids.ts: no other file builds an id with a template literal", () => {
+    expect(idTemplatesOf(SRC).map((t) => `${t.file}:${t.line}: ${t.text}`)).toEqual([]);
+  });
+});
+
+describe("isIdTemplate", () => {
+  // Samples are written with `#{…}` for a substitution, so that they stay plain strings here.
+  const template = (sample: string): ts.TemplateExpression => {
+    const code = sample.replaceAll("#{", "$" + "{");
+    const source = ts.createSourceFile("x.ts", `const x = ${code};`, ts.ScriptTarget.Latest, true);
+    let found: ts.TemplateExpression | undefined;
+    const visit = (node: ts.Node): void => {
+      if (found === undefined && ts.isTemplateExpression(node)) found = node;
+      ts.forEachChild(node, visit);
+    };
+    visit(source);
+    if (found === undefined) throw new Error(`no template in ${sample}`);
+    return found;
+  };
+
+  it.each([
+    "`#{runId}/`",
+    "`#{this.runId}/#{stepId}`",
+    "`#{sessionId}/#{n}`",
+    "`#{parentRunId}/#{step}`",
+    "`#{loopId}#deadline`",
+    "`#{config.id}#model`",
+    "`#{id.loopId}#turn:#{id.turn}`",
+    "`support#turn:#{turn}:model`",
+    "`#{stepId}:approval`",
+  ])("flags %s as an id written out", (code) => {
+    expect(isIdTemplate(template(code))).toBe(true);
+  });
+
+  it.each([
+    "`run #{runId}: check the step id (<loop>#turn:<i>:tool:<j>)`",
+    "`#{int(a)}/#{int(b)}`",
+    "`model #{provider}/#{modelId}`",
+    "`#{dir}/`",
+    "`run #{runId} ended`",
+  ])("leaves %s alone", (code) => {
+    expect(isIdTemplate(template(code))).toBe(false);
   });
 });
 
@@ -76,6 +130,30 @@ describe("the rooms of src/runtime (issue 35)", () => {
 
   it("has no import cycle between rooms", () => {
     expect(checkRooms(edges).cycles).toEqual([]);
+  });
+});
+
+describe("fileCycles", () => {
+  const edge = (from: string, to: string): ImportEdge => ({ from, to });
+
+  it("names a cycle between two files of one folder, and one round several files", () => {
+    expect(
+      fileCycles([edge("cli/program.ts", "cli/commands/runs.ts"), edge("cli/commands/runs.ts", "cli/program.ts")]),
+    ).toEqual(["cli/commands/runs.ts -> cli/program.ts -> cli/commands/runs.ts"]);
+    expect(
+      fileCycles([
+        edge("s/a.ts", "s/b.ts"),
+        edge("s/b.ts", "s/c.ts"),
+        edge("s/c.ts", "s/a.ts"),
+        edge("s/c.ts", "core/x.ts"),
+      ]),
+    ).toEqual(["s/a.ts -> s/b.ts -> s/c.ts -> s/a.ts"]);
+  });
+
+  it("passes imports that never lead back, and a file's import of itself", () => {
+    expect(
+      fileCycles([edge("a.ts", "b.ts"), edge("b.ts", "c.ts"), edge("a.ts", "c.ts"), edge("c.ts", "c.ts")]),
+    ).toEqual([]);
   });
 });
 

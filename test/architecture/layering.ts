@@ -201,10 +201,8 @@ export const PRESENTATION_PAST_INDEX: readonly string[] = [
   "cli/replay.ts -> runtime/run/agentLoop.ts",
   "cli/replay.ts -> runtime/subruns/runContext.ts",
   "read/keptRun.ts -> runtime/control/activity.ts",
-  "read/runInfo.ts -> runtime/steps/waits.ts",
   "read/runRow.ts -> runtime/control/activity.ts",
   "read/story.ts -> runtime/subruns/subRuns.ts",
-  "read/timeline.ts -> runtime/steps/waits.ts",
   "viewer/travel.ts -> runtime/base/conversation.ts",
 ];
 
@@ -225,4 +223,74 @@ export function checkPresentation(
     past: [...made].filter((e) => !allowed.includes(e)).sort(),
     stale: allowed.filter((e) => !made.has(e)).sort(),
   };
+}
+
+/** One place outside `events/ids.ts` that writes an id of the journal's grammar by hand. */
+export interface IdTemplate {
+  readonly file: string; // relative to src/
+  readonly line: number;
+  readonly text: string; // the template literal, as written
+}
+
+/** A run-like id a template continues with `/`: a sub-agent's or a session's run id written out. */
+const RUN_ID_NAME = /(?:^|\.)(?:[A-Za-z]*(?:run|Run|session|Session|child|Child|parent|Parent)Id|runId|sessionId)$/;
+/** A step id a template continues with `:<kind>`: a decision id written out. */
+const STEP_ID_NAME = /(?:^|\.)(?:[A-Za-z]*StepId|stepId)$/;
+/** What follows a substitution in a frame or decision id: `#turn:`, `#deadline`, `:approval`… */
+const AFTER_LOOP = /^#[A-Za-z]/;
+const AFTER_STEP = /^:(?:outcome|approval|wait)\b/;
+/** `#turn:` with a number after it, or a substitution (a message's `<loop>#turn:<i>` is prose). */
+const TURN = /#turn:(?:\d|$)/;
+
+/**
+ * The template literals that build ids of the journal's grammar, in `.ts` files of `srcDir` other
+ * than `events/ids.ts`: `${runId}/…`, `${loopId}#turn:…`, `${stepId}:approval`, any `#turn:`. The
+ * grammar has one home, so a change to it cannot miss a copy.
+ */
+export function idTemplatesOf(srcDir: string, home = "events/ids.ts"): IdTemplate[] {
+  const found: IdTemplate[] = [];
+  for (const path of tsFiles(srcDir)) {
+    const file = relative(srcDir, path).split(sep).join("/");
+    const text = readFileSync(path, "utf8");
+    if (file === home || !text.includes("${")) continue;
+    const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true);
+    const visit = (node: ts.Node): void => {
+      if (ts.isTemplateExpression(node) && isIdTemplate(node)) {
+        const line = source.getLineAndCharacterOfPosition(node.getStart(source)).line + 1;
+        found.push({ file, line, text: node.getText(source) });
+      }
+      ts.forEachChild(node, visit);
+    };
+    visit(source);
+  }
+  return found;
+}
+
+/** Whether a template literal writes out a piece of id grammar (see {@link idTemplatesOf}). */
+export function isIdTemplate(node: ts.TemplateExpression): boolean {
+  if (TURN.test(node.head.text)) return true;
+  return node.templateSpans.some((span) => {
+    const after = span.literal.text;
+    if (TURN.test(after)) return true;
+    const name = span.expression.getText();
+    if (AFTER_LOOP.test(after) && /(?:^|\.)(?:loopId|id)$/.test(name)) return true;
+    if (after.startsWith("/") && RUN_ID_NAME.test(name)) return true;
+    return AFTER_STEP.test(after) && STEP_ID_NAME.test(name);
+  });
+}
+
+/**
+ * The import cycles between files, one per strongly connected group of files, each as
+ * `a.ts -> b.ts -> … -> a.ts` (the shortest found through its first file, by name). Type-only
+ * imports count: a file that needs another's types to be read belongs after it.
+ */
+export function fileCycles(edges: readonly ImportEdge[]): string[] {
+  const graph = new Map<string, Set<string>>();
+  for (const { from, to } of edges) {
+    if (from === to) continue;
+    let out = graph.get(from);
+    if (out === undefined) graph.set(from, (out = new Set()));
+    out.add(to);
+  }
+  return cyclesOf(graph);
 }

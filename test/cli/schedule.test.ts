@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { createJournal } from "../../src/events/journal.ts";
-import { sqliteStore } from "../../src/events/sqlite.ts";
+import { sqliteStore } from "../../src/events/sqlite/sqlite.ts";
 import { openSqliteJournal } from "../../src/index.ts";
 import { schedules } from "../fixtures/schedules.ts";
 import { crashingStore } from "../support/loop.ts";

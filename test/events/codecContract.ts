@@ -8,8 +8,8 @@ import {
   type PayloadCodecOptions,
   payloadCodec,
   staticKeys,
-} from "../../src/events/codec.ts";
-import { withCodec } from "../../src/events/codecStore.ts";
+} from "../../src/events/codec/codec.ts";
+import { withCodec } from "../../src/events/codec/codecStore.ts";
 import { compact } from "../../src/events/compact.ts";
 import { readJournal } from "../../src/events/journal.ts";
 import { readArchived } from "../../src/events/readArchived.ts";

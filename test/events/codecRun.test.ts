@@ -1,10 +1,10 @@
 import { randomBytes } from "node:crypto";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { memoryBlobStore } from "../../src/events/blobs.ts";
-import { payloadCodec, staticKeys } from "../../src/events/codec.ts";
-import { withCodec } from "../../src/events/codecStore.ts";
+import { payloadCodec, staticKeys } from "../../src/events/codec/codec.ts";
+import { withCodec } from "../../src/events/codec/codecStore.ts";
 import { type OpenJournal, openSqliteJournal, readJournal } from "../../src/events/journal.ts";
-import { redaction, withRedaction } from "../../src/events/redact.ts";
+import { redaction, withRedaction } from "../../src/events/redaction/redact.ts";
 import type { BlobStore } from "../../src/events/spi.ts";
 import { resolveStep } from "../../src/runtime/base/readers.ts";
 import { kitchenSink } from "../support/kitchenSink.ts";

@@ -8,7 +8,7 @@ import { compact } from "../../src/events/compact.ts";
 import { createJournal, type OpenJournal, openSqliteJournal, readJournal } from "../../src/events/journal.ts";
 import { memoryStore } from "../../src/events/memory.ts";
 import { readArchived } from "../../src/events/readArchived.ts";
-import { sqliteStore } from "../../src/events/sqlite.ts";
+import { sqliteStore } from "../../src/events/sqlite/sqlite.ts";
 import type { EntryOf, NewEntry } from "../../src/events/types.ts";
 import { frameCompleted, frameFailed, frameStarted, runStarted, turn } from "./entries.ts";
 import { tempDir } from "./tmp.ts";

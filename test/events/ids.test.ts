@@ -7,13 +7,18 @@ import {
   decisionStepOf,
   idempotencyKey,
   isIdName,
+  isRunBelow,
   modelFrameId,
   outcomeId,
   parseFrameId,
+  runsBelowPrefix,
   scheduledRunOf,
   scheduleRunId,
+  sessionMessageOf,
+  sessionRunId,
   subRunSteps,
   toolStepId,
+  turnId,
 } from "../../src/events/ids.ts";
 
 // The grammar parseFrameId reads, as the regex it was first written with: the oracle.
@@ -129,6 +134,29 @@ describe("sub-agents' run ids", () => {
     expect(subRunSteps("trip", "trip")).toEqual([]);
     expect(subRunSteps("trip", "trips/x")).toBeUndefined();
     expect(subRunSteps("trip", "trip/not-a-step")).toBeUndefined();
+  });
+});
+
+describe("runs below a run, and a session's message runs", () => {
+  it("lists a run's sub-agents and a session's messages by one prefix, and tells a run below from a sibling", () => {
+    const child = childRunId("trip", toolStepId("planner", 0, 0));
+    expect(child.startsWith(runsBelowPrefix("trip"))).toBe(true);
+    expect(isRunBelow(child, "trip")).toBe(true);
+    expect(isRunBelow("trip", "trip")).toBe(false);
+    expect(isRunBelow("trip-2/planner#turn:0:tool:0", "trip")).toBe(false);
+    expect(sessionRunId("chat-7", 2).startsWith(runsBelowPrefix("chat-7"))).toBe(true);
+  });
+
+  it("reads back the message number of a session's run, and nothing from its sub-agents' runs or other ids", () => {
+    for (const n of [0, 1, 12]) expect(sessionMessageOf(sessionRunId("chat-7", n), "chat-7")).toBe(n);
+    expect(sessionMessageOf(childRunId(sessionRunId("chat-7", 1), toolStepId("a", 0, 0)), "chat-7")).toBeUndefined();
+    for (const id of ["chat-7", "chat-7/", "chat-7/01", "chat-7/-1", "chat-70/1", "chat-7/x"])
+      expect(sessionMessageOf(id, "chat-7"), id).toBeUndefined();
+  });
+
+  it("begins a turn's model and tool ids with its turn id", () => {
+    expect(modelFrameId("a", 3).startsWith(`${turnId("a", 3)}:`)).toBe(true);
+    expect(toolStepId("a", 3, 1).startsWith(`${turnId("a", 3)}:`)).toBe(true);
   });
 });
 

@@ -1,11 +1,11 @@
 import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
-import { payloadCodec, staticKeys } from "../../src/events/codec.ts";
-import { CLEAR_DECISION_SOURCES, withCodec } from "../../src/events/codecStore.ts";
+import { payloadCodec, staticKeys } from "../../src/events/codec/codec.ts";
+import { CLEAR_DECISION_SOURCES, withCodec } from "../../src/events/codec/codecStore.ts";
 import { DECISION_SOURCES } from "../../src/events/ids.ts";
 import { type OpenJournal, openSqliteJournal, readJournal } from "../../src/events/journal.ts";
-import { redaction, withRedaction } from "../../src/events/redact.ts";
+import { redaction, withRedaction } from "../../src/events/redaction/redact.ts";
 import type { Message } from "../../src/events/types.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
 import { summarize } from "../../src/policies/context.ts";
@@ -15,8 +15,6 @@ import { isAgentInterruptedError } from "../../src/runtime/base/errors.ts";
 import { recordApproval } from "../../src/runtime/control/approvals.ts";
 import { deliverEvent } from "../../src/runtime/control/events.ts";
 import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
-import { CONTEXT_SOURCE } from "../../src/runtime/steps/budget.ts";
-import { DEADLINE_SOURCE } from "../../src/runtime/steps/failurePolicy.ts";
 import { dropSchema, freshSchema, PG_URL, sql } from "../postgres/pg.ts";
 import { tempDir } from "./tmp.ts";
 
@@ -246,11 +244,16 @@ describe("every payload goes through the codec and the redaction", () => {
         DECISION_SOURCES.modePin,
         DECISION_SOURCES.toolList,
         DECISION_SOURCES.traceContext,
-        DEADLINE_SOURCE,
+        DECISION_SOURCES.deadline,
         "budget-model",
       ].sort(),
     );
-    for (const content of [DECISION_SOURCES.approval, DECISION_SOURCES.outcome, DECISION_SOURCES.wait, CONTEXT_SOURCE])
+    for (const content of [
+      DECISION_SOURCES.approval,
+      DECISION_SOURCES.outcome,
+      DECISION_SOURCES.wait,
+      DECISION_SOURCES.context,
+    ])
       expect(CLEAR_DECISION_SOURCES.has(content), content).toBe(false);
   });
 });

@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { digestOf } from "../../src/core/digest.ts";
-import { payloadCodec, staticKeys } from "../../src/events/codec.ts";
-import { withCodec } from "../../src/events/codecStore.ts";
+import { payloadCodec, staticKeys } from "../../src/events/codec/codec.ts";
+import { withCodec } from "../../src/events/codec/codecStore.ts";
 import { compact } from "../../src/events/compact.ts";
 import { readJournal } from "../../src/events/journal.ts";
 import { readArchived } from "../../src/events/readArchived.ts";
@@ -13,9 +13,9 @@ import {
   redaction,
   verifyRedacted,
   withRedaction,
-} from "../../src/events/redact.ts";
-import { isRedactedOriginalsError, type RedactedOriginalsError } from "../../src/events/redactedOriginals.ts";
-import { forgetRedactedOriginals } from "../../src/events/redactedResume.ts";
+} from "../../src/events/redaction/redact.ts";
+import { isRedactedOriginalsError, type RedactedOriginalsError } from "../../src/events/redaction/redactedOriginals.ts";
+import { forgetRedactedOriginals } from "../../src/events/redaction/redactedResume.ts";
 import type { ArchivedFrame, Journal } from "../../src/events/spi.ts";
 import type { JournalEntry } from "../../src/events/types.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";

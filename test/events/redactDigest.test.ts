@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base";
 import { describe, expect, it } from "vitest";
 import { digestOf } from "../../src/core/digest.ts";
-import { staticKeys } from "../../src/events/codec.ts";
+import { staticKeys } from "../../src/events/codec/codec.ts";
 import { compact } from "../../src/events/compact.ts";
 import { openSqliteJournal } from "../../src/events/journal.ts";
 import { memoryStore } from "../../src/events/memory.ts";
@@ -13,7 +13,7 @@ import {
   redaction,
   verifyRedacted,
   withRedaction,
-} from "../../src/events/redact.ts";
+} from "../../src/events/redaction/redact.ts";
 import type { Journal } from "../../src/events/spi.ts";
 import type { JournalEntry } from "../../src/events/types.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { isRedactionError, type RedactionError, redaction } from "../../src/events/redact.ts";
+import { isRedactionError, type RedactionError, redaction } from "../../src/events/redaction/redact.ts";
 
 const at = { runId: "r", type: "frame.completed", field: "output" } as const;
 const doc = {

@@ -8,7 +8,7 @@ import {
   redaction,
   verifyRedacted,
   withRedaction,
-} from "../../src/events/redact.ts";
+} from "../../src/events/redaction/redact.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
 import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
 import { jsonJournal } from "../support/loop.ts";

@@ -4,15 +4,15 @@ import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { openSqliteJournal } from "../../src/events/journal.ts";
-import type { SqliteEventStore } from "../../src/events/sqlite.ts";
+import type { SqliteEventStore } from "../../src/events/sqlite/sqlite.ts";
 import {
   CHECKPOINT_PAGES,
   checkpointStatsOf,
   INLINE_LIMIT_PAGES,
   walCheckpointer,
   walPages,
-} from "../../src/events/sqliteCheckpoint.ts";
-import { sqliteFileOf } from "../../src/events/sqliteFile.ts";
+} from "../../src/events/sqlite/sqliteCheckpoint.ts";
+import { sqliteFileOf } from "../../src/events/sqlite/sqliteFile.ts";
 import { decision, runStarted } from "./entries.ts";
 import { tempDir } from "./tmp.ts";
 

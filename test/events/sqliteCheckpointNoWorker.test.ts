@@ -1,8 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { openSqliteJournal } from "../../src/events/journal.ts";
-import type { SqliteEventStore } from "../../src/events/sqlite.ts";
-import { CHECKPOINT_PAGES, checkpointStatsOf } from "../../src/events/sqliteCheckpoint.ts";
-import { sqliteFileOf } from "../../src/events/sqliteFile.ts";
+import type { SqliteEventStore } from "../../src/events/sqlite/sqlite.ts";
+import { CHECKPOINT_PAGES, checkpointStatsOf } from "../../src/events/sqlite/sqliteCheckpoint.ts";
+import { sqliteFileOf } from "../../src/events/sqlite/sqliteFile.ts";
 import { decision, runStarted } from "./entries.ts";
 import { tempDir } from "./tmp.ts";
 

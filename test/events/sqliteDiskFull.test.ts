@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { isLoomError } from "../../src/core/errors.ts";
 import { openSqliteJournal, readJournal } from "../../src/events/journal.ts";
-import { isJournalFileError, JournalFileError } from "../../src/events/sqliteOpen.ts";
+import { isJournalFileError, JournalFileError } from "../../src/events/sqlite/sqliteOpen.ts";
 import type { JournalEntry } from "../../src/events/types.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
 import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";

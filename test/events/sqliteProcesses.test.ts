@@ -3,7 +3,7 @@ import { writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createJournal, readJournal } from "../../src/events/journal.ts";
-import { sqliteStore } from "../../src/events/sqlite.ts";
+import { sqliteStore } from "../../src/events/sqlite/sqlite.ts";
 import type { EntryOf } from "../../src/events/types.ts";
 import { tempDir } from "./tmp.ts";
 

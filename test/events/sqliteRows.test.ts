@@ -2,8 +2,8 @@ import Database from "better-sqlite3";
 import fc from "fast-check";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createJournal, readJournal } from "../../src/events/journal.ts";
-import { sqliteStore } from "../../src/events/sqlite.ts";
-import { SQLITE_SCHEMA_VERSION } from "../../src/events/sqliteFile.ts";
+import { sqliteStore } from "../../src/events/sqlite/sqlite.ts";
+import { SQLITE_SCHEMA_VERSION } from "../../src/events/sqlite/sqliteFile.ts";
 import {
   decodeStoredRows,
   encodeRow,
@@ -11,7 +11,7 @@ import {
   type StoredRow,
   TYPE_CODES,
   v1RowColumns,
-} from "../../src/events/sqliteRows.ts";
+} from "../../src/events/sqlite/sqliteRows.ts";
 import type { EntryType, JournalEntry } from "../../src/events/types.ts";
 import { decision, frameCompleted, frameFailed, frameStarted, runCompleted, runStarted } from "./entries.ts";
 import { tempDir } from "./tmp.ts";

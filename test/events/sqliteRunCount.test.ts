@@ -4,7 +4,7 @@ import Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { compact } from "../../src/events/compact.ts";
 import { type OpenJournal, openSqliteJournal } from "../../src/events/journal.ts";
-import { sqliteStore } from "../../src/events/sqlite.ts";
+import { sqliteStore } from "../../src/events/sqlite/sqlite.ts";
 import type { EventStore, RunSummary } from "../../src/events/store.ts";
 import { decision, runStarted, turn } from "./entries.ts";
 import { tempDir } from "./tmp.ts";

@@ -9,10 +9,10 @@ import {
 import { describe, expect, it } from "vitest";
 import { digestOf } from "../../src/core/digest.ts";
 import { memoryBlobStore } from "../../src/events/blobs.ts";
-import { staticKeys } from "../../src/events/codec.ts";
+import { staticKeys } from "../../src/events/codec/codec.ts";
 import { createJournal } from "../../src/events/journal.ts";
 import { memoryStore } from "../../src/events/memory.ts";
-import { redactedFields, redaction, withRedaction } from "../../src/events/redact.ts";
+import { redactedFields, redaction, withRedaction } from "../../src/events/redaction/redact.ts";
 import type { JournalEntry } from "../../src/events/types.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
 import { otelTelemetry } from "../../src/otel.ts";

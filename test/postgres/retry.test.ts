@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { createJournal, readJournal } from "../../src/events/journal.ts";
-import { TYPE_CODES } from "../../src/events/sqliteRows.ts";
+import { TYPE_CODES } from "../../src/events/sqlite/sqliteRows.ts";
 import type { Model } from "../../src/models/types.ts";
 import { postgresStore } from "../../src/postgres.ts";
 import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";

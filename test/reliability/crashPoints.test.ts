@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { memoryBlobStore } from "../../src/events/blobs.ts";
-import { payloadCodec, staticKeys } from "../../src/events/codec.ts";
-import { codecBlobStore, codecStore } from "../../src/events/codecStore.ts";
+import { payloadCodec, staticKeys } from "../../src/events/codec/codec.ts";
+import { codecBlobStore, codecStore } from "../../src/events/codec/codecStore.ts";
 import { parseFrameId } from "../../src/events/ids.ts";
 import { createJournal, readJournal } from "../../src/events/journal.ts";
 import { memoryStore } from "../../src/events/memory.ts";

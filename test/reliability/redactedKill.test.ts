@@ -4,7 +4,7 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createJournal, openSqliteJournal, readJournal } from "../../src/events/journal.ts";
 import { memoryStore } from "../../src/events/memory.ts";
-import { forgetRedactedOriginals } from "../../src/events/redactedResume.ts";
+import { forgetRedactedOriginals } from "../../src/events/redaction/redactedResume.ts";
 import type { JournalEntry } from "../../src/events/types.ts";
 import { isRedactedHistoryError, type RedactedHistoryError } from "../../src/runtime/base/errors.ts";
 import { rebuildToolCallLog } from "../../src/runtime/base/readers.ts";

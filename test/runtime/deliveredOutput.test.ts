@@ -6,11 +6,11 @@
  */
 import { describe, expect, it } from "vitest";
 import { memoryBlobStore } from "../../src/events/blobs.ts";
-import { payloadCodec } from "../../src/events/codec.ts";
-import { withCodec } from "../../src/events/codecStore.ts";
+import { payloadCodec } from "../../src/events/codec/codec.ts";
+import { withCodec } from "../../src/events/codec/codecStore.ts";
 import { createJournal, readJournal } from "../../src/events/journal.ts";
 import { memoryStore } from "../../src/events/memory.ts";
-import { redaction, withRedaction } from "../../src/events/redact.ts";
+import { redaction, withRedaction } from "../../src/events/redaction/redact.ts";
 import type { BlobStore, Journal } from "../../src/events/spi.ts";
 import type { JournalEntry } from "../../src/events/types.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";

@@ -1,9 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { scheduleRunId, scheduleTickOf } from "../../src/events/ids.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
+import { dueTicks, initialCursor } from "../../src/policies/schedule.ts";
 import { isScheduleError, ScheduleError } from "../../src/runtime/base/errors.ts";
 import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
-import { dueTicks, initialCursor, type ScheduleConfig, schedule } from "../../src/runtime/run/schedule.ts";
+import { type ScheduleConfig, schedule } from "../../src/runtime/run/schedule.ts";
 
 const loop = agentLoop$({ id: "digest", model: scriptedModel(async () => ({ content: "ok", toolCalls: [] })) });
 const hourly = (over: Partial<ScheduleConfig> = {}) =>

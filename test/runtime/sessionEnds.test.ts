@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { isRunCancelledError } from "../../src/core/errors.ts";
 import { readJournal } from "../../src/events/journal.ts";
 import { memoryStore } from "../../src/events/memory.ts";
-import { redaction, withRedaction } from "../../src/events/redact.ts";
+import { redaction, withRedaction } from "../../src/events/redaction/redact.ts";
 import type { Message } from "../../src/events/types.ts";
 import {
   isAgentInterruptedError,

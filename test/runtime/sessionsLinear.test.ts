@@ -1,12 +1,12 @@
 import { randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { memoryArchive } from "../../src/events/archive.ts";
-import { payloadCodec, staticKeys } from "../../src/events/codec.ts";
-import { withCodec } from "../../src/events/codecStore.ts";
+import { payloadCodec, staticKeys } from "../../src/events/codec/codec.ts";
+import { withCodec } from "../../src/events/codec/codecStore.ts";
 import { compact } from "../../src/events/compact.ts";
 import { createJournal, readJournal } from "../../src/events/journal.ts";
 import { memoryStore } from "../../src/events/memory.ts";
-import { redaction, withRedaction } from "../../src/events/redact.ts";
+import { redaction, withRedaction } from "../../src/events/redaction/redact.ts";
 import type { EventStore } from "../../src/events/store.ts";
 import type { JournalEntry, RunStartedData } from "../../src/events/types.ts";
 import { forkRun, type Journal, runConversation, sessionHistory } from "../../src/index.ts";

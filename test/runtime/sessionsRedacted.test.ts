@@ -1,12 +1,12 @@
 import { randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { memoryArchive } from "../../src/events/archive.ts";
-import { payloadCodec, staticKeys } from "../../src/events/codec.ts";
-import { withCodec } from "../../src/events/codecStore.ts";
+import { payloadCodec, staticKeys } from "../../src/events/codec/codec.ts";
+import { withCodec } from "../../src/events/codec/codecStore.ts";
 import { memoryDataKeys } from "../../src/events/dataKeys.ts";
 import { createJournal } from "../../src/events/journal.ts";
 import { memoryStore } from "../../src/events/memory.ts";
-import { redaction, withRedaction } from "../../src/events/redact.ts";
+import { redaction, withRedaction } from "../../src/events/redaction/redact.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
 import { agentLoop$ } from "../../src/runtime/run/agentLoop.ts";
 import { isSessionBusyError, type SessionBusyError } from "../../src/runtime/run/sessions.ts";

@@ -7,7 +7,7 @@ import { compact } from "../../src/events/compact.ts";
 import { createJournal, type OpenJournal, openSqliteJournal, readJournal } from "../../src/events/journal.ts";
 import { memoryStore } from "../../src/events/memory.ts";
 import type { Journal } from "../../src/events/spi.ts";
-import { sqliteStore } from "../../src/events/sqlite.ts";
+import { sqliteStore } from "../../src/events/sqlite/sqlite.ts";
 import type { EventStore } from "../../src/events/store.ts";
 import type { JournalEntry, RunStartedData } from "../../src/events/types.ts";
 import { foldEntries } from "../../src/projections/runState.ts";

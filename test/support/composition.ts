@@ -1,6 +1,6 @@
-import { payloadCodec, staticKeys } from "../../src/events/codec.ts";
-import { withCodec } from "../../src/events/codecStore.ts";
-import { redaction, withRedaction } from "../../src/events/redact.ts";
+import { payloadCodec, staticKeys } from "../../src/events/codec/codec.ts";
+import { withCodec } from "../../src/events/codec/codecStore.ts";
+import { redaction, withRedaction } from "../../src/events/redaction/redact.ts";
 import type { Journal } from "../../src/events/spi.ts";
 import { scriptedModel } from "../../src/models/scripted.ts";
 import type { Message, ModelResponse, ToolCall } from "../../src/models/types.ts";

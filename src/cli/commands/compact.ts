@@ -3,7 +3,7 @@ import { compact } from "../../journal.ts";
 import { dbPath, readRun, runInfo, sqliteSource, withWritableJournal } from "../db.ts";
 import { count, int, kB, printable } from "../format.ts";
 import { type CliIo, println } from "../io.ts";
-import { type CommonOptions, integerOption, withCodecKeys, withCommon } from "../program.ts";
+import { type CommonOptions, integerOption, withCodecKeys, withCommon } from "../options.ts";
 
 /** `loom compact <runId> --keep-turns N`: old tool frames to the archive, one verified marker in their place. */
 export function registerCompact(program: Command, io: CliIo): void {

@@ -4,7 +4,7 @@ import { cancelRun, forkRun, listPendingApprovals, type OpenJournal, recordAppro
 import { journalSource, withJournal, withWritableJournal } from "../db.ts";
 import { clip, oneLine, printable, table } from "../format.ts";
 import { CliError, type CliIo, println } from "../io.ts";
-import { integerOption, type JournalCommonOptions, withJournalOptions } from "../program.ts";
+import { integerOption, type JournalCommonOptions, withJournalOptions } from "../options.ts";
 import { subRunApprovalLines, subRunCancelLines } from "./subRunText.ts";
 
 /** `loom approvals`, `loom approve`, `loom deny`, `loom cancel`, `loom fork`: operating runs from a shell. */

@@ -11,8 +11,8 @@ import { measureRun, type RunFigures } from "../demo/summary.ts";
 import { count, int, kB, oneLine } from "../format.ts";
 import { type CliIo, println, UsageError } from "../io.ts";
 import { PG_ENV } from "../journalSource.ts";
+import { type CommonOptions, integerOption, withCommon } from "../options.ts";
 import { loomCommand, packageRoot } from "../packageRoot.ts";
-import { type CommonOptions, integerOption, withCommon } from "../program.ts";
 import { progressBar } from "../progress.ts";
 
 interface DemoOptions extends CommonOptions {

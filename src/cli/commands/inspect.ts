@@ -6,7 +6,7 @@ import { foldEntries, hydrateArchived } from "../../journal.ts";
 import { dbPath, readRun, sqliteSource, withJournal } from "../db.ts";
 import { count, int, printable } from "../format.ts";
 import { CliError, type CliIo, println } from "../io.ts";
-import { type CommonOptions, integerOption, portOption, withCodecKeys, withCommon } from "../program.ts";
+import { type CommonOptions, integerOption, portOption, withCodecKeys, withCommon } from "../options.ts";
 import { type ReplayResult, replayRun } from "../replay.ts";
 
 interface InspectOptions extends CommonOptions {

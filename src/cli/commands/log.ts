@@ -4,7 +4,7 @@ import { isFullToolCallLog } from "../../journal.ts";
 import { journalSource, readRun, runInfo, stoppedText, withJournal } from "../db.ts";
 import { clip, count, int, oneLine, printable, shortDigest, table } from "../format.ts";
 import { type CliIo, println } from "../io.ts";
-import { type JournalCommonOptions, withJournalOptions } from "../program.ts";
+import { type JournalCommonOptions, withJournalOptions } from "../options.ts";
 
 interface LogOptions extends JournalCommonOptions {
   readonly mode?: ToolCallLogMode;

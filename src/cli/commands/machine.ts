@@ -3,7 +3,7 @@ import type { AnyStateMachine } from "xstate";
 import { agentLoopMachine, modePinMachine, toolCallMachine } from "../../journal.ts";
 import { type CliIo, println, UsageError } from "../io.ts";
 import { mermaid } from "../mermaid.ts";
-import { withVerbose } from "../program.ts";
+import { withVerbose } from "../options.ts";
 
 /** The statecharts `loom machine` prints. */
 export const MACHINES: Readonly<Record<string, AnyStateMachine>> = {

@@ -4,7 +4,7 @@ import { type PruneResult, pruneRuns } from "../../journal.ts";
 import { journalSource, withJournal } from "../db.ts";
 import { int } from "../format.ts";
 import { type CliIo, println } from "../io.ts";
-import { integerOption, type JournalCommonOptions, withJournalOptions } from "../program.ts";
+import { integerOption, type JournalCommonOptions, withJournalOptions } from "../options.ts";
 
 const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 };
 

@@ -5,8 +5,8 @@ import { dbPath, modelCalls, readRun, sqliteSource, withWritableJournal } from "
 import { count, printable } from "../format.ts";
 import { CliError, type CliIo, println } from "../io.ts";
 import { KNOWN_LOOPS } from "../loops.ts";
+import { type CommonOptions, withCodecKeys, withCommon } from "../options.ts";
 import { packageRoot } from "../packageRoot.ts";
-import { type CommonOptions, withCodecKeys, withCommon } from "../program.ts";
 import { progressBar } from "../progress.ts";
 import { sessionRunToResume } from "./session.ts";
 

@@ -7,7 +7,7 @@ import { statusLabel, stoppedOrNext } from "../activity.ts";
 import { journalSource, type RunInfo, withJournal } from "../db.ts";
 import { clip, int, kB, printable, table } from "../format.ts";
 import { type CliIo, println } from "../io.ts";
-import { type JournalCommonOptions, withJournalOptions } from "../program.ts";
+import { type JournalCommonOptions, withJournalOptions } from "../options.ts";
 import { printSessionRows, sessionRows, sessionRowsOf } from "./session.ts";
 
 /** `loom runs`: every run of the journal, oldest first, each sub-agent's run under its parent. */

@@ -8,7 +8,7 @@ import { type JournalSource, journalSource, openJournalFile } from "../db.ts";
 import { table } from "../format.ts";
 import { CliError, type CliIo, println, UsageError } from "../io.ts";
 import { withPostgresJournal } from "../journalSource.ts";
-import { type JournalCommonOptions, withJournalOptions } from "../program.ts";
+import { type JournalCommonOptions, withJournalOptions } from "../options.ts";
 
 /** The schedules a module exports: `export const schedules = [schedule(...), …]`, or its default export. */
 async function loadSchedules(io: CliIo, module: string): Promise<readonly Schedule[]> {

@@ -9,7 +9,7 @@ import { activityText, runInfoOf } from "../activity.ts";
 import { type JournalSource, journalSource, type RunInfo, withJournal } from "../db.ts";
 import { clip, count, int, oneLine, printable } from "../format.ts";
 import { type CliIo, println } from "../io.ts";
-import { type JournalCommonOptions, withJournalOptions } from "../program.ts";
+import { type JournalCommonOptions, withJournalOptions } from "../options.ts";
 import { type ShownStep, showStep } from "../step.ts";
 import { printSession } from "./session.ts";
 

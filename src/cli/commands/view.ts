@@ -6,7 +6,7 @@ import { resumeCommandFor } from "../activity.ts";
 import { journalSource, withWritableJournal } from "../db.ts";
 import { exposureWarning } from "../inspectServer.ts";
 import { CliError, type CliIo, println } from "../io.ts";
-import { type JournalCommonOptions, portOption, withJournalOptions } from "../program.ts";
+import { type JournalCommonOptions, portOption, withJournalOptions } from "../options.ts";
 
 interface ViewOptions extends JournalCommonOptions {
   readonly port: number;

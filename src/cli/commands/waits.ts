@@ -6,7 +6,7 @@ import { type AgentLoop, deliverEvent, listWaits, wakeDueRuns } from "../../inde
 import { journalSource, withJournal, withWritableJournal } from "../db.ts";
 import { printable, table } from "../format.ts";
 import { CliError, type CliIo, println } from "../io.ts";
-import { type JournalCommonOptions, withJournalOptions } from "../program.ts";
+import { type JournalCommonOptions, withJournalOptions } from "../options.ts";
 
 const at = (iso: string | undefined) => (iso === undefined ? "-" : iso.replace("T", " ").slice(0, 19));
 

@@ -5,7 +5,7 @@ import {
   type OwnershipLostError,
 } from "../../core/errors.ts";
 import { parseFrameId } from "../../events/ids.ts";
-import { storedFormOf } from "../../events/redact.ts";
+import { storedFormOf } from "../../events/redaction/redact.ts";
 import type { AppendOptions, EventStore } from "../../events/store.ts";
 import { type JournalEntry, type NewEntry, SCHEMA_VERSION } from "../../events/types.ts";
 import { validateEntries } from "../../events/validate.ts";

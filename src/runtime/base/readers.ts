@@ -1,11 +1,11 @@
 import { digestOf, sha256Hex } from "../../core/digest.ts";
 import { errorGuard, IntegrityError, LoomError } from "../../core/errors.ts";
 import { type ClaimCheckEnvelope, claimCheckOf, isClaimCheckEnvelope } from "../../events/claimCheck.ts";
-import { decodesBlobs } from "../../events/codecStore.ts";
+import { decodesBlobs } from "../../events/codec/codecStore.ts";
 import { contextDecisionId, modelFrameId, parseFrameId, toolStepId } from "../../events/ids.ts";
 import { readJournal } from "../../events/journal.ts";
 import { readArchived } from "../../events/readArchived.ts";
-import type { RedactionRecord } from "../../events/redact.ts";
+import type { RedactionRecord } from "../../events/redaction/redact.ts";
 import type { ArchivedFrame, Journal } from "../../events/spi.ts";
 import type { JournalEntry, Message, ToolCall } from "../../events/types.ts";
 import { validateToolCallLogMode } from "../../machines/modePin.machine.ts";

@@ -4,7 +4,7 @@
  * naming no waiting call is refused. The run then hands them down (`subruns/subRunApprovals.ts`).
  */
 import { errorGuard, LoomError } from "../../core/errors.ts";
-import { approvalId } from "../../events/ids.ts";
+import { approvalId, isRunBelow, runsBelowPrefix } from "../../events/ids.ts";
 import { readJournal } from "../../events/journal.ts";
 import type { Journal } from "../../events/spi.ts";
 import { foldEntries, type RunState } from "../../projections/runState.ts";
@@ -62,7 +62,7 @@ export async function resolveApprovals<R extends { runId: string; journal: Journ
   const pending = await listPendingApprovals(journal, { runId });
   await refuseUnknownSteps(journal, runId, state, approvals, pending);
   await checkEditedInputs(runId, approvals, pending, tools);
-  const own = `${runId}/`;
+  const own = runsBelowPrefix(runId);
   const plain = Object.keys(approvals).filter((k) => !k.startsWith(own));
   if (plain.length === 0) return request;
   if (!pending.some((p) => p.runId !== runId)) return request; // no sub-agent waits: all are the run's own
@@ -112,7 +112,11 @@ async function refuseUnknownSteps(
     const cut = key.lastIndexOf("/");
     const at = cut < 0 ? undefined : key.slice(0, cut);
     if (at === runId && wasAsked(state, key.slice(cut + 1))) continue;
-    if (at?.startsWith(`${runId}/`) && wasAsked(foldEntries(await readJournal(journal, at)), key.slice(cut + 1)))
+    if (
+      at !== undefined &&
+      isRunBelow(at, runId) &&
+      wasAsked(foldEntries(await readJournal(journal, at)), key.slice(cut + 1))
+    )
       continue;
     const list = [...new Set(pending.map((p) => (p.runId === runId ? p.stepId : approvalKey(p.runId, p.stepId))))];
     throw new ApprovalRefusedError(

@@ -1,5 +1,5 @@
 import { errorGuard, LoomError } from "../../core/errors.ts";
-import { checkRunId } from "../../events/ids.ts";
+import { checkRunId, sessionRunId } from "../../events/ids.ts";
 import type { ToolCallLogMode } from "../../projections/types.ts";
 import type { AgentLoop, RunRequest, SessionReply } from "./agentLoop.ts";
 import { sessionRuns } from "./sessions.ts";
@@ -19,7 +19,7 @@ export class UnknownSessionError extends LoomError {
   constructor(sessionId: string) {
     super(
       "unknownSession",
-      `session ${sessionId} has no message in this journal (no run ${sessionId}/0): check the session id and the journal, or start the session with loop.send({ sessionId: "${sessionId}", journal, message })`,
+      `session ${sessionId} has no message in this journal (no run ${sessionRunId(sessionId, 0)}): check the session id and the journal, or start the session with loop.send({ sessionId: "${sessionId}", journal, message })`,
     );
     this.sessionId = sessionId;
   }

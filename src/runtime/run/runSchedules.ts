@@ -1,8 +1,9 @@
 import { scheduleTickOf } from "../../events/ids.ts";
 import type { Journal } from "../../events/spi.ts";
+import { dueTicks, initialCursor } from "../../policies/schedule.ts";
 import { runActivity } from "../control/activity.ts";
 import { RunStops } from "./runStops.ts";
-import { dueTicks, initialCursor, type Schedule, tickInput } from "./schedule.ts";
+import { type Schedule, tickInput } from "./schedule.ts";
 
 /** A tick a scheduler fired: which schedule, when, and the run it names. */
 export interface FiredTick {

@@ -1,5 +1,6 @@
 import { errorGuard, LoomError } from "../../core/errors.ts";
-import { redactedResumeRefusal } from "../../events/redactedResume.ts";
+import { runsBelowPrefix, sessionMessageOf, sessionRunId } from "../../events/ids.ts";
+import { redactedResumeRefusal } from "../../events/redaction/redactedResume.ts";
 import type { Journal } from "../../events/spi.ts";
 import type { EventStore } from "../../events/store.ts";
 import type { Message } from "../../events/types.ts";
@@ -60,13 +61,8 @@ export class SessionBusyError extends LoomError {
 /** Whether `e` is a {@link SessionBusyError}. */
 export const isSessionBusyError = errorGuard(SessionBusyError, { codes: ["sessionBusy"] });
 
-/**
- * The run id of message `n` (0-based) of a session: `<sessionId>/<n>`.
- *
- * @example
- * sessionRunId("chat-7", 2); // "chat-7/2"
- */
-export const sessionRunId = (sessionId: string, n: number): string => `${sessionId}/${n}`;
+// The run id of message n of a session, written in the id grammar; the public API takes it from here.
+export { sessionRunId };
 
 /**
  * The runs of a session, in message order (`<sessionId>/0`, `/1`, …): its sub-agents' runs and
@@ -76,12 +72,10 @@ export const sessionRunId = (sessionId: string, n: number): string => `${session
  * await sessionRuns(journal, "chat-7"); // ["chat-7/0", "chat-7/1"]
  */
 export async function sessionRuns(journal: Journal, sessionId: string): Promise<string[]> {
-  const prefix = `${sessionId}/`;
   const numbers: number[] = [];
-  for (const run of await journal.store.listRuns({ prefix })) {
-    if (!run.runId.startsWith(prefix)) continue;
-    const rest = run.runId.slice(prefix.length);
-    if (/^(0|[1-9][0-9]*)$/.test(rest)) numbers.push(Number(rest));
+  for (const run of await journal.store.listRuns({ prefix: runsBelowPrefix(sessionId) })) {
+    const n = sessionMessageOf(run.runId, sessionId); // a store may ignore the prefix
+    if (n !== undefined) numbers.push(n);
   }
   return numbers.sort((a, b) => a - b).map((n) => sessionRunId(sessionId, n));
 }

@@ -3,10 +3,10 @@ import { readJournal } from "../../events/journal.ts";
 import type { Journal } from "../../events/spi.ts";
 import { foldEntries, type RunState } from "../../projections/runState.ts";
 import type { RunWait } from "../../projections/types.ts";
+import { describeApproval, endedWaits, lastTurnWaits, runDueAt, waitsIn } from "../../projections/waits.ts";
 import { isAgentInterruptedError } from "../base/errors.ts";
 import { activityOfFolded } from "../control/activity.ts";
 import { listPendingApprovals } from "../control/approvals.ts";
-import { describeApproval, endedWaits, lastTurnWaits, runDueAt, waitsIn } from "../steps/waits.ts";
 import type { AgentLoop } from "./agentLoop.ts";
 
 /** A run whose journal ends with one of these has ended: nothing of it waits any more. */

@@ -22,7 +22,7 @@ import type {
   PrepareOutput,
 } from "../../machines/agentLoop.protocol.ts";
 import { resolveModePin } from "../../machines/modePin.machine.ts";
-import { applyContext, type ContextChoice } from "../../policies/context.ts";
+import { applyContext } from "../../policies/context.ts";
 import { definitionPin } from "../../policies/definition.ts";
 import { attemptError, type RetryPolicy } from "../../policies/retry.ts";
 import { type FrameState, type RunState, responseAt } from "../../projections/runState.ts";
@@ -42,7 +42,7 @@ import { readRunState, SnapshotSchedule, snapshotConfigOf } from "../base/snapsh
 import { recordedToolCallIds, recordedTraceContext, traceContextDecision } from "../base/telemetry.ts";
 import { isSubAgentTool } from "../subruns/subAgentTools.ts";
 import { askModel } from "./askModel.ts";
-import { CONTEXT_SOURCE } from "./budget.ts";
+import { contextChoice } from "./contextChoice.ts";
 import { durableStep, type StepEffect } from "./durableStep.ts";
 import { causeOf, modelPolicy, runDeadline } from "./failurePolicy.ts";
 import { cancelEnds, failedEntry, interruptionEntry } from "./hooks.ts";
@@ -293,41 +293,6 @@ async function callModel(run: BoundRun, turn: number, actor: CallStop): Promise<
   }
 }
 
-/**
- * The context decision of model call `turn`: served when journaled; else, for a call not started
- * yet, decided by the loop's policy and journaled with the call's frame.started. A call the
- * journal started without one (recorded before the policy was configured) is sent as recorded.
- */
-async function contextChoice(session: RunSession, turn: number, frameId: string): Promise<ContextChoice | undefined> {
-  const { config, options } = session;
-  const id = contextDecisionId(config.id, turn);
-  const recorded = session.state.decisions[id];
-  if (recorded !== undefined) return recorded.choice as ContextChoice;
-  const policy = config.context;
-  if (policy === undefined || session.state.frames[frameId] !== undefined) return undefined;
-  const previous = turn > 0 ? session.state.decisions[contextDecisionId(config.id, turn - 1)] : undefined;
-  const view = {
-    loopId: config.id,
-    turn,
-    messages: session.conversation.messages,
-    turnStarts: session.conversation.turnStarts,
-    previous: previous?.choice as ContextChoice | undefined,
-  };
-  const asked = { modelCalls: 0, inputTokens: 0, outputTokens: 0 };
-  const ask = async (messages: readonly Message[]) => {
-    const response = await config.model.generate({ messages, tools: [], signal: options.signal ?? NEVER });
-    asked.modelCalls++;
-    asked.inputTokens += countOf(response.usage?.inputTokens);
-    asked.outputTokens += countOf(response.usage?.outputTokens);
-    return typeof response.content === "string" ? response.content : "";
-  };
-  const decided = await policy.decide(view, ask);
-  const choice = jsonRoundTrip(asked.modelCalls === 0 ? decided : { ...decided, asked }) as ContextChoice;
-  // Written with the call's frame.started: a crash before it leaves neither, and the policy decides again.
-  session.appender.defer({ type: "decision.recorded", data: { decisionId: id, source: CONTEXT_SOURCE, choice } });
-  return choice;
-}
-
 /** The budget's check before the model call of `turn` (one not recorded yet); a sub-agent's usage read anew after its turn. */
 function budgetCheck(session: RunSession, turn: number) {
   const previous = turn > 0 ? responseAt(session.state, turn - 1) : undefined;
@@ -506,10 +471,6 @@ class ModelStep implements StepEffect<ModelResponse, ModelResponse> {
     return this.session.stepStop(this.actor); // read only by a step that runs: linked then
   }
 }
-
-/** A signal never aborted: a context policy's model call in a run given none. */
-const NEVER = new AbortController().signal;
-const countOf = (n: unknown): number => (typeof n === "number" && Number.isFinite(n) ? n : 0);
 
 /** The run's deadline (`timeouts.runMs`, journaled at its start) has passed: it stops for good. */
 function pastDeadline(deadlineAt: number | undefined): CallModelOutput {

@@ -1,4 +1,12 @@
-import { parseFrameId, sessionBudgetId } from "../../events/ids.ts";
+import {
+  DECISION_SOURCES,
+  modelIdDecisionId,
+  parseFrameId,
+  runsBelowPrefix,
+  sessionBudgetId,
+  sessionMessageOf,
+  sessionRunId,
+} from "../../events/ids.ts";
 import type { Journal } from "../../events/spi.ts";
 import type { ModelResponse, NewEntry } from "../../events/types.ts";
 import {
@@ -13,15 +21,14 @@ import {
   remainingBudget,
 } from "../../policies/budget.ts";
 import type { RunState } from "../../projections/runState.ts";
+import { type CallTokens, callTokens, modelCallTokens } from "../../projections/usage.ts";
 import { foldRun, hydrateArchived } from "../base/readers.ts";
 
-/** `<loop>#model`: the model id a budgeted run is priced with, journaled at its start (read by its parent's budget). */
-export const modelIdDecisionId = (loopId: string): string => `${loopId}#model`;
-const MODEL_ID_SOURCE = "budget-model";
+const MODEL_ID_SOURCE = DECISION_SOURCES.modelId;
 /** The source of context decisions (actors.ts): a summary's model calls are journaled in them. */
-export const CONTEXT_SOURCE = "context-policy";
+const CONTEXT_SOURCE = DECISION_SOURCES.context;
 /** The source of `<loop>#session`: a session's usage before the message a run answers. */
-const SESSION_SOURCE = "session-budget";
+const SESSION_SOURCE = DECISION_SOURCES.sessionBudget;
 
 /**
  * How the sub-agents one model response started share the run's budget, as journaled in
@@ -104,7 +111,7 @@ export class RunBudget {
   /** Counts one model call's response (its journaled usage) toward the run's own figures. */
   answered(response: ModelResponse): void {
     if (this.budget === undefined) return;
-    this.#own = addUsage(this.#own, usageOfResponse(response, this.modelId, this.budget.prices));
+    this.#own = addUsage(this.#own, usageOfCall(callTokens(response.usage), this.modelId, this.budget.prices));
   }
 
   /** Counts the model calls a context policy made (journaled in its decision) toward the run's own figures. */
@@ -161,13 +168,10 @@ export class RunBudget {
   }
 }
 
-/** One response's figures: a model call, the tokens its `usage` reported, their cost. */
-function usageOfResponse(response: ModelResponse, modelId: string | undefined, prices: PriceTable | undefined) {
-  const tokens = {
-    inputTokens: numberOr0(response.usage?.inputTokens),
-    outputTokens: numberOr0(response.usage?.outputTokens),
-  };
-  return { modelCalls: 1, ...tokens, cost: costOf(tokens, modelId, prices) };
+/** One model call's figures: a call, the tokens its response's `usage` reported, their cost. */
+function usageOfCall(tokens: CallTokens | undefined, modelId: string | undefined, prices: PriceTable | undefined) {
+  const counted = tokens ?? { inputTokens: 0, outputTokens: 0 };
+  return { modelCalls: 1, ...counted, cost: costOf(counted, modelId, prices) };
 }
 
 /** A context decision's `asked` figures, priced. */
@@ -202,10 +206,8 @@ export function usageOfRun(state: RunState, fallbackModelId: string | undefined,
     if (decision.source === CONTEXT_SOURCE && typeof asked === "object" && asked !== null)
       used = addUsage(used, pricedAsk(asked, modelId, prices));
   }
-  for (const frame of Object.values(state.frames)) {
-    if (frame.status !== "completed" || parseFrameId(frame.frameId)?.kind !== "model") continue;
-    const response = ("output" in frame ? frame.output : undefined) as ModelResponse | undefined;
-    used = addUsage(used, usageOfResponse(response ?? { toolCalls: [] }, modelId, prices));
+  for (const tokens of modelCallTokens(state)) {
+    used = addUsage(used, usageOfCall(typeof tokens === "string" ? undefined : tokens, modelId, prices));
   }
   return used;
 }
@@ -217,7 +219,7 @@ async function subRunsUsage(
   modelId: string | undefined,
   prices: PriceTable | undefined,
 ): Promise<BudgetUsage> {
-  const prefix = `${runId}/`;
+  const prefix = runsBelowPrefix(runId);
   let used = NO_USAGE;
   for (const run of await journal.store.listRuns({ prefix })) {
     if (!run.runId.startsWith(prefix)) continue; // a store may ignore the prefix
@@ -249,10 +251,9 @@ async function sessionUsageBefore(
   modelId: string | undefined,
   prices: PriceTable | undefined,
 ): Promise<BudgetUsage> {
-  const n = Number(runId.slice(sessionId.length + 1));
   let used = NO_USAGE;
-  for (let k = (Number.isInteger(n) ? n : 0) - 1; k >= 0; k--) {
-    const message = `${sessionId}/${k}`; // the run of message k (sessionRunId)
+  for (let k = (sessionMessageOf(runId, sessionId) ?? 0) - 1; k >= 0; k--) {
+    const message = sessionRunId(sessionId, k);
     const state = await withModelOutputs(journal, await foldRun(journal, message));
     used = addUsage(
       addUsage(used, usageOfRun(state, modelId, prices)),

@@ -4,6 +4,7 @@
  * (src/policies/retry.ts); here is the clock, the randomness and the timers.
  */
 import { errorCause } from "../../events/errorCause.ts";
+import { DECISION_SOURCES, deadlineId } from "../../events/ids.ts";
 import type { AttemptError, ErrorCause, NewEntry } from "../../events/types.ts";
 import {
   attemptError,
@@ -16,12 +17,6 @@ import {
 import type { RunState } from "../../projections/runState.ts";
 import type { AgentLoopConfig, Tool } from "../base/config.ts";
 import { StepStop } from "../base/runStop.ts";
-
-/** `<loop>#deadline`: the run's deadline (`timeouts.runMs`), decided once at its start. */
-export const deadlineId = (loopId: string): string => `${loopId}#deadline`;
-
-/** The source of the deadline decision. */
-export const DEADLINE_SOURCE = "run-deadline";
 
 /** The loop's model policy: its `retry.model` over the defaults. */
 export function modelPolicy(config: AgentLoopConfig): RetryPolicy {
@@ -49,7 +44,7 @@ export function runDeadline(
   const deadlineAt = now + runMs;
   const decision: NewEntry = {
     type: "decision.recorded",
-    data: { decisionId: deadlineId(config.id), source: DEADLINE_SOURCE, choice: { deadlineAt, runMs } },
+    data: { decisionId: deadlineId(config.id), source: DECISION_SOURCES.deadline, choice: { deadlineAt, runMs } },
   };
   return { deadlineAt, append: [decision] };
 }

@@ -4,9 +4,9 @@ import type { NewEntry } from "../../events/types.ts";
 import type { Interruption } from "../../machines/agentLoop.protocol.ts";
 import { approvalExpiry } from "../../policies/approval.ts";
 import { responseAt } from "../../projections/runState.ts";
+import { waitingDetail } from "../../projections/waits.ts";
 import { AppendAfterCloseError } from "../base/appender.ts";
 import type { RunSession } from "./session.ts";
-import { waitingDetail } from "./waits.ts";
 
 /**
  * The few places the loop's runtime consults run control (cancel, approval expiry): small

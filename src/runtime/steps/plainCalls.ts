@@ -1,4 +1,4 @@
-import { fromCallback } from "xstate";
+import { type AnyActorScope, fromCallback } from "xstate";
 import { LoomError } from "../../core/errors.ts";
 import type { PlainCallsEvent } from "../../machines/agentLoop.protocol.ts";
 import type {
@@ -8,7 +8,6 @@ import type {
   ToolCallParentEvent,
 } from "../../machines/toolCall.machine.ts";
 import { CallStop } from "../base/runStop.ts";
-import type { ActorSystem } from "./runBinding.ts";
 
 /**
  * The two steps of one tool call, as the toolCall chart invokes them: `checkCall` (served,
@@ -48,7 +47,7 @@ export async function plainCall(steps: CallSteps, input: ToolCallInput, stop: Ca
  * `CALLS.STOP`, its calls' stops abort and they report nothing. Built once: `stepsOf` finds the
  * steps of the run it runs for through its actor system.
  */
-export function plainCallsActor(stepsOf: (system: ActorSystem) => CallSteps) {
+export function plainCallsActor(stepsOf: (system: AnyActorScope["system"]) => CallSteps) {
   return fromCallback<PlainCallsEvent, { runId: string }>(({ receive, sendBack, system }) => {
     const steps = stepsOf(system);
     const live = new Set<CallStop>();

@@ -1,6 +1,6 @@
 import { DefinitionChangedError } from "../../core/errors.ts";
-import { originalsView } from "../../events/redactedOriginals.ts";
-import { whyNotResumable } from "../../events/redactedResume.ts";
+import { originalsView } from "../../events/redaction/redactedOriginals.ts";
+import { whyNotResumable } from "../../events/redaction/redactedResume.ts";
 import type { Journal } from "../../events/spi.ts";
 import type { ToolDescriptor } from "../../models/types.ts";
 import { type DefinitionPin, definitionPin, describeChange, unacceptedChanges } from "../../policies/definition.ts";

@@ -3,7 +3,7 @@
  * of its session do not ask again for that tool. The scope is journaled once, in the run where it
  * was given; a later message's run reads it from the earlier runs of its session.
  */
-import { approvalId, DECISION_SOURCES } from "../../events/ids.ts";
+import { approvalId, DECISION_SOURCES, sessionRunId } from "../../events/ids.ts";
 import { readJournal } from "../../events/journal.ts";
 import type { Journal } from "../../events/spi.ts";
 import type { ApprovalChoice } from "../base/callResult.ts";
@@ -36,7 +36,7 @@ export async function sessionScopesBefore(
   if (n === 0) return undefined;
   const scopes = new Map<string, SessionScope>();
   for (let k = 0; k < n; k++) {
-    const earlier = `${sessionId}/${k}`;
+    const earlier = sessionRunId(sessionId, k);
     for (const entry of await readJournal(journal, earlier)) {
       if (entry.type !== "decision.recorded" || entry.data.source !== DECISION_SOURCES.approval) continue;
       const choice = entry.data.choice as ApprovalChoice | undefined;

@@ -3,7 +3,7 @@ import { type AgentLoopInput, agentLoopMachine } from "../../machines/agentLoop.
 import { toolCallMachine } from "../../machines/toolCall.machine.ts";
 import { loopLogic } from "./actors.ts";
 import { type BoundRun, bindRun } from "./runBinding.ts";
-import { plainCalls, toolCallLogic } from "./toolActors.ts";
+import { plainCalls, toolCallLogic } from "./toolCallLogic.ts";
 
 /**
  * The agent loop's chart with the runtime's actors provided, built once for every loop and run.

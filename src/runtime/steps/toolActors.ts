@@ -1,4 +1,3 @@
-import { fromPromise } from "xstate";
 import { digestOfRecorded } from "../../core/digest.ts";
 import { DECISION_SOURCES, idempotencyKey, outcomeId, toolStepId, waitId } from "../../events/ids.ts";
 import type {
@@ -20,13 +19,11 @@ import type { Tool } from "../base/config.ts";
 import type { StepStop } from "../base/runStop.ts";
 import { isSubAgentTool } from "../subruns/subAgentTools.ts";
 import { subRunWaits } from "../subruns/subRuns.ts";
-import { askApproval } from "./approvalActor.ts";
 import { answersSearchTools, SEARCH_TOOLS, SKILL_ACTIVATION, searchTools } from "./builtins.ts";
 import { CallOrder } from "./callOrder.ts";
 import { durableStep, type StepEffect } from "./durableStep.ts";
 import { toolAttemptError, toolPolicy } from "./failurePolicy.ts";
-import { type CallSteps, plainCallsActor } from "./plainCalls.ts";
-import { boundRun } from "./runBinding.ts";
+import type { CallSteps } from "./plainCalls.ts";
 import type { RunSession } from "./session.ts";
 import { type SessionScope, sessionScopesBefore } from "./sessionScopes.ts";
 import { invalidInputMessage, noCanonicalForm } from "./toolInput.ts";
@@ -495,19 +492,6 @@ export class ToolCalls implements CallSteps, ToolSteps {
     return may;
   }
 }
-
-/**
- * The toolCall chart's actors, built once: each finds its run's {@link ToolCalls} through the
- * actor system it runs in (runBinding.ts).
- */
-export const toolCallLogic = {
-  checkCall: fromPromise<CheckOutput, ToolCallInput>(({ input, system }) => boundRun(system).calls.check(input)),
-  askApproval,
-  runTool: fromPromise<RunToolOutput, ToolCallInput>((actor) => boundRun(actor.system).calls.run(actor.input, actor)),
-};
-
-/** The loop's one actor for the calls that cannot wait (see {@link ToolCalls.chartedCalls}), built once. */
-export const plainCalls = plainCallsActor((system) => boundRun(system).calls);
 
 const isThenable = (value: unknown): value is PromiseLike<unknown> =>
   (typeof value === "object" || typeof value === "function") &&

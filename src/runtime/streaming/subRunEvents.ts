@@ -7,7 +7,7 @@
  * (`RunContext.nestedListener`); this file is how readers nest them, and how `followRun` follows them.
  */
 
-import { childRunId, subRunSteps } from "../../events/ids.ts";
+import { childRunId, runsBelowPrefix, subRunSteps } from "../../events/ids.ts";
 import type { Journal } from "../../events/spi.ts";
 import type { JournalEntry } from "../../events/types.ts";
 import type { RunEvent } from "../../projections/events.ts";
@@ -122,7 +122,7 @@ export class NestedFollowers {
     if (steps.length === 0) return;
     // One listing of the runs under this one (a range of the run id index where the store has
     // one), instead of a read per call: most calls run no child.
-    const prefix = `${this.runId}/`;
+    const prefix = runsBelowPrefix(this.runId);
     let children: Set<string>;
     try {
       const runs = await this.journal.store.listRuns({ prefix });

@@ -4,7 +4,7 @@
  * calls hand each child the answers below it, and looked up by the child's approval actor. How
  * the answers are resolved and checked where they are given is `control/approvalAnswers.ts`.
  */
-import { childRunId } from "../../events/ids.ts";
+import { childRunId, runsBelowPrefix } from "../../events/ids.ts";
 
 /**
  * An answer to a pending approval beyond yes or no (`run({ approvals: { [stepId]: reply } })`):
@@ -51,7 +51,7 @@ export const approvalKey = (runId: string, stepId: string): string => childRunId
  */
 export function answersBelow(given: ApprovalAnswers | undefined, childId: string): ApprovalAnswers | undefined {
   if (given === undefined) return undefined;
-  const prefix = `${childId}/`;
+  const prefix = runsBelowPrefix(childId);
   const below = Object.entries(given).filter(([k]) => k.startsWith(prefix));
   return below.length === 0 ? undefined : Object.fromEntries(below);
 }

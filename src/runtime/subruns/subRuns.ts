@@ -5,7 +5,7 @@
  * about the loop.
  */
 import { errorGuard, LoomError } from "../../core/errors.ts";
-import { childRunIdSplits } from "../../events/ids.ts";
+import { childRunIdSplits, runsBelowPrefix } from "../../events/ids.ts";
 import { readJournal } from "../../events/journal.ts";
 import type { Journal } from "../../events/spi.ts";
 import type { InterruptedAgentRun } from "../../projections/types.ts";
@@ -87,7 +87,7 @@ const ENDED = new Set(["run.completed", "run.failed", "run.cancelled"]);
  * await openSubRunsOf(journal, "trip"); // ["trip/planner#turn:0:tool:0", "trip/planner#turn:0:tool:0/researcher#turn:0:tool:0"]
  */
 export async function openSubRunsOf(journal: Journal, runId: string): Promise<string[]> {
-  const prefix = `${runId}/`;
+  const prefix = runsBelowPrefix(runId);
   // Looked up by prefix where the store can (a range of its run ids); a store that lists every run is filtered here.
   const candidates = (await journal.store.listRuns({ prefix })).filter(
     (r) => r.runId.startsWith(prefix) && !ENDED.has(r.lastType),

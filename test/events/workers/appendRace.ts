@@ -9,7 +9,7 @@
 import { existsSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import { isConcurrencyError } from "../../../src/core/errors.ts";
-import { sqliteStore } from "../../../src/events/sqlite.ts";
+import { sqliteStore } from "../../../src/events/sqlite/sqlite.ts";
 
 const [db, runId, name, countText, goFile] = process.argv.slice(2) as [string, string, string, string, string];
 const count = Number(countText);

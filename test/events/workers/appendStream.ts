@@ -4,7 +4,7 @@
  *
  *   node --import tsx test/events/workers/appendStream.ts <db> <runId>
  */
-import { sqliteStore } from "../../../src/events/sqlite.ts";
+import { sqliteStore } from "../../../src/events/sqlite/sqlite.ts";
 import type { NewEntry } from "../../../src/events/types.ts";
 
 const [db, runId] = process.argv.slice(2) as [string, string];

@@ -7,9 +7,9 @@
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { openSqliteJournal } from "../../../src/events/journal.ts";
-import type { SqliteEventStore } from "../../../src/events/sqlite.ts";
-import { checkpointStatsOf } from "../../../src/events/sqliteCheckpoint.ts";
-import { sqliteFileOf } from "../../../src/events/sqliteFile.ts";
+import type { SqliteEventStore } from "../../../src/events/sqlite/sqlite.ts";
+import { checkpointStatsOf } from "../../../src/events/sqlite/sqliteCheckpoint.ts";
+import { sqliteFileOf } from "../../../src/events/sqlite/sqliteFile.ts";
 import { decision, runStarted } from "../entries.ts";
 
 const [path] = process.argv.slice(2) as [string];

@@ -1,6 +1,6 @@
 import type Database from "better-sqlite3";
+import { AppendWatchers } from "../watch.ts";
 import { type SqliteFile, sqliteDriver } from "./sqliteFile.ts";
-import { AppendWatchers } from "./watch.ts";
 
 /** How often a watched SQLite file is asked whether another connection committed, in ms. */
 export const SQLITE_WATCH_POLL_MS = 20;

@@ -1,7 +1,7 @@
 import { createHmac, timingSafeEqual } from "node:crypto";
-import { withCanonicalBytes } from "../core/canonicalJson.ts";
-import { jsonRoundTrip } from "../core/jsonForm.ts";
-import type { KeyProvider } from "./codec.ts";
+import { withCanonicalBytes } from "../../core/canonicalJson.ts";
+import { jsonRoundTrip } from "../../core/jsonForm.ts";
+import type { KeyProvider } from "../codec/codec.ts";
 
 /**
  * Keyed digests of redacted originals. A plain sha256 of a redacted value lets anyone who reads

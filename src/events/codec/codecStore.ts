@@ -1,9 +1,10 @@
+import { DECISION_SOURCES } from "../ids.ts";
+import { MODE_PIN_SOURCE } from "../modePin.ts";
+import type { ArchivedFrame, ArchiveStore, BlobStore, Journal } from "../spi.ts";
+import type { EventStore } from "../store.ts";
+import { TOOL_LIST_SOURCE } from "../toolList.ts";
+import type { EntryType, JournalEntry, NewEntry } from "../types.ts";
 import { type CodecEnvelope, isCodecEnvelope, type PayloadCodec, PayloadCodecError } from "./codec.ts";
-import { MODE_PIN_SOURCE } from "./modePin.ts";
-import type { ArchivedFrame, ArchiveStore, BlobStore, Journal } from "./spi.ts";
-import type { EventStore } from "./store.ts";
-import { TOOL_LIST_SOURCE } from "./toolList.ts";
-import type { EntryType, JournalEntry, NewEntry } from "./types.ts";
 
 /**
  * The codec applied to a journal: an `EventStore` decorator (and the same for blobs and the
@@ -46,9 +47,9 @@ export const PAYLOAD_FIELDS: Partial<Record<EntryType, readonly string[]>> = {
 export const CLEAR_DECISION_SOURCES: ReadonlySet<string> = new Set([
   MODE_PIN_SOURCE,
   TOOL_LIST_SOURCE,
-  "trace-context",
-  "run-deadline",
-  "budget-model",
+  DECISION_SOURCES.traceContext,
+  DECISION_SOURCES.deadline,
+  DECISION_SOURCES.modelId,
 ]);
 
 /** A `model-error` interruption's payload fields. */

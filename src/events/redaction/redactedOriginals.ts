@@ -1,11 +1,11 @@
 import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
-import { errorGuard, LoomError } from "../core/errors.ts";
-import { isCodecEnvelope, type PayloadCodec } from "./codec.ts";
-import type { DataKeyStore } from "./dataKeys.ts";
-import { blobOriginalOf, type RedactionRecord, redactedFields } from "./redact.ts";
-import type { ArchivedFrame, ArchiveStore, Journal } from "./spi.ts";
-import type { EventStore } from "./store.ts";
-import type { JournalEntry, NewEntry } from "./types.ts";
+import { errorGuard, LoomError } from "../../core/errors.ts";
+import { isCodecEnvelope, type PayloadCodec } from "../codec/codec.ts";
+import type { DataKeyStore } from "../dataKeys.ts";
+import type { ArchivedFrame, ArchiveStore, Journal } from "../spi.ts";
+import type { EventStore } from "../store.ts";
+import type { JournalEntry, NewEntry } from "../types.ts";
+import { blobOriginalOf, type RedactionRecord, redactedFields } from "./redactionRecords.ts";
 
 /**
  * The originals of redacted payloads, kept sealed so that a redacted run can still be resumed

@@ -1,6 +1,6 @@
 import { createCipheriv, createDecipheriv, createHash, createHmac, randomBytes } from "node:crypto";
 import { brotliCompressSync, brotliDecompressSync, constants, gunzipSync, gzipSync } from "node:zlib";
-import { errorGuard, LoomError } from "../core/errors.ts";
+import { errorGuard, LoomError } from "../../core/errors.ts";
 
 /**
  * The payload codec: what a journal stores of tool outputs, model responses and run

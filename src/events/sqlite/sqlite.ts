@@ -1,9 +1,20 @@
 import type Database from "better-sqlite3";
-import { JournalFormatError } from "../core/errors.ts";
-import { checkRunId } from "./ids.ts";
-import { acquisition, leaseOf, liveHolder, lost, type OwnerRow, stillOwned } from "./ownership.ts";
-import { encodeEntries } from "./rows.ts";
-import { prefixEnd } from "./runPrefix.ts";
+import { JournalFormatError } from "../../core/errors.ts";
+import { checkRunId } from "../ids.ts";
+import { acquisition, leaseOf, liveHolder, lost, type OwnerRow, stillOwned } from "../ownership.ts";
+import { encodeEntries } from "../rows.ts";
+import { prefixEnd } from "../runPrefix.ts";
+import type {
+  AcquireOptions,
+  AppendOptions,
+  CompactRequest,
+  EventStore,
+  ListRunsOptions,
+  RunLease,
+  RunSummary,
+  StoredSnapshot,
+} from "../store.ts";
+import { type EntryType, type JournalEntry, type NewEntry, SCHEMA_VERSION } from "../types.ts";
 import { appendCheck } from "./sqliteAppendCheck.ts";
 import { walCheckpointer, walPages } from "./sqliteCheckpoint.ts";
 import {
@@ -18,17 +29,6 @@ import { writeOrFull } from "./sqliteOpen.ts";
 import { decodeStoredRows, encodeRow, INSERT_ENTRY, type StoredRow } from "./sqliteRows.ts";
 import { walSync } from "./sqliteSync.ts";
 import { sqliteWatch } from "./sqliteWatch.ts";
-import type {
-  AcquireOptions,
-  AppendOptions,
-  CompactRequest,
-  EventStore,
-  ListRunsOptions,
-  RunLease,
-  RunSummary,
-  StoredSnapshot,
-} from "./store.ts";
-import { type EntryType, type JournalEntry, type NewEntry, SCHEMA_VERSION } from "./types.ts";
 
 /** A SQLite store also tells which file it lives in, and compacts synchronously inside a caller's transaction. */
 export interface SqliteEventStore extends EventStore {

@@ -1,6 +1,6 @@
 import type Database from "better-sqlite3";
-import { LoomError } from "../core/errors.ts";
-import { loadOptional } from "../core/optional.ts";
+import { LoomError } from "../../core/errors.ts";
+import { loadOptional } from "../../core/optional.ts";
 import { JournalFileError, journalFileError, notAJournal, openReadonly, recordedSchemaVersion } from "./sqliteOpen.ts";
 import { INSERT_ENTRY, SQL_DATA_TEXT, SQL_META_TEXT, TYPE_CODES, v1RowColumns } from "./sqliteRows.ts";
 

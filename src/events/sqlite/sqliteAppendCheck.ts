@@ -1,7 +1,7 @@
 import type Database from "better-sqlite3";
-import { ConcurrencyError } from "../core/errors.ts";
-import { cancelRefusal, lost, type OwnerRow, stillOwned } from "./ownership.ts";
-import type { NewEntry } from "./types.ts";
+import { ConcurrencyError } from "../../core/errors.ts";
+import { cancelRefusal, lost, type OwnerRow, stillOwned } from "../ownership.ts";
+import type { NewEntry } from "../types.ts";
 
 /**
  * What an append checks inside its transaction, read in one statement: the run's key and last

@@ -1,6 +1,7 @@
-import type { DataKeyStore } from "./dataKeys.ts";
+import type { DataKeyStore } from "../dataKeys.ts";
+import { isRunBelow, runsBelowPrefix } from "../ids.ts";
+import type { Journal } from "../spi.ts";
 import { keeperOf, keptOriginalsOf } from "./redactedOriginals.ts";
-import type { Journal } from "./spi.ts";
 
 /**
  * What becomes of a redacted run's resume: why it would be refused (for the resume's error and
@@ -34,10 +35,10 @@ export async function forgetRedactedOriginals(journal: Journal, runId: string): 
   const keeper = keeperOf(journal);
   const keys = keeper?.keys ?? journal.dataKeys;
   if (keys === undefined) return [];
-  const runs = [runId, ...(await journal.store.listRuns({ prefix: `${runId}/` })).map((r) => r.runId)];
+  const runs = [runId, ...(await journal.store.listRuns({ prefix: runsBelowPrefix(runId) })).map((r) => r.runId)];
   const gone: string[] = [];
   for (const run of runs) {
-    if (run !== runId && !run.startsWith(`${runId}/`)) continue; // a store that ignores the prefix
+    if (run !== runId && !isRunBelow(run, runId)) continue; // a store that ignores the prefix
     keeper?.cache.delete(run);
     if (await keys.delete(run)) gone.push(run);
   }

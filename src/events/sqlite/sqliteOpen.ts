@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from "node:fs";
 import type Database from "better-sqlite3";
-import { errorGuard, isLoomError, LoomError } from "../core/errors.ts";
+import { errorGuard, isLoomError, LoomError } from "../../core/errors.ts";
 
 /**
  * Opening a SQLite journal file without changing it (readers: `loom runs`, `log`, `show`…), and

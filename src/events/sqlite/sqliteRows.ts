@@ -1,5 +1,5 @@
-import { isJournalFormatError, JournalFormatError } from "../core/errors.ts";
-import type { EntryMeta, EntryType, JournalEntry } from "./types.ts";
+import { isJournalFormatError, JournalFormatError } from "../../core/errors.ts";
+import type { EntryMeta, EntryType, JournalEntry } from "../types.ts";
 
 /**
  * How the SQLite store lays an entry out in a row (schema version 2, the same at 3), and back.

@@ -1,14 +1,18 @@
-import { canonicalJsonOfParsed } from "../core/canonicalJson.ts";
-import { digestOf } from "../core/digest.ts";
-import { errorGuard, LoomError } from "../core/errors.ts";
-import type { KeyProvider } from "./codec.ts";
-import { decodingLike, ENCODED_MARK, payloadFieldsOf } from "./codecStore.ts";
+import { canonicalJsonOfParsed } from "../../core/canonicalJson.ts";
+import { digestOf } from "../../core/digest.ts";
+import { errorGuard, LoomError } from "../../core/errors.ts";
+import type { KeyProvider } from "../codec/codec.ts";
+import { decodingLike, ENCODED_MARK, payloadFieldsOf } from "../codec/codecStore.ts";
+import type { BlobStore, Journal } from "../spi.ts";
+import type { EventStore } from "../store.ts";
+import type { EntryType, NewEntry } from "../types.ts";
 import { keyedDigestKeyId, keyedDigestOf, matchesKeyedDigest } from "./redactDigest.ts";
 import { type KeepOriginalsOptions, markRedacting, originalsKeeper, sealOriginals } from "./redactedOriginals.ts";
+import { keepBlobOriginal, REDACTED_MARK, type RedactionRecord, redactedFields } from "./redactionRecords.ts";
 import { compileValues, type RedactionValue, redactValues } from "./redactValues.ts";
-import type { BlobStore, Journal } from "./spi.ts";
-import type { EventStore } from "./store.ts";
-import type { EntryType, NewEntry } from "./types.ts";
+
+// What a redaction leaves in an entry is read by every fold; it is part of the redaction's API too.
+export { blobOriginalOf, REDACTED_MARK, type RedactionRecord, redactedFields } from "./redactionRecords.ts";
 
 /**
  * Redaction: fields of what the journal stores (run inputs, model responses, tool
@@ -235,27 +239,6 @@ export interface RedactionOptions {
   readonly digest?: { readonly keys: KeyProvider };
 }
 
-/** One redacted field, as journaled in `data.redacted`. */
-export interface RedactionRecord {
-  /** The data field redacted: `input`, `output` or `result`. */
-  readonly field: string;
-  /**
-   * The original's digest: `digestOf(original)`, sha256 hex of its canonical JSON, or with a keyed
-   * digest (`RedactionOptions.digest`) `hmac-sha256:<keyId>:<hex>`.
-   */
-  readonly digest: string | null;
-  /** UTF-8 length of the original's canonical JSON (absent with a keyed digest). */
-  readonly bytes?: number;
-  /** The concrete paths replaced (`$['hits'][0]['email']`), sorted. */
-  readonly paths: readonly string[];
-  /** Whether the redaction function changed it too (then the paths alone do not reproduce the stored value). */
-  readonly fn: boolean;
-  /** How many matches of `values` were replaced (absent when none were). */
-  readonly values?: number;
-  /** A claim-checked output: the blob (by ref) holds the redacted bytes. */
-  readonly blob?: string;
-}
-
 /** A configured redaction: {@link withRedaction} applies it. */
 export interface Redaction {
   readonly options: RedactionOptions;
@@ -353,36 +336,11 @@ export function redaction(options: RedactionOptions): Redaction {
 
 const describe = (at: RedactionContext) => `${at.type} ${at.field}${at.stepId === undefined ? "" : ` of ${at.stepId}`}`;
 
-/** The mark a redacted entry's data carries. */
-export const REDACTED_MARK = "redacted";
-
-/**
- * The redaction records of an entry's data (empty when nothing in it was redacted).
- *
- * @example
- * redactedFields(entry.data).map((r) => r.paths); // [["$['email']"]]
- */
-export function redactedFields(data: unknown): readonly RedactionRecord[] {
-  const records = typeof data === "object" && data !== null ? (data as Record<string, unknown>)[REDACTED_MARK] : [];
-  return Array.isArray(records) ? (records as RedactionRecord[]) : [];
-}
-
 const stepOf = (data: Record<string, unknown>): string | undefined =>
   typeof data.frameId === "string" ? data.frameId : typeof data.stepId === "string" ? data.stepId : undefined;
 
 /** Pending blob redactions, by the ref the redacted blob got: the frame that names it records them. */
 type BlobRecords = Map<string, RedactionRecord>;
-
-/** The original output of each blob redaction record, until the frame that names the blob is sealed. */
-const blobOriginals = new WeakMap<RedactionRecord, unknown>();
-
-/**
- * The original a claim-checked output's redaction record stands for (the value before redaction,
- * whose blob was never written), when this process redacted it; undefined otherwise.
- *
- * @internal
- */
-export const blobOriginalOf = (record: RedactionRecord): unknown => blobOriginals.get(record);
 
 async function redactEntry(redactor: Redaction, runId: string, entry: NewEntry, blobs: BlobRecords): Promise<NewEntry> {
   const data = entry.data as Record<string, unknown>;
@@ -520,7 +478,7 @@ function redactingBlobs(blobs: BlobStore, redactor: Redaction, records: BlobReco
       if (done === undefined) return blobs.put(bytes);
       const info = await blobs.put(Buffer.from(JSON.stringify(done.value)));
       const record: RedactionRecord = { ...done.record, blob: info.ref };
-      blobOriginals.set(record, value);
+      keepBlobOriginal(record, value);
       records.set(info.ref, record);
       return info;
     },
