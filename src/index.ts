@@ -357,6 +357,24 @@ export {
   looksLikeError,
   toolNamesByIteration,
 } from "./projections/readers.ts";
+// Diffs of two runs' tool-call logs (docs/evals.md): calls aligned over tool and input digest.
+export {
+  type CallChange,
+  type Delta,
+  type DiffCall,
+  type DiffCallSide,
+  type DiffMatchMode,
+  type DiffModelCall,
+  type DiffOptions,
+  type DiffUsage,
+  diffRuns,
+  type FirstDivergence,
+  type JsonPatchOperation,
+  jsonPatch,
+  type RunDiff,
+  type RunDiffSide,
+  runDiffSideOf,
+} from "./projections/runDiff.ts";
 export {
   checkRunSnapshot,
   compactRunState,
@@ -497,6 +515,12 @@ export {
   type SubAgentLimit,
   SubAgentLimitError,
 } from "./runtime/run/agentTool.ts";
+export {
+  type DiffRunRef,
+  diffJournaledRuns,
+  type ReadDiffSideOptions,
+  readDiffSide,
+} from "./runtime/run/readDiff.ts";
 export {
   isUnknownSessionError,
   type ResumeSessionRequest,
