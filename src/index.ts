@@ -522,6 +522,16 @@ export {
   readDiffSide,
 } from "./runtime/run/readDiff.ts";
 export {
+  isReplayError,
+  ReplayError,
+  type ReplayErrorCode,
+  type ReplayNewInput,
+  type ReplayOptions,
+  type ReplayResult,
+  type ReplayToolMode,
+  replayRun,
+} from "./runtime/run/replayRun.ts";
+export {
   isUnknownSessionError,
   type ResumeSessionRequest,
   resumeSession,
