@@ -44,10 +44,7 @@ export {
   type SqliteOptions,
 } from "./events/index.ts";
 export { isModelCapabilityError, isModelStreamError, ModelCapabilityError, ModelStreamError } from "./models/errors.ts";
-export type { ScriptedModelOptions } from "./models/scripted.ts";
 export {
-  type Script,
-  type ScriptContext,
   ScriptExhaustedError,
   type ScriptedResponse,
   scriptedModel,
@@ -61,12 +58,14 @@ export type {
   ToolCall,
   ToolDescriptor,
 } from "./models/types.ts";
-export type { ApprovalPolicy, ApprovalPolicyRequest, ApprovalVerdict } from "./policies/approval.ts";
+export type { ApprovalPolicy, ApprovalVerdict } from "./policies/approval.ts";
 export type { Budget, ModelPrice, PriceTable } from "./policies/budget.ts";
 export { type ContextPolicy, keepAll, recentTurns, type SummarizeOptions, summarize } from "./policies/context.ts";
 export type { DefinitionChangePolicy } from "./policies/definition.ts";
 // Reading runs: one vocabulary of events, read from the journal or followed live.
 export { endsItsEntry, type RunEvent, runEventsOf } from "./projections/events.ts";
+// Evals: a recorded run replayed against a changed agent, and two runs' tool calls compared.
+export { diffRuns, type RunDiff } from "./projections/runDiff.ts";
 export type {
   AgentOutput,
   AgentStep,
@@ -107,7 +106,6 @@ export {
   type CancelOptions,
   type CancelResult,
   cancelRun,
-  type DeliverEventOptions,
   deliverEvent,
   EventDeliveryError,
   eventFetchHandler,
@@ -126,7 +124,6 @@ export {
   recordApproval,
   recordApprovals,
   runActivity,
-  type StepApproval,
 } from "./runtime/control/operations.ts";
 // Sessions, sub-agents, schedules and durable waits.
 export type { SendRequest, SessionReply } from "./runtime/run/agentLoop.ts";
@@ -139,18 +136,23 @@ export {
   SubAgentInterruptedError,
   SubAgentLimitError,
 } from "./runtime/run/agentTool.ts";
+export { diffJournaledRuns } from "./runtime/run/readDiff.ts";
+export {
+  isReplayError,
+  ReplayError,
+  type ReplayOptions,
+  type ReplayResult,
+  replayRun,
+} from "./runtime/run/replayRun.ts";
 export {
   isUnknownSessionError,
-  type ResumeSessionRequest,
   resumeSession,
   UnknownSessionError,
 } from "./runtime/run/resumeSession.ts";
 export {
   type RunningSchedules,
-  type RunSchedulesOptions,
   runSchedules,
   startSchedules,
-  type TickReport,
 } from "./runtime/run/runSchedules.ts";
 export { type Schedule, type ScheduleConfig, schedule } from "./runtime/run/schedule.ts";
 export {
@@ -160,9 +162,9 @@ export {
   sessionHistory,
   sessionRuns,
 } from "./runtime/run/sessions.ts";
-export { listWaits, type WakeOptions, type WokenRun, wakeDueRuns } from "./runtime/run/waits.ts";
+export { listWaits, wakeDueRuns } from "./runtime/run/waits.ts";
 export { usageOfRun } from "./runtime/steps/budget.ts";
-export { type FollowOptions, followRun } from "./runtime/streaming/follow.ts";
+export { followRun } from "./runtime/streaming/follow.ts";
 export type { AgentStream } from "./runtime/streaming/stream.ts";
 export { isSubAgentCancelledError, SubAgentCancelledError } from "./runtime/subruns/subRuns.ts";
-export { EventWait, type EventWaitOptions, type SleepOptions, sleepTool } from "./tools/wait.ts";
+export { EventWait, sleepTool } from "./tools/wait.ts";

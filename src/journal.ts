@@ -129,6 +129,7 @@ export {
   payloadCodec,
   pruneRuns,
   type ReadArchivedOptions,
+  type ReplayOfData,
   RUN_ID_RULE,
   type RunCancelledData,
   type RunCompletedData,
@@ -390,3 +391,31 @@ export const modePinMachine: typeof modePinChart = modePinChart;
  * ```
  */
 export const toolCallMachine: typeof toolCallChart = toolCallChart;
+
+// Option and detail types of the root's functions (the functions are in \`loom-agent\`).
+export type { Script, ScriptContext, ScriptedModelOptions } from "./models/scripted.ts";
+export type { ApprovalPolicyRequest } from "./policies/approval.ts";
+// Evals: the diff's parts, one side of it read from a journal, and a replay's details.
+export {
+  type CallChange,
+  type Delta,
+  type DiffCall,
+  type DiffCallSide,
+  type DiffMatchMode,
+  type DiffModelCall,
+  type DiffOptions,
+  type DiffUsage,
+  type FirstDivergence,
+  type JsonPatchOperation,
+  jsonPatch,
+  type RunDiffSide,
+  runDiffSideOf,
+} from "./projections/runDiff.ts";
+export type { DeliverEventOptions, StepApproval } from "./runtime/control/operations.ts";
+export { type DiffRunRef, type ReadDiffSideOptions, readDiffSide } from "./runtime/run/readDiff.ts";
+export type { ReplayErrorCode, ReplayNewInput, ReplayToolMode } from "./runtime/run/replayRun.ts";
+export type { ResumeSessionRequest } from "./runtime/run/resumeSession.ts";
+export type { RunSchedulesOptions, TickReport } from "./runtime/run/runSchedules.ts";
+export type { WakeOptions, WokenRun } from "./runtime/run/waits.ts";
+export type { FollowOptions } from "./runtime/streaming/follow.ts";
+export type { EventWaitOptions, SleepOptions } from "./tools/wait.ts";

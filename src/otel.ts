@@ -10,7 +10,10 @@ import {
   type Attributes,
   type Context,
   context,
+  type Histogram,
   isSpanContextValid,
+  type Meter,
+  metrics,
   type Span,
   SpanKind,
   SpanStatusCode,
@@ -41,6 +44,62 @@ export interface OtelTelemetryOptions {
    * no need to turn them off for that.
    */
   readonly logDigest?: boolean;
+  /**
+   * The meter for the GenAI client metrics, `gen_ai.client.operation.duration` (seconds, one per
+   * model attempt) and `gen_ai.client.token.usage` (tokens, one per reported count, by
+   * `gen_ai.token.type`); default `metrics.getMeter("loom-agent")` (the global provider's, which
+   * records nothing until a meter provider is registered).
+   */
+  readonly meter?: Meter;
+  /**
+   * Which version of the GenAI conventions spans follow. `"latest"`: the current experimental
+   * conventions (`gen_ai.provider.name`; no `gen_ai.agent.id` on the run's internal
+   * `invoke_agent` span). `"v1.36"`: what Loom has emitted so far (`gen_ai.system`,
+   * `gen_ai.agent.id`). Default: `"latest"` when `OTEL_SEMCONV_STABILITY_OPT_IN` lists
+   * `gen_ai_latest_experimental`, as the conventions ask, else `"v1.36"`.
+   */
+  readonly conventions?: "latest" | "v1.36";
+  /**
+   * Opt in to tool spans carrying the call's arguments and result
+   * (`gen_ai.tool.call.arguments`, `gen_ai.tool.call.result`, JSON text), as the journal keeps
+   * them: redacted where a redaction changed them, and a claim-check envelope for an output
+   * stored as a blob. Off by default: they may hold what your users typed or your tools returned.
+   */
+  readonly toolContent?: boolean;
+}
+
+/** The conventions' opt-in variable's value that asks for the latest GenAI conventions. */
+const LATEST_OPT_IN = "gen_ai_latest_experimental";
+
+/** The conventions version spans follow: the option, else the opt-in variable. */
+function conventionsOf(option: OtelTelemetryOptions["conventions"]): "latest" | "v1.36" {
+  if (option !== undefined) {
+    if (option !== "latest" && option !== "v1.36") {
+      throw new TypeError(`otelTelemetry: conventions must be "latest" or "v1.36" (got ${String(option)})`);
+    }
+    return option;
+  }
+  const optIn = typeof process === "undefined" ? undefined : process.env.OTEL_SEMCONV_STABILITY_OPT_IN;
+  return optIn?.split(",").some((v) => v.trim() === LATEST_OPT_IN) ? "latest" : "v1.36";
+}
+
+/** The two GenAI client metrics a run records. */
+interface GenAiMetrics {
+  readonly duration: Histogram;
+  readonly tokens: Histogram;
+}
+
+function metricsOf(meter: Meter): GenAiMetrics {
+  return {
+    duration: meter.createHistogram("gen_ai.client.operation.duration", {
+      description: "GenAI operation duration",
+      unit: "s",
+    }),
+    tokens: meter.createHistogram("gen_ai.client.token.usage", {
+      description: "Measures number of input and output tokens used",
+      unit: "{token}",
+    }),
+  };
 }
 
 /**
@@ -65,11 +124,27 @@ export interface OtelTelemetryOptions {
  * ```
  */
 export function otelTelemetry(options: OtelTelemetryOptions = {}): RunTelemetry {
+  const settings: SpanSettings = {
+    logDigest: options.logDigest !== false,
+    latest: conventionsOf(options.conventions) === "latest",
+    toolContent: options.toolContent === true,
+    metrics: metricsOf(options.meter ?? metrics.getMeter("loom-agent")),
+  };
   return {
     startRun(run) {
-      return new RunSpans(options.tracer ?? trace.getTracer("loom-agent"), run, options.logDigest !== false);
+      return new RunSpans(options.tracer ?? trace.getTracer("loom-agent"), run, settings);
     },
   };
+}
+
+/** What every run's spans are made with. */
+interface SpanSettings {
+  /** Whether spans carry output digests (`OtelTelemetryOptions.logDigest`). */
+  readonly logDigest: boolean;
+  /** The latest GenAI conventions (`OtelTelemetryOptions.conventions`). */
+  readonly latest: boolean;
+  readonly toolContent: boolean;
+  readonly metrics: GenAiMetrics;
 }
 
 /** W3C `traceparent` of a span context: `00-<trace id>-<span id>-<flags>`. */
@@ -108,23 +183,33 @@ class RunSpans implements RunTelemetryScope {
   private readonly calls = new Map<string, ToolCall>();
   /** What the journal records of each step's input and output. */
   private readonly digests: StepDigests;
+  /** Whether spans carry output digests (`OtelTelemetryOptions.logDigest`). */
+  private readonly logDigest: boolean;
+  /** The provider's name, as the conventions in use name it: `gen_ai.provider.name` or `gen_ai.system`. */
+  private readonly provider: Attributes;
+  /** When each model attempt this process started began (ms), for the duration metric. */
+  private readonly modelStarts = new Map<string, number>();
 
   constructor(
     private readonly tracer: Tracer,
     private readonly run: TelemetryRunStart,
-    /** Whether spans carry output digests (`OtelTelemetryOptions.logDigest`). */
-    private readonly logDigest: boolean,
+    private readonly settings: SpanSettings,
   ) {
-    this.digests = new StepDigests(logDigest);
+    this.logDigest = settings.logDigest;
+    this.digests = new StepDigests(settings.logDigest, settings.toolContent);
+    this.provider =
+      run.provider === undefined ? {} : { [settings.latest ? "gen_ai.provider.name" : "gen_ai.system"]: run.provider };
     this.root = tracer.startSpan(
       `invoke_agent ${run.loopId}`,
       {
         kind: SpanKind.INTERNAL,
         attributes: {
           "gen_ai.operation.name": "invoke_agent",
-          "gen_ai.agent.id": run.loopId,
+          // The latest conventions keep the agent's id for remote agents: a run is an internal span.
+          ...(settings.latest ? {} : { "gen_ai.agent.id": run.loopId }),
           "gen_ai.agent.name": run.loopId,
           "gen_ai.conversation.id": run.runId,
+          ...this.provider,
           "loom.resumed": run.recorded !== undefined,
         },
       },
@@ -165,8 +250,10 @@ class RunSpans implements RunTelemetryScope {
     this.lastSeen = Date.now();
     switch (event.type) {
       case "model-started":
+        this.modelStarts.set(event.stepId, this.lastSeen);
         this.start(`model:${event.stepId}`, `chat${this.run.model ? ` ${this.run.model}` : ""}`, SpanKind.CLIENT, {
           "gen_ai.operation.name": "chat",
+          ...this.provider,
           ...(this.run.model ? { "gen_ai.request.model": this.run.model } : {}),
           "loom.step.id": event.stepId,
           "loom.attempt": event.attempt,
@@ -174,6 +261,7 @@ class RunSpans implements RunTelemetryScope {
         });
         break;
       case "model-retrying": {
+        this.measure(event.stepId, event.error.name);
         const span = this.finish(`model:${event.stepId}`, event.error);
         if (event.error.status !== undefined) span?.setAttribute("http.response.status_code", event.error.status);
         if (event.retryAt) span?.setAttribute("loom.retry_at", event.retryAt);
@@ -184,6 +272,7 @@ class RunSpans implements RunTelemetryScope {
         event.toolCalls.forEach((call, index) => {
           this.calls.set(toolStepId(this.run.loopId, event.turn, index), call);
         });
+        this.measure(event.stepId, undefined, event.usage);
         const span = this.finish(`model:${event.stepId}`);
         const output = this.digests.takeOutput(event.stepId);
         if (!span) break;
@@ -278,6 +367,30 @@ class RunSpans implements RunTelemetryScope {
       default:
         break;
     }
+  }
+
+  /** Records a model attempt this process made in the GenAI client metrics: its duration, and its tokens. */
+  private measure(
+    stepId: string,
+    errorType: string | undefined,
+    usage?: { readonly inputTokens?: number; readonly outputTokens?: number },
+  ): void {
+    const started = this.modelStarts.get(stepId);
+    this.modelStarts.delete(stepId);
+    if (started === undefined) return; // not started here: nothing of it was measured
+    const attributes: Attributes = {
+      "gen_ai.operation.name": "chat",
+      ...this.provider,
+      ...(this.run.model ? { "gen_ai.request.model": this.run.model } : {}),
+    };
+    this.settings.metrics.duration.record(
+      (Date.now() - started) / 1000,
+      errorType === undefined ? attributes : { ...attributes, "error.type": errorType },
+    );
+    if (usage?.inputTokens !== undefined)
+      this.settings.metrics.tokens.record(usage.inputTokens, { ...attributes, "gen_ai.token.type": "input" });
+    if (usage?.outputTokens !== undefined)
+      this.settings.metrics.tokens.record(usage.outputTokens, { ...attributes, "gen_ai.token.type": "output" });
   }
 
   private callId(stepId: string): Attributes {

@@ -124,8 +124,11 @@ export function fromAiSdk(model: AiSdkLanguageModel, options: FromAiSdkOptions =
     const call = await callOptions(request);
     return fromAiSdkResult(await notImplemented(name, "doGenerate", () => doGenerate.call(model, call as never)), name);
   };
-  const modelId = (model as { modelId?: unknown }).modelId;
-  const id = typeof modelId === "string" ? { id: modelId } : {};
+  const { modelId, provider } = model as { modelId?: unknown; provider?: unknown };
+  const id = {
+    ...(typeof modelId === "string" ? { id: modelId } : {}),
+    ...(typeof provider === "string" ? { provider: providerName(provider) } : {}),
+  };
   if (!streams || typeof doStream !== "function") return { ...id, generate };
   return {
     ...id,
@@ -136,6 +139,31 @@ export function fromAiSdk(model: AiSdkLanguageModel, options: FromAiSdkOptions =
         return notImplemented(name, "doStream", () => doStream.call(model, call as never));
       }, name),
   };
+}
+
+/** The AI SDK's provider ids (`openai.chat`, `amazon-bedrock`…) by the GenAI conventions' provider names. */
+const PROVIDER_NAMES: Readonly<Record<string, string>> = {
+  "amazon-bedrock": "aws.bedrock",
+  azure: "azure.ai.openai",
+  "google.generative-ai": "gcp.gemini",
+  "google.vertex": "gcp.vertex_ai",
+  mistral: "mistral_ai",
+  xai: "x_ai",
+};
+
+/**
+ * The provider's name as the GenAI conventions spell it, from an AI SDK model's `provider`
+ * (`openai.chat` → `openai`, `google.vertex.chat` → `gcp.vertex_ai`); another provider keeps
+ * the first part of its id.
+ *
+ * @example
+ * providerName("anthropic.messages"); // "anthropic"
+ */
+export function providerName(provider: string): string {
+  for (const [prefix, name] of Object.entries(PROVIDER_NAMES)) {
+    if (provider === prefix || provider.startsWith(`${prefix}.`)) return name;
+  }
+  return provider.split(".")[0] || provider;
 }
 
 /** Calls a model method; its "Not implemented" throw (see `isNotImplemented`) becomes a `ModelCapabilityError`. */

@@ -3,6 +3,7 @@ import { CODEC_KEYS_ENV } from "./codecKeys.ts";
 import { registerCompact } from "./commands/compact.ts";
 import { registerControl } from "./commands/control.ts";
 import { registerDemo } from "./commands/demo.ts";
+import { registerDiff } from "./commands/diff.ts";
 import { registerInspect } from "./commands/inspect.ts";
 import { registerLog } from "./commands/log.ts";
 import { registerMachine } from "./commands/machine.ts";
@@ -55,6 +56,7 @@ export function buildProgram(io: CliIo): Command {
     registerDemo,
     registerRuns,
     registerLog,
+    registerDiff,
     registerShow,
     registerControl,
     registerWaits,

@@ -92,6 +92,20 @@ export interface RunStartedData {
    * `input`.
    */
   readonly continues?: ContinuesData;
+  /** Set on a run made by `replayRun`: the recorded run it replays, and both definitions. */
+  readonly replayOf?: ReplayOfData;
+}
+
+/** What a replay replays (`RunStartedData.replayOf`). */
+export interface ReplayOfData {
+  /** The recorded run. */
+  readonly runId: string;
+  /** The recorded run's last seq when the replay read it. */
+  readonly seq: number;
+  /** The recorded run's definition pin digest (null for a run recorded before pins). */
+  readonly recorded: string | null;
+  /** The candidate loop's definition pin digest. */
+  readonly candidate: string;
 }
 
 /**

@@ -34,6 +34,11 @@ export interface Model {
   /** The model's id (`gpt-4o`, …), when known: telemetry reports it as `gen_ai.request.model`. */
   readonly id?: string;
   /**
+   * The provider's name (`openai`, `anthropic`, `aws.bedrock`…), when known: telemetry reports it
+   * as `gen_ai.provider.name`. `fromAiSdk` sets it from the AI SDK model's `provider`.
+   */
+  readonly provider?: string;
+  /**
    * Answers one call: content, tool calls, or both. The loop calls it only for a model without a
    * working `stream`; a model that only streams may throw `ModelCapabilityError` here.
    */

@@ -30,6 +30,11 @@ export class StepDigests {
   constructor(
     /** Whether output digests go on spans (`OtelTelemetryOptions.logDigest`). */
     private readonly outputDigests: boolean,
+    /**
+     * Whether tool spans carry the call's arguments and result as the journal keeps them
+     * (`gen_ai.tool.call.arguments`, `gen_ai.tool.call.result`; `OtelTelemetryOptions.toolContent`).
+     */
+    private readonly toolContent = false,
   ) {}
 
   /** Takes in the entries of one append, as the journal keeps them. */
@@ -62,9 +67,10 @@ export class StepDigests {
             );
           } else if (parsed?.kind === "tool") {
             const [record] = output;
-            this.outputs.set(
-              data.frameId,
-              record === undefined
+            const result = this.toolContent ? jsonAttribute("gen_ai.tool.call.result", data.output) : {};
+            this.outputs.set(data.frameId, {
+              ...result,
+              ...(record === undefined
                 ? data.digest === undefined
                   ? this.output(digestOfRecorded(data.output))
                   : this.output({ digest: data.digest, bytes: data.bytes ?? 0 })
@@ -73,8 +79,8 @@ export class StepDigests {
                     this.output({
                       digest: keyedDigestKeyId(data.digest) === undefined ? record.digest : (data.digest ?? null),
                     })
-                  : this.output({ digest: data.digest ?? record.digest, bytes: data.bytes ?? record.bytes }),
-            );
+                  : this.output({ digest: data.digest ?? record.digest, bytes: data.bytes ?? record.bytes })),
+            });
           }
           break;
         }
@@ -105,11 +111,12 @@ export class StepDigests {
       return;
     }
     const kept = digestOfRecorded(call.input);
+    const args = this.toolContent ? jsonAttribute("gen_ai.tool.call.arguments", call.input) : {};
     if (kept.digest === inputDigest)
-      this.inputs.set(frameId, { "loom.input.digest": inputDigest, "loom.input.bytes": kept.bytes });
+      this.inputs.set(frameId, { ...args, "loom.input.digest": inputDigest, "loom.input.bytes": kept.bytes });
     // The input as journaled is not the one digested: a redaction replaced some of it. Under a
     // key its plain digest stays off the span; the plain mode journals it for anyone anyway.
-    else this.inputs.set(frameId, call.keyed ? {} : { "loom.input.digest": inputDigest });
+    else this.inputs.set(frameId, { ...args, ...(call.keyed ? {} : { "loom.input.digest": inputDigest }) });
   }
 
   private output(d: { readonly digest: string | null; readonly bytes?: number }): Attributes {
@@ -142,5 +149,15 @@ export class StepDigests {
     this.inputs.delete(stepId);
     this.outputs.delete(stepId);
     this.calls.delete(stepId);
+  }
+}
+
+/** A value as a JSON text attribute (none when it has no JSON text). */
+function jsonAttribute(name: string, value: unknown): Attributes {
+  try {
+    const text = JSON.stringify(value);
+    return text === undefined ? {} : { [name]: text };
+  } catch {
+    return {};
   }
 }

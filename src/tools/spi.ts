@@ -99,6 +99,12 @@ export interface Tool<I = unknown, O = unknown> {
    */
   execute(input: I, context: ToolContext): O | Promise<O>;
   /**
+   * The tool changes the world (sends, pays, writes): a replay of a recorded run (`replayRun`)
+   * never executes it unless its `tools` option names it `"live"`; a call the record cannot serve
+   * fails instead.
+   */
+  readonly sideEffects?: boolean;
+  /**
    * Ask before running: `AgentLoopConfig.approve` if set, else the run stops with
    * `approval-pending` and the caller answers with `run({ approvals })`. See
    * docs/approvals.md.

@@ -1,7 +1,7 @@
 import type { AnyStateMachine } from "xstate";
 import { runsBelowPrefix } from "../events/ids.ts";
-import { type Journal, listPendingApprovals, readJournal } from "../index.ts";
-import { isStepResolutionError, parseFrameId, runIdProblem } from "../journal.ts";
+import { diffJournaledRuns, type Journal, listPendingApprovals, readJournal } from "../index.ts";
+import { type DiffMatchMode, isStepResolutionError, parseFrameId, runIdProblem } from "../journal.ts";
 import type { ResumeCommand } from "../read/activity.ts";
 import { KeptRun } from "../read/keptRun.ts";
 import { callAt, type RunView } from "../read/runView.ts";
@@ -9,6 +9,7 @@ import { readSession } from "../read/session.ts";
 import { showStep } from "../read/step.ts";
 import { actionFrom, type PendingApproval, perform, type ViewerActions } from "./actions.ts";
 import { chartSvg } from "./chart.ts";
+import { diffPage } from "./diffPage.ts";
 import { href } from "./html.ts";
 import type { LivePart } from "./live.ts";
 import { isLive, type RunPageInput, runPage, runPart } from "./runPage.ts";
@@ -60,6 +61,26 @@ export class Pages {
     if (runIdProblem(sessionId) !== undefined) return undefined; // no session can have that id
     const view = await readSession(this.journal, sessionId);
     return view === undefined ? undefined : sessionPage(view, this.source, this.resumeCommand);
+  }
+
+  /**
+   * The diff page of two runs of this journal, or a problem naming the run that is not in it.
+   * `match` is `strict` unless one of the four modes is given.
+   */
+  async diff(runA: string, runB: string, match: string | null): Promise<{ status: number; page: string }> {
+    for (const runId of [runA, runB]) {
+      if (runIdProblem(runId) !== undefined || (await readJournal(this.journal, runId)).length === 0) {
+        return { status: 404, page: problemPage("No such run", `no run ${runId} in this journal`, "/") };
+      }
+    }
+    const modes: readonly DiffMatchMode[] = ["strict", "unordered", "subset", "superset"];
+    const mode = modes.find((m) => m === match) ?? "strict";
+    const diff = await diffJournaledRuns(
+      { journal: this.journal, runId: runA },
+      { journal: this.journal, runId: runB },
+      { match: mode },
+    );
+    return { status: 200, page: diffPage(runA, runB, diff, this.source) };
   }
 
   /** The run page, or only its `#run` part (what the live feed sends as the run goes on). */

@@ -143,6 +143,13 @@ async function handle(req: IncomingMessage, res: ServerResponse, { pages, live, 
     const session = url.searchParams.get("session") ?? undefined;
     return html(res, 200, await pages.runs(url.searchParams.get("status") ?? undefined, session));
   }
+  if (top === "diff" && runId === undefined) {
+    const a = url.searchParams.get("a");
+    const b = url.searchParams.get("b");
+    if (!a || !b) return html(res, 400, problemPage("Two runs needed", "open /diff?a=<runA>&b=<runB>", "/"));
+    const diff = await pages.diff(a, b, url.searchParams.get("match"));
+    return html(res, diff.status, diff.page);
+  }
   if (top === "sessions" && runId !== undefined && sub === undefined) {
     const page = await pages.session(runId);
     return page === undefined

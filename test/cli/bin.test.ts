@@ -59,7 +59,7 @@ describe("usage errors exit 2", () => {
   });
 
   it("prints help for every command, with --db where it reads a journal, and exits 0", async () => {
-    for (const command of ["demo", "runs", "log", "show", "resume", "compact", "inspect", "machine"]) {
+    for (const command of ["demo", "runs", "log", "diff", "show", "resume", "compact", "inspect", "machine"]) {
       const captured = captureIo(dir);
       expect(await main([command, "--help"], captured.io)).toBe(0);
       expect(captured.out()).toContain(`Usage: loom ${command}`);

@@ -2,8 +2,8 @@ import { fileURLToPath } from "node:url";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
-import type { ModelResponse, Script } from "../../src/index.ts";
-import { scriptedModel, type ToolDescriptor } from "../../src/index.ts";
+import { type ModelResponse, scriptedModel, type ToolDescriptor } from "../../src/index.ts";
+import type { Script } from "../../src/journal.ts";
 import { calculatorServer } from "../fixtures/mcpServer.ts";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));

@@ -18,6 +18,8 @@ export interface TelemetryRunStart {
   readonly loopId: string;
   /** The model's id, when its adapter tells it (`modelId`). */
   readonly model: string | undefined;
+  /** The model's provider (`openai`, `anthropic`…), when its adapter tells it (`Model.provider`). */
+  readonly provider?: string;
   /** The trace context journaled by the run's first attempt; undefined for a run that has none yet. */
   readonly recorded: TraceCarrier | undefined;
   /**

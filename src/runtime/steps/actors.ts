@@ -403,7 +403,14 @@ function startTelemetry(session: RunSession, state: RunState): NewEntry[] {
   if (telemetry === undefined) return [];
   const recorded = recordedTraceContext(state, loopId);
   const toolCallIds = recordedToolCallIds(state, loopId);
-  const scope = telemetry.startRun({ runId: session.options.runId, loopId, model: model.id, recorded, toolCallIds });
+  const scope = telemetry.startRun({
+    runId: session.options.runId,
+    loopId,
+    model: model.id,
+    ...(model.provider === undefined ? {} : { provider: model.provider }),
+    recorded,
+    toolCallIds,
+  });
   session.trace(scope);
   const onEvent = scope.onEvent;
   const onEntries = scope.onEntries;
