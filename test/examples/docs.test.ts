@@ -34,6 +34,7 @@ const shown: Record<string, string> = {
   "examples/schedule.ts": "docs/schedules.md",
   "examples/reminder.ts": "docs/waits.md",
   "examples/order.ts": "docs/waits.md",
+  "examples/evals.ts": "docs/evals.md",
 };
 
 describe("the guides' examples", () => {
