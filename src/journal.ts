@@ -228,6 +228,7 @@ export {
   type RetryDecision,
   type RetryPolicy,
 } from "./policies/retry.ts";
+export type { TickPolicy } from "./policies/schedule.ts";
 export { asWaitChoice, decideWait, type WaitChoice, type WaitDecision, waitDueAt } from "./policies/wait.ts";
 // Folds of the journal: run events, eval subjects, snapshots, the run's state, the tool-call log.
 export {
