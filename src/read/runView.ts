@@ -48,7 +48,15 @@ export interface CallView {
    */
   reruns?: number;
   /** The answer to its approval: approved or declined, by whom, why (as recorded). */
-  approval?: { readonly approved: boolean; readonly by?: string; readonly reason?: string };
+  approval?: {
+    readonly approved: boolean;
+    readonly by?: string;
+    readonly reason?: string;
+    /** The input a person approved instead of the model's (edit and approve): the call ran with it. */
+    readonly editedInput?: unknown;
+    /** `run` or `session`: the answer also approved the tool's later calls there. */
+    readonly scope?: "run" | "session";
+  };
   /** Moved to the archive by compaction. */
   archived?: boolean;
   /** What the call waits for (its `<stepId>:wait`: a time or an event), once it began waiting. */
@@ -268,11 +276,20 @@ function callViewOf(state: RunState, stepId: string, toolName: string, input: un
   takeAttempts(state, stepId, call);
   const approval = state.decisions[approvalId(stepId)];
   if (approval) {
-    const answer = (approval.choice ?? {}) as { approved?: unknown; by?: unknown; reason?: unknown };
+    const answer = (approval.choice ?? {}) as {
+      approved?: unknown;
+      by?: unknown;
+      reason?: unknown;
+      approvedInput?: unknown;
+      approvedInputDigest?: unknown;
+      scope?: unknown;
+    };
     call.approval = {
       approved: answer.approved === true,
       ...(typeof answer.by === "string" ? { by: answer.by } : {}),
       ...(typeof answer.reason === "string" ? { reason: answer.reason } : {}),
+      ...(typeof answer.approvedInputDigest === "string" ? { editedInput: answer.approvedInput } : {}),
+      ...(answer.scope === "run" || answer.scope === "session" ? { scope: answer.scope } : {}),
     };
   }
   const wait = asWaitChoice(state.decisions[waitId(stepId)]?.choice);

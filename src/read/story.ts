@@ -18,7 +18,7 @@ import {
 } from "../journal.ts";
 import { parentRunOf } from "../runtime/subruns/subRuns.ts";
 import { runInfo } from "./runInfo.ts";
-import { runViewOf, turnsOf } from "./runView.ts";
+import { type CallView, runViewOf, turnsOf } from "./runView.ts";
 import {
   type CallStepStatus,
   callStatus,
@@ -73,7 +73,9 @@ export interface StoryTool {
   readonly reason?: string;
   readonly durationMs?: number;
   readonly bytes?: number;
-  readonly approval?: { readonly approved: boolean; readonly by?: string; readonly reason?: string };
+  readonly approval?: CallView["approval"];
+  /** The input the model asked the call with (shown beside an edited approval's). */
+  readonly input?: unknown;
   /** Times the tool ran again after a run of it was cut off before its outcome was recorded (`CallView.reruns`). */
   readonly reruns?: number;
   /** The sub-agent's run the call runs (`agentTool`: `<runId>/<stepId>`), as it stands. */
@@ -136,6 +138,7 @@ export async function runStory(
         ...(d === undefined ? {} : { durationMs: d }),
         ...(call.bytes === undefined ? {} : { bytes: call.bytes }),
         ...(call.approval ? { approval: call.approval } : {}),
+        ...(call.approval && "editedInput" in call.approval ? { input: call.input } : {}),
         ...(call.reruns ? { reruns: call.reruns } : {}),
         ...(subRun ? { subRun } : {}),
       });

@@ -185,7 +185,13 @@ export function callRow(call: CallView, view: RunView, runId: string, subRun?: s
   const status = callStatus(call, view, activity);
   const ended = call.status === "ok" || call.status === "error";
   const detail = [
-    call.approval ? (call.approval.approved ? "approved" : "declined") : "",
+    call.approval
+      ? `${call.approval.approved ? "approved" : "declined"}${call.approval.by ? ` by ${call.approval.by}` : ""}${
+          "editedInput" in call.approval
+            ? ` with an edited input ${clip(JSON.stringify(call.approval.editedInput) ?? "", 100)}`
+            : ""
+        }${call.approval.scope ? ` for the rest of the ${call.approval.scope}` : ""}`
+      : "",
     call.settled ? `settled: ${call.settled}` : "",
     call.archived ? "archived" : "",
     clip(JSON.stringify(call.input) ?? "", 100),

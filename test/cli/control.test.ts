@@ -1,6 +1,6 @@
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { openSqliteJournal, readJournal } from "../../src/index.ts";
+import { openSqliteJournal, readJournal, recordApproval } from "../../src/index.ts";
 import { approvalLoop, REFUND_STEP } from "../runtime/workers/approvalLoop.ts";
 import { loom, tempDir } from "./support.ts";
 
@@ -106,6 +106,34 @@ describe("loom show, loom cancel, loom fork", () => {
     expect(step.stdout).toContain("waiting for approval since");
     const stepJson = await loom(dir, ["show", REFUND_STEP, "--run", "order-1", "--db", db, "--json"]);
     expect(JSON.parse(stepJson.stdout)).toMatchObject({ status: "waiting-for-approval", input: { cents: 500 } });
+  });
+
+  it("show <runId> says an approval was given with an edited input, beside the model's, and for the rest of the run", async () => {
+    const db = await waitingJournal();
+    const journal = openSqliteJournal(db);
+    try {
+      await recordApproval(journal, "order-1", REFUND_STEP, {
+        approved: true,
+        by: "ana",
+        input: { orderId: "o-1", cents: 250 },
+        scope: "run",
+      });
+      const { loop, ran } = approvalLoop({ approvalTimeoutMs: 3_600_000 });
+      await loop.run({ runId: "order-1", journal });
+      expect(ran).toEqual([{ orderId: "o-1", cents: 250 }]);
+    } finally {
+      await journal.close();
+    }
+    const story = await loom(dir, ["show", "order-1", "--db", db]);
+    expect(story.stdout).toContain(
+      'approved by ana with an edited input {"orderId":"o-1","cents":250} (the model asked {"orderId":"o-1","cents":500}) for the rest of the run',
+    );
+    const json = JSON.parse((await loom(dir, ["show", "order-1", "--db", db, "--json"])).stdout);
+    expect(json.story.turns[0].tools[0].approval).toMatchObject({
+      by: "ana",
+      editedInput: { cents: 250 },
+      scope: "run",
+    });
   });
 
   it("cancels a run, then refuses a finished one; forks a run, and refuses a bad fork point", async () => {

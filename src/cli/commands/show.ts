@@ -147,7 +147,12 @@ function printStory(
       if (tool.reruns) parts.push(rerunText(tool.reruns));
       if (tool.approval) {
         const who = tool.approval.by ? ` by ${printable(tool.approval.by)}` : "";
-        parts.push(`${tool.approval.approved ? "approved" : "declined"}${who}`);
+        const edited =
+          "editedInput" in tool.approval
+            ? ` with an edited input ${clip(printable(JSON.stringify(tool.approval.editedInput) ?? ""), 80)} (the model asked ${clip(printable(JSON.stringify(tool.input) ?? ""), 80)})`
+            : "";
+        const scope = tool.approval.scope ? ` for the rest of the ${tool.approval.scope}` : "";
+        parts.push(`${tool.approval.approved ? "approved" : "declined"}${who}${edited}${scope}`);
       }
       const wait = pending.get(tool.stepId);
       if (wait) parts.push(`asked ${wait.requestedAt}${wait.expiresAt ? `, expires ${wait.expiresAt}` : ""}`);
