@@ -12,7 +12,7 @@ import { keepBlobOriginal, REDACTED_MARK, type RedactionRecord, redactedFields }
 import { compileValues, type RedactionValue, redactValues } from "./redactValues.ts";
 
 // What a redaction leaves in an entry is read by every fold; it is part of the redaction's API too.
-export { blobOriginalOf, REDACTED_MARK, type RedactionRecord, redactedFields } from "./redactionRecords.ts";
+export { REDACTED_MARK, type RedactionRecord, redactedFields } from "./redactionRecords.ts";
 
 /**
  * Redaction: fields of what the journal stores (run inputs, model responses, tool
