@@ -4,13 +4,13 @@ import { checkRunId, modelFrameId, parseFrameId } from "../../events/ids.ts";
 import { createJournal, readJournal } from "../../events/journal.ts";
 import { memoryStore } from "../../events/memory.ts";
 import type { Journal } from "../../events/spi.ts";
-import type { ModelResponse, NewEntry } from "../../events/types.ts";
+import type { JournalEntry, ModelResponse, NewEntry } from "../../events/types.ts";
 import type { GenerateRequest, Model } from "../../models/types.ts";
 import { type DiffOptions, diffRuns, type RunDiff } from "../../projections/runDiff.ts";
-import { responseAt } from "../../projections/runState.ts";
+import { foldEntries, type RunState, responseAt } from "../../projections/runState.ts";
 import type { AgentOutput, ToolCallLogMode } from "../../projections/types.ts";
 import type { Tool, ToolContext } from "../base/config.ts";
-import { foldRun, hydrateArchived, resolveStep } from "../base/readers.ts";
+import { hydrateArchived, resolveStep } from "../base/readers.ts";
 import { runStartedData } from "../steps/actors.ts";
 import { type AgentLoop, agentLoop$ } from "./agentLoop.ts";
 import { readDiffSide } from "./readDiff.ts";
@@ -146,7 +146,7 @@ export async function replayRun<M extends ToolCallLogMode | undefined>(
       `replayRun(${runId}): run ${replayId} is in the replay journal already; give another runId`,
     );
   }
-  const state = await hydrateArchived(journal, await foldRun(journal, runId));
+  const state = await hydrateArchived(journal, foldEntries(entries)); // the entries read above, folded
   const recorded = await recordedCalls(journal, runId, state);
   const candidate = options.loop;
   const counts = { servedTools: 0, servedModelCalls: 0, executedTools: 0 };
@@ -243,7 +243,7 @@ export async function replayRun<M extends ToolCallLogMode | undefined>(
 async function recordedCalls(
   journal: Journal,
   runId: string,
-  state: Awaited<ReturnType<typeof foldRun>>,
+  state: RunState,
 ): Promise<Map<string, Map<string, { output: unknown }[]>>> {
   const byTool = new Map<string, Map<string, { output: unknown }[]>>();
   const frames = Object.values(state.frames)
@@ -281,20 +281,24 @@ function recordedModel(
   into: Journal,
   replayId: string,
   runId: string,
-  state: Awaited<ReturnType<typeof foldRun>>,
+  state: RunState,
   counts: { servedModelCalls: number },
   halt: (error: ReplayError) => ReplayError,
 ): Model {
   const recordedLoop = state.loopId ?? "";
+  let next = 1; // the seq of the replay's next entry not yet read
+  let started: JournalEntry | undefined; // the replay's latest model frame.started
   return {
     async generate(_request: GenerateRequest): Promise<ModelResponse> {
-      // The call's frame was started just before the model is asked: its turn and prompt digest.
-      const entries = await readJournal(into, replayId);
-      const started = entries.findLast(
-        (e) => e.type === "frame.started" && parseFrameId(e.data.frameId)?.kind === "model",
-      );
+      // The call's frame was started just before the model is asked: its turn and prompt digest,
+      // read from the entries appended since the last call (the journal is not read again whole).
+      const appended = await readJournal(into, replayId, { from: next });
+      next = (appended.at(-1)?.seq ?? next - 1) + 1;
+      for (const e of appended) {
+        if (e.type === "frame.started" && parseFrameId(e.data.frameId)?.kind === "model") started = e;
+      }
       if (started?.type !== "frame.started")
-        throw new ReplayError("promptChanged", `replay ${replayId}: no model call was started`);
+        throw halt(new ReplayError("promptChanged", `replay ${replayId}: no model call was started`));
       const parsed = parseFrameId(started.data.frameId);
       const turn = parsed?.kind === "model" ? parsed.turn : -1;
       const frame = state.frames[modelFrameId(recordedLoop, turn)];
